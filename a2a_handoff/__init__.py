@@ -1,0 +1,75 @@
+"""a2a-handoff: A2A 1.0 agents as HTTP services, with atomic handoff between them."""
+
+from a2a_handoff.agent import (
+    Agent,
+    Completed,
+    Failed,
+    InputRequired,
+    Outcome,
+    Rejected,
+    TaskContext,
+    agent_message,
+)
+from a2a_handoff.auth import ApiKeyAuth
+from a2a_handoff.card import build_card, skill
+from a2a_handoff.errors import (
+    ConflictError,
+    HandoffError,
+    IllegalTransitionError,
+    RpcError,
+    StoreError,
+)
+from a2a_handoff.extension import HANDOFF_EXTENSION_URI
+from a2a_handoff.models import (
+    AgentCard,
+    Artifact,
+    Message,
+    Part,
+    Role,
+    StreamResponse,
+    Task,
+    TaskStatus,
+)
+from a2a_handoff.server import create_app
+from a2a_handoff.states import TaskState, transition
+from a2a_handoff.stores import (
+    MemoryTaskStore,
+    SqliteTaskStore,
+    TaskStore,
+    open_store,
+)
+
+__all__ = [
+    "HANDOFF_EXTENSION_URI",
+    "Agent",
+    "AgentCard",
+    "ApiKeyAuth",
+    "Artifact",
+    "Completed",
+    "ConflictError",
+    "Failed",
+    "HandoffError",
+    "IllegalTransitionError",
+    "InputRequired",
+    "MemoryTaskStore",
+    "Message",
+    "Outcome",
+    "Part",
+    "Rejected",
+    "Role",
+    "RpcError",
+    "SqliteTaskStore",
+    "StoreError",
+    "StreamResponse",
+    "Task",
+    "TaskContext",
+    "TaskState",
+    "TaskStatus",
+    "TaskStore",
+    "agent_message",
+    "build_card",
+    "create_app",
+    "open_store",
+    "skill",
+    "transition",
+]

@@ -1,0 +1,446 @@
+"""The task engine: runs agent handlers and turns what they emit into durable task steps.
+
+Invariants:
+- every state change goes through `states.transition()`;
+- a step's events are grouped and written in one store call; callers are answered only
+  from committed records, so what a client saw is never lost by a crash;
+- one task has at most one running handler in this process, and a message id creates at
+  most one task (a repeat returns the task the first one created);
+- a handler's exception fails the task with its message; it never crashes a request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from dataclasses import dataclass
+
+from a2a_handoff.agent import (
+    Agent,
+    Completed,
+    Failed,
+    InputRequired,
+    Outcome,
+    Rejected,
+    TaskContext,
+    agent_message,
+)
+from a2a_handoff.errors import (
+    ConflictError,
+    InternalError,
+    InvalidParamsError,
+    RpcError,
+    TaskNotCancelableError,
+    TaskNotFoundError,
+    UnsupportedOperationError,
+)
+from a2a_handoff.models import (
+    Artifact,
+    Message,
+    Role,
+    StreamResponse,
+    Task,
+    TaskArtifactUpdateEvent,
+    TaskStatus,
+    TaskStatusUpdateEvent,
+    utc_now,
+)
+from a2a_handoff.states import TaskState, transition
+from a2a_handoff.stores.base import TaskQuery, TaskRecord, TaskStore
+
+log = logging.getLogger("a2a_handoff.runtime")
+
+RESTART_REASON = "interrupted: the agent restarted while this task was running"
+
+
+def status_event(task: Task) -> StreamResponse:
+    return StreamResponse(
+        status_update=TaskStatusUpdateEvent(
+            task_id=task.id, context_id=task.context_id, status=task.status
+        )
+    )
+
+
+def with_status(task: Task, state: TaskState, message: Message | None = None) -> Task:
+    """A copy of `task` in `state` (checked by the transition table), the message appended."""
+    transition(task.status.state, state)
+    history = task.history or []
+    if message is not None:
+        history = [*history, message]
+    return task.model_copy(
+        update={
+            "status": TaskStatus(state=state, message=message, timestamp=utc_now()),
+            "history": history,
+        }
+    )
+
+
+@dataclass(slots=True)
+class Submission:
+    """What a SendMessage started (or found, for a repeated message id).
+
+    A stream of it starts with `head` (a Task snapshot, when set) and goes on with the
+    task's events after seq `after`.
+    """
+
+    task_id: str
+    created: asyncio.Future[TaskRecord]
+    settled: asyncio.Future[TaskRecord]
+    head: Task | None
+    after: int
+
+
+def _resolved(record: TaskRecord) -> Submission:
+    loop = asyncio.get_running_loop()
+    created: asyncio.Future[TaskRecord] = loop.create_future()
+    created.set_result(record)
+    settled: asyncio.Future[TaskRecord] = loop.create_future()
+    settled.set_result(record)
+    return Submission(record.id, created, settled, record.task, record.version)
+
+
+class _Run:
+    """One step of one task: its handler, and the events not yet written."""
+
+    def __init__(
+        self,
+        manager: TaskManager,
+        task: Task,
+        owner: str,
+        *,
+        committed: TaskRecord | None,
+        dedupe_key: str | None,
+        first: StreamResponse,
+    ) -> None:
+        loop = asyncio.get_running_loop()
+        self.manager = manager
+        self.task = task
+        self.owner = owner
+        self.committed = committed
+        self.dedupe_key = dedupe_key
+        self.pending: list[StreamResponse] = [first]
+        self.created: asyncio.Future[TaskRecord] = loop.create_future()
+        self.settled: asyncio.Future[TaskRecord] = loop.create_future()
+        if committed is not None:
+            self.created.set_result(committed)
+        self.start: tuple[Task, int] | None = None
+        if committed is not None:  # a resumed task: streams start from the resumed snapshot
+            self.start = (task, committed.version + 1)
+        self.cancel_requested = False
+        self._flushing = False
+        self.driver: asyncio.Task[None] | None = None
+        self.flusher: asyncio.Task[None] | None = None
+
+    @property
+    def submission(self) -> Submission:
+        if self.start is None:  # a new task: its log starts with the Task itself
+            return Submission(self.task.id, self.created, self.settled, None, 0)
+        head, after = self.start
+        return Submission(self.task.id, self.created, self.settled, head, after)
+
+    # -- events ---------------------------------------------------------------------------
+
+    def emit(self, task: Task, item: StreamResponse) -> None:
+        self.task = task
+        self.pending.append(item)
+        self._schedule_flush()
+
+    def _schedule_flush(self) -> None:
+        if not self._flushing:
+            self._flushing = True
+            # Runs once the handler yields: everything it emitted until then is one write.
+            self.flusher = asyncio.create_task(self._flush())
+
+    async def _flush(self) -> None:
+        try:
+            while self.pending:
+                items, self.pending = self.pending, []
+                task = self.task
+                if not await self._write(task, items):
+                    return
+        except Exception as exc:
+            log.exception("could not store task %s", self.task.id)
+            self._abort(InternalError(f"the task store failed: {type(exc).__name__}"))
+        finally:
+            self._flushing = False
+
+    async def _write(self, task: Task, items: list[StreamResponse]) -> bool:
+        store = self.manager.store
+        now = utc_now()
+        if self.committed is None:
+            record = TaskRecord(task, self.owner, len(items), now, now)
+            stored = await store.create(record, items, dedupe_key=self.dedupe_key)
+            if stored.id != record.id:
+                # Another process created this message's task first: answer with that one.
+                self._abort(None, answer=stored)
+                return False
+        else:
+            previous = self.committed
+            record = TaskRecord(
+                task, self.owner, previous.version + len(items), previous.created_at, now
+            )
+            await store.update(record, items, expected_version=previous.version)
+        self.committed = record
+        if not self.created.done():
+            self.created.set_result(record)
+        state = record.state
+        if (state.terminal or state.interrupted) and not self.pending:
+            self._settle(record)
+        return True
+
+    def _settle(self, record: TaskRecord) -> None:
+        self.manager._forget(self)
+        if not self.settled.done():
+            self.settled.set_result(record)
+
+    def _abort(self, error: RpcError | None, answer: TaskRecord | None = None) -> None:
+        """Stop the run: its work cannot be stored (error) or belongs to another task."""
+        self.pending.clear()
+        if self.driver is not None and not self.driver.done():
+            self.driver.cancel()
+        self.manager._forget(self)
+        for future in (self.created, self.settled):
+            if future.done():
+                continue
+            if answer is not None:
+                future.set_result(answer)
+            else:
+                future.set_exception(error or InternalError())
+                future.exception()  # retrieved here: a caller may not be waiting any more
+
+    # -- the handler ----------------------------------------------------------------------
+
+    def run(self, message: Message) -> None:
+        # The driver is scheduled before the flusher, so the handler runs until it first
+        # waits and the flusher then writes the task and everything it emitted at once.
+        self.driver = asyncio.create_task(self._drive(message), name=f"task-{self.task.id}")
+        self._schedule_flush()
+
+    async def _drive(self, message: Message) -> None:
+        if self.task.status.state is not TaskState.WORKING:
+            self.emit_state(TaskState.WORKING)
+        ctx = TaskContext(
+            message=message,
+            task=self.task,
+            _emit_status=self._on_status,
+            _emit_artifact=self._on_artifact,
+        )
+        try:
+            outcome = await self.manager.agent.handle(ctx)
+        except asyncio.CancelledError:
+            if not self.cancel_requested:
+                raise
+            self.emit_state(TaskState.CANCELED, agent_message("Task canceled.", self.task))
+            return
+        except Exception as exc:
+            log.warning("handler of task %s raised %s", self.task.id, type(exc).__name__)
+            outcome = Failed(str(exc) or type(exc).__name__)
+        self.finish(outcome)
+
+    def finish(self, outcome: Outcome | None) -> None:
+        match outcome:
+            case None:
+                self.emit_state(TaskState.COMPLETED)
+            case Completed(message=text):
+                msg = agent_message(text, self.task) if text else None
+                self.emit_state(TaskState.COMPLETED, msg)
+            case InputRequired(question=question):
+                self.emit_state(TaskState.INPUT_REQUIRED, agent_message(question, self.task))
+            case Failed(reason=reason):
+                self.emit_state(TaskState.FAILED, agent_message(reason, self.task))
+            case Rejected(reason=reason):
+                self.emit_state(TaskState.REJECTED, agent_message(reason, self.task))
+            case _:
+                raise TypeError(f"a handler returned {outcome!r}, not an outcome")
+
+    def emit_state(self, state: TaskState, message: Message | None = None) -> None:
+        task = with_status(self.task, state, message)
+        self.emit(task, status_event(task))
+
+    async def _on_status(self, text: str) -> None:
+        self.emit_state(TaskState.WORKING, agent_message(text, self.task))
+
+    async def _on_artifact(self, artifact: Artifact) -> None:
+        task = self.task.model_copy(update={"artifacts": [*(self.task.artifacts or []), artifact]})
+        self.emit(
+            task,
+            StreamResponse(
+                artifact_update=TaskArtifactUpdateEvent(
+                    task_id=task.id, context_id=task.context_id, artifact=artifact
+                )
+            ),
+        )
+
+
+def dedupe_key(owner: str, message: Message) -> str:
+    """Message ids are unique per owner and context (or per owner, without a context)."""
+    return "\x1f".join((owner, message.context_id or "", message.message_id))
+
+
+class TaskManager:
+    """Starts, resumes, cancels and looks up tasks for one agent."""
+
+    def __init__(self, agent: Agent, store: TaskStore) -> None:
+        self.agent = agent
+        self.store = store
+        self._runs: dict[str, _Run] = {}
+        self._creating: dict[str, _Run] = {}
+
+    def _forget(self, run: _Run) -> None:
+        if self._runs.get(run.task.id) is run:
+            del self._runs[run.task.id]
+        if run.dedupe_key is not None and self._creating.get(run.dedupe_key) is run:
+            del self._creating[run.dedupe_key]
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    async def recover(self) -> int:
+        """Fail tasks a previous process left running; returns how many."""
+        orphans: list[TaskRecord] = []
+        for state in (TaskState.SUBMITTED, TaskState.WORKING):
+            token: str | None = None
+            while token != "":
+                page = await self.store.list_tasks(
+                    TaskQuery(owner=None, state=state, page_size=100, page_token=token)
+                )
+                orphans += [r for r in page.records if r.id not in self._runs]
+                token = page.next_page_token
+        failed = 0
+        for record in orphans:
+            with contextlib.suppress(ConflictError):
+                reason = agent_message(RESTART_REASON, record.task)
+                await self._update_now(record, TaskState.FAILED, reason)
+                failed += 1
+        return failed
+
+    async def aclose(self) -> None:
+        """Stop running handlers; their tasks are failed by `recover()` at the next start."""
+        runs = list(self._runs.values())
+        for run in runs:
+            if run.driver is not None:
+                run.driver.cancel()
+        for run in runs:
+            for job in (run.driver, run.flusher):
+                if job is not None:
+                    with contextlib.suppress(asyncio.CancelledError, Exception):
+                        await job
+
+    # -- operations -----------------------------------------------------------------------
+
+    async def send(self, message: Message, owner: str) -> Submission:
+        if message.role is not Role.USER:
+            raise InvalidParamsError("message.role: a caller's message must be ROLE_USER")
+        if message.task_id:
+            return await self._follow_up(message, owner)
+        key = dedupe_key(owner, message)
+        running = self._creating.get(key)
+        if running is not None:
+            return running.submission
+        existing_id = await self.store.find(key)
+        running = self._creating.get(key)  # it may have started while we read
+        if running is not None:
+            return running.submission
+        if existing_id is not None:
+            record = await self.store.get(existing_id)
+            if record is not None:
+                return (
+                    self._runs[record.id].submission
+                    if record.id in self._runs
+                    else _resolved(record)
+                )
+        task_id = str(uuid.uuid4())
+        context_id = message.context_id or str(uuid.uuid4())
+        bound = message.model_copy(update={"task_id": task_id, "context_id": context_id})
+        task = Task(
+            id=task_id,
+            context_id=context_id,
+            status=TaskStatus(state=TaskState.SUBMITTED, timestamp=utc_now()),
+            history=[bound],
+        )
+        run = _Run(
+            self, task, owner, committed=None, dedupe_key=key, first=StreamResponse(task=task)
+        )
+        self._creating[key] = run
+        self._runs[task_id] = run
+        run.run(bound)
+        return run.submission
+
+    async def _follow_up(self, message: Message, owner: str) -> Submission:
+        assert message.task_id is not None
+        record = await self.owned(message.task_id, owner)
+        task = record.task
+        if message.context_id and message.context_id != task.context_id:
+            raise InvalidParamsError(
+                f"message.contextId: task {task.id} belongs to context {task.context_id}"
+            )
+        running = self._runs.get(task.id)
+        if any(m.message_id == message.message_id for m in task.history or ()):
+            return running.submission if running is not None else _resolved(record)
+        if running is not None:
+            if any(m.message_id == message.message_id for m in running.task.history or ()):
+                return running.submission
+            raise UnsupportedOperationError(
+                f"task {task.id} is still working; send a follow-up when it asks for input"
+            )
+        if task.status.state.terminal:
+            raise UnsupportedOperationError(
+                f"task {task.id} is {task.status.state.name} and cannot take messages;"
+                " start a new task in the same context with referenceTaskIds"
+            )
+        if not task.status.state.interrupted:
+            raise UnsupportedOperationError(f"task {task.id} is not waiting for input")
+        bound = message.model_copy(update={"context_id": task.context_id})
+        resumed = with_status(
+            task.model_copy(update={"history": [*(task.history or []), bound]}),
+            TaskState.WORKING,
+        )
+        run = _Run(
+            self, resumed, owner, committed=record, dedupe_key=None, first=status_event(resumed)
+        )
+        self._runs[task.id] = run
+        run.run(bound)
+        return run.submission
+
+    async def owned(self, task_id: str, owner: str) -> TaskRecord:
+        """The committed task if `owner` may see it; -32001 exactly as if absent otherwise."""
+        record = await self.store.get(task_id)
+        if record is None or record.owner != owner:
+            raise TaskNotFoundError(f"task {task_id} not found")
+        return record
+
+    async def cancel(self, task_id: str, owner: str) -> TaskRecord:
+        record = await self.owned(task_id, owner)
+        for _ in range(3):
+            if record.state.terminal:
+                raise TaskNotCancelableError(
+                    f"task {task_id} is {record.state.name}, a terminal state"
+                )
+            run = self._runs.get(task_id)
+            if run is not None and run.driver is not None and not run.driver.done():
+                run.cancel_requested = True
+                run.driver.cancel()
+                return await asyncio.shield(run.settled)
+            if run is not None:
+                record = await asyncio.shield(run.settled)
+                continue
+            try:
+                return await self._update_now(
+                    record, TaskState.CANCELED, agent_message("Task canceled.", record.task)
+                )
+            except ConflictError:
+                record = await self.owned(task_id, owner)
+        raise InternalError(f"task {task_id} kept changing; try again")
+
+    async def _update_now(
+        self, record: TaskRecord, state: TaskState, message: Message | None = None
+    ) -> TaskRecord:
+        """Move a task that no handler is running, with check-and-set."""
+        task = with_status(record.task, state, message)
+        updated = TaskRecord(task, record.owner, record.version + 1, record.created_at, utc_now())
+        await self.store.update(updated, [status_event(task)], expected_version=record.version)
+        return updated
+
+    def running(self, task_id: str) -> bool:
+        return task_id in self._runs

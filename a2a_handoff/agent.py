@@ -1,0 +1,131 @@
+"""The agent API: an agent is a small object with one async `handle(ctx)` method.
+
+The handler reads the context (the message, the task, its history), emits progress through
+it (`status`, `artifact`), and ends by returning an outcome — or None, which completes the
+task. An exception ends the task FAILED with its message; cancelling the task cancels the
+handler. Emitting never waits for the disk: the library groups a step's events into one
+durable write, and answers callers only once that write is committed.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from a2a_handoff.models import Artifact, Message, Part, Role, Task
+
+__all__ = [
+    "Agent",
+    "Completed",
+    "Failed",
+    "InputRequired",
+    "Outcome",
+    "Rejected",
+    "TaskContext",
+    "agent_message",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Completed:
+    """End the task COMPLETED, optionally with a closing message."""
+
+    message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class InputRequired:
+    """Pause the task INPUT_REQUIRED; the caller's next message (same taskId) resumes it."""
+
+    question: str
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    """End the task FAILED with a reason the caller can read."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Rejected:
+    """Refuse the task: it ends REJECTED with the reason."""
+
+    reason: str
+
+
+Outcome = Completed | InputRequired | Failed | Rejected
+
+
+class Agent(Protocol):
+    """What the server runs for each task step."""
+
+    async def handle(self, ctx: TaskContext) -> Outcome | None:
+        """Work on `ctx.message`; return how the step ends (None = completed)."""
+        ...
+
+
+def agent_message(text: str, task: Task | None = None, **metadata: Any) -> Message:
+    """A message from the agent, bound to a task when given."""
+    return Message(
+        message_id=str(uuid.uuid4()),
+        role=Role.AGENT,
+        parts=[Part(text=text)],
+        task_id=task.id if task else None,
+        context_id=task.context_id if task else None,
+        metadata=metadata or None,
+    )
+
+
+@dataclass(slots=True)
+class TaskContext:
+    """What a handler sees and how it reports progress."""
+
+    message: Message
+    task: Task
+    _emit_status: Callable[[str], Awaitable[None]] = field(repr=False)
+    _emit_artifact: Callable[[Artifact], Awaitable[None]] = field(repr=False)
+
+    @property
+    def text(self) -> str:
+        """The text of the message that started this step."""
+        return self.message.text
+
+    @property
+    def history(self) -> list[Message]:
+        """Every message of the task so far, this step's included."""
+        return list(self.task.history or [])
+
+    @property
+    def task_id(self) -> str:
+        return self.task.id
+
+    @property
+    def context_id(self) -> str:
+        return self.task.context_id
+
+    async def status(self, text: str) -> None:
+        """Report progress: a WORKING status update carrying an agent message."""
+        await self._emit_status(text)
+
+    async def artifact(
+        self,
+        *parts: Part,
+        text: str | None = None,
+        data: Any = None,
+        name: str | None = None,
+        description: str | None = None,
+    ) -> Artifact:
+        """Publish an artifact made of `parts`, or of a text and/or a data part."""
+        all_parts = list(parts)
+        if text is not None:
+            all_parts.append(Part(text=text))
+        if data is not None:
+            all_parts.append(Part(data=data))
+        artifact = Artifact(
+            artifact_id=str(uuid.uuid4()), parts=all_parts, name=name, description=description
+        )
+        await self._emit_artifact(artifact)
+        return artifact

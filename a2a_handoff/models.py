@@ -1,0 +1,401 @@
+"""A2A 1.0 wire models (ProtoJSON): camelCase members, enums by name, oneofs by member name.
+
+Models are data: validation lives here, I/O elsewhere. Unknown members are ignored, snake_case
+names are accepted as ProtoJSON parsers do, and `dump()` writes camelCase without unset members.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic.alias_generators import to_camel
+
+from a2a_handoff.states import TaskState
+
+__all__ = [
+    "AgentCapabilities",
+    "AgentCard",
+    "AgentExtension",
+    "AgentInterface",
+    "AgentProvider",
+    "AgentSkill",
+    "ApiKeySecurityScheme",
+    "Artifact",
+    "CancelTaskRequest",
+    "GetTaskRequest",
+    "HttpAuthSecurityScheme",
+    "JsonRpcError",
+    "JsonRpcRequest",
+    "JsonRpcResponse",
+    "ListTasksRequest",
+    "ListTasksResponse",
+    "Message",
+    "Part",
+    "Role",
+    "SecurityRequirement",
+    "SecurityScheme",
+    "SendMessageConfiguration",
+    "SendMessageRequest",
+    "SendMessageResponse",
+    "StreamResponse",
+    "StringList",
+    "SubscribeToTaskRequest",
+    "Task",
+    "TaskArtifactUpdateEvent",
+    "TaskState",
+    "TaskStatus",
+    "TaskStatusUpdateEvent",
+    "WireModel",
+    "utc_now",
+]
+
+
+def utc_now() -> str:
+    """The current time as an ISO-8601 UTC timestamp with millisecond precision."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class WireModel(BaseModel):
+    """Base of every wire model: camelCase aliases, snake_case accepted, unknown members ignored."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        validate_by_name=True,
+        validate_by_alias=True,
+        serialize_by_alias=True,
+        extra="ignore",
+        use_enum_values=False,
+    )
+
+    def dump(self) -> dict[str, Any]:
+        """The ProtoJSON object: camelCase, enums by name, unset members left out."""
+        return self.model_dump(mode="json", exclude_none=True)
+
+    def dump_json(self) -> str:
+        """`dump()` as a JSON string, serialized in Rust."""
+        return self.model_dump_json(exclude_none=True)
+
+
+class Role(StrEnum):
+    USER = "ROLE_USER"
+    AGENT = "ROLE_AGENT"
+
+
+class Part(WireModel):
+    """One piece of content: exactly one of `text`, `data`, `url` or `raw` (base64)."""
+
+    text: str | None = None
+    data: Any = None
+    url: str | None = None
+    raw: str | None = None
+    metadata: dict[str, Any] | None = None
+    filename: str | None = None
+    media_type: str | None = None
+
+    @model_validator(mode="after")
+    def _one_content(self) -> Part:
+        present = [
+            name for name in ("text", "data", "url", "raw") if getattr(self, name) is not None
+        ]
+        if len(present) != 1:
+            raise ValueError(
+                "a part holds exactly one of text, data, url or raw"
+                + (f" (found {', '.join(present)})" if present else "")
+            )
+        return self
+
+    @field_validator("raw")
+    @classmethod
+    def _base64(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                base64.b64decode(value, validate=True)
+            except (binascii.Error, ValueError) as exc:
+                raise ValueError("raw must be base64") from exc
+        return value
+
+
+class Message(WireModel):
+    message_id: str = Field(min_length=1)
+    role: Role
+    parts: list[Part] = Field(min_length=1)
+    context_id: str | None = None
+    task_id: str | None = None
+    metadata: dict[str, Any] | None = None
+    extensions: list[str] | None = None
+    reference_task_ids: list[str] | None = None
+
+    @property
+    def text(self) -> str:
+        """All text parts joined by newlines."""
+        return "\n".join(part.text for part in self.parts if part.text is not None)
+
+
+class TaskStatus(WireModel):
+    state: TaskState
+    message: Message | None = None
+    timestamp: str | None = None
+
+
+class Artifact(WireModel):
+    artifact_id: str = Field(min_length=1)
+    parts: list[Part] = Field(min_length=1)
+    name: str | None = None
+    description: str | None = None
+    metadata: dict[str, Any] | None = None
+    extensions: list[str] | None = None
+
+
+class Task(WireModel):
+    id: str = Field(min_length=1)
+    context_id: str = Field(min_length=1)
+    status: TaskStatus
+    artifacts: list[Artifact] | None = None
+    history: list[Message] | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class TaskStatusUpdateEvent(WireModel):
+    task_id: str
+    context_id: str
+    status: TaskStatus
+    metadata: dict[str, Any] | None = None
+
+
+class TaskArtifactUpdateEvent(WireModel):
+    task_id: str
+    context_id: str
+    artifact: Artifact
+    append: bool | None = None
+    last_chunk: bool | None = None
+    metadata: dict[str, Any] | None = None
+
+
+def _exactly_one(model: BaseModel, names: tuple[str, ...], what: str) -> None:
+    present = [name for name in names if getattr(model, name) is not None]
+    if len(present) != 1:
+        raise ValueError(f"{what} holds exactly one of {', '.join(names)}")
+
+
+class StreamResponse(WireModel):
+    """One streamed item: exactly one of task, message, statusUpdate, artifactUpdate."""
+
+    task: Task | None = None
+    message: Message | None = None
+    status_update: TaskStatusUpdateEvent | None = None
+    artifact_update: TaskArtifactUpdateEvent | None = None
+
+    @model_validator(mode="after")
+    def _one_member(self) -> StreamResponse:
+        _exactly_one(self, ("task", "message", "status_update", "artifact_update"), "a stream item")
+        return self
+
+
+class SendMessageResponse(WireModel):
+    task: Task | None = None
+    message: Message | None = None
+
+    @model_validator(mode="after")
+    def _one_member(self) -> SendMessageResponse:
+        _exactly_one(self, ("task", "message"), "a send result")
+        return self
+
+
+# -- requests -------------------------------------------------------------------------------
+
+
+class SendMessageConfiguration(WireModel):
+    accepted_output_modes: list[str] | None = None
+    task_push_notification_config: dict[str, Any] | None = None
+    history_length: int | None = Field(default=None, ge=0)
+    return_immediately: bool | None = None
+
+
+class SendMessageRequest(WireModel):
+    message: Message
+    configuration: SendMessageConfiguration | None = None
+    metadata: dict[str, Any] | None = None
+    tenant: str | None = None
+
+
+class GetTaskRequest(WireModel):
+    id: str = Field(min_length=1)
+    history_length: int | None = Field(default=None, ge=0)
+    tenant: str | None = None
+
+
+class ListTasksRequest(WireModel):
+    context_id: str | None = None
+    status: TaskState | None = None
+    page_size: int | None = Field(default=None, ge=1, le=100)
+    page_token: str | None = None
+    history_length: int | None = Field(default=None, ge=0)
+    status_timestamp_after: str | None = None
+    include_artifacts: bool | None = None
+    tenant: str | None = None
+
+
+class ListTasksResponse(WireModel):
+    tasks: list[Task]
+    next_page_token: str
+    page_size: int
+    total_size: int
+
+
+class CancelTaskRequest(WireModel):
+    id: str = Field(min_length=1)
+    metadata: dict[str, Any] | None = None
+    tenant: str | None = None
+
+
+class SubscribeToTaskRequest(WireModel):
+    id: str = Field(min_length=1)
+    tenant: str | None = None
+
+
+# -- agent card -----------------------------------------------------------------------------
+
+
+class AgentInterface(WireModel):
+    url: str
+    protocol_binding: str = "JSONRPC"
+    protocol_version: str = "1.0"
+    tenant: str | None = None
+
+
+class AgentProvider(WireModel):
+    organization: str
+    url: str
+
+
+class AgentExtension(WireModel):
+    uri: str
+    description: str | None = None
+    required: bool | None = None
+    params: dict[str, Any] | None = None
+
+
+class AgentCapabilities(WireModel):
+    streaming: bool | None = None
+    push_notifications: bool | None = None
+    extensions: list[AgentExtension] | None = None
+    extended_agent_card: bool | None = None
+
+
+_Strings = list[str]
+
+
+class StringList(WireModel):
+    list: _Strings = Field(default_factory=_Strings)
+
+
+class SecurityRequirement(WireModel):
+    schemes: dict[str, StringList]
+
+
+class AgentSkill(WireModel):
+    id: str
+    name: str
+    description: str
+    tags: list[str] = Field(default_factory=list)
+    examples: list[str] | None = None
+    input_modes: list[str] | None = None
+    output_modes: list[str] | None = None
+    security_requirements: list[SecurityRequirement] | None = None
+
+
+class ApiKeySecurityScheme(WireModel):
+    location: Literal["header", "query", "cookie"] = "header"
+    name: str = "X-API-Key"
+    description: str | None = None
+
+
+class HttpAuthSecurityScheme(WireModel):
+    scheme: str = "Bearer"
+    bearer_format: str | None = None
+    description: str | None = None
+
+
+class SecurityScheme(WireModel):
+    """A oneof; the OAuth, OpenID Connect and mTLS members are carried as plain objects."""
+
+    api_key_security_scheme: ApiKeySecurityScheme | None = None
+    http_auth_security_scheme: HttpAuthSecurityScheme | None = None
+    oauth2_security_scheme: dict[str, Any] | None = None
+    open_id_connect_security_scheme: dict[str, Any] | None = None
+    mtls_security_scheme: dict[str, Any] | None = None
+
+    @model_validator(mode="after")
+    def _one_member(self) -> SecurityScheme:
+        _exactly_one(
+            self,
+            (
+                "api_key_security_scheme",
+                "http_auth_security_scheme",
+                "oauth2_security_scheme",
+                "open_id_connect_security_scheme",
+                "mtls_security_scheme",
+            ),
+            "a security scheme",
+        )
+        return self
+
+
+class AgentCard(WireModel):
+    name: str
+    description: str
+    supported_interfaces: list[AgentInterface] = Field(min_length=1)
+    version: str
+    capabilities: AgentCapabilities
+    default_input_modes: list[str] = Field(default_factory=lambda: ["text/plain"])
+    default_output_modes: list[str] = Field(default_factory=lambda: ["text/plain"])
+    skills: list[AgentSkill] = Field(default_factory=list)
+    provider: AgentProvider | None = None
+    documentation_url: str | None = None
+    security_schemes: dict[str, SecurityScheme] | None = None
+    security_requirements: list[SecurityRequirement] | None = None
+    signatures: list[dict[str, Any]] | None = None
+    icon_url: str | None = None
+
+    @property
+    def url(self) -> str:
+        """The URL of the first (preferred) interface."""
+        return self.supported_interfaces[0].url
+
+
+# -- JSON-RPC -------------------------------------------------------------------------------
+
+
+class JsonRpcRequest(BaseModel):
+    """A JSON-RPC 2.0 request; `params` is validated per method elsewhere."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    jsonrpc: Literal["2.0"]
+    method: str = Field(min_length=1)
+    id: str | int | None = None
+    params: dict[str, Any] | None = None
+
+
+class JsonRpcError(BaseModel):
+    code: int
+    message: str
+    data: Any = None
+
+
+class JsonRpcResponse(BaseModel):
+    jsonrpc: Literal["2.0"] = "2.0"
+    id: str | int | None
+    result: Any = None
+    error: JsonRpcError | None = None
+
+    @model_validator(mode="after")
+    def _result_or_error(self) -> JsonRpcResponse:
+        if (self.error is None) == ("result" not in self.model_fields_set):
+            raise ValueError("a JSON-RPC response holds exactly one of result or error")
+        return self

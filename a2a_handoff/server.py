@@ -1,0 +1,454 @@
+"""`create_app()`: an agent served as an A2A 1.0 JSON-RPC service on Starlette.
+
+Routes: `POST /` (JSON-RPC; SSE for the streaming methods), `GET /.well-known/agent-card.json`
+and `GET /health`. Input is checked in this order — body size, credentials, JSON, JSON-RPC
+shape, protocol version, method, params — and every failure is a JSON-RPC error object:
+never an HTTP 500, never a traceback. The store is opened, and tasks a previous process left
+running are recovered, in the lifespan before the first request is served.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import email.utils
+import hashlib
+import json
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+from sse_starlette import EventSourceResponse, ServerSentEvent
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from a2a_handoff._runtime import TaskManager
+from a2a_handoff.agent import Agent
+from a2a_handoff.auth import ApiKeyAuth
+from a2a_handoff.errors import (
+    AuthenticationError,
+    ExtendedCardNotConfiguredError,
+    InternalError,
+    InvalidParamsError,
+    InvalidRequestError,
+    MethodNotFoundError,
+    ParseError,
+    PayloadTooLargeError,
+    PushNotificationNotSupportedError,
+    RpcError,
+    UnsupportedOperationError,
+    VersionNotSupportedError,
+)
+from a2a_handoff.extension import HANDOFF_EXTENSION_URI, parse_extensions, render_item, render_task
+from a2a_handoff.models import (
+    AgentCard,
+    CancelTaskRequest,
+    GetTaskRequest,
+    ListTasksRequest,
+    SendMessageRequest,
+    StreamResponse,
+    SubscribeToTaskRequest,
+    Task,
+)
+from a2a_handoff.stores.base import TaskEvent, TaskQuery, TaskStore
+
+log = logging.getLogger("a2a_handoff.server")
+
+PROTOCOL_VERSION = "1.0"
+DEFAULT_MAX_BODY = 1024 * 1024
+CARD_PATH = "/.well-known/agent-card.json"
+SUPPORTED_EXTENSIONS = frozenset({HANDOFF_EXTENSION_URI})
+_PUSH_METHODS = frozenset(
+    {
+        "CreateTaskPushNotificationConfig",
+        "GetTaskPushNotificationConfig",
+        "ListTaskPushNotificationConfigs",
+        "DeleteTaskPushNotificationConfig",
+    }
+)
+
+
+@dataclass(slots=True)
+class Call:
+    """One JSON-RPC call being served."""
+
+    id: str | int | None
+    params: dict[str, Any]
+    principal: str
+    extensions: frozenset[str]
+    request: Request
+
+    @property
+    def transfers_visible(self) -> bool:
+        return HANDOFF_EXTENSION_URI in self.extensions
+
+
+M = TypeVar("M", bound=BaseModel)
+T = TypeVar("T")
+
+
+def validate(model: type[M], params: dict[str, Any]) -> M:
+    """Params as `model`, or -32602 naming the first offending field."""
+    try:
+        return model.model_validate(params)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False, include_context=False, include_input=False)[0]
+        field = ".".join(str(part) for part in first["loc"]) or "params"
+        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        raise InvalidParamsError(f"{field}: {first['msg']}{more}") from None
+
+
+def trim_history(task: Task, history_length: int | None) -> Task:
+    if history_length is None or task.history is None:
+        return task
+    history = task.history[-history_length:] if history_length else []
+    return task.model_copy(update={"history": history or None})
+
+
+def _result_body(call_id: str | int | None, result_json: str) -> bytes:
+    return (
+        '{"jsonrpc":"2.0","id":' + json.dumps(call_id) + ',"result":' + result_json + "}"
+    ).encode()
+
+
+def error_body(call_id: str | int | None, error: RpcError) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": call_id, "error": error.to_dict()}
+
+
+class _App:
+    """The handlers behind the routes; one per Starlette app."""
+
+    def __init__(
+        self,
+        agent: Agent,
+        card: AgentCard,
+        store: TaskStore,
+        *,
+        auth: ApiKeyAuth | None,
+        max_body: int,
+        sse_ping: float,
+    ) -> None:
+        self.card = card
+        self.store = store
+        self.manager = TaskManager(agent, store)
+        self.auth = auth
+        self.max_body = max_body
+        self.sse_ping = sse_ping
+        self.card_body = card.dump_json().encode()
+        self.card_etag = '"' + hashlib.sha256(self.card_body).hexdigest()[:32] + '"'
+        self.card_modified = email.utils.formatdate(time.time(), usegmt=True)
+        self.methods: dict[str, Callable[[Call], Awaitable[Response]]] = {
+            "SendMessage": self.send_message,
+            "SendStreamingMessage": self.send_streaming_message,
+            "GetTask": self.get_task,
+            "ListTasks": self.list_tasks,
+            "CancelTask": self.cancel_task,
+            "SubscribeToTask": self.subscribe_to_task,
+            "GetExtendedAgentCard": self.get_extended_card,
+        }
+
+    # -- plumbing -------------------------------------------------------------------------
+
+    def _headers(self, extensions: frozenset[str]) -> dict[str, str]:
+        headers = {"A2A-Version": PROTOCOL_VERSION}
+        if extensions:
+            headers["A2A-Extensions"] = ",".join(sorted(extensions))
+        return headers
+
+    def _error(
+        self, call_id: str | int | None, error: RpcError, extensions: frozenset[str] = frozenset()
+    ) -> JSONResponse:
+        status = 200
+        if isinstance(error, AuthenticationError):
+            status = 401
+        elif isinstance(error, PayloadTooLargeError):
+            status = 413
+        headers = self._headers(extensions)
+        if status == 401:
+            headers["WWW-Authenticate"] = 'Bearer realm="a2a"'
+        return JSONResponse(error_body(call_id, error), status_code=status, headers=headers)
+
+    async def _body(self, request: Request) -> bytes:
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_body:
+            raise PayloadTooLargeError(f"request body over {self.max_body} bytes")
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > self.max_body:
+                raise PayloadTooLargeError(f"request body over {self.max_body} bytes")
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    async def rpc(self, request: Request) -> Response:
+        call_id: str | int | None = None
+        extensions = SUPPORTED_EXTENSIONS & parse_extensions(request.headers.get("a2a-extensions"))
+        try:
+            body = await self._body(request)
+            principal = ""
+            if self.auth is not None:
+                found = self.auth.authenticate(request.headers)
+                if found is None:
+                    raise AuthenticationError()
+                principal = found
+            try:
+                payload = json.loads(body)
+            except (ValueError, UnicodeDecodeError):
+                raise ParseError() from None
+            call_id, method, params = _parse_envelope(payload)
+            version = request.headers.get("a2a-version")
+            if version is None or not _supported_version(version):
+                raise VersionNotSupportedError(
+                    f"A2A-Version {version!r} is not supported; this server speaks"
+                    f" {PROTOCOL_VERSION} (send the header 'A2A-Version: {PROTOCOL_VERSION}')"
+                )
+            handler = self.methods.get(method)
+            if handler is None:
+                if method in _PUSH_METHODS:
+                    raise PushNotificationNotSupportedError()
+                raise MethodNotFoundError(f"method {method!r} not found")
+            response = await handler(Call(call_id, params, principal, extensions, request))
+        except RpcError as error:
+            return self._error(call_id, error, extensions)
+        except Exception:
+            log.exception("internal error serving a JSON-RPC call")
+            return self._error(call_id, InternalError(), extensions)
+        response.headers.update(self._headers(extensions))
+        return response
+
+    def _task_response(self, call: Call, task: Task, history_length: int | None) -> Response:
+        shown = trim_history(render_task(task, call.transfers_visible), history_length)
+        return Response(
+            _result_body(call.id, '{"task":' + shown.dump_json() + "}"),
+            media_type="application/json",
+        )
+
+    def _sse(
+        self, call: Call, items: AsyncIterator[tuple[int, StreamResponse]]
+    ) -> EventSourceResponse:
+        visible = call.transfers_visible
+
+        async def frames() -> AsyncIterator[ServerSentEvent]:
+            try:
+                async for seq, item in items:
+                    result = render_item(item, visible).dump_json()
+                    yield ServerSentEvent(data=_result_body(call.id, result).decode(), id=str(seq))
+            except RpcError as error:
+                yield ServerSentEvent(data=json.dumps(error_body(call.id, error)))
+            except Exception:
+                log.exception("stream of a task failed")
+                yield ServerSentEvent(data=json.dumps(error_body(call.id, InternalError())))
+
+        return EventSourceResponse(
+            frames(),
+            ping=int(self.sse_ping),
+            headers={"Cache-Control": "no-store"},
+        )
+
+    async def _task_stream(
+        self, task_id: str, head: Task | None, after: int
+    ) -> AsyncIterator[tuple[int, StreamResponse]]:
+        """`head` (if any) then the task's events after `after`, until it ends or pauses."""
+        if head is not None:
+            yield after, StreamResponse(task=head)
+            if head.status.state.terminal or head.status.state.interrupted:
+                return
+        event: TaskEvent
+        async for event in self.store.follow(task_id, after):
+            yield event.seq, event.item
+            if _pauses(event.item):
+                return
+
+    # -- methods --------------------------------------------------------------------------
+
+    async def send_message(self, call: Call) -> Response:
+        request = validate(SendMessageRequest, call.params)
+        config = request.configuration
+        if config is not None and config.task_push_notification_config is not None:
+            raise PushNotificationNotSupportedError()
+        submission = await self.manager.send(request.message, call.principal)
+        waiting = submission.created if config and config.return_immediately else submission.settled
+        record = await _shielded(waiting)
+        return self._task_response(call, record.task, config.history_length if config else None)
+
+    async def send_streaming_message(self, call: Call) -> Response:
+        request = validate(SendMessageRequest, call.params)
+        config = request.configuration
+        if config is not None and config.task_push_notification_config is not None:
+            raise PushNotificationNotSupportedError()
+        submission = await self.manager.send(request.message, call.principal)
+        await _shielded(submission.created)
+        return self._sse(
+            call, self._task_stream(submission.task_id, submission.head, submission.after)
+        )
+
+    async def get_task(self, call: Call) -> Response:
+        request = validate(GetTaskRequest, call.params)
+        record = await self.manager.owned(request.id, call.principal)
+        return self._task_response(call, record.task, request.history_length)
+
+    async def list_tasks(self, call: Call) -> Response:
+        request = validate(ListTasksRequest, call.params)
+        page_size = request.page_size or 50
+        page = await self.store.list_tasks(
+            TaskQuery(
+                owner=call.principal,
+                context_id=request.context_id,
+                state=request.status,
+                page_size=page_size,
+                page_token=request.page_token or None,
+            )
+        )
+        tasks = []
+        for record in page.records:
+            task = trim_history(
+                render_task(record.task, call.transfers_visible), request.history_length or 0
+            )
+            if not request.include_artifacts:
+                task = task.model_copy(update={"artifacts": None})
+            tasks.append(task.dump_json())
+        result = (
+            '{"tasks":['
+            + ",".join(tasks)
+            + '],"nextPageToken":'
+            + json.dumps(page.next_page_token)
+            + f',"pageSize":{page_size},"totalSize":{page.total_size}}}'
+        )
+        return Response(_result_body(call.id, result), media_type="application/json")
+
+    async def cancel_task(self, call: Call) -> Response:
+        request = validate(CancelTaskRequest, call.params)
+        record = await self.manager.cancel(request.id, call.principal)
+        return self._task_response(call, record.task, None)
+
+    async def subscribe_to_task(self, call: Call) -> Response:
+        request = validate(SubscribeToTaskRequest, call.params)
+        record = await self.manager.owned(request.id, call.principal)
+        if record.state.terminal:
+            raise UnsupportedOperationError(
+                f"task {record.id} is {record.state.name}: a terminal task has no updates"
+            )
+        resume = _last_event_id(call.request)
+        if resume is not None:
+            stream = self._task_stream(record.id, None, resume)
+        else:
+            stream = self._task_stream(record.id, record.task, record.version)
+        return self._sse(call, stream)
+
+    async def get_extended_card(self, call: Call) -> Response:
+        raise ExtendedCardNotConfiguredError()
+
+    # -- other routes ---------------------------------------------------------------------
+
+    async def agent_card(self, request: Request) -> Response:
+        headers = {
+            "ETag": self.card_etag,
+            "Cache-Control": "public, max-age=300",
+            "Last-Modified": self.card_modified,
+        }
+        if self.card_etag in request.headers.get("if-none-match", ""):
+            return Response(status_code=304, headers=headers)
+        return Response(self.card_body, media_type="application/json", headers=headers)
+
+    async def health(self, request: Request) -> Response:
+        store_ok = await self.store.ping()
+        body = {"status": "healthy" if store_ok else "degraded", "store": store_ok}
+        return JSONResponse(body, status_code=200 if store_ok else 503)
+
+
+def _pauses(item: StreamResponse) -> bool:
+    """Whether a stream ends after this item: the task ended or waits for its caller."""
+    status = item.status_update.status if item.status_update else None
+    if status is None and item.task is not None:
+        status = item.task.status
+    return status is not None and (status.state.terminal or status.state.interrupted)
+
+
+async def _shielded(future: Awaitable[T]) -> T:
+    """Await without cancelling the task's run when the caller goes away."""
+    return await asyncio.shield(future)
+
+
+def _parse_envelope(payload: Any) -> tuple[str | int | None, str, dict[str, Any]]:
+    if isinstance(payload, list):
+        raise InvalidRequestError("batch requests are not supported")
+    if not isinstance(payload, dict):
+        raise InvalidRequestError("the body must be a JSON-RPC request object")
+    call_id = payload.get("id")
+    if call_id is not None and (isinstance(call_id, bool) or not isinstance(call_id, str | int)):
+        raise InvalidRequestError("id must be a string, a number or null")
+    if payload.get("jsonrpc") != "2.0":
+        raise InvalidRequestError('jsonrpc must be "2.0"')
+    method = payload.get("method")
+    if not isinstance(method, str) or not method:
+        raise InvalidRequestError("method must be a non-empty string")
+    params = payload.get("params", {})
+    if params is None:
+        params = {}
+    if not isinstance(params, dict):
+        raise InvalidParamsError("params must be an object")
+    return call_id, method, params
+
+
+def _supported_version(version: str) -> bool:
+    parts = version.strip().split(".")
+    return len(parts) >= 2 and parts[0] == "1" and parts[1] == "0"
+
+
+def _last_event_id(request: Request) -> int | None:
+    raw = request.headers.get("last-event-id")
+    if raw is None:
+        return None
+    raw = raw.strip()
+    if not raw.isdigit():
+        raise InvalidParamsError("Last-Event-ID must be an event sequence number")
+    return int(raw)
+
+
+def create_app(
+    agent: Agent,
+    card: AgentCard,
+    store: TaskStore,
+    *,
+    auth: ApiKeyAuth | None = None,
+    max_body: int = DEFAULT_MAX_BODY,
+    sse_ping: float = 15.0,
+) -> Starlette:
+    """Serve `agent` over A2A JSON-RPC; the app opens and closes `store` in its lifespan."""
+    if auth is not None and not card.security_schemes:
+        card = card.model_copy(
+            update={
+                "security_schemes": auth.security_schemes(),
+                "security_requirements": auth.security_requirements(),
+            }
+        )
+    app_state = _App(agent, card, store, auth=auth, max_body=max_body, sse_ping=sse_ping)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await store.open()
+        try:
+            recovered = await app_state.manager.recover()
+            if recovered:
+                log.warning("failed %d task(s) left running by a previous process", recovered)
+            yield
+        finally:
+            await app_state.manager.aclose()
+            await store.aclose()
+
+    app = Starlette(
+        routes=[
+            Route("/", app_state.rpc, methods=["POST"]),
+            Route(CARD_PATH, app_state.agent_card, methods=["GET"]),
+            Route("/health", app_state.health, methods=["GET"]),
+        ],
+        lifespan=lifespan,
+    )
+    app.state.a2a = app_state
+    return app

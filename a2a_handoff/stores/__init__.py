@@ -1,0 +1,28 @@
+"""Store backends, chosen by URL: `sqlite:///path`, `memory://` (and `redis://…` later)."""
+
+from __future__ import annotations
+
+from a2a_handoff.errors import StoreError
+from a2a_handoff.stores.base import TaskEvent, TaskPage, TaskQuery, TaskRecord, TaskStore
+from a2a_handoff.stores.memory import MemoryTaskStore
+from a2a_handoff.stores.sqlite import SqliteTaskStore
+
+__all__ = [
+    "MemoryTaskStore",
+    "SqliteTaskStore",
+    "TaskEvent",
+    "TaskPage",
+    "TaskQuery",
+    "TaskRecord",
+    "TaskStore",
+    "open_store",
+]
+
+
+def open_store(url: str) -> TaskStore:
+    """The (unopened) store a URL names: `create_app` opens and closes it."""
+    if url.startswith("sqlite:"):
+        return SqliteTaskStore.from_url(url)
+    if url in ("memory://", "memory:"):
+        return MemoryTaskStore()
+    raise StoreError(f"unknown store URL {url!r}: use sqlite:///PATH or memory://")

@@ -1,0 +1,112 @@
+"""In-process fan-out of committed task events, and the `follow()` built on it.
+
+Backends that live in one process (memory, SQLite) publish each batch of events after it
+commits; followers subscribe *before* reading the backlog, so an event is either in the
+backlog or delivered live — and duplicates (in both) are dropped by seq. A follower that
+falls behind by more than `limit` events is marked lagged and re-reads from the store,
+so a slow reader costs bounded memory and loses nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+
+from a2a_handoff.stores.base import TaskEvent, TaskRecord
+
+
+class _Subscriber:
+    __slots__ = ("_wakeup", "lagged", "limit", "pending")
+
+    def __init__(self, limit: int) -> None:
+        self.pending: deque[TaskEvent] = deque()
+        self.lagged = False
+        self.limit = limit
+        self._wakeup = asyncio.Event()
+
+    def push(self, events: Iterable[TaskEvent]) -> None:
+        if not self.lagged:
+            self.pending.extend(events)
+            if len(self.pending) > self.limit:
+                self.pending.clear()
+                self.lagged = True
+        self._wakeup.set()
+
+    async def wait(self) -> None:
+        await self._wakeup.wait()
+        self._wakeup.clear()
+
+
+class EventHub:
+    """Per-task sets of live followers."""
+
+    def __init__(self, limit: int = 256) -> None:
+        self._subscribers: dict[str, set[_Subscriber]] = {}
+        self._limit = limit
+
+    def subscribe(self, task_id: str) -> _Subscriber:
+        subscriber = _Subscriber(self._limit)
+        self._subscribers.setdefault(task_id, set()).add(subscriber)
+        return subscriber
+
+    def unsubscribe(self, task_id: str, subscriber: _Subscriber) -> None:
+        subscribers = self._subscribers.get(task_id)
+        if subscribers is not None:
+            subscribers.discard(subscriber)
+            if not subscribers:
+                del self._subscribers[task_id]
+
+    def publish(self, task_id: str, events: list[TaskEvent]) -> None:
+        for subscriber in self._subscribers.get(task_id, ()):
+            subscriber.push(events)
+
+    def __len__(self) -> int:
+        return sum(len(s) for s in self._subscribers.values())
+
+
+async def follow(
+    hub: EventHub,
+    task_id: str,
+    after: int,
+    read_events: Callable[[str, int], Awaitable[list[TaskEvent]]],
+    read_record: Callable[[str], Awaitable[TaskRecord | None]],
+) -> AsyncIterator[TaskEvent]:
+    """Backlog then live events of one task, ending after its terminal event."""
+    subscriber = hub.subscribe(task_id)
+    try:
+        last = after
+        backlog = await read_events(task_id, last)
+        for event in backlog:
+            yield event
+            last = event.seq
+            if event.final:
+                return
+        if not backlog:
+            record = await read_record(task_id)
+            if record is None or (record.state.terminal and record.version <= last):
+                return
+        while True:
+            await subscriber.wait()
+            if subscriber.lagged:
+                subscriber.lagged = False
+                batch: Iterable[TaskEvent] = await read_events(task_id, last)
+            else:
+                batch = list(subscriber.pending)
+                subscriber.pending.clear()
+            for event in batch:
+                if event.seq <= last:
+                    continue
+                if event.seq != last + 1:
+                    # A gap means a publish raced our backlog read: fill it from the store.
+                    for missed in await read_events(task_id, last):
+                        if missed.seq >= event.seq:
+                            break
+                        yield missed
+                        last = missed.seq
+                yield event
+                last = event.seq
+                if event.final:
+                    return
+    finally:
+        hub.unsubscribe(task_id, subscriber)

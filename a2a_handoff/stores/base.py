@@ -1,0 +1,169 @@
+"""Store interfaces: small async protocols, one per concern, with backends beside them.
+
+A task is stored as a `TaskRecord` (the task snapshot plus its owner and version) and an
+append-only event log. Every write is one atomic step: the new snapshot and the events it
+produced go together, and the version is the sequence number of the task's last event, so
+`version` doubles as the check-and-set token and as the `Last-Event-ID` of streams.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from a2a_handoff.errors import InvalidParamsError
+from a2a_handoff.models import StreamResponse, Task
+from a2a_handoff.states import TaskState
+
+
+@dataclass(frozen=True, slots=True)
+class TaskRecord:
+    """A task as stored: the internal snapshot (TRANSFERRED allowed), its owner and version."""
+
+    task: Task
+    owner: str
+    version: int
+    created_at: str
+    updated_at: str
+
+    @property
+    def id(self) -> str:
+        return self.task.id
+
+    @property
+    def state(self) -> TaskState:
+        return self.task.status.state
+
+
+@dataclass(frozen=True, slots=True)
+class TaskEvent:
+    """One entry of a task's event log; `seq` is 1, 2, 3, … per task."""
+
+    seq: int
+    item: StreamResponse
+
+    @property
+    def final(self) -> bool:
+        """True for the event that leaves the task in a terminal state."""
+        update = self.item.status_update
+        if update is not None:
+            return update.status.state.terminal
+        task = self.item.task
+        return task is not None and task.status.state.terminal
+
+
+@dataclass(frozen=True, slots=True)
+class TaskQuery:
+    owner: str | None  # None: every owner's tasks (the library's own sweeps, never a caller)
+    context_id: str | None = None
+    state: TaskState | None = None
+    page_size: int = 50
+    page_token: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TaskPage:
+    records: list[TaskRecord] = field(default_factory=list)
+    next_page_token: str = ""
+    total_size: int = 0
+
+
+class TaskStore(Protocol):
+    """Tasks and their event logs."""
+
+    async def open(self) -> TaskStore:
+        """Connect and create what is missing; idempotent. Returns the store."""
+        ...
+
+    async def create(
+        self,
+        record: TaskRecord,
+        events: Sequence[StreamResponse],
+        *,
+        dedupe_key: str | None = None,
+    ) -> TaskRecord:
+        """Insert a task and its first events atomically.
+
+        With a `dedupe_key` already taken, nothing is written and the task that key names is
+        returned instead: compare ids to tell. Event seqs are 1…len(events); `record.version`
+        must equal len(events).
+        """
+        ...
+
+    async def update(
+        self, record: TaskRecord, events: Sequence[StreamResponse], *, expected_version: int
+    ) -> None:
+        """Replace the snapshot and append events, if the stored version is `expected_version`.
+
+        Raises ConflictError otherwise. `record.version` must be
+        `expected_version + len(events)`.
+        """
+        ...
+
+    async def get(self, task_id: str) -> TaskRecord | None:
+        """The stored task, or None."""
+        ...
+
+    async def find(self, dedupe_key: str) -> str | None:
+        """The id of the task created under `dedupe_key`, or None."""
+        ...
+
+    async def list_tasks(self, query: TaskQuery) -> TaskPage:
+        """Tasks of one owner, most recently updated first, filtered and paged."""
+        ...
+
+    async def events(self, task_id: str, after: int = 0) -> list[TaskEvent]:
+        """The committed events with seq > `after`, in order."""
+        ...
+
+    def follow(self, task_id: str, after: int = 0) -> AsyncIterator[TaskEvent]:
+        """The task's events with seq > `after`: the backlog, then live ones as they commit.
+
+        Ends after the event that makes the task terminal (at once if it already is).
+        Events are yielded only once committed, in seq order, without gaps or repeats.
+        """
+        ...
+
+    async def ping(self) -> bool:
+        """Whether the store answers."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections; idempotent."""
+        ...
+
+
+# -- helpers shared by backends -------------------------------------------------------------
+
+
+def encode_page_token(updated_at: str, task_id: str) -> str:
+    raw = json.dumps([updated_at, task_id], separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_page_token(token: str) -> tuple[str, str]:
+    """The (updated_at, task_id) a page token names; -32602 when it is not one of ours."""
+    try:
+        padded = token + "=" * (-len(token) % 4)
+        value = json.loads(base64.urlsafe_b64decode(padded.encode()))
+        updated_at, task_id = value
+        if isinstance(updated_at, str) and isinstance(task_id, str):
+            return updated_at, task_id
+    except (ValueError, TypeError):
+        pass
+    raise InvalidParamsError("pageToken: not a token this server issued")
+
+
+def check_create(record: TaskRecord, events: Sequence[StreamResponse]) -> None:
+    if record.version != len(events):
+        raise ValueError("a created task's version must equal its number of events")
+
+
+def check_update(
+    record: TaskRecord, events: Sequence[StreamResponse], expected_version: int
+) -> None:
+    if record.version != expected_version + len(events):
+        raise ValueError("an update's version must be expected_version + len(events)")

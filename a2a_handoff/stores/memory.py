@@ -1,0 +1,111 @@
+"""In-memory store: the reference semantics in the fewest lines, for unit tests only."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+
+from a2a_handoff.errors import ConflictError
+from a2a_handoff.models import StreamResponse
+from a2a_handoff.stores._hub import EventHub, follow
+from a2a_handoff.stores.base import (
+    TaskEvent,
+    TaskPage,
+    TaskQuery,
+    TaskRecord,
+    check_create,
+    check_update,
+    decode_page_token,
+    encode_page_token,
+)
+
+
+class MemoryTaskStore:
+    """Tasks and event logs in dicts; nothing survives the process."""
+
+    def __init__(self) -> None:
+        self._records: dict[str, TaskRecord] = {}
+        self._events: dict[str, list[TaskEvent]] = {}
+        self._dedupe: dict[str, str] = {}
+        self._hub = EventHub()
+
+    async def create(
+        self,
+        record: TaskRecord,
+        events: Sequence[StreamResponse],
+        *,
+        dedupe_key: str | None = None,
+    ) -> TaskRecord:
+        check_create(record, events)
+        if dedupe_key is not None and dedupe_key in self._dedupe:
+            return self._records[self._dedupe[dedupe_key]]
+        if record.id in self._records:
+            raise ConflictError(f"task {record.id} already exists")
+        self._records[record.id] = record
+        logged = [TaskEvent(seq, item) for seq, item in enumerate(events, start=1)]
+        self._events[record.id] = logged
+        if dedupe_key is not None:
+            self._dedupe[dedupe_key] = record.id
+        self._hub.publish(record.id, logged)
+        return record
+
+    async def update(
+        self, record: TaskRecord, events: Sequence[StreamResponse], *, expected_version: int
+    ) -> None:
+        check_update(record, events, expected_version)
+        current = self._records.get(record.id)
+        if current is None or current.version != expected_version:
+            raise ConflictError(f"task {record.id} changed since version {expected_version}")
+        self._records[record.id] = record
+        logged = [
+            TaskEvent(seq, item) for seq, item in enumerate(events, start=expected_version + 1)
+        ]
+        self._events[record.id].extend(logged)
+        self._hub.publish(record.id, logged)
+
+    async def get(self, task_id: str) -> TaskRecord | None:
+        return self._records.get(task_id)
+
+    async def find(self, dedupe_key: str) -> str | None:
+        return self._dedupe.get(dedupe_key)
+
+    async def list_tasks(self, query: TaskQuery) -> TaskPage:
+        matching = [
+            r
+            for r in self._records.values()
+            if (query.owner is None or r.owner == query.owner)
+            and (query.context_id is None or r.task.context_id == query.context_id)
+            and (query.state is None or r.state == query.state)
+        ]
+        matching.sort(key=lambda r: (r.updated_at, r.id), reverse=True)
+        start = 0
+        if query.page_token:
+            cursor = decode_page_token(query.page_token)
+            start = next(
+                (i for i, r in enumerate(matching) if (r.updated_at, r.id) < cursor),
+                len(matching),
+            )
+        page = matching[start : start + query.page_size]
+        more = start + query.page_size < len(matching)
+        token = encode_page_token(page[-1].updated_at, page[-1].id) if more and page else ""
+        return TaskPage(records=page, next_page_token=token, total_size=len(matching))
+
+    async def events(self, task_id: str, after: int = 0) -> list[TaskEvent]:
+        return [e for e in self._events.get(task_id, ()) if e.seq > after]
+
+    def follow(self, task_id: str, after: int = 0) -> AsyncIterator[TaskEvent]:
+        return follow(self._hub, task_id, after, self.events, self.get)
+
+    async def open(self) -> MemoryTaskStore:
+        return self
+
+    async def ping(self) -> bool:
+        return True
+
+    async def aclose(self) -> None:
+        return None
+
+    async def __aenter__(self) -> MemoryTaskStore:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()

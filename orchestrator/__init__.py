@@ -1,0 +1,1 @@
+"""The orchestrator CLI: `python -m orchestrator` (see the orchestrator issue)."""

@@ -1,0 +1,1 @@
+"""Runnable example agents: `python -m servers NAME --port P --store URL`."""

@@ -1,0 +1,53 @@
+"""The echo agent: answers with an artifact echoing the text.
+
+- `ask: QUESTION` → INPUT_REQUIRED with the question; the follow-up completes the task.
+- `sleep:N` → WORKING for N seconds with one status update a second, then COMPLETED.
+- anything else → an artifact echoing the text, COMPLETED.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from a2a_handoff import AgentCard, Completed, InputRequired, Outcome, TaskContext, build_card, skill
+
+
+class EchoAgent:
+    """Echoes; asks when told to; sleeps when told to."""
+
+    async def handle(self, ctx: TaskContext) -> Outcome | None:
+        text = ctx.text.strip()
+        if len(ctx.history) > 1:  # the answer to our question
+            await ctx.artifact(text=text, name="echo")
+            return Completed(f"Thanks, you said: {text}")
+        if text.startswith("ask:"):
+            return InputRequired(text[len("ask:") :].strip() or "What do you want to say?")
+        if text.startswith("sleep:"):
+            seconds = _seconds(text[len("sleep:") :])
+            for second in range(1, int(seconds) + 1):
+                await asyncio.sleep(1)
+                await ctx.status(f"slept {second} of {seconds:g} s")
+            await asyncio.sleep(seconds - int(seconds))
+            await ctx.artifact(text=f"slept {seconds:g} s", name="echo")
+            return None
+        await ctx.artifact(text=text, name="echo")
+        return None
+
+
+def _seconds(raw: str) -> float:
+    try:
+        value = float(raw.strip())
+    except ValueError:
+        raise ValueError(f"sleep: needs a number of seconds, not {raw.strip()!r}") from None
+    if not 0 <= value <= 3600:
+        raise ValueError("sleep: takes 0 to 3600 seconds")
+    return value
+
+
+def echo_card(url: str) -> AgentCard:
+    return build_card(
+        "echo",
+        url,
+        description="Echoes text back; 'ask: Q' asks Q, 'sleep:N' works for N seconds",
+        skills=[skill("echo", "Echo the message back as an artifact", "echo", "test")],
+    )

@@ -1,0 +1,26 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support import AgentProcess
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    # aiosqlite and redis.asyncio run on asyncio only.
+    return "asyncio"
+
+
+@pytest.fixture
+def echo_agent(tmp_path: Path) -> Iterator[AgentProcess]:
+    """A real echo agent process on a fresh SQLite file."""
+    agent = AgentProcess("echo", f"sqlite:///{tmp_path / 'echo.db'}")
+    agent.log_path = tmp_path / "echo.log"
+    agent.start()
+    try:
+        yield agent
+    finally:
+        agent.stop()

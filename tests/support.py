@@ -1,0 +1,93 @@
+"""Test helpers: free ports, and real agent processes started with `python -m servers`."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+A2A_HEADERS = {"A2A-Version": "1.0", "Content-Type": "application/json"}
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class AgentProcess:
+    """One `python -m servers NAME` process on 127.0.0.1; restartable, killable."""
+
+    name: str
+    store: str
+    port: int = field(default_factory=free_port)
+    extra: Sequence[str] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    proc: subprocess.Popen[bytes] | None = None
+    log_path: Path | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/"
+
+    def start(self, timeout: float = 20.0, wait: bool = True) -> AgentProcess:
+        cmd = [
+            sys.executable, "-m", "servers", self.name,
+            "--port", str(self.port), "--store", self.store, *self.extra,
+        ]  # fmt: skip
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", **self.env}
+        log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
+        self.proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=log)
+        if log is not subprocess.DEVNULL:
+            log.close()
+        if wait:
+            self.wait_ready(timeout)
+        return self
+
+    def wait_ready(self, timeout: float = 20.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc is not None and self.proc.poll() is not None:
+                raise RuntimeError(f"{self.name} exited with {self.proc.returncode}")
+            try:
+                if httpx.get(self.url + "health", timeout=1.0).status_code in (200, 503):
+                    return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.05)
+        raise TimeoutError(f"{self.name} did not start on port {self.port}")
+
+    def kill(self) -> None:
+        """SIGKILL: no cleanup, like a crash."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(10)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+    def restart(self) -> AgentProcess:
+        self.kill()
+        return self.start()
+
+    def rpc(self, method: str, params: dict[str, object], **headers: str) -> dict[str, object]:
+        """One JSON-RPC call; returns the decoded response object."""
+        body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+        response = httpx.post(self.url, json=body, headers={**A2A_HEADERS, **headers}, timeout=30)
+        data: dict[str, object] = response.json()
+        return data
