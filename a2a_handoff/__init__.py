@@ -39,8 +39,7 @@ from a2a_handoff.stores import (
     open_store,
 )
 
-__all__ = [
-    "HANDOFF_EXTENSION_URI",
+__all__ = [  # noqa: RUF022 - plain sorted(), as the export test checks
     "Agent",
     "AgentCard",
     "ApiKeyAuth",
@@ -48,6 +47,7 @@ __all__ = [
     "Completed",
     "ConflictError",
     "Failed",
+    "HANDOFF_EXTENSION_URI",
     "HandoffError",
     "IllegalTransitionError",
     "InputRequired",

@@ -222,12 +222,13 @@ class _App:
         response.headers.update(self._headers(extensions))
         return response
 
-    def _task_response(self, call: Call, task: Task, history_length: int | None) -> Response:
-        shown = trim_history(render_task(task, call.transfers_visible), history_length)
-        return Response(
-            _result_body(call.id, '{"task":' + shown.dump_json() + "}"),
-            media_type="application/json",
-        )
+    def _task_response(
+        self, call: Call, task: Task, history_length: int | None, *, wrap: bool = False
+    ) -> Response:
+        """A Task result; `wrap` makes it a SendMessageResponse (`{"task": …}`)."""
+        shown = trim_history(render_task(task, call.transfers_visible), history_length).dump_json()
+        result = '{"task":' + shown + "}" if wrap else shown
+        return Response(_result_body(call.id, result), media_type="application/json")
 
     def _sse(
         self, call: Call, items: AsyncIterator[tuple[int, StreamResponse]]
@@ -275,7 +276,8 @@ class _App:
         submission = await self.manager.send(request.message, call.principal)
         waiting = submission.created if config and config.return_immediately else submission.settled
         record = await _shielded(waiting)
-        return self._task_response(call, record.task, config.history_length if config else None)
+        history_length = config.history_length if config else None
+        return self._task_response(call, record.task, history_length, wrap=True)
 
     async def send_streaming_message(self, call: Call) -> Response:
         request = validate(SendMessageRequest, call.params)

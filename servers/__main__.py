@@ -23,14 +23,14 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument(
-        "--store", default=None, help="sqlite:///PATH (default: sqlite:///data/NAME.db) or memory://"
+        "--store",
+        default=None,
+        help="sqlite:///PATH (default: sqlite:///data/NAME.db) or memory://",
     )
     parser.add_argument("--url", default=None, help="the URL the card advertises")
     auth = parser.add_mutually_exclusive_group()
     auth.add_argument("--auth-keys", metavar="FILE", help="require API keys: principal=key lines")
-    auth.add_argument(
-        "--auth-env", action="store_true", help="require API keys from $A2A_API_KEYS"
-    )
+    auth.add_argument("--auth-env", action="store_true", help="require API keys from $A2A_API_KEYS")
     parser.add_argument("--log-level", default="warning")
     return parser
 
@@ -51,9 +51,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     app = create_app(make_agent(), make_card(url), store, auth=auth)
-    uvicorn.run(
-        app, host=args.host, port=args.port, log_level=args.log_level, access_log=False
-    )
+    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=False)
     return 0
 
 

@@ -1,0 +1,241 @@
+"""One behaviour suite, run against every store backend."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from a2a_handoff.errors import ConflictError, InvalidParamsError
+from a2a_handoff.models import (
+    Message,
+    Part,
+    Role,
+    StreamResponse,
+    Task,
+    TaskStatus,
+    TaskStatusUpdateEvent,
+    utc_now,
+)
+from a2a_handoff.states import TaskState
+from a2a_handoff.stores import MemoryTaskStore, SqliteTaskStore, TaskStore
+from a2a_handoff.stores.base import TaskEvent, TaskQuery, TaskRecord
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[TaskStore]:
+    backend: TaskStore
+    if request.param == "memory":
+        backend = MemoryTaskStore()
+    else:
+        backend = SqliteTaskStore(tmp_path / "tasks.db")
+    await backend.open()
+    try:
+        yield backend
+    finally:
+        await backend.aclose()
+
+
+def new_task(context_id: str = "ctx", state: TaskState = TaskState.SUBMITTED) -> Task:
+    task_id = str(uuid.uuid4())
+    message = Message(
+        message_id=str(uuid.uuid4()),
+        role=Role.USER,
+        parts=[Part(text="hi")],
+        task_id=task_id,
+        context_id=context_id,
+    )
+    return Task(
+        id=task_id,
+        context_id=context_id,
+        status=TaskStatus(state=state, timestamp=utc_now()),
+        history=[message],
+    )
+
+
+def moved(task: Task, state: TaskState) -> Task:
+    return task.model_copy(update={"status": TaskStatus(state=state, timestamp=utc_now())})
+
+
+def status(task: Task) -> StreamResponse:
+    return StreamResponse(
+        status_update=TaskStatusUpdateEvent(
+            task_id=task.id, context_id=task.context_id, status=task.status
+        )
+    )
+
+
+async def create(
+    store: TaskStore, owner: str = "alice", context_id: str = "ctx", key: str | None = None
+) -> TaskRecord:
+    task = new_task(context_id)
+    now = utc_now()
+    return await store.create(
+        TaskRecord(task, owner, 1, now, now), [StreamResponse(task=task)], dedupe_key=key
+    )
+
+
+async def advance(store: TaskStore, record: TaskRecord, *states: TaskState) -> TaskRecord:
+    task = record.task
+    events = []
+    for state in states:
+        task = moved(task, state)
+        events.append(status(task))
+    updated = TaskRecord(
+        task, record.owner, record.version + len(events), record.created_at, utc_now()
+    )
+    await store.update(updated, events, expected_version=record.version)
+    return updated
+
+
+async def test_create_then_get(store: TaskStore) -> None:
+    record = await create(store)
+    got = await store.get(record.id)
+    assert got is not None
+    assert got.task == record.task
+    assert (got.owner, got.version) == ("alice", 1)
+    assert await store.get("nope") is None
+
+
+async def test_dedupe_key_returns_the_first_task(store: TaskStore) -> None:
+    first = await create(store, key="k1")
+    second = await create(store, key="k1")
+    assert second.id == first.id
+    assert await store.find("k1") == first.id
+    page = await store.list_tasks(TaskQuery(owner="alice"))
+    assert page.total_size == 1
+
+
+async def test_concurrent_creates_with_one_key_make_one_task(store: TaskStore) -> None:
+    results = await asyncio.gather(*(create(store, key="same") for _ in range(20)))
+    assert len({r.id for r in results}) == 1
+    assert (await store.list_tasks(TaskQuery(owner="alice"))).total_size == 1
+
+
+async def test_update_appends_events_with_next_seqs(store: TaskStore) -> None:
+    record = await create(store)
+    updated = await advance(store, record, TaskState.WORKING, TaskState.COMPLETED)
+    got = await store.get(record.id)
+    assert got is not None
+    assert got.version == 3
+    assert got.state is TaskState.COMPLETED
+    events = await store.events(record.id)
+    assert [e.seq for e in events] == [1, 2, 3]
+    assert events[0].item.task is not None
+    assert events[-1].final
+    assert [e.seq for e in await store.events(record.id, after=2)] == [3]
+    assert updated.version == 3
+
+
+async def test_stale_update_conflicts_and_changes_nothing(store: TaskStore) -> None:
+    record = await create(store)
+    await advance(store, record, TaskState.WORKING)
+    with pytest.raises(ConflictError):
+        await advance(store, record, TaskState.FAILED)
+    got = await store.get(record.id)
+    assert got is not None
+    assert (got.version, got.state) == (2, TaskState.WORKING)
+    assert len(await store.events(record.id)) == 2
+
+
+async def test_list_filters_by_owner_context_and_state(store: TaskStore) -> None:
+    a1 = await create(store, "alice", "c1")
+    await create(store, "alice", "c2")
+    await create(store, "bob", "c1")
+    await advance(store, a1, TaskState.WORKING, TaskState.COMPLETED)
+    assert (await store.list_tasks(TaskQuery(owner="alice"))).total_size == 2
+    in_c1 = await store.list_tasks(TaskQuery(owner="alice", context_id="c1"))
+    assert [r.id for r in in_c1.records] == [a1.id]
+    done = await store.list_tasks(TaskQuery(owner="alice", state=TaskState.COMPLETED))
+    assert [r.id for r in done.records] == [a1.id]
+    everyone = await store.list_tasks(TaskQuery(owner=None))
+    assert everyone.total_size == 3
+
+
+async def test_pages_cover_every_task_once(store: TaskStore) -> None:
+    ids = {(await create(store)).id for _ in range(7)}
+    seen: list[str] = []
+    token: str | None = None
+    while True:
+        page = await store.list_tasks(TaskQuery(owner="alice", page_size=3, page_token=token))
+        assert page.total_size == 7
+        seen += [r.id for r in page.records]
+        if not page.next_page_token:
+            break
+        token = page.next_page_token
+    assert sorted(seen) == sorted(ids)
+
+
+async def test_foreign_page_token_is_invalid_params(store: TaskStore) -> None:
+    with pytest.raises(InvalidParamsError, match="pageToken"):
+        await store.list_tasks(TaskQuery(owner="alice", page_token="not-ours"))
+
+
+async def collect(stream: AsyncIterator[TaskEvent]) -> list[TaskEvent]:
+    return [event async for event in stream]
+
+
+async def test_follow_gives_backlog_then_live_events_until_terminal(store: TaskStore) -> None:
+    record = await create(store)
+    record = await advance(store, record, TaskState.WORKING)
+    follower = asyncio.create_task(collect(store.follow(record.id)))
+    late = asyncio.create_task(collect(store.follow(record.id, after=2)))
+    await asyncio.sleep(0.05)
+    record = await advance(store, record, TaskState.WORKING)
+    await advance(store, record, TaskState.COMPLETED)
+    events = await asyncio.wait_for(follower, 5)
+    assert [e.seq for e in events] == [1, 2, 3, 4]
+    assert [e.seq for e in await asyncio.wait_for(late, 5)] == [3, 4]
+
+
+async def test_follow_of_a_terminal_task_ends_after_the_backlog(store: TaskStore) -> None:
+    record = await create(store)
+    await advance(store, record, TaskState.COMPLETED)
+    assert [e.seq for e in await asyncio.wait_for(collect(store.follow(record.id)), 5)] == [1, 2]
+    assert await asyncio.wait_for(collect(store.follow(record.id, after=2)), 5) == []
+
+
+async def test_a_slow_follower_loses_nothing(store: TaskStore) -> None:
+    record = await create(store)
+    stream = store.follow(record.id)
+    first = await anext(stream)
+    assert first.seq == 1
+    for _ in range(300):  # more than the live buffer holds: the follower re-reads the store
+        record = await advance(store, record, TaskState.WORKING)
+    await advance(store, record, TaskState.COMPLETED)
+    rest = await asyncio.wait_for(collect(stream), 10)
+    assert [e.seq for e in rest] == list(range(2, 303))
+
+
+async def test_ping(store: TaskStore) -> None:
+    assert await store.ping()
+
+
+async def test_sqlite_survives_reopen(tmp_path: Path) -> None:
+    path = tmp_path / "durable.db"
+    async with SqliteTaskStore(path) as first:
+        record = await create(first, key="k")
+        await advance(first, record, TaskState.WORKING)
+    async with SqliteTaskStore(path) as second:
+        got = await second.get(record.id)
+        assert got is not None
+        assert got.version == 2
+        assert await second.find("k") == record.id
+        assert len(await second.events(record.id)) == 2
+
+
+async def test_sqlite_one_failing_write_does_not_fail_its_batch(tmp_path: Path) -> None:
+    async with SqliteTaskStore(tmp_path / "batch.db") as store:
+        record = await create(store)
+        stale = advance(store, record, TaskState.FAILED)
+        fresh = [create(store) for _ in range(5)]
+        good = advance(store, record, TaskState.WORKING)
+        results = await asyncio.gather(good, stale, *fresh, return_exceptions=True)
+        assert isinstance(results[1], ConflictError)
+        assert not any(isinstance(r, BaseException) for i, r in enumerate(results) if i != 1)
+        assert (await store.list_tasks(TaskQuery(owner="alice"))).total_size == 6

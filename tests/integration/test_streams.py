@@ -1,0 +1,204 @@
+"""Streams and durability against a real echo agent process (uvicorn on 127.0.0.1)."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+
+from a2a_handoff._runtime import RESTART_REASON
+from tests.support import A2A_HEADERS, AgentProcess
+
+pytestmark = pytest.mark.anyio
+
+
+def send_params(text: str, **config: Any) -> dict[str, Any]:
+    params: dict[str, Any] = {
+        "message": {"messageId": str(uuid.uuid4()), "role": "ROLE_USER", "parts": [{"text": text}]}
+    }
+    if config:
+        params["configuration"] = config
+    return params
+
+
+async def sse(
+    http: httpx.AsyncClient,
+    url: str,
+    method: str,
+    params: dict[str, Any],
+    *,
+    headers: dict[str, str] | None = None,
+    limit: int | None = None,
+) -> list[tuple[int | None, dict[str, Any]]]:
+    """(id, JSON-RPC frame) pairs of one SSE response; stops early after `limit` frames."""
+    body = {"jsonrpc": "2.0", "id": 7, "method": method, "params": params}
+    frames: list[tuple[int | None, dict[str, Any]]] = []
+    event_id: int | None = None
+    async with http.stream(
+        "POST", url, json=body, headers={**A2A_HEADERS, **(headers or {})}
+    ) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        async for line in response.aiter_lines():
+            if line.startswith("id:"):
+                event_id = int(line[3:].strip())
+            elif line.startswith("data:"):
+                frames.append((event_id, json.loads(line[5:].strip())))
+                event_id = None
+                if limit is not None and len(frames) >= limit:
+                    break
+    return frames
+
+
+def state_of(frame: dict[str, Any]) -> str | None:
+    result = frame["result"]
+    if "task" in result:
+        return str(result["task"]["status"]["state"])
+    if "statusUpdate" in result:
+        return str(result["statusUpdate"]["status"]["state"])
+    return None
+
+
+async def start(agent: AgentProcess, text: str) -> str:
+    async with httpx.AsyncClient(timeout=10) as http:
+        reply = await http.post(
+            agent.url,
+            json={
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "SendMessage",
+                "params": send_params(text, returnImmediately=True),
+            },
+            headers=A2A_HEADERS,
+        )
+    task_id: str = reply.json()["result"]["task"]["id"]
+    return task_id
+
+
+async def test_streaming_send_replays_the_task_from_submission(echo_agent: AgentProcess) -> None:
+    async with httpx.AsyncClient(timeout=30) as http:
+        frames = await sse(http, echo_agent.url, "SendStreamingMessage", send_params("sleep:1"))
+    ids = [i for i, _ in frames]
+    assert ids == list(range(1, len(frames) + 1))
+    assert "task" in frames[0][1]["result"]
+    states = [state_of(f) for _, f in frames]
+    assert states[0] == "TASK_STATE_SUBMITTED"
+    assert "TASK_STATE_WORKING" in states
+    assert states[-1] == "TASK_STATE_COMPLETED"
+    assert any("artifactUpdate" in f["result"] for _, f in frames)
+    assert all(f["id"] == 7 for _, f in frames)
+
+
+async def test_stream_ends_when_the_task_asks_for_input(echo_agent: AgentProcess) -> None:
+    async with httpx.AsyncClient(timeout=30) as http:
+        frames = await sse(http, echo_agent.url, "SendStreamingMessage", send_params("ask: who?"))
+    assert state_of(frames[-1][1]) == "TASK_STATE_INPUT_REQUIRED"
+
+
+async def test_subscribers_see_every_event_in_the_same_order(echo_agent: AgentProcess) -> None:
+    task_id = await start(echo_agent, "sleep:2")
+    async with httpx.AsyncClient(timeout=30) as http:
+        results: list[list[tuple[int | None, dict[str, Any]]]] = []
+
+        async def subscribe() -> None:
+            results.append(await sse(http, echo_agent.url, "SubscribeToTask", {"id": task_id}))
+
+        async with anyio.create_task_group() as group:
+            for _ in range(3):
+                group.start_soon(subscribe)
+    for frames in results:
+        assert "task" in frames[0][1]["result"]  # the current Task comes first
+        assert state_of(frames[-1][1]) == "TASK_STATE_COMPLETED"
+    tails = [[(i, f["result"]) for i, f in r[1:]] for r in results]
+    # Each subscriber started at its own snapshot; from the later start on they agree.
+    start_seq = max(r[0][0] or 0 for r in results)
+    common = [[e for e in tail if (e[0] or 0) > start_seq] for tail in tails]
+    assert common[0] == common[1] == common[2]
+    assert len(common[0]) >= 2
+
+
+async def test_last_event_id_resumes_without_loss_or_repeat(echo_agent: AgentProcess) -> None:
+    task_id = await start(echo_agent, "sleep:3")
+    async with httpx.AsyncClient(timeout=30) as http:
+        head = await sse(http, echo_agent.url, "SubscribeToTask", {"id": task_id}, limit=2)
+        last_id = head[-1][0]
+        assert last_id is not None
+        await anyio.sleep(1.2)  # events happen while we are away
+        rest = await sse(
+            http,
+            echo_agent.url,
+            "SubscribeToTask",
+            {"id": task_id},
+            headers={"Last-Event-ID": str(last_id)},
+        )
+        full = await http.post(
+            echo_agent.url,
+            json={"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": task_id}},
+            headers=A2A_HEADERS,
+        )
+    resumed_ids = [i for i, _ in rest]
+    assert resumed_ids == list(range(last_id + 1, last_id + 1 + len(rest)))
+    assert "task" not in rest[0][1]["result"]  # a resume carries events only
+    assert state_of(rest[-1][1]) == "TASK_STATE_COMPLETED"
+    assert full.json()["result"]["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+async def test_subscribe_to_a_terminal_task_is_refused(echo_agent: AgentProcess) -> None:
+    async with httpx.AsyncClient(timeout=30) as http:
+        reply = await http.post(
+            echo_agent.url,
+            json={"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": send_params("x")},
+            headers=A2A_HEADERS,
+        )
+        task_id = reply.json()["result"]["task"]["id"]
+        refused = await http.post(
+            echo_agent.url,
+            json={
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "SubscribeToTask",
+                "params": {"id": task_id},
+            },
+            headers=A2A_HEADERS,
+        )
+    assert refused.status_code == 200
+    assert refused.json()["error"]["code"] == -32004
+
+
+async def test_cancel_ends_an_open_stream(echo_agent: AgentProcess) -> None:
+    task_id = await start(echo_agent, "sleep:30")
+    async with httpx.AsyncClient(timeout=30) as http:
+        frames: list[tuple[int | None, dict[str, Any]]] = []
+
+        async def subscribe() -> None:
+            frames.extend(await sse(http, echo_agent.url, "SubscribeToTask", {"id": task_id}))
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(subscribe)
+            await anyio.sleep(0.5)
+            await http.post(
+                echo_agent.url,
+                json={"jsonrpc": "2.0", "id": 3, "method": "CancelTask", "params": {"id": task_id}},
+                headers=A2A_HEADERS,
+            )
+    assert state_of(frames[-1][1]) == "TASK_STATE_CANCELED"
+
+
+def test_kill_9_loses_nothing_committed(echo_agent: AgentProcess) -> None:
+    done = echo_agent.rpc("SendMessage", send_params("remember me"))
+    done_task = done["result"]["task"]  # type: ignore[index]
+    running = echo_agent.rpc("SendMessage", send_params("sleep:30", returnImmediately=True))
+    running_id = running["result"]["task"]["id"]  # type: ignore[index]
+    time.sleep(0.3)
+    echo_agent.kill()
+    echo_agent.start()
+    after = echo_agent.rpc("GetTask", {"id": done_task["id"]})
+    assert after["result"] == done_task
+    orphan = echo_agent.rpc("GetTask", {"id": running_id})["result"]
+    assert orphan["status"]["state"] == "TASK_STATE_FAILED"  # type: ignore[index]
+    assert orphan["status"]["message"]["parts"][0]["text"] == RESTART_REASON  # type: ignore[index]
