@@ -13,22 +13,39 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import uuid
 from dataclasses import dataclass
 
+from pydantic import ValidationError
+
+from a2a_handoff._handoffs import (
+    HANDING_OFF,
+    PENDING,
+    GateRefused,
+    Handoffs,
+    HandoffSettings,
+    ext_metadata,
+    receive_metadata,
+)
 from a2a_handoff.agent import (
     Agent,
     Completed,
     Failed,
+    Handoff,
     InputRequired,
     Outcome,
     Rejected,
     TaskContext,
     agent_message,
 )
+from a2a_handoff.client import AgentClient
+from a2a_handoff.envelope import HandoffEnvelope
 from a2a_handoff.errors import (
     ConflictError,
+    HandoffProcessingError,
+    IdempotencyConflictError,
     InternalError,
     InvalidParamsError,
     RpcError,
@@ -36,6 +53,8 @@ from a2a_handoff.errors import (
     TaskNotFoundError,
     UnsupportedOperationError,
 )
+from a2a_handoff.extension import HANDOFF_EXTENSION_URI
+from a2a_handoff.failpoints import failpoint
 from a2a_handoff.models import (
     Artifact,
     Message,
@@ -48,7 +67,7 @@ from a2a_handoff.models import (
     utc_now,
 )
 from a2a_handoff.states import TaskState, transition
-from a2a_handoff.stores.base import TaskQuery, TaskRecord, TaskStore
+from a2a_handoff.stores.base import ReceivedEntry, Store, TaskQuery, TaskRecord
 
 log = logging.getLogger("a2a_handoff.runtime")
 
@@ -90,15 +109,16 @@ class Submission:
     settled: asyncio.Future[TaskRecord]
     head: Task | None
     after: int
+    duplicate: bool = False
 
 
-def _resolved(record: TaskRecord) -> Submission:
+def _resolved(record: TaskRecord, duplicate: bool = False) -> Submission:
     loop = asyncio.get_running_loop()
     created: asyncio.Future[TaskRecord] = loop.create_future()
     created.set_result(record)
     settled: asyncio.Future[TaskRecord] = loop.create_future()
     settled.set_result(record)
-    return Submission(record.id, created, settled, record.task, record.version)
+    return Submission(record.id, created, settled, record.task, record.version, duplicate)
 
 
 class _Run:
@@ -113,8 +133,10 @@ class _Run:
         committed: TaskRecord | None,
         dedupe_key: str | None,
         first: StreamResponse,
+        envelope: HandoffEnvelope | None = None,
     ) -> None:
         loop = asyncio.get_running_loop()
+        self.envelope = envelope
         self.manager = manager
         self.task = task
         self.owner = owner
@@ -176,6 +198,8 @@ class _Run:
                 # Another process created this message's task first: answer with that one.
                 self._abort(None, answer=stored)
                 return False
+            if self.envelope is not None:
+                failpoint("receive.after_create")
         else:
             previous = self.committed
             record = TaskRecord(
@@ -226,6 +250,7 @@ class _Run:
             task=self.task,
             _emit_status=self._on_status,
             _emit_artifact=self._on_artifact,
+            envelope=self.envelope,
         )
         try:
             outcome = await self.manager.agent.handle(ctx)
@@ -237,7 +262,39 @@ class _Run:
         except Exception as exc:
             log.warning("handler of task %s raised %s", self.task.id, type(exc).__name__)
             outcome = Failed(str(exc) or type(exc).__name__)
-        self.finish(outcome)
+        if isinstance(outcome, Handoff):
+            await self._hand_off(outcome)
+        else:
+            self.finish(outcome)
+
+    async def _drain(self) -> None:
+        """Wait until everything emitted so far is committed."""
+        while self.flusher is not None and not self.flusher.done():
+            await asyncio.shield(self.flusher)
+
+    async def _hand_off(self, decision: Handoff) -> None:
+        handoffs = self.manager.handoffs
+        try:
+            envelope, _ = await handoffs.prepare(self.task, decision)
+        except GateRefused as exc:
+            self.finish(Failed(str(exc)))
+            return
+        await self._drain()
+        if self.pending or self.committed is None or self.settled.done():
+            self.finish(Failed("the task could not be stored before the handoff"))
+            return
+        try:
+            record = await handoffs.checkpoint(self.committed, envelope)
+        except Exception as exc:
+            log.exception("handoff checkpoint of task %s failed", self.task.id)
+            self._abort(InternalError(f"the handoff could not be checkpointed: {exc}"))
+            return
+        self.committed = record
+        self.task = record.task
+        entries = await self.manager.store.outbox(status=PENDING, context_id=record.task.context_id)
+        for entry in entries:
+            if entry.handoff_id == envelope.handoff_id:
+                handoffs.spawn(entry, on_done=self._settle)
 
     def finish(self, outcome: Outcome | None) -> None:
         match outcome:
@@ -252,6 +309,8 @@ class _Run:
                 self.emit_state(TaskState.FAILED, agent_message(reason, self.task))
             case Rejected(reason=reason):
                 self.emit_state(TaskState.REJECTED, agent_message(reason, self.task))
+            case Handoff():
+                raise TypeError("a handoff is carried out by the driver, not finish()")
             case _:
                 raise TypeError(f"a handler returned {outcome!r}, not an outcome")
 
@@ -282,9 +341,12 @@ def dedupe_key(owner: str, message: Message) -> str:
 class TaskManager:
     """Starts, resumes, cancels and looks up tasks for one agent."""
 
-    def __init__(self, agent: Agent, store: TaskStore) -> None:
+    def __init__(
+        self, agent: Agent, store: Store, settings: HandoffSettings, client: AgentClient
+    ) -> None:
         self.agent = agent
         self.store = store
+        self.handoffs = Handoffs(self, settings, client)
         self._runs: dict[str, _Run] = {}
         self._creating: dict[str, _Run] = {}
 
@@ -305,7 +367,11 @@ class TaskManager:
                 page = await self.store.list_tasks(
                     TaskQuery(owner=None, state=state, page_size=100, page_token=token)
                 )
-                orphans += [r for r in page.records if r.id not in self._runs]
+                orphans += [
+                    r
+                    for r in page.records
+                    if r.id not in self._runs and ext_metadata(r.task).get("state") != HANDING_OFF
+                ]
                 token = page.next_page_token
         failed = 0
         for record in orphans:
@@ -317,6 +383,7 @@ class TaskManager:
 
     async def aclose(self) -> None:
         """Stop running handlers; their tasks are failed by `recover()` at the next start."""
+        await self.handoffs.aclose()
         runs = list(self._runs.values())
         for run in runs:
             if run.driver is not None:
@@ -334,7 +401,102 @@ class TaskManager:
             raise InvalidParamsError("message.role: a caller's message must be ROLE_USER")
         if message.task_id:
             return await self._follow_up(message, owner)
-        key = dedupe_key(owner, message)
+        if message.metadata and HANDOFF_EXTENSION_URI in message.metadata:
+            return await self._receive(message, owner)
+        return await self._create(message, owner, dedupe_key(owner, message))
+
+    async def _receive(self, message: Message, owner: str) -> Submission:
+        """A handoff: refused (REJECTED) or created at most once per idempotency key."""
+        assert message.metadata is not None
+        raw = message.metadata[HANDOFF_EXTENSION_URI]
+        try:
+            envelope = HandoffEnvelope.model_validate(raw)
+        except ValidationError as exc:
+            first = exc.errors(include_url=False, include_input=False)[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise InvalidParamsError(
+                f"message.metadata[{HANDOFF_EXTENSION_URI}].{where}: {first['msg']}"
+            ) from None
+        key = "\x1f".join(("handoff", envelope.idempotency_key))
+        if key in self._creating:
+            raise HandoffProcessingError()
+        existing_id = await self.store.find(key)
+        if key in self._creating:
+            raise HandoffProcessingError()
+        size = len(json.dumps(raw, separators=(",", ":")).encode())
+        if existing_id is not None:
+            record = await self.store.get(existing_id)
+            if record is not None:
+                if ext_metadata(record.task).get("envelopeDigest") != envelope.digest():
+                    raise IdempotencyConflictError(
+                        f"idempotency key {envelope.idempotency_key[:12]}… was used with a"
+                        " different envelope"
+                    )
+                await self._ledger(envelope, record.id, "duplicate", "")
+                return _resolved(record, duplicate=True)
+        bound = message.model_copy(update={"context_id": envelope.context_id})
+        refusal = self.handoffs.refusal(envelope, size)
+        if refusal is not None:
+            return await self._reject(bound, owner, key, envelope, *refusal)
+        if key in self._creating:
+            raise HandoffProcessingError()
+        submission = self._start(bound, owner, key, envelope)
+        record = await asyncio.shield(submission.created)
+        await self._ledger(envelope, record.id, "accepted", "")
+        return submission
+
+    async def _reject(
+        self,
+        message: Message,
+        owner: str,
+        key: str,
+        envelope: HandoffEnvelope,
+        code: str,
+        reason: str,
+    ) -> Submission:
+        task_id = str(uuid.uuid4())
+        bound = message.model_copy(update={"task_id": task_id})
+        metadata = {HANDOFF_EXTENSION_URI: {**receive_metadata(envelope), "rejected": code}}
+        task = Task(
+            id=task_id,
+            context_id=envelope.context_id,
+            status=TaskStatus(state=TaskState.SUBMITTED, timestamp=utc_now()),
+            history=[bound],
+            metadata=metadata,
+        )
+        rejected = with_status(task, TaskState.REJECTED, agent_message(f"{code}: {reason}", task))
+        now = utc_now()
+        record = TaskRecord(rejected, owner, 2, now, now)
+        stored = await self.store.create(
+            record, [StreamResponse(task=task), status_event(rejected)], dedupe_key=key
+        )
+        await self._ledger(envelope, stored.id, "rejected", code)
+        return _resolved(stored, duplicate=stored.id != record.id)
+
+    async def _ledger(
+        self, envelope: HandoffEnvelope, task_id: str, outcome: str, reason: str
+    ) -> None:
+        await self.store.record_received(
+            ReceivedEntry(
+                handoff_id=envelope.handoff_id,
+                idempotency_key=envelope.idempotency_key,
+                context_id=envelope.context_id,
+                source_agent=envelope.source.agent,
+                source_task_id=envelope.source.task_id,
+                task_id=task_id,
+                outcome=outcome,
+                reason=reason,
+                at=utc_now(),
+            )
+        )
+
+    async def _create(
+        self,
+        message: Message,
+        owner: str,
+        key: str,
+        envelope: HandoffEnvelope | None = None,
+    ) -> Submission:
         running = self._creating.get(key)
         if running is not None:
             return running.submission
@@ -350,6 +512,12 @@ class TaskManager:
                     if record.id in self._runs
                     else _resolved(record)
                 )
+        return self._start(message, owner, key, envelope)
+
+    def _start(
+        self, message: Message, owner: str, key: str, envelope: HandoffEnvelope | None
+    ) -> Submission:
+        """Create a task and run its handler; synchronous so the key is claimed atomically."""
         task_id = str(uuid.uuid4())
         context_id = message.context_id or str(uuid.uuid4())
         bound = message.model_copy(update={"task_id": task_id, "context_id": context_id})
@@ -358,9 +526,16 @@ class TaskManager:
             context_id=context_id,
             status=TaskStatus(state=TaskState.SUBMITTED, timestamp=utc_now()),
             history=[bound],
+            metadata={HANDOFF_EXTENSION_URI: receive_metadata(envelope)} if envelope else None,
         )
         run = _Run(
-            self, task, owner, committed=None, dedupe_key=key, first=StreamResponse(task=task)
+            self,
+            task,
+            owner,
+            committed=None,
+            dedupe_key=key,
+            first=StreamResponse(task=task),
+            envelope=envelope,
         )
         self._creating[key] = run
         self._runs[task_id] = run
@@ -417,6 +592,8 @@ class TaskManager:
                 raise TaskNotCancelableError(
                     f"task {task_id} is {record.state.name}, a terminal state"
                 )
+            if ext_metadata(record.task).get("state") == HANDING_OFF:
+                raise TaskNotCancelableError(f"task {task_id} is being handed off")
             run = self._runs.get(task_id)
             if run is not None and run.driver is not None and not run.driver.done():
                 run.cancel_requested = True

@@ -10,16 +10,18 @@ durable write, and answers callers only once that write is committed.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from a2a_handoff.envelope import HandoffEnvelope
 from a2a_handoff.models import Artifact, Message, Part, Role, Task
 
 __all__ = [
     "Agent",
     "Completed",
     "Failed",
+    "Handoff",
     "InputRequired",
     "Outcome",
     "Rejected",
@@ -56,7 +58,24 @@ class Rejected:
     reason: str
 
 
-Outcome = Completed | InputRequired | Failed | Rejected
+@dataclass(frozen=True, slots=True)
+class Handoff:
+    """Give the task to another agent: it ends TRANSFERRED, pointing at the successor task.
+
+    `target` is a route name the agent was configured with (or an agent URL); `context` is
+    the transfer context — a bounded, typed summary, never the raw transcript.
+    `required` capabilities must be offered by the target and allowed by this agent's scope.
+    """
+
+    target: str
+    reason: str
+    context: Mapping[str, Any] = field(default_factory=dict)
+    required: tuple[str, ...] = ()
+    next_skill: str | None = None
+    continuation_token: str | None = None
+
+
+Outcome = Completed | InputRequired | Failed | Rejected | Handoff
 
 
 class Agent(Protocol):
@@ -87,6 +106,12 @@ class TaskContext:
     task: Task
     _emit_status: Callable[[str], Awaitable[None]] = field(repr=False)
     _emit_artifact: Callable[[Artifact], Awaitable[None]] = field(repr=False)
+    envelope: HandoffEnvelope | None = None
+
+    @property
+    def transfer_context(self) -> dict[str, Any]:
+        """What the agent that handed this task over passed along (empty otherwise)."""
+        return dict(self.envelope.transfer_context) if self.envelope else {}
 
     @property
     def text(self) -> str:

@@ -17,7 +17,9 @@
     │   ├── ExtensionSupportRequiredError -32008
     │   ├── VersionNotSupportedError  -32009
     │   ├── PayloadTooLargeError      -32100  (ours: -32100 and below)
-    │   └── AuthenticationError       -32101  sent with HTTP 401
+    │   ├── AuthenticationError       -32101  sent with HTTP 401
+    │   ├── HandoffProcessingError    -32102  that handoff is still being created: retry
+    │   └── IdempotencyConflictError  -32103  one key, two different envelopes
     ├── IllegalTransitionError        a move the state machine forbids
     ├── ConflictError                 a check-and-set lost against a concurrent write
     └── StoreError                    a backend failed or was misconfigured
@@ -131,6 +133,16 @@ class PayloadTooLargeError(RpcError):
 class AuthenticationError(RpcError):
     code = -32101
     default_message = "Authentication required: missing or invalid credentials"
+
+
+class HandoffProcessingError(RpcError):
+    code = -32102
+    default_message = "processing: this handoff is still being created; retry shortly"
+
+
+class IdempotencyConflictError(RpcError):
+    code = -32103
+    default_message = "this idempotency key was used with a different envelope"
 
 
 class IllegalTransitionError(HandoffError):

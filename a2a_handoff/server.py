@@ -16,10 +16,12 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
+import httpx
 from pydantic import BaseModel, ValidationError
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.applications import Starlette
@@ -27,9 +29,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from a2a_handoff._handoffs import HandoffSettings, with_ext_metadata
 from a2a_handoff._runtime import TaskManager
 from a2a_handoff.agent import Agent
 from a2a_handoff.auth import ApiKeyAuth
+from a2a_handoff.client import AgentClient
+from a2a_handoff.envelope import DEFAULT_MAX_HOPS, DEFAULT_TTL_SECONDS, parse_time
 from a2a_handoff.errors import (
     AuthenticationError,
     ExtendedCardNotConfiguredError,
@@ -54,12 +59,14 @@ from a2a_handoff.models import (
     StreamResponse,
     SubscribeToTaskRequest,
     Task,
+    WireModel,
 )
-from a2a_handoff.stores.base import TaskEvent, TaskQuery, TaskStore
+from a2a_handoff.stores.base import Store, TaskEvent, TaskQuery
 
 log = logging.getLogger("a2a_handoff.server")
 
 PROTOCOL_VERSION = "1.0"
+STALE_AFTER_SECONDS = 60
 DEFAULT_MAX_BODY = 1024 * 1024
 CARD_PATH = "/.well-known/agent-card.json"
 SUPPORTED_EXTENSIONS = frozenset({HANDOFF_EXTENSION_URI})
@@ -71,6 +78,10 @@ _PUSH_METHODS = frozenset(
         "DeleteTaskPushNotificationConfig",
     }
 )
+
+
+class ListHandoffsRequest(WireModel):
+    context_id: str | None = None
 
 
 @dataclass(slots=True)
@@ -127,15 +138,18 @@ class _App:
         self,
         agent: Agent,
         card: AgentCard,
-        store: TaskStore,
+        store: Store,
         *,
+        settings: HandoffSettings,
+        client: AgentClient,
         auth: ApiKeyAuth | None,
         max_body: int,
         sse_ping: float,
     ) -> None:
         self.card = card
         self.store = store
-        self.manager = TaskManager(agent, store)
+        self.client = client
+        self.manager = TaskManager(agent, store, settings, client)
         self.auth = auth
         self.max_body = max_body
         self.sse_ping = sse_ping
@@ -150,6 +164,7 @@ class _App:
             "CancelTask": self.cancel_task,
             "SubscribeToTask": self.subscribe_to_task,
             "GetExtendedAgentCard": self.get_extended_card,
+            "ListHandoffs": self.list_handoffs,
         }
 
     # -- plumbing -------------------------------------------------------------------------
@@ -276,8 +291,11 @@ class _App:
         submission = await self.manager.send(request.message, call.principal)
         waiting = submission.created if config and config.return_immediately else submission.settled
         record = await _shielded(waiting)
+        task = record.task
+        if submission.duplicate:
+            task = with_ext_metadata(task, duplicate=True)
         history_length = config.history_length if config else None
-        return self._task_response(call, record.task, history_length, wrap=True)
+        return self._task_response(call, task, history_length, wrap=True)
 
     async def send_streaming_message(self, call: Call) -> Response:
         request = validate(SendMessageRequest, call.params)
@@ -346,6 +364,38 @@ class _App:
     async def get_extended_card(self, call: Call) -> Response:
         raise ExtendedCardNotConfiguredError()
 
+    async def list_handoffs(self, call: Call) -> Response:
+        """Ours: the handoff ledger of a context — sent (the outbox) and received."""
+        request = validate(ListHandoffsRequest, call.params)
+        sent = [
+            {
+                "handoffId": e.handoff_id,
+                "taskId": e.task_id,
+                "contextId": e.context_id,
+                "target": {"agent": e.target_name, "url": e.target_url},
+                "status": e.status,
+                "detail": e.detail,
+                "createdAt": e.created_at,
+                "updatedAt": e.updated_at,
+            }
+            for e in await self.store.outbox(context_id=request.context_id)
+            if e.owner == call.principal
+        ]
+        received = [
+            {
+                "handoffId": e.handoff_id,
+                "contextId": e.context_id,
+                "source": {"agent": e.source_agent, "taskId": e.source_task_id},
+                "taskId": e.task_id,
+                "outcome": e.outcome,
+                "reason": e.reason,
+                "at": e.at,
+            }
+            for e in await self.store.received(request.context_id)
+        ]
+        result = json.dumps({"sent": sent, "received": received}, separators=(",", ":"))
+        return Response(_result_body(call.id, result), media_type="application/json")
+
     # -- other routes ---------------------------------------------------------------------
 
     async def agent_card(self, request: Request) -> Response:
@@ -359,9 +409,24 @@ class _App:
         return Response(self.card_body, media_type="application/json", headers=headers)
 
     async def health(self, request: Request) -> Response:
+        """Store reachable, stale pending handoffs, last completed handoff: 200 or 503."""
         store_ok = await self.store.ping()
-        body = {"status": "healthy" if store_ok else "degraded", "store": store_ok}
-        return JSONResponse(body, status_code=200 if store_ok else 503)
+        stale: list[str] = []
+        last_done: str | None = None
+        if store_ok:
+            cutoff = (datetime.now(UTC) - timedelta(seconds=STALE_AFTER_SECONDS)).isoformat()
+            pending = await self.store.outbox(status="pending")
+            stale = [e.handoff_id for e in pending if parse_time(e.created_at).isoformat() < cutoff]
+            done = await self.store.outbox(status="done")
+            last_done = max((e.updated_at for e in done), default=None)
+        healthy = store_ok and not stale
+        body = {
+            "status": "healthy" if healthy else "degraded",
+            "store": "ok" if store_ok else "unreachable",
+            "stalePendingHandoffs": len(stale),
+            "lastCompletedHandoff": last_done,
+        }
+        return JSONResponse(body, status_code=200 if healthy else 503)
 
 
 def _pauses(item: StreamResponse) -> bool:
@@ -416,13 +481,25 @@ def _last_event_id(request: Request) -> int | None:
 def create_app(
     agent: Agent,
     card: AgentCard,
-    store: TaskStore,
+    store: Store,
     *,
     auth: ApiKeyAuth | None = None,
+    routes: Mapping[str, str] | None = None,
+    scope: Iterable[str] | None = None,
+    credentials: Mapping[str, str] | None = None,
+    client: AgentClient | None = None,
+    max_hops: int = DEFAULT_MAX_HOPS,
+    ttl_seconds: int = DEFAULT_TTL_SECONDS,
+    recovery_interval: float = 2.0,
     max_body: int = DEFAULT_MAX_BODY,
     sse_ping: float = 15.0,
 ) -> Starlette:
-    """Serve `agent` over A2A JSON-RPC; the app opens and closes `store` in its lifespan."""
+    """Serve `agent` over A2A JSON-RPC; the app opens and closes `store` in its lifespan.
+
+    Handoffs: `routes` maps target names to agent URLs, `scope` lists the capabilities this
+    agent may delegate (None: any), `credentials` maps target URLs to the API key presented
+    to them. `client` (with an injected httpx client) is built when not given.
+    """
     if auth is not None and not card.security_schemes:
         card = card.model_copy(
             update={
@@ -430,18 +507,51 @@ def create_app(
                 "security_requirements": auth.security_requirements(),
             }
         )
-    app_state = _App(agent, card, store, auth=auth, max_body=max_body, sse_ping=sse_ping)
+    settings = HandoffSettings(
+        agent_name=card.name,
+        agent_url=card.url,
+        routes=dict(routes or {}),
+        scope=frozenset(scope) if scope is not None else None,
+        max_hops=max_hops,
+        ttl_seconds=ttl_seconds,
+        recovery_interval=recovery_interval,
+    )
+    own_client = client is None
+    if client is None:
+        client = AgentClient(
+            httpx.AsyncClient(timeout=httpx.Timeout(10.0, connect=2.0)),
+            credentials=credentials,
+        )
+    app_state = _App(
+        agent,
+        card,
+        store,
+        settings=settings,
+        client=client,
+        auth=auth,
+        max_body=max_body,
+        sse_ping=sse_ping,
+    )
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await store.open()
+        manager = app_state.manager
         try:
-            recovered = await app_state.manager.recover()
+            # Before serving: finish handoffs a previous process left pending, then fail
+            # the tasks it left running.
+            replayed = await manager.handoffs.recover(wait_seconds=5.0)
+            if replayed:
+                log.warning("replaying %d pending handoff(s)", replayed)
+            recovered = await manager.recover()
             if recovered:
                 log.warning("failed %d task(s) left running by a previous process", recovered)
+            manager.handoffs.start()
             yield
         finally:
-            await app_state.manager.aclose()
+            await manager.aclose()
+            if own_client:
+                await app_state.client.aclose()
             await store.aclose()
 
     app = Starlette(

@@ -3,13 +3,27 @@
 from __future__ import annotations
 
 from a2a_handoff.errors import StoreError
-from a2a_handoff.stores.base import TaskEvent, TaskPage, TaskQuery, TaskRecord, TaskStore
+from a2a_handoff.stores.base import (
+    HandoffStore,
+    OutboxEntry,
+    ReceivedEntry,
+    Store,
+    TaskEvent,
+    TaskPage,
+    TaskQuery,
+    TaskRecord,
+    TaskStore,
+)
 from a2a_handoff.stores.memory import MemoryTaskStore
 from a2a_handoff.stores.sqlite import SqliteTaskStore
 
 __all__ = [
+    "HandoffStore",
     "MemoryTaskStore",
+    "OutboxEntry",
+    "ReceivedEntry",
     "SqliteTaskStore",
+    "Store",
     "TaskEvent",
     "TaskPage",
     "TaskQuery",
@@ -19,7 +33,7 @@ __all__ = [
 ]
 
 
-def open_store(url: str) -> TaskStore:
+def open_store(url: str) -> Store:
     """The (unopened) store a URL names: `create_app` opens and closes it."""
     if url.startswith("sqlite:"):
         return SqliteTaskStore.from_url(url)

@@ -71,6 +71,41 @@ class TaskPage:
     total_size: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class OutboxEntry:
+    """A handoff this agent sends: `pending` until the target took it, then `done` or `failed`.
+
+    The outbox doubles as the ledger of handoffs sent.
+    """
+
+    handoff_id: str
+    task_id: str
+    context_id: str
+    owner: str
+    target_name: str
+    target_url: str
+    envelope: str
+    status: str
+    detail: str
+    created_at: str
+    updated_at: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReceivedEntry:
+    """One handoff message this agent received, and what it did with it."""
+
+    handoff_id: str
+    idempotency_key: str
+    context_id: str
+    source_agent: str
+    source_task_id: str
+    task_id: str
+    outcome: str  # accepted | rejected | duplicate
+    reason: str
+    at: str
+
+
 class TaskStore(Protocol):
     """Tasks and their event logs."""
 
@@ -167,3 +202,50 @@ def check_update(
 ) -> None:
     if record.version != expected_version + len(events):
         raise ValueError("an update's version must be expected_version + len(events)")
+
+
+class HandoffStore(Protocol):
+    """The outbox of handoffs sent and the ledger of handoffs received."""
+
+    async def checkpoint(
+        self,
+        record: TaskRecord,
+        events: Sequence[StreamResponse],
+        *,
+        expected_version: int,
+        entry: OutboxEntry,
+    ) -> None:
+        """In one transaction: update the task (check-and-set) and add a pending entry."""
+        ...
+
+    async def terminate(
+        self,
+        record: TaskRecord,
+        events: Sequence[StreamResponse],
+        *,
+        expected_version: int,
+        handoff_id: str,
+        status: str,
+        detail: str,
+    ) -> None:
+        """In one transaction: update the task (check-and-set) and close its pending entry.
+
+        Raises ConflictError when the task moved or the entry is no longer pending.
+        """
+        ...
+
+    async def outbox(
+        self, *, status: str | None = None, context_id: str | None = None
+    ) -> list[OutboxEntry]:
+        """Entries sent, oldest first."""
+        ...
+
+    async def record_received(self, entry: ReceivedEntry) -> None: ...
+
+    async def received(self, context_id: str | None = None) -> list[ReceivedEntry]:
+        """Handoffs received, oldest first."""
+        ...
+
+
+class Store(TaskStore, HandoffStore, Protocol):
+    """What an agent's server needs: tasks, events, outbox and ledger in one backend."""

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import replace
 
 from a2a_handoff.errors import ConflictError
 from a2a_handoff.models import StreamResponse
 from a2a_handoff.stores._hub import EventHub, follow
 from a2a_handoff.stores.base import (
+    OutboxEntry,
+    ReceivedEntry,
     TaskEvent,
     TaskPage,
     TaskQuery,
@@ -20,9 +23,11 @@ from a2a_handoff.stores.base import (
 
 
 class MemoryTaskStore:
-    """Tasks and event logs in dicts; nothing survives the process."""
+    """Tasks, event logs, outbox and ledger in dicts; nothing survives the process."""
 
     def __init__(self) -> None:
+        self._outbox: dict[str, OutboxEntry] = {}
+        self._received: list[ReceivedEntry] = []
         self._records: dict[str, TaskRecord] = {}
         self._events: dict[str, list[TaskEvent]] = {}
         self._dedupe: dict[str, str] = {}
@@ -51,10 +56,20 @@ class MemoryTaskStore:
     async def update(
         self, record: TaskRecord, events: Sequence[StreamResponse], *, expected_version: int
     ) -> None:
+        self._check_version(record, events, expected_version)
+        self._apply(record, events, expected_version)
+
+    def _check_version(
+        self, record: TaskRecord, events: Sequence[StreamResponse], expected_version: int
+    ) -> None:
         check_update(record, events, expected_version)
         current = self._records.get(record.id)
         if current is None or current.version != expected_version:
             raise ConflictError(f"task {record.id} changed since version {expected_version}")
+
+    def _apply(
+        self, record: TaskRecord, events: Sequence[StreamResponse], expected_version: int
+    ) -> None:
         self._records[record.id] = record
         logged = [
             TaskEvent(seq, item) for seq, item in enumerate(events, start=expected_version + 1)
@@ -94,6 +109,58 @@ class MemoryTaskStore:
 
     def follow(self, task_id: str, after: int = 0) -> AsyncIterator[TaskEvent]:
         return follow(self._hub, task_id, after, self.events, self.get)
+
+    async def checkpoint(
+        self,
+        record: TaskRecord,
+        events: Sequence[StreamResponse],
+        *,
+        expected_version: int,
+        entry: OutboxEntry,
+    ) -> None:
+        self._check_version(record, events, expected_version)
+        if entry.handoff_id in self._outbox:
+            raise ConflictError(f"handoff {entry.handoff_id} already checkpointed")
+        self._outbox[entry.handoff_id] = entry
+        self._apply(record, events, expected_version)
+
+    async def terminate(
+        self,
+        record: TaskRecord,
+        events: Sequence[StreamResponse],
+        *,
+        expected_version: int,
+        handoff_id: str,
+        status: str,
+        detail: str,
+    ) -> None:
+        self._check_version(record, events, expected_version)
+        entry = self._outbox.get(handoff_id)
+        if entry is None or entry.status != "pending":
+            raise ConflictError(f"handoff {handoff_id} is not pending")
+        self._outbox[handoff_id] = replace(
+            entry, status=status, detail=detail, updated_at=record.updated_at
+        )
+        self._apply(record, events, expected_version)
+
+    async def outbox(
+        self, *, status: str | None = None, context_id: str | None = None
+    ) -> list[OutboxEntry]:
+        return sorted(
+            (
+                e
+                for e in self._outbox.values()
+                if (status is None or e.status == status)
+                and (context_id is None or e.context_id == context_id)
+            ),
+            key=lambda e: (e.created_at, e.handoff_id),
+        )
+
+    async def record_received(self, entry: ReceivedEntry) -> None:
+        self._received.append(entry)
+
+    async def received(self, context_id: str | None = None) -> list[ReceivedEntry]:
+        return [e for e in self._received if context_id is None or e.context_id == context_id]
 
     async def open(self) -> MemoryTaskStore:
         return self

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass, fields
 from itertools import count
 from pathlib import Path
 from typing import Any, cast
@@ -24,6 +24,8 @@ from a2a_handoff.errors import ConflictError, StoreError
 from a2a_handoff.models import StreamResponse, Task
 from a2a_handoff.stores._hub import EventHub, follow
 from a2a_handoff.stores.base import (
+    OutboxEntry,
+    ReceivedEntry,
     TaskEvent,
     TaskPage,
     TaskQuery,
@@ -54,6 +56,34 @@ CREATE TABLE IF NOT EXISTS task_events (
     body     TEXT NOT NULL,
     PRIMARY KEY (task_id, seq)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS outbox (
+    handoff_id   TEXT PRIMARY KEY,
+    task_id      TEXT NOT NULL,
+    context_id   TEXT NOT NULL,
+    owner        TEXT NOT NULL,
+    target_name  TEXT NOT NULL,
+    target_url   TEXT NOT NULL,
+    envelope     TEXT NOT NULL,
+    status       TEXT NOT NULL,
+    detail       TEXT NOT NULL,
+    created_at   TEXT NOT NULL,
+    updated_at   TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS outbox_by_status ON outbox (status, created_at);
+CREATE INDEX IF NOT EXISTS outbox_by_context ON outbox (context_id, created_at);
+CREATE TABLE IF NOT EXISTS received (
+    seq             INTEGER PRIMARY KEY,
+    handoff_id      TEXT NOT NULL,
+    idempotency_key TEXT NOT NULL,
+    context_id      TEXT NOT NULL,
+    source_agent    TEXT NOT NULL,
+    source_task_id  TEXT NOT NULL,
+    task_id         TEXT NOT NULL,
+    outcome         TEXT NOT NULL,
+    reason          TEXT NOT NULL,
+    at              TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS received_by_context ON received (context_id, seq);
 CREATE TABLE IF NOT EXISTS dedupe (
     key      TEXT PRIMARY KEY,
     task_id  TEXT NOT NULL
@@ -61,6 +91,13 @@ CREATE TABLE IF NOT EXISTS dedupe (
 """
 
 _TASK_COLUMNS = "body, owner, version, created_at, updated_at"
+_OUTBOX_COLUMNS = ", ".join(f.name for f in fields(OutboxEntry))
+_RECEIVED_COLUMNS = ", ".join(f.name for f in fields(ReceivedEntry))
+
+
+def _marks(row: Sequence[Any]) -> str:
+    return ", ".join("?" * len(row))
+
 
 Apply = Callable[[sqlite3.Connection], Any]
 
@@ -269,6 +306,16 @@ class SqliteTaskStore:
     async def update(
         self, record: TaskRecord, events: Sequence[StreamResponse], *, expected_version: int
     ) -> None:
+        await self._update(record, events, expected_version)
+
+    async def _update(
+        self,
+        record: TaskRecord,
+        events: Sequence[StreamResponse],
+        expected_version: int,
+        also: Callable[[sqlite3.Connection], None] | None = None,
+    ) -> None:
+        """Check-and-set the task and append its events; `also` runs in the same transaction."""
         check_update(record, events, expected_version)
         logged = [
             TaskEvent(seq, item) for seq, item in enumerate(events, start=expected_version + 1)
@@ -293,8 +340,81 @@ class SqliteTaskStore:
             if cursor.rowcount != 1:
                 raise ConflictError(f"task {record.id} changed since version {expected_version}")
             conn.executemany("INSERT INTO task_events VALUES (?, ?, ?)", event_rows)
+            if also is not None:
+                also(conn)
 
         await self._submit(apply, (record.id, logged))
+
+    async def checkpoint(
+        self,
+        record: TaskRecord,
+        events: Sequence[StreamResponse],
+        *,
+        expected_version: int,
+        entry: OutboxEntry,
+    ) -> None:
+        row = astuple(entry)
+
+        def add_entry(conn: sqlite3.Connection) -> None:
+            try:
+                conn.execute(f"INSERT INTO outbox ({_OUTBOX_COLUMNS}) VALUES ({_marks(row)})", row)
+            except sqlite3.IntegrityError as exc:
+                raise ConflictError(f"handoff {entry.handoff_id} already checkpointed") from exc
+
+        await self._update(record, events, expected_version, add_entry)
+
+    async def terminate(
+        self,
+        record: TaskRecord,
+        events: Sequence[StreamResponse],
+        *,
+        expected_version: int,
+        handoff_id: str,
+        status: str,
+        detail: str,
+    ) -> None:
+        def close_entry(conn: sqlite3.Connection) -> None:
+            cursor = conn.execute(
+                "UPDATE outbox SET status = ?, detail = ?, updated_at = ?"
+                " WHERE handoff_id = ? AND status = 'pending'",
+                (status, detail, record.updated_at, handoff_id),
+            )
+            if cursor.rowcount != 1:
+                raise ConflictError(f"handoff {handoff_id} is not pending")
+
+        await self._update(record, events, expected_version, close_entry)
+
+    async def outbox(
+        self, *, status: str | None = None, context_id: str | None = None
+    ) -> list[OutboxEntry]:
+        where, params = ["1"], []
+        if status is not None:
+            where.append("status = ?")
+            params.append(status)
+        if context_id is not None:
+            where.append("context_id = ?")
+            params.append(context_id)
+        rows = await self._read(
+            f"SELECT {_OUTBOX_COLUMNS} FROM outbox WHERE {' AND '.join(where)}"
+            " ORDER BY created_at, handoff_id",
+            params,
+        )
+        return [OutboxEntry(*row) for row in rows]
+
+    async def record_received(self, entry: ReceivedEntry) -> None:
+        row = astuple(entry)
+
+        def insert(conn: sqlite3.Connection) -> None:
+            conn.execute(f"INSERT INTO received ({_RECEIVED_COLUMNS}) VALUES ({_marks(row)})", row)
+
+        await self._submit(insert)
+
+    async def received(self, context_id: str | None = None) -> list[ReceivedEntry]:
+        where, params = ("context_id = ?", [context_id]) if context_id is not None else ("1", [])
+        rows = await self._read(
+            f"SELECT {_RECEIVED_COLUMNS} FROM received WHERE {where} ORDER BY seq", params
+        )
+        return [ReceivedEntry(*row) for row in rows]
 
     async def get(self, task_id: str) -> TaskRecord | None:
         rows = await self._read(f"SELECT {_TASK_COLUMNS} FROM tasks WHERE id = ?", (task_id,))

@@ -304,7 +304,8 @@ async def test_extensions_header_echoes_only_supported_extensions(echo: Client) 
 async def test_health_reports_the_store(echo: Client) -> None:
     response = await echo.http.get("/health")
     assert response.status_code == 200
-    assert response.json()["store"] is True
+    assert response.json()["store"] == "ok"
+    assert response.json()["stalePendingHandoffs"] == 0
 
 
 class Asker:

@@ -1,0 +1,435 @@
+"""The three-phase atomic handoff, both sides.
+
+Sender (task tA on this agent): summarize into an envelope → gate
+(`required ⊆ caps(target) ∩ scope(self)`, else tA FAILED naming what is missing, nothing
+sent) → checkpoint (ONE transaction: outbox entry `pending` + tA marked handing off) →
+create (SendMessage to the target with the envelope, retried: the target deduplicates on the
+key) → terminate (ONE transaction: tA TRANSFERRED with the pointer + outbox entry `done`).
+Create strictly before terminate, so a TRANSFERRED pointer always names a task that exists.
+Pending entries are replayed at start-up and periodically, with the same key.
+
+Receiver: a replay of a key already taken returns the same task (`duplicate: true`) whatever
+its age — checked first, so a lost reply can never turn into a second task or a false
+failure; then TTL (`envelope_expired`), size, address and loop guard, each refusal a
+REJECTED task whose reason the sender reads; then the task is created once per key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from a2a_handoff.agent import Handoff, agent_message
+from a2a_handoff.client import AgentClient, RemoteError, UnavailableError
+from a2a_handoff.envelope import (
+    DEFAULT_MAX_HOPS,
+    DEFAULT_TTL_SECONDS,
+    MAX_ENVELOPE_BYTES,
+    HandoffEnvelope,
+    SourceRef,
+    TargetRef,
+    derive_key,
+    root_key_for,
+)
+from a2a_handoff.errors import ConflictError, HandoffError, HandoffProcessingError
+from a2a_handoff.extension import HANDOFF_EXTENSION_URI as URI
+from a2a_handoff.failpoints import failpoint
+from a2a_handoff.models import (
+    AgentCard,
+    Message,
+    Part,
+    Role,
+    StreamResponse,
+    Task,
+    TaskStatusUpdateEvent,
+    utc_now,
+)
+from a2a_handoff.states import TaskState, transition
+from a2a_handoff.stores.base import OutboxEntry, Store, TaskRecord
+
+if TYPE_CHECKING:
+    from a2a_handoff._runtime import TaskManager
+
+log = logging.getLogger("a2a_handoff.handoff")
+
+HANDING_OFF = "HANDING_OFF"
+PENDING, DONE, FAILED = "pending", "done", "failed"
+
+
+class GateRefused(HandoffError):
+    """The capability gate, or the envelope's own limits, refused the handoff."""
+
+
+@dataclass(frozen=True, slots=True)
+class HandoffSettings:
+    """How one agent hands tasks off."""
+
+    agent_name: str
+    agent_url: str
+    routes: Mapping[str, str] = field(default_factory=dict)
+    scope: frozenset[str] | None = None  # None: this agent may delegate any capability
+    max_hops: int = DEFAULT_MAX_HOPS
+    ttl_seconds: int = DEFAULT_TTL_SECONDS
+    recovery_interval: float = 2.0
+    retry_interval: float = 0.5
+
+
+def ext_metadata(task: Task) -> dict[str, Any]:
+    """The handoff extension's metadata on a task (empty when none)."""
+    value = (task.metadata or {}).get(URI)
+    return dict(value) if isinstance(value, dict) else {}
+
+
+def with_ext_metadata(task: Task, **members: Any) -> Task:
+    merged = {**ext_metadata(task), **members}
+    return task.model_copy(update={"metadata": {**(task.metadata or {}), URI: merged}})
+
+
+def missing_capabilities(
+    required: list[str], card: AgentCard | None, scope: frozenset[str] | None
+) -> list[str]:
+    """What `required ⊆ caps(target) ∩ scope(source)` lacks, described."""
+    problems = []
+    if scope is not None:
+        outside = sorted(set(required) - scope)
+        if outside:
+            problems.append(f"outside this agent's scope: {', '.join(outside)}")
+    if card is not None:
+        offered: set[str] = set()
+        for ext in card.capabilities.extensions or []:
+            if ext.uri == URI and ext.params:
+                offered |= {str(c) for c in ext.params.get("capabilities", [])}
+        lacking = sorted(set(required) - offered)
+        if lacking:
+            problems.append(f"not offered by {card.name}: {', '.join(lacking)}")
+    return problems
+
+
+class Handoffs:
+    """Sends and receives handoffs for one agent."""
+
+    def __init__(
+        self, manager: TaskManager, settings: HandoffSettings, client: AgentClient
+    ) -> None:
+        self.manager = manager
+        self.settings = settings
+        self.client = client
+        self._delivering: dict[str, asyncio.Task[TaskRecord | None]] = {}
+        self._periodic: asyncio.Task[None] | None = None
+
+    @property
+    def store(self) -> Store:
+        return self.manager.store
+
+    # -- sender: summarize, gate, checkpoint ---------------------------------------------
+
+    def _target_url(self, target: str) -> str:
+        url = self.settings.routes.get(target)
+        if url is None and target.startswith(("http://", "https://")):
+            url = target
+        if url is None:
+            raise GateRefused(f"no route to agent {target!r}")
+        return url
+
+    async def prepare(self, task: Task, decision: Handoff) -> tuple[HandoffEnvelope, str]:
+        """Summarize and gate; raises GateRefused with the reason the task fails with."""
+        url = self._target_url(decision.target)
+        required = sorted(decision.required)
+        card: AgentCard | None = None
+        with contextlib.suppress(UnavailableError, HandoffError, ValidationError):
+            card = await self.client.card(url)
+        problems = missing_capabilities(required, card, self.settings.scope)
+        if problems:
+            raise GateRefused("capability gate refused the handoff: " + "; ".join(problems))
+        incoming = ext_metadata(task).get("handoff") or {}
+        hop = int(incoming.get("hop", 0)) + 1
+        root = str(incoming.get("rootKey") or root_key_for(self.settings.agent_url, task.id))
+        envelope = HandoffEnvelope(
+            handoff_id=str(uuid.uuid4()),
+            idempotency_key=derive_key(root, hop),
+            root_key=root,
+            context_id=task.context_id,
+            source=SourceRef(agent=self.settings.agent_name, url=self.settings.agent_url,
+                             task_id=task.id),
+            target=TargetRef(agent=card.name if card else decision.target, url=url),
+            reason=decision.reason,
+            transfer_context=dict(decision.context),
+            required_capabilities=required,
+            continuation_token=decision.continuation_token,
+            next_skill_hint=decision.next_skill,
+            hop=hop,
+            visited=[*incoming.get("visited", []), self.settings.agent_name],
+            trace_id=str(incoming.get("traceId") or uuid.uuid4().hex),
+            created_at=utc_now(),
+            ttl_seconds=self.settings.ttl_seconds,
+        )  # fmt: skip
+        if envelope.size() > MAX_ENVELOPE_BYTES:
+            raise GateRefused(
+                f"transfer context too large: the envelope is {envelope.size()} bytes,"
+                f" the limit {MAX_ENVELOPE_BYTES}"
+            )
+        return envelope, url
+
+    async def checkpoint(self, record: TaskRecord, envelope: HandoffEnvelope) -> TaskRecord:
+        """ONE transaction: the outbox entry and the task marked as handing off."""
+        target = envelope.target
+        note = agent_message(f"Handing off to {target.agent}: {envelope.reason}", record.task)
+        task = record.task
+        if task.status.state is not TaskState.WORKING:
+            transition(task.status.state, TaskState.WORKING)
+        task = task.model_copy(update={"history": [*(task.history or []), note]})
+        task = with_ext_metadata(task, state=HANDING_OFF, handoffId=envelope.handoff_id)
+        task = task.model_copy(
+            update={"status": task.status.model_copy(
+                update={"state": TaskState.WORKING, "message": note, "timestamp": utc_now()}
+            )}
+        )  # fmt: skip
+        now = utc_now()
+        updated = TaskRecord(task, record.owner, record.version + 1, record.created_at, now)
+        entry = OutboxEntry(
+            handoff_id=envelope.handoff_id,
+            task_id=task.id,
+            context_id=task.context_id,
+            owner=record.owner,
+            target_name=target.agent,
+            target_url=target.url,
+            envelope=envelope.dump_json(),
+            status=PENDING,
+            detail="",
+            created_at=now,
+            updated_at=now,
+        )
+        await self.store.checkpoint(
+            updated, [_status_event(task)], expected_version=record.version, entry=entry
+        )
+        failpoint("handoff.after_checkpoint")
+        return updated
+
+    # -- sender: create, terminate --------------------------------------------------------
+
+    def spawn(
+        self, entry: OutboxEntry, on_done: Callable[[TaskRecord], None] | None = None
+    ) -> asyncio.Task[TaskRecord | None]:
+        """Deliver an entry in the background, once per process."""
+        running = self._delivering.get(entry.handoff_id)
+        if running is not None:
+            return running
+        job = asyncio.create_task(self.deliver(entry), name=f"handoff-{entry.handoff_id}")
+        self._delivering[entry.handoff_id] = job
+
+        def done(finished: asyncio.Task[TaskRecord | None]) -> None:
+            self._delivering.pop(entry.handoff_id, None)
+            if finished.cancelled() or finished.exception() is not None:
+                return
+            record = finished.result()
+            if record is not None and on_done is not None:
+                on_done(record)
+
+        job.add_done_callback(done)
+        return job
+
+    async def deliver(self, entry: OutboxEntry) -> TaskRecord | None:
+        """Create the task on the target (retrying) and terminate; the source's final record."""
+        envelope = HandoffEnvelope.model_validate_json(entry.envelope)
+        url = entry.target_url
+        while True:
+            try:
+                card = await self.client.card(url)
+                problems = missing_capabilities(envelope.required_capabilities, card, None)
+                if problems:
+                    reason = "capability gate refused the handoff: " + "; ".join(problems)
+                    return await self._fail(entry, reason)
+                result = await self.client.call(
+                    url, "SendMessage", _create_params(envelope), extensions=[URI],
+                    idempotent=True,
+                )  # fmt: skip
+                created = Task.model_validate(result["task"])
+            except RemoteError as exc:
+                if exc.code == HandoffProcessingError.code:
+                    await asyncio.sleep(self.settings.retry_interval / 5)
+                    continue
+                return await self._fail(entry, f"{entry.target_name} refused: {exc.message}")
+            except (UnavailableError, ValidationError, KeyError, TypeError) as exc:
+                if envelope.expired():
+                    return await self._fail(
+                        entry, f"handoff_expired: {entry.target_name} did not take it in time"
+                    )
+                log.info("handoff %s: %s; retrying", entry.handoff_id, exc)
+                await asyncio.sleep(self.settings.retry_interval)
+                continue
+            failpoint("handoff.after_create")
+            if created.status.state is TaskState.REJECTED:
+                code = str(ext_metadata(created).get("rejected", "rejected"))
+                if code == "envelope_expired":
+                    return await self._fail(entry, "handoff_expired: the envelope expired")
+                return await self._fail(
+                    entry, f"{entry.target_name} rejected the handoff: {_status_text(created)}"
+                )
+            return await self._transferred(entry, envelope, created)
+
+    async def _transferred(
+        self, entry: OutboxEntry, envelope: HandoffEnvelope, created: Task
+    ) -> TaskRecord | None:
+        pointer = {
+            "agentUrl": entry.target_url,
+            "agentName": entry.target_name,
+            "taskId": created.id,
+            "contextId": created.context_id,
+            "reason": envelope.reason,
+            "handoffId": entry.handoff_id,
+        }
+        text = f"Transferred to {entry.target_name} (task {created.id}): {envelope.reason}"
+        return await self._terminate(
+            entry, TaskState.TRANSFERRED, text, {"state": "TRANSFERRED", "transfer": pointer},
+            DONE, json.dumps(pointer),
+        )  # fmt: skip
+
+    async def _fail(self, entry: OutboxEntry, reason: str) -> TaskRecord | None:
+        return await self._terminate(
+            entry, TaskState.FAILED, reason, {"state": "FAILED", "reason": reason}, FAILED, reason
+        )
+
+    async def _terminate(
+        self,
+        entry: OutboxEntry,
+        state: TaskState,
+        text: str,
+        members: dict[str, Any],
+        status: str,
+        detail: str,
+    ) -> TaskRecord | None:
+        """ONE transaction: the source task's final state and the outbox entry closed."""
+        for _ in range(5):
+            record = await self.store.get(entry.task_id)
+            if record is None or record.state.terminal:
+                return record
+            message = agent_message(text, record.task)
+            base = record.task.model_copy(update={"metadata": {**(record.task.metadata or {})}})
+            task = with_ext_metadata(base, **members, handoffId=entry.handoff_id)
+            task = task.model_copy(update={"history": [*(task.history or []), message]})
+            transition(task.status.state, state)
+            task = task.model_copy(
+                update={"status": task.status.model_copy(
+                    update={"state": state, "message": message, "timestamp": utc_now()}
+                )}
+            )  # fmt: skip
+            updated = TaskRecord(
+                task, record.owner, record.version + 1, record.created_at, utc_now()
+            )
+            try:
+                await self.store.terminate(
+                    updated, [_status_event(task, {URI: ext_metadata(task)})],
+                    expected_version=record.version, handoff_id=entry.handoff_id,
+                    status=status, detail=detail,
+                )  # fmt: skip
+            except ConflictError:
+                continue
+            failpoint("handoff.after_terminate")
+            return updated
+        log.error("handoff %s: could not terminate task %s", entry.handoff_id, entry.task_id)
+        return None
+
+    # -- recovery -------------------------------------------------------------------------
+
+    async def recover(self, wait_seconds: float | None = None) -> int:
+        """Replay pending entries not being delivered; wait up to `wait_seconds` for them."""
+        entries = await self.store.outbox(status=PENDING)
+        jobs = [self.spawn(e) for e in entries if e.handoff_id not in self._delivering]
+        if jobs and wait_seconds:
+            await asyncio.wait(jobs, timeout=wait_seconds)
+        return len(jobs)
+
+    def start(self) -> None:
+        self._periodic = asyncio.create_task(self._recover_forever(), name="handoff-recovery")
+
+    async def _recover_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self.settings.recovery_interval)
+            try:
+                await self.recover()
+            except Exception:
+                log.exception("handoff recovery failed")
+
+    async def aclose(self) -> None:
+        jobs = [j for j in (self._periodic, *self._delivering.values()) if j is not None]
+        for job in jobs:
+            job.cancel()
+        for job in jobs:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await job
+
+    def pending_ids(self) -> set[str]:
+        return set(self._delivering)
+
+    # -- receiver -------------------------------------------------------------------------
+
+    def refusal(self, envelope: HandoffEnvelope, size: int) -> tuple[str, str] | None:
+        """(code, reason) when this agent must refuse the envelope, else None."""
+        me = self.settings.agent_name
+        if envelope.expired():
+            return "envelope_expired", f"envelope expired after {envelope.ttl_seconds} s"
+        if size > MAX_ENVELOPE_BYTES:
+            return "envelope_too_large", f"envelope of {size} bytes over {MAX_ENVELOPE_BYTES}"
+        if envelope.target.agent != me:
+            return "misaddressed", f"envelope addressed to {envelope.target.agent}, not {me}"
+        if me in envelope.visited:
+            return "loop_detected", f"{me} already handled this chain ({envelope.visited})"
+        if envelope.hop > self.settings.max_hops:
+            return "loop_detected", f"hop {envelope.hop} over the maximum {self.settings.max_hops}"
+        return None
+
+
+def receive_metadata(envelope: HandoffEnvelope) -> dict[str, Any]:
+    """What a received task records about the handoff that created it."""
+    return {
+        "handoff": {
+            "handoffId": envelope.handoff_id,
+            "idempotencyKey": envelope.idempotency_key,
+            "rootKey": envelope.root_key,
+            "hop": envelope.hop,
+            "visited": envelope.visited,
+            "traceId": envelope.trace_id,
+            "source": envelope.source.dump(),
+            "reason": envelope.reason,
+        },
+        "envelopeDigest": envelope.digest(),
+    }
+
+
+def handoff_message_id(envelope: HandoffEnvelope) -> str:
+    return f"handoff-{envelope.idempotency_key}"
+
+
+def _create_params(envelope: HandoffEnvelope) -> dict[str, Any]:
+    summary = str(envelope.transfer_context.get("summary") or envelope.reason)
+    message = Message(
+        message_id=handoff_message_id(envelope),
+        role=Role.USER,
+        parts=[Part(text=summary), Part(data=envelope.transfer_context)],
+        context_id=envelope.context_id,
+        metadata={URI: envelope.dump()},
+        extensions=[URI],
+        reference_task_ids=[envelope.source.task_id],
+    )
+    return {"message": message.dump(), "configuration": {"returnImmediately": True}}
+
+
+def _status_event(task: Task, metadata: dict[str, Any] | None = None) -> StreamResponse:
+    return StreamResponse(
+        status_update=TaskStatusUpdateEvent(
+            task_id=task.id, context_id=task.context_id, status=task.status, metadata=metadata
+        )
+    )
+
+
+def _status_text(task: Task) -> str:
+    message = task.status.message
+    return message.text if message is not None else task.status.state.name

@@ -1,0 +1,91 @@
+"""The handoff envelope: what one agent sends another when it gives a task away.
+
+The same frozen model validates the envelope on both sides. Its idempotency key is derived,
+not random — HMAC-SHA256 of the chain's root key and the hop number — so replaying a handoff
+(after a crash, a lost reply, a retry) reproduces the key and the target creates its task at
+most once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from pydantic import ConfigDict, Field
+
+from a2a_handoff.models import WireModel
+
+MAX_ENVELOPE_BYTES = 64 * 1024
+DEFAULT_TTL_SECONDS = 300
+DEFAULT_MAX_HOPS = 8
+
+
+class SourceRef(WireModel):
+    model_config = ConfigDict(frozen=True)
+
+    agent: str
+    url: str
+    task_id: str
+
+
+class TargetRef(WireModel):
+    model_config = ConfigDict(frozen=True)
+
+    agent: str
+    url: str
+
+
+class HandoffEnvelope(WireModel):
+    """Every field DESIGN §4 lists; camelCase on the wire."""
+
+    model_config = ConfigDict(frozen=True)
+
+    handoff_id: str = Field(min_length=1)
+    idempotency_key: str = Field(min_length=16)
+    root_key: str = Field(min_length=16)
+    context_id: str = Field(min_length=1)
+    source: SourceRef
+    target: TargetRef
+    reason: str
+    transfer_context: dict[str, Any] = Field(default_factory=dict)
+    required_capabilities: list[str] = Field(default_factory=list)
+    continuation_token: str | None = None
+    next_skill_hint: str | None = None
+    hop: int = Field(ge=1)
+    visited: list[str] = Field(default_factory=list)
+    trace_id: str = Field(min_length=1)
+    created_at: str
+    ttl_seconds: int = Field(default=DEFAULT_TTL_SECONDS, ge=1, le=86400)
+
+    def size(self) -> int:
+        """Bytes of the envelope's JSON."""
+        return len(self.dump_json().encode())
+
+    def digest(self) -> str:
+        """SHA-256 of the canonical JSON: tells a replay from a different envelope."""
+        canonical = json.dumps(self.dump(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()
+
+    def expires_at(self) -> datetime:
+        return parse_time(self.created_at) + timedelta(seconds=self.ttl_seconds)
+
+    def expired(self, now: datetime | None = None) -> bool:
+        return (now or datetime.now(UTC)) >= self.expires_at()
+
+
+def parse_time(stamp: str) -> datetime:
+    value = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def root_key_for(agent_url: str, task_id: str) -> str:
+    """The root key of a chain that starts at this task."""
+    return hashlib.sha256(f"{agent_url}#{task_id}".encode()).hexdigest()
+
+
+def derive_key(root_key: str, hop: int) -> str:
+    """The idempotency key of hop `hop` of the chain rooted at `root_key`."""
+    return hmac.new(root_key.encode(), f"hop:{hop}".encode(), hashlib.sha256).hexdigest()
