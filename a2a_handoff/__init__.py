@@ -4,6 +4,7 @@ from a2a_handoff.agent import (
     Agent,
     Completed,
     Failed,
+    Handoff,
     InputRequired,
     Outcome,
     Rejected,
@@ -12,6 +13,8 @@ from a2a_handoff.agent import (
 )
 from a2a_handoff.auth import ApiKeyAuth
 from a2a_handoff.card import build_card, skill
+from a2a_handoff.client import AgentClient, RemoteError, RetryPolicy, UnavailableError
+from a2a_handoff.envelope import HandoffEnvelope
 from a2a_handoff.errors import (
     ConflictError,
     HandoffError,
@@ -42,12 +45,15 @@ from a2a_handoff.stores import (
 __all__ = [  # noqa: RUF022 - plain sorted(), as the export test checks
     "Agent",
     "AgentCard",
+    "AgentClient",
     "ApiKeyAuth",
     "Artifact",
     "Completed",
     "ConflictError",
     "Failed",
     "HANDOFF_EXTENSION_URI",
+    "Handoff",
+    "HandoffEnvelope",
     "HandoffError",
     "IllegalTransitionError",
     "InputRequired",
@@ -56,6 +62,8 @@ __all__ = [  # noqa: RUF022 - plain sorted(), as the export test checks
     "Outcome",
     "Part",
     "Rejected",
+    "RemoteError",
+    "RetryPolicy",
     "Role",
     "RpcError",
     "SqliteTaskStore",
@@ -66,6 +74,7 @@ __all__ = [  # noqa: RUF022 - plain sorted(), as the export test checks
     "TaskState",
     "TaskStatus",
     "TaskStore",
+    "UnavailableError",
     "agent_message",
     "build_card",
     "create_app",

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from a2a_handoff.envelope import HandoffEnvelope
+from a2a_handoff.extension import HANDOFF_EXTENSION_URI
 from a2a_handoff.models import Artifact, Message, Part, Role, Task
 
 __all__ = [
@@ -110,8 +111,17 @@ class TaskContext:
 
     @property
     def transfer_context(self) -> dict[str, Any]:
-        """What the agent that handed this task over passed along (empty otherwise)."""
-        return dict(self.envelope.transfer_context) if self.envelope else {}
+        """What the agent that handed this task over passed along (empty otherwise).
+
+        Kept across follow-ups: the handoff message, first in the history, carries it.
+        """
+        if self.envelope is not None:
+            return dict(self.envelope.transfer_context)
+        history = self.task.history or []
+        carried = (history[0].metadata or {}).get(HANDOFF_EXTENSION_URI) if history else None
+        if isinstance(carried, dict):
+            return dict(HandoffEnvelope.model_validate(carried).transfer_context)
+        return {}
 
     @property
     def text(self) -> str:

@@ -1,44 +1,89 @@
-"""`python -m servers NAME --port P --store URL`: run one example agent."""
+"""Run the example agents.
+
+python -m servers NAME --port P --store URL [--route NAME=URL …]
+python -m servers all --base-port P --data-dir DIR
+"""
 
 from __future__ import annotations
 
 import argparse
 import logging
+import signal
+import subprocess
 import sys
+import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import uvicorn
 
 from a2a_handoff import Agent, AgentCard, ApiKeyAuth, HandoffError, create_app, open_store
+from servers.billing import BillingAgent, billing_card
 from servers.echo import EchoAgent, echo_card
+from servers.logistics import LogisticsAgent, logistics_card
+from servers.triage import SCOPE as TRIAGE_SCOPE
+from servers.triage import TriageAgent, triage_card
 
-AGENTS: dict[str, tuple[Callable[[], Agent], Callable[[str], AgentCard]]] = {
-    "echo": (EchoAgent, echo_card),
+
+@dataclass(frozen=True)
+class Example:
+    make_agent: Callable[[], Agent]
+    make_card: Callable[[str], AgentCard]
+    scope: tuple[str, ...] | None = None
+    routes: tuple[str, ...] = field(default=())  # route names `all` wires up
+
+
+EXAMPLES: dict[str, Example] = {
+    "echo": Example(EchoAgent, echo_card),
+    "triage": Example(TriageAgent, triage_card, TRIAGE_SCOPE, ("billing", "logistics")),
+    "billing": Example(BillingAgent, billing_card),
+    "logistics": Example(LogisticsAgent, logistics_card),
 }
+ALL = ("triage", "billing", "logistics")
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m servers", description=__doc__)
-    parser.add_argument("agent", choices=sorted(AGENTS), help="which example agent to run")
+def _pairs(values: Sequence[str], what: str) -> dict[str, str]:
+    pairs = {}
+    for value in values:
+        name, sep, rest = value.partition("=")
+        if not sep or not name or not rest:
+            raise HandoffError(f"{what} must read NAME=VALUE, not {value!r}")
+        pairs[name] = rest
+    return pairs
+
+
+def _agent_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument(
-        "--store",
-        default=None,
-        help="sqlite:///PATH (default: sqlite:///data/NAME.db) or memory://",
+        "--store", default=None, help="sqlite:///PATH (default sqlite:///data/NAME.db) or memory://"
     )
     parser.add_argument("--url", default=None, help="the URL the card advertises")
+    parser.add_argument(
+        "--route", action="append", default=[], metavar="NAME=URL", help="a handoff target"
+    )
+    parser.add_argument(
+        "--scope", default=None, help="capabilities this agent may delegate, comma-separated"
+    )
+    parser.add_argument(
+        "--credential",
+        action="append",
+        default=[],
+        metavar="NAME=KEY",
+        help="the API key presented to route NAME",
+    )
+    parser.add_argument("--ttl", type=int, default=300, help="handoff envelope TTL, seconds")
+    parser.add_argument("--max-hops", type=int, default=8)
+    parser.add_argument("--recovery-interval", type=float, default=2.0)
     auth = parser.add_mutually_exclusive_group()
     auth.add_argument("--auth-keys", metavar="FILE", help="require API keys: principal=key lines")
-    auth.add_argument("--auth-env", action="store_true", help="require API keys from $A2A_API_KEYS")
+    auth.add_argument("--auth-env", action="store_true", help="require keys from $A2A_API_KEYS")
     parser.add_argument("--log-level", default="warning")
-    return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s %(message)s")
-    make_agent, make_card = AGENTS[args.agent]
+def serve(name: str, args: argparse.Namespace) -> int:
+    example = EXAMPLES[name]
     url = args.url or f"http://{args.host}:{args.port}/"
     try:
         auth = None
@@ -46,13 +91,75 @@ def main(argv: Sequence[str] | None = None) -> int:
             auth = ApiKeyAuth.from_file(args.auth_keys)
         elif args.auth_env:
             auth = ApiKeyAuth.from_env()
-        store = open_store(args.store or f"sqlite:///data/{args.agent}.db")
+        routes = _pairs(args.route, "--route")
+        keys = _pairs(args.credential, "--credential")
+        credentials = {routes[n]: key for n, key in keys.items() if n in routes}
+        store = open_store(args.store or f"sqlite:///data/{name}.db")
     except (HandoffError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    app = create_app(make_agent(), make_card(url), store, auth=auth)
+    scope = args.scope.split(",") if args.scope else example.scope
+    app = create_app(
+        example.make_agent(),
+        example.make_card(url),
+        store,
+        auth=auth,
+        routes=routes,
+        scope=scope,
+        credentials=credentials,
+        ttl_seconds=args.ttl,
+        max_hops=args.max_hops,
+        recovery_interval=args.recovery_interval,
+    )
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=False)
     return 0
+
+
+def run_all(base_port: int, data_dir: Path, host: str = "127.0.0.1") -> int:
+    """Every example agent on consecutive ports, wired together; Ctrl-C stops them."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    ports = {name: base_port + i for i, name in enumerate(ALL)}
+    urls = {name: f"http://{host}:{port}/" for name, port in ports.items()}
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        for name in ALL:
+            routes = [f"--route={r}={urls[r]}" for r in EXAMPLES[name].routes]
+            cmd = [
+                sys.executable, "-m", "servers", name, "--host", host,
+                "--port", str(ports[name]), "--store", f"sqlite:///{data_dir / name}.db", *routes,
+            ]  # fmt: skip
+            procs.append(subprocess.Popen(cmd))
+        for name in ALL:
+            print(f"{name:10} {urls[name]}", flush=True)
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+        while all(p.poll() is None for p in procs):
+            time.sleep(0.5)
+        return 1
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            proc.wait(10)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["all"]:
+        parser = argparse.ArgumentParser(prog="python -m servers all")
+        parser.add_argument("all")
+        parser.add_argument("--base-port", type=int, default=8101)
+        parser.add_argument("--data-dir", type=Path, default=Path("data"))
+        parser.add_argument("--host", default="127.0.0.1")
+        args = parser.parse_args(argv)
+        return run_all(args.base_port, args.data_dir, args.host)
+    parser = argparse.ArgumentParser(prog="python -m servers", description=__doc__)
+    parser.add_argument("agent", choices=[*sorted(EXAMPLES), "all"])
+    _agent_parser(parser)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s %(message)s")
+    return serve(args.agent, args)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,55 @@
+"""The billing agent: refunds and invoices; needs an order id, asks for it when missing."""
+
+from __future__ import annotations
+
+from a2a_handoff import AgentCard, Completed, InputRequired, Outcome, TaskContext, build_card, skill
+from servers._text import find_amount, find_order_id
+
+CAPABILITIES = ("invoices", "refunds")
+DEFAULT_AMOUNT = 49.99
+
+
+class BillingAgent:
+    """Issues a refund for an order once it knows which order."""
+
+    async def handle(self, ctx: TaskContext) -> Outcome | None:
+        transfer = ctx.transfer_context
+        entities = transfer.get("entities") or {}
+        order_id = entities.get("orderId") or _order_in_history(ctx)
+        if not order_id:
+            return InputRequired("Which order is this about? Please give the order id.")
+        amount = entities.get("amount") or find_amount(ctx.text) or DEFAULT_AMOUNT
+        intent = transfer.get("intent", "refund")
+        if intent == "invoice":
+            await ctx.artifact(
+                data={"orderId": str(order_id), "invoice": f"INV-{order_id}", "status": "sent"},
+                name="invoice",
+            )
+            return Completed(f"Invoice INV-{order_id} sent for order {order_id}.")
+        await ctx.artifact(
+            data={"orderId": str(order_id), "amount": float(amount), "status": "refunded"},
+            name="refund",
+        )
+        return Completed(f"Refund of ${float(amount):.2f} issued for order {order_id}.")
+
+
+def _order_in_history(ctx: TaskContext) -> str | None:
+    for message in reversed(ctx.history):
+        if message.role.value == "ROLE_USER":
+            found = find_order_id(message.text)
+            if found:
+                return found
+    return None
+
+
+def billing_card(url: str) -> AgentCard:
+    return build_card(
+        "billing",
+        url,
+        description="Refunds and invoices for orders",
+        skills=[
+            skill("refund", "Refund a charge on an order", "billing", "refund"),
+            skill("invoice", "Send an invoice for an order", "billing", "invoice"),
+        ],
+        capabilities=CAPABILITIES,
+    )

@@ -1,0 +1,78 @@
+"""The triage agent: hands a request to billing or logistics by intent, or answers itself.
+
+refund, charge, invoice, payment → billing; shipping, delivery, package, tracking → logistics.
+The transfer context carries the intent, the entities found (an order id) and a short
+summary — never the raw transcript.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from a2a_handoff import AgentCard, Completed, Handoff, Outcome, TaskContext, build_card, skill
+from servers._text import find_amount, find_order_id, words
+
+# keyword → (route, intent, required capability)
+RULES: dict[str, tuple[str, str, str]] = {
+    "refund": ("billing", "refund", "refunds"),
+    "refunds": ("billing", "refund", "refunds"),
+    "charge": ("billing", "refund", "refunds"),
+    "charged": ("billing", "refund", "refunds"),
+    "invoice": ("billing", "invoice", "invoices"),
+    "payment": ("billing", "invoice", "invoices"),
+    "shipping": ("logistics", "shipping", "shipping"),
+    "delivery": ("logistics", "shipping", "shipping"),
+    "package": ("logistics", "shipping", "shipping"),
+    "tracking": ("logistics", "shipping", "shipping"),
+}
+SCOPE = ("invoices", "refunds", "shipping")
+
+
+def classify(text: str) -> tuple[str, str, str] | None:
+    found = words(text)
+    for keyword, rule in RULES.items():  # refunds first: "charged twice … refund" is billing
+        if keyword in found:
+            return rule
+    return None
+
+
+class TriageAgent:
+    """Routes by keyword; answers what it cannot route."""
+
+    async def handle(self, ctx: TaskContext) -> Outcome | None:
+        rule = classify(ctx.text)
+        if rule is None:
+            await ctx.artifact(
+                text="I route billing (refunds, invoices) and logistics (shipping, tracking)"
+                " questions. Tell me what happened with your order.",
+                name="answer",
+            )
+            return Completed("Answered by triage")
+        route, intent, capability = rule
+        entities: dict[str, Any] = {}
+        order_id = find_order_id(ctx.text)
+        if order_id:
+            entities["orderId"] = order_id
+        amount = find_amount(ctx.text)
+        if amount is not None:
+            entities["amount"] = amount
+        summary = f"Customer asks for help with a {intent}" + (
+            f" on order {order_id}" if order_id else " (no order id given yet)"
+        )
+        await ctx.status(f"Routing to {route}: {intent} request")
+        return Handoff(
+            target=route,
+            reason=f"{intent} request: routed to {route}",
+            context={"intent": intent, "entities": entities, "summary": summary},
+            required=(capability,),
+            next_skill=intent,
+        )
+
+
+def triage_card(url: str) -> AgentCard:
+    return build_card(
+        "triage",
+        url,
+        description="Front door: routes billing and logistics requests to the right agent",
+        skills=[skill("triage", "Route a customer request to the right specialist", "routing")],
+    )

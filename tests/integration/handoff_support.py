@@ -1,0 +1,95 @@
+"""Real triage → billing / logistics processes for the handoff tests."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from a2a_handoff.extension import HANDOFF_EXTENSION_URI as URI
+from tests.support import AgentProcess
+
+REFUND = "I was charged twice for order 12345, I want a refund"
+
+
+@dataclass
+class Agents:
+    triage: AgentProcess
+    billing: AgentProcess
+    logistics: AgentProcess
+
+    def all(self) -> list[AgentProcess]:
+        return [self.billing, self.logistics, self.triage]
+
+    def stop(self) -> None:
+        for agent in self.all():
+            agent.stop()
+
+
+def make_agents(tmp_path: Path, *triage_extra: str) -> Agents:
+    """Billing and logistics first, then triage routed to them (not started)."""
+    common = ("--recovery-interval", "0.3")
+    billing = AgentProcess("billing", f"sqlite:///{tmp_path / 'billing.db'}", extra=common)
+    logistics = AgentProcess("logistics", f"sqlite:///{tmp_path / 'logistics.db'}", extra=common)
+    triage = AgentProcess(
+        "triage",
+        f"sqlite:///{tmp_path / 'triage.db'}",
+        extra=(
+            f"--route=billing={billing.url}",
+            f"--route=logistics={logistics.url}",
+            *common,
+            *triage_extra,
+        ),
+    )
+    for agent in (billing, logistics, triage):
+        agent.log_path = tmp_path / f"{agent.name}.log"
+    return Agents(triage, billing, logistics)
+
+
+def message(text: str, context_id: str | None = None, **config: Any) -> dict[str, Any]:
+    msg: dict[str, Any] = {
+        "messageId": str(uuid.uuid4()),
+        "role": "ROLE_USER",
+        "parts": [{"text": text}],
+    }
+    if context_id:
+        msg["contextId"] = context_id
+    params: dict[str, Any] = {"message": msg}
+    if config:
+        params["configuration"] = config
+    return params
+
+
+def result(reply: dict[str, Any]) -> Any:
+    assert "result" in reply, reply
+    return reply["result"]
+
+
+def tasks_in(agent: AgentProcess, context_id: str) -> list[dict[str, Any]]:
+    page = result(agent.rpc("ListTasks", {"contextId": context_id, "historyLength": 10}))
+    tasks: list[dict[str, Any]] = page["tasks"]
+    return tasks
+
+
+def ext(task: dict[str, Any]) -> dict[str, Any]:
+    value: dict[str, Any] = (task.get("metadata") or {}).get(URI, {})
+    return value
+
+
+def wait_for(check: Callable[[], Any], timeout: float = 15.0, every: float = 0.1) -> Any:
+    """Poll until `check()` returns something truthy."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        try:
+            last = check()
+        except Exception as exc:  # a restarting agent refuses connections for a moment
+            last = exc
+        else:
+            if last:
+                return last
+        time.sleep(every)
+    raise AssertionError(f"condition not met in {timeout} s; last value: {last!r}")
