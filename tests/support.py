@@ -18,6 +18,17 @@ ROOT = Path(__file__).resolve().parent.parent
 A2A_HEADERS = {"A2A-Version": "1.0", "Content-Type": "application/json"}
 
 
+_CLIENT: httpx.Client | None = None
+
+
+def _http() -> httpx.Client:
+    """One shared client: building one per call costs an SSL context load each time."""
+    global _CLIENT
+    if _CLIENT is None:
+        _CLIENT = httpx.Client(timeout=30)
+    return _CLIENT
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
@@ -60,7 +71,7 @@ class AgentProcess:
             if self.proc is not None and self.proc.poll() is not None:
                 raise RuntimeError(f"{self.name} exited with {self.proc.returncode}")
             try:
-                if httpx.get(self.url + "health", timeout=1.0).status_code in (200, 503):
+                if _http().get(self.url + "health", timeout=1.0).status_code in (200, 503):
                     return
             except httpx.TransportError:
                 pass
@@ -88,6 +99,6 @@ class AgentProcess:
     def rpc(self, method: str, params: dict[str, object], **headers: str) -> dict[str, object]:
         """One JSON-RPC call; returns the decoded response object."""
         body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
-        response = httpx.post(self.url, json=body, headers={**A2A_HEADERS, **headers}, timeout=30)
+        response = _http().post(self.url, json=body, headers={**A2A_HEADERS, **headers})
         data: dict[str, object] = response.json()
         return data
