@@ -10,9 +10,18 @@ import base64
 import binascii
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 
 from a2a_handoff.states import TaskState
@@ -55,6 +64,31 @@ __all__ = [
 ]
 
 
+MAX_JSON_DEPTH = 64
+
+
+def _depth(value: Any, limit: int) -> int:
+    """Nesting depth of a JSON value, stopping once past `limit`."""
+    if limit < 0:
+        return 1
+    if isinstance(value, dict):
+        return 1 + max((_depth(v, limit - 1) for v in value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max((_depth(v, limit - 1) for v in value), default=0)
+    return 0
+
+
+def _bounded(value: Any) -> Any:
+    if isinstance(value, dict | list) and _depth(value, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
+        raise ValueError(f"nested deeper than {MAX_JSON_DEPTH} levels")
+    return value
+
+
+JsonValue = Annotated[Any, AfterValidator(_bounded)]
+"""Free-form JSON (data parts, metadata): bounded in depth so it can always be stored."""
+Metadata = Annotated[dict[str, Any], AfterValidator(_bounded)]
+
+
 def utc_now() -> str:
     """The current time as an ISO-8601 UTC timestamp with millisecond precision."""
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
@@ -90,24 +124,31 @@ class Part(WireModel):
     """One piece of content: exactly one of `text`, `data`, `url` or `raw` (base64)."""
 
     text: str | None = None
-    data: Any = None
+    data: JsonValue = None
     url: str | None = None
     raw: str | None = None
-    metadata: dict[str, Any] | None = None
+    metadata: Metadata | None = None
     filename: str | None = None
     media_type: str | None = None
 
     @model_validator(mode="after")
     def _one_content(self) -> Part:
-        present = [
-            name for name in ("text", "data", "url", "raw") if getattr(self, name) is not None
-        ]
+        present = [name for name in ("text", "url", "raw") if getattr(self, name) is not None]
+        if self.data is not None or "data" in self.model_fields_set:  # null is a value
+            present.append("data")
         if len(present) != 1:
             raise ValueError(
                 "a part holds exactly one of text, data, url or raw"
                 + (f" (found {', '.join(present)})" if present else "")
             )
         return self
+
+    @model_serializer(mode="wrap")
+    def _keep_null_data(self, handler: SerializerFunctionWrapHandler) -> Any:
+        out = handler(self)
+        if isinstance(out, dict) and self.data is None and "data" in self.model_fields_set:
+            out["data"] = None
+        return out
 
     @field_validator("raw")
     @classmethod
@@ -126,7 +167,7 @@ class Message(WireModel):
     parts: list[Part] = Field(min_length=1)
     context_id: str | None = None
     task_id: str | None = None
-    metadata: dict[str, Any] | None = None
+    metadata: Metadata | None = None
     extensions: list[str] | None = None
     reference_task_ids: list[str] | None = None
 
@@ -147,7 +188,7 @@ class Artifact(WireModel):
     parts: list[Part] = Field(min_length=1)
     name: str | None = None
     description: str | None = None
-    metadata: dict[str, Any] | None = None
+    metadata: Metadata | None = None
     extensions: list[str] | None = None
 
 
@@ -157,14 +198,14 @@ class Task(WireModel):
     status: TaskStatus
     artifacts: list[Artifact] | None = None
     history: list[Message] | None = None
-    metadata: dict[str, Any] | None = None
+    metadata: Metadata | None = None
 
 
 class TaskStatusUpdateEvent(WireModel):
     task_id: str
     context_id: str
     status: TaskStatus
-    metadata: dict[str, Any] | None = None
+    metadata: Metadata | None = None
 
 
 class TaskArtifactUpdateEvent(WireModel):
@@ -173,7 +214,7 @@ class TaskArtifactUpdateEvent(WireModel):
     artifact: Artifact
     append: bool | None = None
     last_chunk: bool | None = None
-    metadata: dict[str, Any] | None = None
+    metadata: Metadata | None = None
 
 
 def _exactly_one(model: BaseModel, names: tuple[str, ...], what: str) -> None:
@@ -219,7 +260,7 @@ class SendMessageConfiguration(WireModel):
 class SendMessageRequest(WireModel):
     message: Message
     configuration: SendMessageConfiguration | None = None
-    metadata: dict[str, Any] | None = None
+    metadata: Metadata | None = None
     tenant: str | None = None
 
 
@@ -249,7 +290,7 @@ class ListTasksResponse(WireModel):
 
 class CancelTaskRequest(WireModel):
     id: str = Field(min_length=1)
-    metadata: dict[str, Any] | None = None
+    metadata: Metadata | None = None
     tenant: str | None = None
 
 

@@ -177,7 +177,7 @@ class _App:
 
     def _error(
         self, call_id: str | int | None, error: RpcError, extensions: frozenset[str] = frozenset()
-    ) -> JSONResponse:
+    ) -> Response:
         status = 200
         if isinstance(error, AuthenticationError):
             status = 401
@@ -186,7 +186,9 @@ class _App:
         headers = self._headers(extensions)
         if status == 401:
             headers["WWW-Authenticate"] = 'Bearer realm="a2a"'
-        return JSONResponse(error_body(call_id, error), status_code=status, headers=headers)
+        # ensure_ascii: an id holding a lone surrogate still encodes (as an escape).
+        body = json.dumps(error_body(call_id, error), separators=(",", ":"))
+        return Response(body, status_code=status, headers=headers, media_type="application/json")
 
     async def _body(self, request: Request) -> bytes:
         declared = request.headers.get("content-length")
@@ -212,11 +214,9 @@ class _App:
                 if found is None:
                     raise AuthenticationError()
                 principal = found
-            try:
-                payload = json.loads(body)
-            except (ValueError, UnicodeDecodeError):
-                raise ParseError() from None
-            call_id, method, params = _parse_envelope(payload)
+            payload = _parse_json(body)
+            call_id = _call_id(payload)
+            method, params = _parse_envelope(payload)
             version = request.headers.get("a2a-version")
             if version is None or not _supported_version(version):
                 raise VersionNotSupportedError(
@@ -227,7 +227,9 @@ class _App:
             if handler is None:
                 if method in _PUSH_METHODS:
                     raise PushNotificationNotSupportedError()
-                raise MethodNotFoundError(f"method {method!r} not found")
+                raise MethodNotFoundError(f"method {_printable(method)!r} not found")
+            if b"\\ud" in body or b"\\uD" in body:  # JSON escapes that may be lone surrogates
+                _refuse_lone_surrogates(params, "params")
             response = await handler(Call(call_id, params, principal, extensions, request))
         except RpcError as error:
             return self._error(call_id, error, extensions)
@@ -442,7 +444,51 @@ async def _shielded(future: Awaitable[T]) -> T:
     return await asyncio.shield(future)
 
 
-def _parse_envelope(payload: Any) -> tuple[str | int | None, str, dict[str, Any]]:
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _parse_json(body: bytes) -> Any:
+    """Strict JSON: no NaN or Infinity; too deep a nesting is a parse error too."""
+    try:
+        return json.loads(body, parse_constant=_refuse_constant)
+    except RecursionError:
+        raise ParseError("Parse error: the JSON is nested too deeply") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        detail = str(exc) if "not JSON" in str(exc) else "the body is not valid JSON"
+        raise ParseError(f"Parse error: {detail}") from None
+
+
+def _call_id(payload: Any) -> str | int | None:
+    """The request's id when it has a usable one, so that errors can carry it."""
+    if isinstance(payload, dict):
+        call_id = payload.get("id")
+        if isinstance(call_id, str | int) and not isinstance(call_id, bool):
+            return call_id
+    return None
+
+
+def _printable(text: str) -> str:
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")[:100]
+
+
+def _refuse_lone_surrogates(value: Any, where: str) -> None:
+    """Strings that cannot be stored as UTF-8 are refused, naming where they are."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidParamsError(f"{where}: a string holds a lone surrogate") from None
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _refuse_lone_surrogates(key, where)
+            _refuse_lone_surrogates(item, f"{where}.{_printable(str(key))}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _refuse_lone_surrogates(item, f"{where}.{index}")
+
+
+def _parse_envelope(payload: Any) -> tuple[str, dict[str, Any]]:
     if isinstance(payload, list):
         raise InvalidRequestError("batch requests are not supported")
     if not isinstance(payload, dict):
@@ -460,7 +506,7 @@ def _parse_envelope(payload: Any) -> tuple[str | int | None, str, dict[str, Any]
         params = {}
     if not isinstance(params, dict):
         raise InvalidParamsError("params must be an object")
-    return call_id, method, params
+    return method, params
 
 
 def _supported_version(version: str) -> bool:

@@ -1,0 +1,413 @@
+"""Interoperability: the official A2A python client (`a2a-sdk`) against a real echo agent.
+
+Every test talks to `python -m servers echo` through the SDK only — card resolution, transport
+choice, request encoding and response parsing are all the SDK's — so a reply the SDK cannot
+parse, or a state it does not expect, fails here.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import anyio
+import httpx
+import pytest
+from a2a.client import A2ACardResolver, Client, ClientConfig, create_client
+from a2a.types.a2a_pb2 import (
+    CancelTaskRequest,
+    GetTaskRequest,
+    ListTasksRequest,
+    Message,
+    Part,
+    Role,
+    SendMessageConfiguration,
+    SendMessageRequest,
+    StreamResponse,
+    SubscribeToTaskRequest,
+    Task,
+    TaskState,
+)
+from a2a.utils.errors import JSON_RPC_ERROR_CODE_MAP, TaskNotCancelableError
+
+from tests.support import AgentProcess
+
+pytestmark = pytest.mark.anyio
+
+TERMINAL = {
+    TaskState.TASK_STATE_COMPLETED,
+    TaskState.TASK_STATE_FAILED,
+    TaskState.TASK_STATE_CANCELED,
+    TaskState.TASK_STATE_REJECTED,
+}
+
+
+@asynccontextmanager
+async def connect(
+    agent: AgentProcess, *, streaming: bool, polling: bool = False
+) -> AsyncIterator[Client]:
+    """An SDK client resolved from the agent's URL (its card), with a generous HTTP timeout."""
+    async with httpx.AsyncClient(timeout=30.0) as http:
+        config = ClientConfig(streaming=streaming, polling=polling, httpx_client=http)
+        client = await create_client(agent.url, config)
+        try:
+            yield client
+        finally:
+            await client.close()
+
+
+def user_message(text: str, *, task_id: str = "", context_id: str = "") -> Message:
+    return Message(
+        message_id=f"m-{uuid.uuid4()}",
+        role=Role.ROLE_USER,
+        parts=[Part(text=text)],
+        task_id=task_id,
+        context_id=context_id,
+    )
+
+
+async def send(
+    client: Client, message: Message, config: SendMessageConfiguration | None = None
+) -> list[StreamResponse]:
+    request = SendMessageRequest(message=message)
+    if config is not None:
+        request.configuration.CopyFrom(config)
+    return [event async for event in client.send_message(request)]
+
+
+async def send_for_task(client: Client, text: str, **ids: str) -> Task:
+    """A non-streaming send; the SDK yields exactly one event, the Task."""
+    events = await send(client, user_message(text, **ids))
+    assert len(events) == 1
+    assert events[0].HasField("task"), events[0]
+    return events[0].task
+
+
+def artifact_texts(task: Task) -> list[str]:
+    return [part.text for artifact in task.artifacts for part in artifact.parts]
+
+
+def history_texts(task: Task) -> list[tuple[int, str]]:
+    return [(m.role, part.text) for m in task.history for part in m.parts]
+
+
+def event_state(event: StreamResponse) -> int | None:
+    if event.HasField("task"):
+        return event.task.status.state
+    if event.HasField("status_update"):
+        return event.status_update.status.state
+    return None
+
+
+async def wait_terminal(client: Client, task_id: str) -> Task:
+    """Poll GetTask until the task is terminal (at most 15 s)."""
+    with anyio.fail_after(15):
+        while True:
+            task = await client.get_task(GetTaskRequest(id=task_id))
+            if task.status.state in TERMINAL:
+                return task
+            await anyio.sleep(0.2)
+
+
+# -- agent card -------------------------------------------------------------------------
+
+
+async def test_sdk_resolves_and_parses_the_agent_card(echo_agent: AgentProcess) -> None:
+    async with httpx.AsyncClient(timeout=10.0) as http:
+        card = await A2ACardResolver(http, echo_agent.url).get_agent_card()
+    assert card.name == "echo"
+    assert card.capabilities.streaming is True
+    assert card.capabilities.push_notifications is False
+    assert [s.id for s in card.skills] == ["echo"]
+    assert len(card.supported_interfaces) == 1
+    interface = card.supported_interfaces[0]
+    assert interface.protocol_binding == "JSONRPC"
+    assert interface.url == echo_agent.url
+    assert interface.protocol_version == "1.0"
+
+    # The SDK's own entry point, with its default config and its own HTTP client.
+    client = await create_client(echo_agent.url, ClientConfig(streaming=False))
+    try:
+        task = await send_for_task(client, "card ok")
+    finally:
+        await client.close()
+    assert task.status.state == TaskState.TASK_STATE_COMPLETED
+    assert artifact_texts(task) == ["card ok"]
+
+
+# -- 1. blocking send -------------------------------------------------------------------
+
+
+async def test_blocking_send_completes_with_the_echo(echo_agent: AgentProcess) -> None:
+    async with connect(echo_agent, streaming=False) as client:
+        message = user_message("hello")
+        events = await send(client, message)
+        assert len(events) == 1
+        task = events[0].task
+        assert task.id
+        assert task.context_id
+        assert task.status.state == TaskState.TASK_STATE_COMPLETED
+        assert artifact_texts(task) == ["hello"]
+        assert task.history[0].message_id == message.message_id
+        assert task.history[0].context_id == task.context_id
+        assert history_texts(task)[0] == (Role.ROLE_USER, "hello")
+
+        fetched = await client.get_task(GetTaskRequest(id=task.id))
+        assert fetched.id == task.id
+        assert fetched.context_id == task.context_id
+        assert fetched.status.state == TaskState.TASK_STATE_COMPLETED
+        assert artifact_texts(fetched) == ["hello"]
+
+
+# -- 2. non-blocking send ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("how", ["client-polling", "return-immediately"])
+async def test_non_blocking_send_returns_at_once_then_completes(
+    echo_agent: AgentProcess, how: str
+) -> None:
+    polling = how == "client-polling"
+    config = None if polling else SendMessageConfiguration(return_immediately=True)
+    async with connect(echo_agent, streaming=False, polling=polling) as client:
+        started = time.monotonic()
+        events = await send(client, user_message("sleep:2"), config)
+        elapsed = time.monotonic() - started
+        assert len(events) == 1
+        task = events[0].task
+        assert task.status.state in {TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING}
+        assert elapsed < 1.5, f"returnImmediately took {elapsed:.2f} s"
+        assert task.context_id
+        assert not task.artifacts
+
+        done = await wait_terminal(client, task.id)
+        assert done.status.state == TaskState.TASK_STATE_COMPLETED
+        assert done.context_id == task.context_id
+        assert artifact_texts(done) == ["slept 2 s"]
+
+
+# -- 3. streaming send ------------------------------------------------------------------
+
+
+async def test_streaming_send_yields_task_then_updates_then_completed(
+    echo_agent: AgentProcess,
+) -> None:
+    async with connect(echo_agent, streaming=True) as client:
+        events = await send(client, user_message("sleep:1"))
+
+    assert len(events) >= 3, events
+    first = events[0]
+    assert first.HasField("task"), first
+    task_id, context_id = first.task.id, first.task.context_id
+    assert task_id
+    assert context_id
+    assert first.task.status.state not in TERMINAL
+
+    updates = [e for e in events[1:] if e.HasField("status_update")]
+    artifacts = [e.artifact_update for e in events[1:] if e.HasField("artifact_update")]
+    for update in updates:
+        assert update.status_update.task_id == task_id
+        assert update.status_update.context_id == context_id
+    working = [u for u in updates if u.status_update.status.state == TaskState.TASK_STATE_WORKING]
+    assert working, "no WORKING status update in the stream"
+    progress = [p.text for u in working for p in u.status_update.status.message.parts]
+    assert "slept 1 of 1 s" in progress
+
+    assert [p.text for a in artifacts for p in a.artifact.parts] == ["slept 1 s"]
+    assert all(a.task_id == task_id for a in artifacts)
+
+    last = events[-1]
+    assert last.HasField("status_update"), last
+    assert last.status_update.status.state == TaskState.TASK_STATE_COMPLETED
+    # Nothing after the terminal event, and no terminal state before it.
+    assert all(event_state(e) not in TERMINAL for e in events[:-1])
+
+
+# -- 4. get with history ----------------------------------------------------------------
+
+
+async def test_get_task_trims_history_to_history_length(echo_agent: AgentProcess) -> None:
+    async with connect(echo_agent, streaming=False) as client:
+        asked = await send_for_task(client, "ask: Name?")
+        assert asked.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+        answered = await send_for_task(client, "Ada", task_id=asked.id, context_id=asked.context_id)
+        assert answered.status.state == TaskState.TASK_STATE_COMPLETED
+
+        full = await client.get_task(GetTaskRequest(id=asked.id))
+        assert history_texts(full) == [
+            (Role.ROLE_USER, "ask: Name?"),
+            (Role.ROLE_AGENT, "Name?"),
+            (Role.ROLE_USER, "Ada"),
+            (Role.ROLE_AGENT, "Thanks, you said: Ada"),
+        ]
+
+        one = await client.get_task(GetTaskRequest(id=asked.id, history_length=1))
+        assert len(one.history) == 1
+        assert one.history[0] == full.history[-1]
+        assert one.status.state == TaskState.TASK_STATE_COMPLETED
+        assert artifact_texts(one) == artifact_texts(full) == ["Ada"]
+
+        two = await client.get_task(GetTaskRequest(id=asked.id, history_length=2))
+        assert list(two.history) == list(full.history[-2:])
+
+        none = await client.get_task(GetTaskRequest(id=asked.id, history_length=0))
+        assert len(none.history) == 0
+        assert none.status.state == TaskState.TASK_STATE_COMPLETED
+
+
+# -- 5. list tasks ----------------------------------------------------------------------
+
+
+async def test_list_tasks_filters_by_context_and_pages(echo_agent: AgentProcess) -> None:
+    async with connect(echo_agent, streaming=False) as client:
+        first = await send_for_task(client, "one")
+        second = await send_for_task(client, "two", context_id=first.context_id)
+        other = await send_for_task(client, "three")
+        assert second.context_id == first.context_id
+        assert second.id != first.id
+        assert other.context_id != first.context_id
+        for task in (first, second, other):
+            assert task.status.state == TaskState.TASK_STATE_COMPLETED
+
+        in_context = await client.list_tasks(ListTasksRequest(context_id=first.context_id))
+        assert {t.id for t in in_context.tasks} == {first.id, second.id}
+        assert len(in_context.tasks) == 2
+        assert in_context.total_size == 2
+        assert not in_context.next_page_token
+        assert all(t.context_id == first.context_id for t in in_context.tasks)
+
+        with_artifacts = await client.list_tasks(
+            ListTasksRequest(context_id=other.context_id, include_artifacts=True)
+        )
+        assert [t.id for t in with_artifacts.tasks] == [other.id]
+        assert artifact_texts(with_artifacts.tasks[0]) == ["three"]
+
+        seen: list[str] = []
+        token = ""
+        for _ in range(10):
+            page = await client.list_tasks(ListTasksRequest(page_size=1, page_token=token))
+            assert len(page.tasks) == 1
+            assert page.total_size == 3
+            assert page.page_size == 1
+            seen.append(page.tasks[0].id)
+            token = page.next_page_token
+            if not token:
+                break
+        assert sorted(seen) == sorted([first.id, second.id, other.id])
+
+
+# -- 6. cancel --------------------------------------------------------------------------
+
+
+async def test_cancel_running_task_then_cancel_again_is_32002(echo_agent: AgentProcess) -> None:
+    async with connect(echo_agent, streaming=False, polling=True) as client:
+        started = await send_for_task(client, "sleep:30")
+        assert started.status.state not in TERMINAL
+
+        canceled = await client.cancel_task(CancelTaskRequest(id=started.id))
+        assert canceled.id == started.id
+        assert canceled.context_id == started.context_id
+        assert canceled.status.state == TaskState.TASK_STATE_CANCELED
+
+        fetched = await client.get_task(GetTaskRequest(id=started.id))
+        assert fetched.status.state == TaskState.TASK_STATE_CANCELED
+        assert not fetched.artifacts
+
+        with pytest.raises(TaskNotCancelableError) as raised:
+            await client.cancel_task(CancelTaskRequest(id=started.id))
+        assert JSON_RPC_ERROR_CODE_MAP[type(raised.value)] == -32002
+
+        still = await client.get_task(GetTaskRequest(id=started.id))
+        assert still.status.state == TaskState.TASK_STATE_CANCELED
+
+
+# -- 7. subscribe -----------------------------------------------------------------------
+
+
+async def test_subscribe_to_running_task_starts_with_task_and_ends_completed(
+    echo_agent: AgentProcess,
+) -> None:
+    async with connect(echo_agent, streaming=False, polling=True) as poller:
+        started = await send_for_task(poller, "sleep:2")
+        assert started.status.state not in TERMINAL
+
+    async with connect(echo_agent, streaming=True) as client:
+        events = [e async for e in client.subscribe(SubscribeToTaskRequest(id=started.id))]
+
+    assert len(events) >= 2, events
+    first = events[0]
+    assert first.HasField("task"), first
+    assert first.task.id == started.id
+    assert first.task.context_id == started.context_id
+    assert first.task.status.state not in TERMINAL
+
+    last = events[-1]
+    assert last.HasField("status_update"), last
+    assert last.status_update.task_id == started.id
+    assert last.status_update.status.state == TaskState.TASK_STATE_COMPLETED
+    assert all(event_state(e) not in TERMINAL for e in events[:-1])
+
+    texts = [
+        p.text
+        for e in events
+        if e.HasField("artifact_update")
+        for p in e.artifact_update.artifact.parts
+    ]
+    assert texts == ["slept 2 s"]
+
+
+# -- 8. input required round trip ------------------------------------------------------
+
+
+async def test_input_required_round_trip_blocking(echo_agent: AgentProcess) -> None:
+    async with connect(echo_agent, streaming=False) as client:
+        question = user_message("ask: Name?")
+        asked = await send(client, question)
+        assert len(asked) == 1
+        task = asked[0].task
+        assert task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+        assert [p.text for p in task.status.message.parts] == ["Name?"]
+        assert task.status.message.role == Role.ROLE_AGENT
+
+        answer = user_message("Ada", task_id=task.id, context_id=task.context_id)
+        answered = await send(client, answer)
+        assert len(answered) == 1
+        done = answered[0].task
+        assert done.id == task.id
+        assert done.context_id == task.context_id
+        assert done.status.state == TaskState.TASK_STATE_COMPLETED
+        assert artifact_texts(done) == ["Ada"]
+
+        fetched = await client.get_task(GetTaskRequest(id=task.id))
+    users = [m for m in fetched.history if m.role == Role.ROLE_USER]
+    assert [m.message_id for m in users] == [question.message_id, answer.message_id]
+    assert [p.text for m in users for p in m.parts] == ["ask: Name?", "Ada"]
+    assert all(m.task_id == task.id for m in fetched.history)
+
+
+async def test_input_required_round_trip_streaming(echo_agent: AgentProcess) -> None:
+    async with connect(echo_agent, streaming=True) as client:
+        question = user_message("ask: Name?")
+        asked = await send(client, question)
+        assert asked[0].HasField("task"), asked[0]
+        task_id, context_id = asked[0].task.id, asked[0].task.context_id
+        # The stream ends when the task waits for input.
+        assert event_state(asked[-1]) == TaskState.TASK_STATE_INPUT_REQUIRED
+
+        answer = user_message("Ada", task_id=task_id, context_id=context_id)
+        answered = await send(client, answer)
+        assert answered, "no events for the follow-up"
+        ids = {
+            e.task.id if e.HasField("task") else e.status_update.task_id
+            for e in answered
+            if e.HasField("task") or e.HasField("status_update")
+        }
+        assert ids == {task_id}
+        assert event_state(answered[-1]) == TaskState.TASK_STATE_COMPLETED
+
+        fetched = await client.get_task(GetTaskRequest(id=task_id))
+    assert fetched.status.state == TaskState.TASK_STATE_COMPLETED
+    assert artifact_texts(fetched) == ["Ada"]
+    users = [m for m in fetched.history if m.role == Role.ROLE_USER]
+    assert [m.message_id for m in users] == [question.message_id, answer.message_id]
