@@ -12,6 +12,7 @@ from a2a_handoff.agent import (
     agent_message,
 )
 from a2a_handoff.auth import ApiKeyAuth
+from a2a_handoff.breaker import BreakerState, CircuitBreaker, CircuitOpenError
 from a2a_handoff.card import build_card, skill
 from a2a_handoff.client import AgentClient, RemoteError, RetryPolicy, UnavailableError
 from a2a_handoff.envelope import HandoffEnvelope
@@ -48,6 +49,9 @@ __all__ = [  # noqa: RUF022 - plain sorted(), as the export test checks
     "AgentClient",
     "ApiKeyAuth",
     "Artifact",
+    "BreakerState",
+    "CircuitBreaker",
+    "CircuitOpenError",
     "Completed",
     "ConflictError",
     "Failed",

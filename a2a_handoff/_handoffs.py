@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from a2a_handoff.agent import Handoff, agent_message
+from a2a_handoff.breaker import CircuitOpenError
 from a2a_handoff.client import AgentClient, RemoteError, UnavailableError
 from a2a_handoff.envelope import (
     DEFAULT_MAX_HOPS,
@@ -144,7 +145,7 @@ class Handoffs:
         url = self._target_url(decision.target)
         required = sorted(decision.required)
         card: AgentCard | None = None
-        with contextlib.suppress(UnavailableError, HandoffError, ValidationError):
+        with contextlib.suppress(HandoffError, ValidationError):  # unreachable: gate later
             card = await self.client.card(url)
         problems = missing_capabilities(required, card, self.settings.scope)
         if problems:
@@ -257,7 +258,13 @@ class Handoffs:
                     await asyncio.sleep(self.settings.retry_interval / 5)
                     continue
                 return await self._fail(entry, f"{entry.target_name} refused: {exc.message}")
-            except (UnavailableError, ValidationError, KeyError, TypeError) as exc:
+            except (
+                UnavailableError,
+                CircuitOpenError,
+                ValidationError,
+                KeyError,
+                TypeError,
+            ) as exc:
                 if envelope.expired():
                     return await self._fail(
                         entry, f"handoff_expired: {entry.target_name} did not take it in time"

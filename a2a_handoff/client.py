@@ -1,10 +1,12 @@
-"""The client for every call from one agent to another (and for the orchestrator).
+"""The client for every call from one agent to another, and for the orchestrator.
 
-An `httpx.AsyncClient` is injected. Only idempotent calls are retried — reads, keyed handoff
-creates, sends whose message id makes them deduplicated — on transport errors and on HTTP
-429, 502, 503 and 504, with exponential backoff and jitter, capped in attempts and in total
-time. Downstream JSON-RPC errors are raised as `RemoteError` carrying the target's code and
-message: surfaced, never swallowed.
+An `httpx.AsyncClient` is injected (tests pass an ASGI or mock transport). Only idempotent
+calls are retried — reads, keyed handoff creates, sends whose message id makes them
+deduplicated — on transport errors and on HTTP 429, 502, 503 and 504, with exponential
+backoff and jitter, capped in attempts and in total time. Every attempt goes through the
+circuit breaker of its endpoint; an open breaker fails fast with CircuitOpenError and is
+never retried. A JSON-RPC error from the target is raised as RemoteError with the target's
+code and message: surfaced, never swallowed.
 """
 
 from __future__ import annotations
@@ -12,9 +14,10 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 from tenacity import (
@@ -26,8 +29,9 @@ from tenacity import (
     wait_none,
 )
 
+from a2a_handoff.breaker import CircuitBreaker, CircuitOpenError
 from a2a_handoff.errors import HandoffError
-from a2a_handoff.models import AgentCard
+from a2a_handoff.models import AgentCard, Message, StreamResponse, Task
 
 RETRYABLE_STATUS = frozenset({429, 502, 503, 504})
 CARD_PATH = ".well-known/agent-card.json"
@@ -48,13 +52,24 @@ class UnavailableError(HandoffError, ConnectionError):
     """The target could not be reached, or answered with an HTTP error, after every retry."""
 
 
+class _RetryableStatus(HandoffError):
+    def __init__(self, response: httpx.Response) -> None:
+        self.status_code = response.status_code
+        super().__init__(f"HTTP {response.status_code}")
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Worth retrying (and a failure for the breaker): the endpoint did not answer well."""
+    return isinstance(exc, httpx.TransportError | _RetryableStatus)
+
+
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
     attempts: int = 5
     total_seconds: float = 10.0
     initial_wait: float = 0.05
     max_wait: float = 2.0
-    wait: bool = True  # False: retry at once (tests)
+    wait: bool = True  # False: retry at once, for tests
 
     def retrying(self) -> AsyncRetrying:
         return AsyncRetrying(
@@ -64,23 +79,42 @@ class RetryPolicy:
                 if self.wait
                 else wait_none()
             ),
-            retry=retry_if_exception(_retryable),
+            retry=retry_if_exception(is_transient),
             reraise=True,
         )
 
 
-class _RetryableStatus(HandoffError):
-    def __init__(self, response: httpx.Response) -> None:
-        self.status_code = response.status_code
-        super().__init__(f"HTTP {response.status_code}")
+NO_RETRY = RetryPolicy(attempts=1)
+Event = tuple[int | None, StreamResponse]
+"""A stream item and its event sequence number (None when the server sent no id)."""
 
 
-def _retryable(exc: BaseException) -> bool:
-    return isinstance(exc, httpx.TransportError | _RetryableStatus)
+def endpoint_of(url: str) -> str:
+    """The breaker key of a URL: scheme, host and port."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def _result(url: str, response: httpx.Response) -> Any:
+    try:
+        payload = response.json()
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise UnavailableError(f"{url}: HTTP {response.status_code}, not JSON") from None
+    if not isinstance(payload, dict):
+        raise UnavailableError(f"{url}: answered a non-object")
+    error = payload.get("error")
+    if isinstance(error, dict):
+        raise RemoteError(
+            int(error.get("code", -32603)), str(error.get("message", "")), error.get("data"),
+            url=url,
+        )  # fmt: skip
+    if response.status_code != 200 or "result" not in payload:
+        raise UnavailableError(f"{url}: HTTP {response.status_code} without a result")
+    return payload["result"]
 
 
 class AgentClient:
-    """Calls other agents: JSON-RPC with retries for idempotent calls, cached cards."""
+    """Calls agents: JSON-RPC and SSE, retries for idempotent calls, breakers, cached cards."""
 
     def __init__(
         self,
@@ -89,33 +123,78 @@ class AgentClient:
         credentials: Mapping[str, str] | None = None,
         retry: RetryPolicy | None = None,
         card_ttl: float = 60.0,
+        breaker_threshold: int = 5,
+        breaker_cooldown: float = 10.0,
+        clock: Callable[[], float] = time.monotonic,
+        extensions: Iterable[str] = (),
     ) -> None:
         self.http = http
         self.credentials = dict(credentials or {})
         self.retry = retry or RetryPolicy()
         self.card_ttl = card_ttl
+        self.extensions = tuple(extensions)
+        self._breaker_args = (breaker_threshold, breaker_cooldown, clock)
+        self._breakers: dict[str, CircuitBreaker] = {}
         self._cards: dict[str, tuple[float, AgentCard]] = {}
 
-    def _headers(self, url: str, extensions: Iterable[str]) -> dict[str, str]:
+    # -- plumbing -------------------------------------------------------------------------
+
+    def breaker(self, url: str) -> CircuitBreaker:
+        key = endpoint_of(url)
+        breaker = self._breakers.get(key)
+        if breaker is None:
+            threshold, cooldown, clock = self._breaker_args
+            breaker = CircuitBreaker(
+                key, threshold=threshold, cooldown=cooldown, is_failure=is_transient, clock=clock
+            )
+            self._breakers[key] = breaker
+        return breaker
+
+    def breakers(self) -> dict[str, dict[str, object]]:
+        """Every endpoint's breaker state (for /health)."""
+        return {key: b.snapshot() for key, b in sorted(self._breakers.items())}
+
+    def _headers(self, url: str, extensions: Iterable[str] = ()) -> dict[str, str]:
         headers = {"A2A-Version": "1.0"}
-        uris = ",".join(extensions)
+        uris = ",".join(dict.fromkeys([*self.extensions, *extensions]))
         if uris:
             headers["A2A-Extensions"] = uris
-        key = self.credentials.get(url)
+        key = self.credentials.get(url) or self.credentials.get(endpoint_of(url))
         if key:
             headers["X-API-Key"] = key
         return headers
+
+    async def _attempt(self, url: str, send: Callable[[], Any]) -> httpx.Response:
+        async with self.breaker(url).guard():
+            response: httpx.Response = await send()
+            if response.status_code in RETRYABLE_STATUS:
+                raise _RetryableStatus(response)
+            return response
+
+    async def _request(
+        self, url: str, send: Callable[[], Any], *, idempotent: bool
+    ) -> httpx.Response:
+        try:
+            if not idempotent:
+                return await self._attempt(url, send)
+            async for attempt in self.retry.retrying():
+                with attempt:
+                    return await self._attempt(url, send)
+        except _RetryableStatus as exc:
+            raise UnavailableError(f"{url}: HTTP {exc.status_code}") from exc
+        except httpx.TransportError as exc:
+            raise UnavailableError(f"{url}: {type(exc).__name__}: {exc}") from exc
+        raise AssertionError("unreachable: tenacity re-raises the last error")
+
+    # -- cards and calls ------------------------------------------------------------------
 
     async def card(self, url: str, *, fresh: bool = False) -> AgentCard:
         """The agent card at `url`, cached for `card_ttl` seconds."""
         cached = self._cards.get(url)
         if cached and not fresh and time.monotonic() - cached[0] < self.card_ttl:
             return cached[1]
-        async for attempt in self.retry.retrying():
-            with attempt:
-                response = await self.http.get(url.rstrip("/") + "/" + CARD_PATH)
-                if response.status_code in RETRYABLE_STATUS:
-                    raise _RetryableStatus(response)
+        card_url = url.rstrip("/") + "/" + CARD_PATH
+        response = await self._request(url, lambda: self.http.get(card_url), idempotent=True)
         if response.status_code != 200:
             raise UnavailableError(f"{url}: agent card answered HTTP {response.status_code}")
         card = AgentCard.model_validate_json(response.content)
@@ -131,49 +210,120 @@ class AgentClient:
         extensions: Iterable[str] = (),
         idempotent: bool = False,
     ) -> Any:
-        """One JSON-RPC call; the result, or RemoteError / UnavailableError."""
+        """One JSON-RPC call: its result, or RemoteError / UnavailableError / CircuitOpenError."""
         body = {"jsonrpc": "2.0", "id": str(uuid.uuid4()), "method": method, "params": params}
         headers = self._headers(url, extensions)
-        try:
-            if idempotent:
-                async for attempt in self.retry.retrying():
-                    with attempt:
-                        response = await self._post(url, body, headers)
-            else:
-                response = await self._post(url, body, headers)
-        except _RetryableStatus as exc:
-            raise UnavailableError(f"{url}: HTTP {exc.status_code}") from exc
-        except httpx.TransportError as exc:
-            raise UnavailableError(f"{url}: {type(exc).__name__}: {exc}") from exc
+        response = await self._request(
+            url, lambda: self.http.post(url, json=body, headers=headers), idempotent=idempotent
+        )
         return _result(url, response)
 
-    async def _post(
-        self, url: str, body: dict[str, Any], headers: dict[str, str]
-    ) -> httpx.Response:
-        response = await self.http.post(url, json=body, headers=headers)
-        if response.status_code in RETRYABLE_STATUS:
-            raise _RetryableStatus(response)
-        return response
+    async def send(
+        self, url: str, message: Message, *, return_immediately: bool = False
+    ) -> Task | Message:
+        """SendMessage; retried, since the message id makes a repeat return the same task."""
+        params: dict[str, Any] = {"message": message.dump()}
+        if return_immediately:
+            params["configuration"] = {"returnImmediately": True}
+        result = await self.call(url, "SendMessage", params, idempotent=True)
+        if "task" in result:
+            return Task.model_validate(result["task"])
+        return Message.model_validate(result["message"])
+
+    async def get_task(self, url: str, task_id: str, history_length: int | None = None) -> Task:
+        params: dict[str, Any] = {"id": task_id}
+        if history_length is not None:
+            params["historyLength"] = history_length
+        return Task.model_validate(await self.call(url, "GetTask", params, idempotent=True))
+
+    async def list_tasks(self, url: str, **query: Any) -> dict[str, Any]:
+        result: dict[str, Any] = await self.call(url, "ListTasks", query, idempotent=True)
+        return result
+
+    async def cancel(self, url: str, task_id: str) -> Task:
+        return Task.model_validate(await self.call(url, "CancelTask", {"id": task_id}))
+
+    # -- streams --------------------------------------------------------------------------
+
+    def stream(
+        self, url: str, message: Message
+    ) -> AsyncIterator[tuple[int | None, StreamResponse]]:
+        """SendStreamingMessage: (event seq, item) pairs until the task ends or pauses."""
+        return self._sse(url, "SendStreamingMessage", {"message": message.dump()}, None)
+
+    async def subscribe(
+        self, url: str, task_id: str, *, last_event_id: int | None = None, resumes: int = 5
+    ) -> AsyncIterator[Event]:
+        """SubscribeToTask, resuming with Last-Event-ID after a dropped stream (`resumes` times)."""
+        last = last_event_id
+        for attempt in range(resumes + 1):
+            try:
+                async for seq, item in self._sse(url, "SubscribeToTask", {"id": task_id}, last):
+                    if seq is not None:
+                        last = seq
+                    yield seq, item
+                return
+            except (UnavailableError, httpx.TransportError):
+                if attempt == resumes or last is None:
+                    raise
+
+    async def _sse(
+        self, url: str, method: str, params: dict[str, Any], last_event_id: int | None
+    ) -> AsyncIterator[Event]:
+        body = {"jsonrpc": "2.0", "id": str(uuid.uuid4()), "method": method, "params": params}
+        headers = {**self._headers(url), "Accept": "text/event-stream"}
+        if last_event_id is not None:
+            headers["Last-Event-ID"] = str(last_event_id)
+        try:
+            async with self.breaker(url).guard():
+                request = self.http.build_request("POST", url, json=body, headers=headers)
+                response = await self.http.send(request, stream=True)
+            try:
+                if not response.headers.get("content-type", "").startswith("text/event-stream"):
+                    await response.aread()
+                    _result(url, response)  # raises the JSON-RPC error it holds
+                    raise UnavailableError(f"{url}: {method} did not answer with a stream")
+                async for seq, data in _events(response):
+                    payload = json.loads(data)
+                    if "error" in payload:
+                        error = payload["error"]
+                        raise RemoteError(error.get("code", -32603), error.get("message", ""),
+                                          url=url)  # fmt: skip
+                    yield seq, StreamResponse.model_validate(payload["result"])
+            finally:
+                await response.aclose()
+        except httpx.TransportError as exc:
+            raise UnavailableError(f"{url}: {type(exc).__name__}: {exc}") from exc
 
     async def aclose(self) -> None:
         await self.http.aclose()
 
 
-def _result(url: str, response: httpx.Response) -> Any:
-    try:
-        payload = response.json()
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise UnavailableError(f"{url}: HTTP {response.status_code}, not JSON") from None
-    if not isinstance(payload, dict):
-        raise UnavailableError(f"{url}: answered a non-object")
-    error = payload.get("error")
-    if isinstance(error, dict):
-        raise RemoteError(
-            int(error.get("code", -32603)),
-            str(error.get("message", "")),
-            error.get("data"),
-            url=url,
-        )
-    if response.status_code != 200 or "result" not in payload:
-        raise UnavailableError(f"{url}: HTTP {response.status_code} without a result")
-    return payload["result"]
+async def _events(response: httpx.Response) -> AsyncIterator[tuple[int | None, str]]:
+    """(id, data) of each SSE event; comments and pings are skipped."""
+    data: list[str] = []
+    event_id: int | None = None
+    async for line in response.aiter_lines():
+        if not line:
+            if data:
+                yield event_id, "\n".join(data)
+            data, event_id = [], None
+        elif line.startswith("data:"):
+            data.append(line[5:].lstrip(" "))
+        elif line.startswith("id:"):
+            raw = line[3:].strip()
+            event_id = int(raw) if raw.isdigit() else None
+    if data:
+        yield event_id, "\n".join(data)
+
+
+__all__ = [
+    "NO_RETRY",
+    "AgentClient",
+    "CircuitOpenError",
+    "RemoteError",
+    "RetryPolicy",
+    "UnavailableError",
+    "endpoint_of",
+    "is_transient",
+]

@@ -427,6 +427,7 @@ class _App:
             "store": "ok" if store_ok else "unreachable",
             "stalePendingHandoffs": len(stale),
             "lastCompletedHandoff": last_done,
+            "breakers": self.client.breakers(),
         }
         return JSONResponse(body, status_code=200 if healthy else 503)
 
