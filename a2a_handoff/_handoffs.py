@@ -208,9 +208,8 @@ class Handoffs:
             created_at=now,
             updated_at=now,
         )
-        await self.store.checkpoint(
-            updated, [_status_event(task)], expected_version=record.version, entry=entry
-        )
+        event = _status_event(task, {URI: ext_metadata(task)})
+        await self.store.checkpoint(updated, [event], expected_version=record.version, entry=entry)
         failpoint("handoff.after_checkpoint")
         return updated
 

@@ -1,13 +1,180 @@
-"""`python -m orchestrator`: placeholder entry until the orchestrator lands."""
+"""`python -m orchestrator`: talk to agents, following handoffs.
+
+send --entry URL TEXT     one message; exit 0 completed, 2 input required, 1 failed,
+                          3 an agent unreachable, 4 a handoff pending (or still working)
+chat --entry URL          an interactive loop over stdin (works when piped)
+watch TASK --agent URL    follow one task across transfers
+trace [--context C --agent URL]   the chain of the conversation
+"""
 
 from __future__ import annotations
 
+import argparse
+import asyncio
+import json
 import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import httpx
+
+from a2a_handoff import HANDOFF_EXTENSION_URI, AgentClient, RetryPolicy
+from orchestrator.conversation import Conversation, Event, Exit, chain_of
+from orchestrator.session import Hop, Session, default_session_path
 
 
-def main() -> int:
-    print("the orchestrator CLI is not built yet", file=sys.stderr)
-    return 2
+def human(event: Event) -> str:
+    """One event as a line for a person."""
+    kind = event["event"]
+    agent = f"[{event.get('agent', '')}]"
+    if kind == "status":
+        text = event.get("text") or ""
+        return f"{agent} {event['state']}" + (f": {text}" if text else "")
+    if kind == "transferred":
+        return f"[{event['from']}] transferred to {event['to']} ({event['reason']})"
+    if kind == "artifact":
+        shown = []
+        for part in event["parts"]:
+            shown.append(part["text"] if "text" in part else json.dumps(part.get("data", part)))
+        return f"{agent} artifact {event['name']}: {' '.join(shown)}"
+    if kind == "input_required":
+        return f"{agent} input required: {event['text']}"
+    if kind in ("completed", "failed", "rejected", "canceled", "auth_required"):
+        return f"{agent} {kind}" + (f": {event['text']}" if event.get("text") else "")
+    if kind == "error":
+        return f"{agent} error {event['code']}: {event['message']}"
+    if kind == "message":
+        return f"{agent} {event['text']}"
+    return str(event.get("message", event))
+
+
+def printer(as_json: bool) -> Callable[[Event], None]:
+    def emit(event: Event) -> None:
+        print(json.dumps(event) if as_json else human(event), flush=True)
+
+    return emit
+
+
+def _client() -> AgentClient:
+    http = httpx.AsyncClient(timeout=httpx.Timeout(30.0, connect=2.0))
+    return AgentClient(
+        http,
+        retry=RetryPolicy(attempts=3, total_seconds=5.0),
+        extensions=[HANDOFF_EXTENSION_URI],
+        breaker_threshold=3,
+    )
+
+
+async def _run(args: argparse.Namespace) -> int:
+    path: Path = args.session
+    session = Session.load(path)
+    emit = printer(args.json)
+    client = _client()
+    try:
+        if args.command in ("send", "chat") and args.entry and session.entry != args.entry:
+            session = Session(entry=args.entry)  # a new entry agent: a new conversation
+        if args.command in ("send", "chat") and not session.entry:
+            print("error: no conversation yet: pass --entry URL", file=sys.stderr)
+            return 64
+        conversation = Conversation(
+            client,
+            session,
+            emit,
+            save=lambda: session.save(path),
+            max_hops=args.max_hops,
+            wait=args.wait,
+        )
+        if args.command == "send":
+            code = await conversation.send(" ".join(args.text))
+            session.save(path)
+            return int(code)
+        if args.command == "chat":
+            return await _chat(conversation, session, path, args.json)
+        if args.command == "watch":
+            code = await conversation.watch(args.agent, args.task)
+            return int(code)
+        return await _trace(client, session, args)
+    finally:
+        await client.aclose()
+
+
+async def _chat(conversation: Conversation, session: Session, path: Path, as_json: bool) -> int:
+    code = Exit.COMPLETED
+    interactive = sys.stdin.isatty()
+    while True:
+        if interactive:
+            print("you> ", end="", flush=True)
+        line = await asyncio.to_thread(sys.stdin.readline)
+        if not line:
+            return int(code)
+        text = line.strip()
+        if not text:
+            continue
+        if not as_json and not interactive:
+            print(f"you> {text}", flush=True)
+        code = await conversation.send(text)
+        session.save(path)
+
+
+async def _trace(client: AgentClient, session: Session, args: argparse.Namespace) -> int:
+    if args.context:
+        if not args.agent:
+            print("error: --context needs --agent URL", file=sys.stderr)
+            return 64
+        hops: list[Hop] = await chain_of(client, args.agent, args.context)
+    else:
+        hops = session.chain
+    for hop in hops:
+        if args.json:
+            print(json.dumps(hop.__dict__))
+        else:
+            state = hop.state.removeprefix("TASK_STATE_").lower()
+            reason = f"  ({hop.reason})" if hop.reason else ""
+            print(f"{hop.at:24} {hop.agent_name:10} {hop.task_id}  {state}{reason}")
+    return 0 if hops else 1
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m orchestrator",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--session",
+        type=Path,
+        default=default_session_path(),
+        help="the conversation file (default: %(default)s)",
+    )
+    parser.add_argument("--json", action="store_true", help="one JSON object per event")
+    parser.add_argument("--max-hops", type=int, default=8, help="transfers per user message")
+    parser.add_argument(
+        "--wait",
+        type=float,
+        default=30.0,
+        help="seconds to wait for an answer before returning (exit 4)",
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    send = commands.add_parser("send", help="send one message")
+    send.add_argument("--entry", help="the agent a new conversation starts at")
+    send.add_argument("text", nargs="+")
+    chat = commands.add_parser("chat", help="an interactive conversation")
+    chat.add_argument("--entry", help="the agent a new conversation starts at")
+    watch = commands.add_parser("watch", help="follow a task across transfers")
+    watch.add_argument("task")
+    watch.add_argument("--agent", required=True)
+    trace = commands.add_parser("trace", help="the chain of the conversation")
+    trace.add_argument("--context")
+    trace.add_argument("--agent")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return asyncio.run(_run(args))
+    except KeyboardInterrupt:
+        return 130
 
 
 if __name__ == "__main__":

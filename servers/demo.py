@@ -1,78 +1,78 @@
-"""The demo behind `scripts/demo`: real agents on SQLite and a scripted conversation."""
+"""The demo behind `scripts/demo`: real agents on SQLite, a conversation with a handoff.
+
+Starts triage, billing and logistics (`python -m servers all`), then talks to triage through
+the orchestrator CLI: a refund request is handed off to billing, billing asks for the order
+id, the answer completes the refund; then the conversation's trace is printed.
+"""
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
-from typing import Any
 
 import httpx
 
-HEADERS = {"A2A-Version": "1.0"}
+SCRIPT = ["I was charged twice for my order, I want a refund", "order 12345"]
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _send(url: str, text: str, task_id: str | None = None) -> dict[str, Any]:
-    message: dict[str, Any] = {
-        "messageId": str(uuid.uuid4()),
-        "role": "ROLE_USER",
-        "parts": [{"text": text}],
-    }
-    if task_id:
-        message["taskId"] = task_id
-    body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message}}
-    reply = httpx.post(url, json=body, headers=HEADERS, timeout=30).json()
-    task: dict[str, Any] = reply["result"]["task"]
-    return task
+def _free_base_port(count: int = 3) -> int:
+    for _ in range(50):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            base = int(probe.getsockname()[1])
+        if base + count >= 65535:
+            continue
+        try:
+            for offset in range(count):
+                with socket.socket() as other:
+                    other.bind(("127.0.0.1", base + offset))
+        except OSError:
+            continue
+        return base
+    raise RuntimeError("no free ports")
 
 
-def _say(task: dict[str, Any]) -> None:
-    status = task["status"]
-    line = f"  task {task['id'][:8]} {status['state'].removeprefix('TASK_STATE_')}"
-    if "message" in status:
-        line += f": {status['message']['parts'][0].get('text', '')}"
-    for artifact in task.get("artifacts", []):
-        line += f"  [artifact {artifact.get('name', '')}: {artifact['parts'][0]}]"
-    print(line)
+def _wait_healthy(urls: list[str], timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    for url in urls:
+        while True:
+            try:
+                if httpx.get(url + "health", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{url} did not come up")
+            time.sleep(0.1)
 
 
 def main() -> int:
-    data = Path(tempfile.mkdtemp(prefix="a2a-demo-"))
-    port = _free_port()
-    url = f"http://127.0.0.1:{port}/"
-    store = f"sqlite:///{data / 'echo.db'}"
-    cmd = [sys.executable, "-m", "servers", "echo", "--port", str(port), "--store", store]
-    proc = subprocess.Popen(cmd)
+    work = Path(tempfile.mkdtemp(prefix="a2a-demo-"))
+    base = _free_base_port()
+    agents = subprocess.Popen(
+        [sys.executable, "-m", "servers", "all", "--base-port", str(base),
+         "--data-dir", str(work / "data")],
+    )  # fmt: skip
+    urls = [f"http://127.0.0.1:{base + i}/" for i in range(3)]
+    orchestrator = [sys.executable, "-m", "orchestrator", "--session", str(work / "session.json")]
     try:
-        for _ in range(200):
-            try:
-                httpx.get(url + "health", timeout=1)
-                break
-            except httpx.TransportError:
-                time.sleep(0.05)
-        print(f"echo agent at {url} (store {store})")
-        print("> hello")
-        _say(_send(url, "hello"))
-        print("> ask: What is your name?")
-        task = _send(url, "ask: What is your name?")
-        _say(task)
-        print("> Ada")
-        _say(_send(url, "Ada", task_id=task["id"]))
+        _wait_healthy(urls)
+        print(f"\nagents are up; data in {work / 'data'}\n", flush=True)
+        for i, text in enumerate(SCRIPT):
+            print(f"you> {text}", flush=True)
+            entry = ["--entry", urls[0]] if i == 0 else []
+            code = subprocess.call([*orchestrator, "send", *entry, text])
+            print(f"(exit code {code})\n", flush=True)
+        print("trace of the conversation:", flush=True)
+        subprocess.call([*orchestrator, "trace"])
         return 0
     finally:
-        proc.terminate()
-        proc.wait(10)
+        agents.terminate()
+        agents.wait(15)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,387 @@
+"""Routing a user's messages to whoever owns the conversation, following transfers.
+
+A message goes to the current owner (the entry agent at first) as a stream. When the task
+ends TRANSFERRED, the orchestrator follows the pointer — subscribing to the successor, so the
+user's stream continues across agents — and the next message goes to the new owner. Loops are
+guarded: at most `max_hops` transfers per user message, and no (agent, task) twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import Any
+
+from a2a_handoff import (
+    HANDOFF_EXTENSION_URI,
+    AgentClient,
+    CircuitOpenError,
+    Message,
+    Part,
+    RemoteError,
+    Role,
+    StreamResponse,
+    Task,
+    TaskState,
+    UnavailableError,
+)
+from a2a_handoff.models import TaskStatus, utc_now
+from orchestrator.session import Hop, Session
+
+Event = dict[str, Any]
+ClientEvent = tuple[int | None, StreamResponse]
+
+
+class Exit(IntEnum):
+    COMPLETED = 0
+    FAILED = 1  # failed, rejected or canceled
+    INPUT_REQUIRED = 2
+    UNREACHABLE = 3
+    PENDING = 4  # a handoff waits in the source's outbox, or the work goes on: `watch` later
+
+
+_ENDINGS = {
+    TaskState.COMPLETED: ("completed", Exit.COMPLETED),
+    TaskState.FAILED: ("failed", Exit.FAILED),
+    TaskState.REJECTED: ("rejected", Exit.FAILED),
+    TaskState.CANCELED: ("canceled", Exit.FAILED),
+    TaskState.INPUT_REQUIRED: ("input_required", Exit.INPUT_REQUIRED),
+    TaskState.AUTH_REQUIRED: ("auth_required", Exit.INPUT_REQUIRED),
+}
+
+
+class LoopDetected(Exception):
+    """The guard stopped following transfers."""
+
+
+def _ext(metadata: dict[str, Any] | None) -> dict[str, Any]:
+    value = (metadata or {}).get(HANDOFF_EXTENSION_URI)
+    return value if isinstance(value, dict) else {}
+
+
+def _text(status: TaskStatus) -> str:
+    return status.message.text if status.message is not None else ""
+
+
+@dataclass
+class _Cursor:
+    """Where the conversation is while following one user message."""
+
+    url: str
+    name: str
+    task_id: str | None = None
+    state: TaskState | None = None
+    status_text: str = ""
+    handing_off: bool = False
+    pointer: dict[str, Any] | None = None
+
+
+class Conversation:
+    """One user's conversation, kept in a `Session`."""
+
+    def __init__(
+        self,
+        client: AgentClient,
+        session: Session,
+        emit: Callable[[Event], None],
+        *,
+        save: Callable[[], None] = lambda: None,
+        max_hops: int = 8,
+        wait: float = 30.0,
+    ) -> None:
+        self.client = client
+        self.session = session
+        self.emit = emit
+        self.save = save
+        self.max_hops = max_hops
+        self.wait = wait
+        self._names: dict[str, str] = {}
+
+    async def name_of(self, url: str) -> str:
+        if url not in self._names:
+            try:
+                self._names[url] = (await self.client.card(url)).name
+            except (UnavailableError, CircuitOpenError, RemoteError, ValueError):
+                return url
+        return self._names[url]
+
+    # -- commands -------------------------------------------------------------------------
+
+    async def send(self, text: str) -> Exit:
+        """Send the user's text to the owner and follow it to an answer."""
+        session = self.session
+        url = session.owner_url or session.entry
+        if url is None:
+            raise ValueError("no entry agent: pass --entry URL")
+        try:
+            if session.task_id and session.state and not _settled(session.state):
+                # The last message is still being worked on (or handed off): catch up first.
+                code = await self._resume(url, session.task_id)
+                if code in (Exit.PENDING, Exit.UNREACHABLE):
+                    return code
+                url = session.owner_url or url
+            message = Message(
+                message_id=str(uuid.uuid4()),
+                role=Role.USER,
+                parts=[Part(text=text)],
+                context_id=session.context_id,
+            )
+            if session.task_id and session.state in _INTERRUPTED:
+                message.task_id = session.task_id
+            elif session.task_id:
+                message.reference_task_ids = [session.task_id]
+            cursor = _Cursor(url, await self.name_of(url))
+            return await self._follow(cursor, self.client.stream(url, message))
+        except (UnavailableError, CircuitOpenError) as exc:
+            return self._unreachable(url, exc)
+
+    async def watch(self, url: str, task_id: str) -> Exit:
+        """Follow one task across transfers until it ends or waits for input."""
+        try:
+            return await self._resume(url, task_id)
+        except (UnavailableError, CircuitOpenError) as exc:
+            return self._unreachable(url, exc)
+
+    # -- following ------------------------------------------------------------------------
+
+    async def _resume(self, url: str, task_id: str) -> Exit:
+        cursor = _Cursor(url, await self.name_of(url), task_id)
+        return await self._follow(cursor, self._subscribe_or_get(url, task_id))
+
+    async def _subscribe_or_get(self, url: str, task_id: str) -> AsyncIterator[ClientEvent]:
+        try:
+            async for event in self.client.subscribe(url, task_id):
+                yield event
+        except RemoteError as exc:
+            if exc.code != -32004:  # -32004: the task is already terminal
+                raise
+            yield None, StreamResponse(task=await self.client.get_task(url, task_id))
+
+    async def _follow(self, cursor: _Cursor, stream: AsyncIterator[ClientEvent]) -> Exit:
+        hops = 0
+        visited: set[tuple[str, str]] = set()
+        deadline = asyncio.get_running_loop().time() + self.wait
+        while True:
+            try:
+                async with asyncio.timeout_at(deadline):
+                    async for _, item in stream:
+                        self._apply(cursor, item)
+            except TimeoutError:
+                return await self._pending(cursor)
+            except RemoteError as exc:
+                self.emit(
+                    {
+                        "event": "error",
+                        "agent": cursor.name,
+                        "code": exc.code,
+                        "message": exc.message,
+                    }
+                )
+                return Exit.FAILED
+            if cursor.task_id is None:
+                return Exit.FAILED
+            if cursor.state is None or not (cursor.state.terminal or cursor.state.interrupted):
+                # The stream ended early (a dropped connection): ask for the task itself.
+                task = await self.client.get_task(cursor.url, cursor.task_id)
+                self._apply(cursor, StreamResponse(task=task))
+                if not (task.status.state.terminal or task.status.state.interrupted):
+                    stream = self._subscribe_or_get(cursor.url, cursor.task_id)
+                    continue
+            if cursor.state is not TaskState.TRANSFERRED:
+                return self._finish(cursor)
+            pointer = cursor.pointer or {}
+            if not pointer.get("agentUrl") or not pointer.get("taskId"):
+                self.emit(
+                    {
+                        "event": "error",
+                        "agent": cursor.name,
+                        "code": 0,
+                        "message": "a transferred task without a transfer pointer",
+                    }
+                )
+                return Exit.FAILED
+            visited.add((cursor.url, cursor.task_id))
+            hops += 1
+            target = (pointer["agentUrl"], pointer["taskId"])
+            if hops > self.max_hops or target in visited:
+                why = (
+                    f"more than {self.max_hops} transfers"
+                    if hops > self.max_hops
+                    else (f"{pointer['agentName']} task {pointer['taskId']} was already visited")
+                )
+                self.emit(
+                    {
+                        "event": "loop",
+                        "agent": cursor.name,
+                        "taskId": cursor.task_id,
+                        "message": f"stopped following transfers: {why}",
+                    }
+                )
+                return Exit.FAILED
+            self.emit(
+                {
+                    "event": "transferred",
+                    "from": cursor.name,
+                    "to": pointer["agentName"],
+                    "taskId": pointer["taskId"],
+                    "reason": pointer.get("reason", ""),
+                }
+            )
+            self.session.context_id = pointer.get("contextId") or self.session.context_id
+            cursor = _Cursor(pointer["agentUrl"], pointer["agentName"], pointer["taskId"])
+            self._names[cursor.url] = cursor.name
+            self._record(cursor, TaskState.SUBMITTED, pointer.get("reason", ""))
+            stream = self._subscribe_or_get(cursor.url, pointer["taskId"])
+
+    def _apply(self, cursor: _Cursor, item: StreamResponse) -> None:
+        """Take one stream item: track the task, tell the user."""
+        if item.task is not None:
+            task = item.task
+            cursor.task_id = task.id
+            self.session.context_id = task.context_id
+            cursor.pointer = _ext(task.metadata).get("transfer") or cursor.pointer
+            cursor.handing_off = _ext(task.metadata).get("state") == "HANDING_OFF"
+            self._status(cursor, task.status)
+        elif item.status_update is not None:
+            update = item.status_update
+            cursor.task_id = update.task_id
+            ext = _ext(update.metadata)
+            if ext.get("transfer"):
+                cursor.pointer = ext["transfer"]
+            cursor.handing_off = ext.get("state") == "HANDING_OFF" or (
+                cursor.handing_off and update.status.state is TaskState.WORKING
+            )
+            self._status(cursor, update.status)
+        elif item.artifact_update is not None:
+            artifact = item.artifact_update.artifact
+            self.emit(
+                {
+                    "event": "artifact",
+                    "agent": cursor.name,
+                    "taskId": cursor.task_id,
+                    "name": artifact.name or "",
+                    "parts": [p.dump() for p in artifact.parts],
+                }
+            )
+        elif item.message is not None:
+            self.emit({"event": "message", "agent": cursor.name, "text": item.message.text})
+
+    def _status(self, cursor: _Cursor, status: TaskStatus) -> None:
+        changed = status.state is not cursor.state or _text(status) != cursor.status_text
+        cursor.state, cursor.status_text = status.state, _text(status)
+        self._record(cursor, status.state)
+        if changed and status.state in (TaskState.SUBMITTED, TaskState.WORKING):
+            self.emit(
+                {
+                    "event": "status",
+                    "agent": cursor.name,
+                    "taskId": cursor.task_id,
+                    "state": status.state.name.lower(),
+                    "text": _text(status),
+                }
+            )
+
+    def _record(self, cursor: _Cursor, state: TaskState, reason: str = "") -> None:
+        if cursor.task_id is None:
+            return
+        self.session.record(
+            Hop(cursor.url, cursor.name, cursor.task_id, state.value, reason, utc_now())
+        )
+        self.save()
+
+    def _finish(self, cursor: _Cursor) -> Exit:
+        assert cursor.state is not None
+        event, code = _ENDINGS.get(cursor.state, ("failed", Exit.FAILED))
+        self.emit(
+            {
+                "event": event,
+                "agent": cursor.name,
+                "taskId": cursor.task_id,
+                "text": cursor.status_text,
+            }
+        )
+        return code
+
+    async def _pending(self, cursor: _Cursor) -> Exit:
+        if cursor.handing_off:
+            self.emit(
+                {
+                    "event": "pending",
+                    "agent": cursor.name,
+                    "taskId": cursor.task_id,
+                    "message": f"the handoff from {cursor.name} is pending: it waits in"
+                    f" {cursor.name}'s outbox and will be delivered; `send` or `watch`"
+                    " picks the conversation up",
+                }
+            )
+        else:
+            self.emit(
+                {
+                    "event": "pending",
+                    "agent": cursor.name,
+                    "taskId": cursor.task_id,
+                    "message": f"{cursor.name} is still working; `watch` or the next"
+                    " `send` picks it up",
+                }
+            )
+        return Exit.PENDING
+
+    def _unreachable(self, url: str, exc: Exception) -> Exit:
+        self.emit(
+            {
+                "event": "unreachable",
+                "url": url,
+                "message": f"cannot reach the agent at {url}: {exc}",
+            }
+        )
+        return Exit.UNREACHABLE
+
+
+_INTERRUPTED = {TaskState.INPUT_REQUIRED.value, TaskState.AUTH_REQUIRED.value}
+
+
+def _settled(state: str) -> bool:
+    parsed = TaskState(state)
+    return parsed.terminal or parsed.interrupted
+
+
+async def chain_of(client: AgentClient, url: str, context_id: str) -> list[Hop]:
+    """The tasks of a context, following transfer pointers across agents."""
+    hops: list[Hop] = []
+    seen: set[tuple[str, str]] = set()
+    queue = [url]
+    while queue:
+        agent_url = queue.pop(0)
+        try:
+            name = (await client.card(agent_url)).name
+            page = await client.list_tasks(agent_url, contextId=context_id, pageSize=100)
+        except (UnavailableError, CircuitOpenError, RemoteError):
+            continue
+        for raw in reversed(page["tasks"]):
+            task = Task.model_validate(raw)
+            if (agent_url, task.id) in seen:
+                continue
+            seen.add((agent_url, task.id))
+            ext = _ext(task.metadata)
+            transfer = ext.get("transfer") or {}
+            state = (
+                TaskState.TRANSFERRED.value
+                if ext.get("state") == "TRANSFERRED"
+                else (task.status.state.value)
+            )
+            hops.append(
+                Hop(
+                    agent_url,
+                    name,
+                    task.id,
+                    state,
+                    transfer.get("reason", ""),
+                    task.status.timestamp or "",
+                )
+            )
+            if transfer.get("agentUrl") and transfer["agentUrl"] not in queue:
+                queue.append(transfer["agentUrl"])
+    return hops
