@@ -146,7 +146,7 @@ class Handoffs:
         required = sorted(decision.required)
         card: AgentCard | None = None
         with contextlib.suppress(HandoffError, ValidationError):  # unreachable: gate later
-            card = await self.client.card(url)
+            card = await self.client.card(url, retry=False)
         problems = missing_capabilities(required, card, self.settings.scope)
         if problems:
             raise GateRefused("capability gate refused the handoff: " + "; ".join(problems))

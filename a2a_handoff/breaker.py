@@ -105,9 +105,13 @@ class CircuitBreaker:
 
     def _failure(self, probe: bool) -> None:
         self.failures += 1
-        self._probing = False
-        if probe or self.failures >= self.threshold:
+        if probe:  # the probe failed: open again, with a fresh cool-down
+            self._probing = False
             self._opened_at = self.clock()
+        elif self._opened_at is None and self.failures >= self.threshold:
+            self._opened_at = self.clock()
+        # A late failure of a call admitted before the breaker opened changes nothing else:
+        # it must neither free the probe slot nor restart the cool-down.
 
     def snapshot(self) -> dict[str, object]:
         return {"state": self.state.value, "consecutiveFailures": self.failures}

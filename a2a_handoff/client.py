@@ -188,17 +188,21 @@ class AgentClient:
 
     # -- cards and calls ------------------------------------------------------------------
 
-    async def card(self, url: str, *, fresh: bool = False) -> AgentCard:
-        """The agent card at `url`, cached for `card_ttl` seconds."""
+    async def card(self, url: str, *, fresh: bool = False, retry: bool = True) -> AgentCard:
+        """The agent card at `url`, cached for `card_ttl` seconds; `retry=False`: one try."""
+        clock = self._breaker_args[2]
         cached = self._cards.get(url)
-        if cached and not fresh and time.monotonic() - cached[0] < self.card_ttl:
+        if cached and not fresh and clock() - cached[0] < self.card_ttl:
             return cached[1]
         card_url = url.rstrip("/") + "/" + CARD_PATH
-        response = await self._request(url, lambda: self.http.get(card_url), idempotent=True)
+        headers = self._headers(url)
+        response = await self._request(
+            url, lambda: self.http.get(card_url, headers=headers), idempotent=retry
+        )
         if response.status_code != 200:
             raise UnavailableError(f"{url}: agent card answered HTTP {response.status_code}")
         card = AgentCard.model_validate_json(response.content)
-        self._cards[url] = (time.monotonic(), card)
+        self._cards[url] = (clock(), card)
         return card
 
     async def call(
@@ -278,6 +282,9 @@ class AgentClient:
             async with self.breaker(url).guard():
                 request = self.http.build_request("POST", url, json=body, headers=headers)
                 response = await self.http.send(request, stream=True)
+                if response.status_code in RETRYABLE_STATUS:
+                    await response.aclose()
+                    raise _RetryableStatus(response)
             try:
                 if not response.headers.get("content-type", "").startswith("text/event-stream"):
                     await response.aread()
@@ -292,6 +299,8 @@ class AgentClient:
                     yield seq, StreamResponse.model_validate(payload["result"])
             finally:
                 await response.aclose()
+        except _RetryableStatus as exc:
+            raise UnavailableError(f"{url}: HTTP {exc.status_code}") from exc
         except httpx.TransportError as exc:
             raise UnavailableError(f"{url}: {type(exc).__name__}: {exc}") from exc
 

@@ -11,13 +11,14 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
 
 from a2a_handoff import (
     HANDOFF_EXTENSION_URI,
     AgentClient,
+    Artifact,
     CircuitOpenError,
     Message,
     Part,
@@ -77,6 +78,7 @@ class _Cursor:
     status_text: str = ""
     handing_off: bool = False
     pointer: dict[str, Any] | None = None
+    shown: set[str] = field(default_factory=set)  # artifact ids already told
 
 
 class Conversation:
@@ -244,6 +246,8 @@ class Conversation:
             self.session.context_id = task.context_id
             cursor.pointer = _ext(task.metadata).get("transfer") or cursor.pointer
             cursor.handing_off = _ext(task.metadata).get("state") == "HANDING_OFF"
+            for artifact in task.artifacts or []:
+                self._artifact(cursor, artifact)
             self._status(cursor, task.status)
         elif item.status_update is not None:
             update = item.status_update
@@ -256,18 +260,23 @@ class Conversation:
             )
             self._status(cursor, update.status)
         elif item.artifact_update is not None:
-            artifact = item.artifact_update.artifact
-            self.emit(
-                {
-                    "event": "artifact",
-                    "agent": cursor.name,
-                    "taskId": cursor.task_id,
-                    "name": artifact.name or "",
-                    "parts": [p.dump() for p in artifact.parts],
-                }
-            )
+            self._artifact(cursor, item.artifact_update.artifact)
         elif item.message is not None:
             self.emit({"event": "message", "agent": cursor.name, "text": item.message.text})
+
+    def _artifact(self, cursor: _Cursor, artifact: Artifact) -> None:
+        if artifact.artifact_id in cursor.shown:
+            return
+        cursor.shown.add(artifact.artifact_id)
+        self.emit(
+            {
+                "event": "artifact",
+                "agent": cursor.name,
+                "taskId": cursor.task_id,
+                "name": artifact.name or "",
+                "parts": [p.dump() for p in artifact.parts],
+            }
+        )
 
     def _status(self, cursor: _Cursor, status: TaskStatus) -> None:
         changed = status.state is not cursor.state or _text(status) != cursor.status_text

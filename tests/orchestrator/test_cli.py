@@ -1,0 +1,180 @@
+"""The orchestrator CLI against real agent processes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.handoff_support import REFUND, Agents, make_agents
+from tests.support import ROOT, AgentProcess, free_port
+
+
+@dataclass
+class Cli:
+    session: Path
+
+    def run(self, *args: str, stdin: str | None = None, timeout: float = 60) -> tuple[int, str]:
+        cmd = [sys.executable, "-m", "orchestrator", "--session", str(self.session), *args]
+        done = subprocess.run(
+            cmd, cwd=ROOT, input=stdin, capture_output=True, text=True, timeout=timeout
+        )
+        return done.returncode, done.stdout + done.stderr
+
+    def events(self, *args: str) -> tuple[int, list[dict[str, Any]]]:
+        code, out = self.run("--json", *args)
+        lines = [line for line in out.splitlines() if line.startswith("{")]
+        return code, [json.loads(line) for line in lines]
+
+
+@pytest.fixture(scope="module")
+def agents(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Agents]:
+    agents = make_agents(tmp_path_factory.mktemp("cli"))
+    for agent in agents.all():
+        agent.start()
+    try:
+        yield agents
+    finally:
+        agents.stop()
+
+
+@pytest.fixture
+def cli(tmp_path: Path) -> Cli:
+    return Cli(tmp_path / "session.json")
+
+
+def test_a_transfer_is_followed_mid_stream(agents: Agents, cli: Cli) -> None:
+    code, events = cli.events("send", "--entry", agents.triage.url, REFUND)
+    assert code == 0
+    kinds = [(e["event"], e.get("agent") or e.get("from")) for e in events]
+    assert ("transferred", "triage") in kinds
+    assert kinds[-1] == ("completed", "billing")
+    artifact = next(e for e in events if e["event"] == "artifact")
+    assert artifact["parts"][0]["data"]["orderId"] == "12345"
+    assert kinds.index(("transferred", "triage")) < kinds.index(("completed", "billing"))
+    session = json.loads(cli.session.read_text())
+    assert session["owner_name"] == "billing"
+    assert [hop["agent_name"] for hop in session["chain"]] == ["triage", "billing"]
+
+
+def test_input_required_round_trip_across_two_sends(agents: Agents, cli: Cli) -> None:
+    code, out = cli.run("send", "--entry", agents.triage.url, "I want a refund")
+    assert code == 2
+    assert "[billing] input required: Which order" in out
+    asked = json.loads(cli.session.read_text())
+    code, out = cli.run("send", "it is order 777")
+    assert code == 0
+    assert "Refund of $49.99 issued for order 777" in out
+    after = json.loads(cli.session.read_text())
+    assert after["task_id"] == asked["task_id"]  # the same billing task took the answer
+    assert after["state"] == "TASK_STATE_COMPLETED"
+
+
+def test_chat_over_a_pipe(agents: Agents, cli: Cli) -> None:
+    code, out = cli.run("chat", "--entry", agents.triage.url, stdin="I want a refund\norder 313\n")
+    assert code == 0
+    assert "you> I want a refund" in out
+    assert "[triage] transferred to billing" in out
+    assert "input required" in out
+    assert "issued for order 313" in out
+
+
+def test_trace_and_watch(agents: Agents, cli: Cli) -> None:
+    cli.run("send", "--entry", agents.triage.url, REFUND)
+    session = json.loads(cli.session.read_text())
+    code, out = cli.run("trace")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].split()[1:] == ["triage", session["chain"][0]["task_id"], "transferred"]
+    assert lines[1].split()[1:4] == ["billing", session["task_id"], "completed"]
+    code, out = cli.run("trace", "--context", session["context_id"], "--agent", agents.triage.url)
+    assert code == 0
+    assert [line.split()[1] for line in out.splitlines()] == ["triage", "billing"]
+    first = session["chain"][0]
+    code, out = cli.run("watch", first["task_id"], "--agent", agents.triage.url)
+    assert code == 0
+    assert "transferred to billing" in out
+    assert "[billing] completed" in out
+
+
+def test_a_loop_between_two_misconfigured_agents_is_stopped(tmp_path: Path) -> None:
+    ports = {"ping": free_port(), "pong": free_port()}
+    procs = []
+    for name, peer in (("ping", "pong"), ("pong", "ping")):
+        cmd = [
+            sys.executable, str(Path(__file__).with_name("loop_agent.py")), "--name", name,
+            "--port", str(ports[name]), "--peer-name", peer,
+            "--peer-url", f"http://127.0.0.1:{ports[peer]}/",
+        ]  # fmt: skip
+        procs.append(subprocess.Popen(cmd, cwd=ROOT))
+    try:
+        for port in ports.values():
+            AgentProcess("loop", "", port=port).wait_ready()
+        cli = Cli(tmp_path / "session.json")
+        code, out = cli.run("send", "--entry", f"http://127.0.0.1:{ports['ping']}/", "hi")
+        assert code == 1
+        assert "stopped following transfers" in out
+        assert "ping task ping-1 was already visited" in out
+        code, out = cli.run(
+            "--max-hops", "0", "send", "--entry", f"http://127.0.0.1:{ports['ping']}/", "hi"
+        )
+        assert code == 1
+        assert "more than 0 transfers" in out
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait(10)
+
+
+def test_a_killed_agent_gives_exit_3_and_the_conversation_resumes(tmp_path: Path) -> None:
+    agents = make_agents(tmp_path)
+    for agent in agents.all():
+        agent.start()
+    cli = Cli(tmp_path / "session.json")
+    try:
+        code, _ = cli.run("send", "--entry", agents.triage.url, "I want a refund")
+        assert code == 2
+        agents.billing.kill()
+        started = time.monotonic()
+        code, out = cli.run("send", "order 12345", timeout=30)
+        assert code == 3
+        assert "cannot reach the agent at " + agents.billing.url in out
+        assert "Traceback" not in out
+        assert time.monotonic() - started < 20
+        agents.billing.start()
+        code, out = cli.run("send", "order 12345")
+        assert code == 0
+        assert "issued for order 12345" in out
+    finally:
+        agents.stop()
+
+
+def test_a_down_handoff_target_leaves_the_handoff_pending(tmp_path: Path) -> None:
+    agents = make_agents(tmp_path)
+    agents.triage.start()  # billing is down
+    cli = Cli(tmp_path / "session.json")
+    try:
+        code, out = cli.run("--wait", "3", "send", "--entry", agents.triage.url, "I want a refund")
+        assert code == 4
+        assert "handoff from triage is pending" in out
+        assert "outbox" in out
+        agents.billing.start()
+        code, out = cli.run("send", "order 888")
+        assert code == 0, out
+        assert "transferred to billing" in out
+        assert "issued for order 888" in out
+    finally:
+        agents.stop()
+
+
+def test_no_entry_agent_is_a_usage_error(cli: Cli) -> None:
+    code, out = cli.run("send", "hello")
+    assert code == 64
+    assert "--entry" in out
