@@ -140,7 +140,9 @@ class Handoffs:
             raise GateRefused(f"no route to agent {target!r}")
         return url
 
-    async def prepare(self, task: Task, decision: Handoff) -> tuple[HandoffEnvelope, str]:
+    async def prepare(
+        self, task: Task, decision: Handoff, on_behalf_of: str = ""
+    ) -> tuple[HandoffEnvelope, str]:
         """Summarize and gate; raises GateRefused with the reason the task fails with."""
         url = self._target_url(decision.target)
         required = sorted(decision.required)
@@ -171,6 +173,7 @@ class Handoffs:
             trace_id=str(incoming.get("traceId") or uuid.uuid4().hex),
             created_at=utc_now(),
             ttl_seconds=self.settings.ttl_seconds,
+            on_behalf_of=on_behalf_of or None,
         )  # fmt: skip
         if envelope.size() > MAX_ENVELOPE_BYTES:
             raise GateRefused(
@@ -194,7 +197,7 @@ class Handoffs:
             )}
         )  # fmt: skip
         now = utc_now()
-        updated = TaskRecord(task, record.owner, record.version + 1, record.created_at, now)
+        updated = record.advanced(task, 1, now)
         entry = OutboxEntry(
             handoff_id=envelope.handoff_id,
             task_id=task.id,
@@ -327,9 +330,7 @@ class Handoffs:
                     update={"state": state, "message": message, "timestamp": utc_now()}
                 )}
             )  # fmt: skip
-            updated = TaskRecord(
-                task, record.owner, record.version + 1, record.created_at, utc_now()
-            )
+            updated = record.advanced(task, 1, utc_now())
             try:
                 await self.store.terminate(
                     updated, [_status_event(task, {URI: ext_metadata(task)})],

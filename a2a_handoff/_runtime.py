@@ -137,6 +137,7 @@ class _Run:
     ) -> None:
         loop = asyncio.get_running_loop()
         self.envelope = envelope
+        self.delegate = (envelope.on_behalf_of or "") if envelope else ""
         self.manager = manager
         self.task = task
         self.owner = owner
@@ -192,7 +193,7 @@ class _Run:
         store = self.manager.store
         now = utc_now()
         if self.committed is None:
-            record = TaskRecord(task, self.owner, len(items), now, now)
+            record = TaskRecord(task, self.owner, len(items), now, now, self.delegate)
             stored = await store.create(record, items, dedupe_key=self.dedupe_key)
             if stored.id != record.id:
                 # Another process created this message's task first: answer with that one.
@@ -202,9 +203,7 @@ class _Run:
                 failpoint("receive.after_create")
         else:
             previous = self.committed
-            record = TaskRecord(
-                task, self.owner, previous.version + len(items), previous.created_at, now
-            )
+            record = previous.advanced(task, len(items), now)
             await store.update(record, items, expected_version=previous.version)
         self.committed = record
         if not self.created.done():
@@ -275,7 +274,7 @@ class _Run:
     async def _hand_off(self, decision: Handoff) -> None:
         handoffs = self.manager.handoffs
         try:
-            envelope, _ = await handoffs.prepare(self.task, decision)
+            envelope, _ = await handoffs.prepare(self.task, decision, self.owner)
         except GateRefused as exc:
             self.finish(Failed(str(exc)))
             return
@@ -466,7 +465,7 @@ class TaskManager:
         )
         rejected = with_status(task, TaskState.REJECTED, agent_message(f"{code}: {reason}", task))
         now = utc_now()
-        record = TaskRecord(rejected, owner, 2, now, now)
+        record = TaskRecord(rejected, owner, 2, now, now, envelope.on_behalf_of or "")
         stored = await self.store.create(
             record, [StreamResponse(task=task), status_event(rejected)], dedupe_key=key
         )
@@ -581,7 +580,7 @@ class TaskManager:
     async def owned(self, task_id: str, owner: str) -> TaskRecord:
         """The committed task if `owner` may see it; -32001 exactly as if absent otherwise."""
         record = await self.store.get(task_id)
-        if record is None or record.owner != owner:
+        if record is None or not record.visible_to(owner):
             raise TaskNotFoundError(f"task {task_id} not found")
         return record
 
@@ -615,7 +614,7 @@ class TaskManager:
     ) -> TaskRecord:
         """Move a task that no handler is running, with check-and-set."""
         task = with_status(record.task, state, message)
-        updated = TaskRecord(task, record.owner, record.version + 1, record.created_at, utc_now())
+        updated = record.advanced(task, 1, utc_now())
         await self.store.update(updated, [status_event(task)], expected_version=record.version)
         return updated
 

@@ -127,8 +127,10 @@ class AgentClient:
         breaker_cooldown: float = 10.0,
         clock: Callable[[], float] = time.monotonic,
         extensions: Iterable[str] = (),
+        api_key: str | None = None,
     ) -> None:
         self.http = http
+        self.api_key = api_key
         self.credentials = dict(credentials or {})
         self.retry = retry or RetryPolicy()
         self.card_ttl = card_ttl
@@ -159,7 +161,7 @@ class AgentClient:
         uris = ",".join(dict.fromkeys([*self.extensions, *extensions]))
         if uris:
             headers["A2A-Extensions"] = uris
-        key = self.credentials.get(url) or self.credentials.get(endpoint_of(url))
+        key = self.credentials.get(url) or self.credentials.get(endpoint_of(url)) or self.api_key
         if key:
             headers["X-API-Key"] = key
         return headers

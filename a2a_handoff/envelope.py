@@ -59,6 +59,7 @@ class HandoffEnvelope(WireModel):
     trace_id: str = Field(min_length=1)
     created_at: str
     ttl_seconds: int = Field(default=DEFAULT_TTL_SECONDS, ge=1, le=86400)
+    on_behalf_of: str | None = None  # the source task's owner: may read the successor too
 
     def size(self) -> int:
         """Bytes of the envelope's JSON."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -55,10 +56,11 @@ def printer(as_json: bool) -> Callable[[Event], None]:
     return emit
 
 
-def _client() -> AgentClient:
+def _client(api_key: str | None) -> AgentClient:
     http = httpx.AsyncClient(timeout=httpx.Timeout(30.0, connect=2.0))
     return AgentClient(
         http,
+        api_key=api_key,
         retry=RetryPolicy(attempts=3, total_seconds=5.0),
         extensions=[HANDOFF_EXTENSION_URI],
         breaker_threshold=3,
@@ -69,7 +71,7 @@ async def _run(args: argparse.Namespace) -> int:
     path: Path = args.session
     session = Session.load(path)
     emit = printer(args.json)
-    client = _client()
+    client = _client(args.api_key or os.environ.get("A2A_API_KEY"))
     try:
         if args.command in ("send", "chat") and args.entry and session.entry != args.entry:
             session = Session(entry=args.entry)  # a new entry agent: a new conversation
@@ -147,6 +149,9 @@ def _parser() -> argparse.ArgumentParser:
         help="the conversation file (default: %(default)s)",
     )
     parser.add_argument("--json", action="store_true", help="one JSON object per event")
+    parser.add_argument(
+        "--api-key", help="the key presented to agents that require one (or $A2A_API_KEY)"
+    )
     parser.add_argument("--max-hops", type=int, default=8, help="transfers per user message")
     parser.add_argument(
         "--wait",

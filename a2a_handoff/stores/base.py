@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from a2a_handoff.errors import InvalidParamsError
@@ -28,10 +28,18 @@ class TaskRecord:
     version: int
     created_at: str
     updated_at: str
+    delegate: str = ""  # a principal the owner acts for (a handoff's user); sees the task too
 
     @property
     def id(self) -> str:
         return self.task.id
+
+    def visible_to(self, principal: str) -> bool:
+        return principal == self.owner or (bool(self.delegate) and principal == self.delegate)
+
+    def advanced(self, task: Task, events: int, now: str) -> TaskRecord:
+        """The record after a step of `events` events that left the task as `task`."""
+        return replace(self, task=task, version=self.version + events, updated_at=now)
 
     @property
     def state(self) -> TaskState:
@@ -58,6 +66,7 @@ class TaskEvent:
 @dataclass(frozen=True, slots=True)
 class TaskQuery:
     owner: str | None  # None: every owner's tasks (the library's own sweeps, never a caller)
+    # A task matches `owner` as its owner or its delegate.
     context_id: str | None = None
     state: TaskState | None = None
     page_size: int = 50

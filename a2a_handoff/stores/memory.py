@@ -87,7 +87,7 @@ class MemoryTaskStore:
         matching = [
             r
             for r in self._records.values()
-            if (query.owner is None or r.owner == query.owner)
+            if (query.owner is None or r.visible_to(query.owner))
             and (query.context_id is None or r.task.context_id == query.context_id)
             and (query.state is None or r.state == query.state)
         ]

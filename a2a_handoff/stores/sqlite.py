@@ -41,6 +41,7 @@ CREATE TABLE IF NOT EXISTS tasks (
     id          TEXT PRIMARY KEY,
     context_id  TEXT NOT NULL,
     owner       TEXT NOT NULL,
+    delegate    TEXT NOT NULL DEFAULT '',
     state       TEXT NOT NULL,
     version     INTEGER NOT NULL,
     created_at  TEXT NOT NULL,
@@ -50,6 +51,8 @@ CREATE TABLE IF NOT EXISTS tasks (
 CREATE INDEX IF NOT EXISTS tasks_by_owner ON tasks (owner, updated_at DESC, id DESC);
 CREATE INDEX IF NOT EXISTS tasks_by_context
     ON tasks (owner, context_id, updated_at DESC, id DESC);
+CREATE INDEX IF NOT EXISTS tasks_by_delegate ON tasks (delegate, updated_at DESC, id DESC)
+    WHERE delegate != '';
 CREATE TABLE IF NOT EXISTS task_events (
     task_id  TEXT NOT NULL,
     seq      INTEGER NOT NULL,
@@ -90,7 +93,7 @@ CREATE TABLE IF NOT EXISTS dedupe (
 ) WITHOUT ROWID;
 """
 
-_TASK_COLUMNS = "body, owner, version, created_at, updated_at"
+_TASK_COLUMNS = "body, owner, version, created_at, updated_at, delegate"
 _OUTBOX_COLUMNS = ", ".join(f.name for f in fields(OutboxEntry))
 _RECEIVED_COLUMNS = ", ".join(f.name for f in fields(ReceivedEntry))
 
@@ -178,6 +181,12 @@ class SqliteTaskStore:
                 "PRAGMA busy_timeout=5000",
             ):
                 await writer.execute(pragma)
+            columns = await writer.execute_fetchall("PRAGMA table_info(tasks)")
+            if columns and "delegate" not in {column[1] for column in columns}:
+                # A file from before task delegation: add the column in place.
+                await writer.execute(
+                    "ALTER TABLE tasks ADD COLUMN delegate TEXT NOT NULL DEFAULT ''"
+                )
             await writer.executescript(SCHEMA)
             for _ in range(self._reader_count):
                 reader = await aiosqlite.connect(self.path, isolation_level=None)
@@ -287,7 +296,7 @@ class SqliteTaskStore:
             try:
                 conn.execute(
                     "INSERT INTO tasks (id, context_id, owner, state, version, created_at,"
-                    " updated_at, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    " updated_at, body, delegate) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     task_row,
                 )
             except sqlite3.IntegrityError as exc:
@@ -428,8 +437,8 @@ class SqliteTaskStore:
         where = ["1"]
         params: list[Any] = []
         if query.owner is not None:
-            where.append("owner = ?")
-            params.append(query.owner)
+            where.append("(owner = ? OR delegate = ?)")
+            params += [query.owner, query.owner]
         if query.context_id is not None:
             where.append("context_id = ?")
             params.append(query.context_id)
@@ -483,15 +492,17 @@ def _task_row(record: TaskRecord) -> tuple[Any, ...]:
         record.created_at,
         record.updated_at,
         task.dump_json(),
+        record.delegate,
     )
 
 
 def _record(row: Sequence[Any]) -> TaskRecord:
-    body, owner, version, created_at, updated_at = row
+    body, owner, version, created_at, updated_at, delegate = row
     return TaskRecord(
         task=Task.model_validate_json(body),
         owner=owner,
         version=version,
         created_at=created_at,
         updated_at=updated_at,
+        delegate=delegate,
     )

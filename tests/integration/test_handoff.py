@@ -270,3 +270,59 @@ def test_the_official_client_sees_a_closed_task_with_the_pointer(agents: Agents)
     assert task.status.state == TaskState.TASK_STATE_COMPLETED
     pointer = dict(task.metadata[URI]["transfer"])
     assert pointer["taskId"] == ext(source)["transfer"]["taskId"]
+
+
+def test_with_auth_the_source_presents_its_key_and_the_user_reads_the_successor(
+    tmp_path: Path,
+) -> None:
+    keys = tmp_path / "keys"
+    keys.write_text("alice=k-alice\nbob=k-bob\ntriage=k-triage\n")
+    agents = make_agents(tmp_path, "--credential=billing=k-triage")
+    for agent in (agents.billing, agents.triage):
+        agent.extra = (*agent.extra, f"--auth-keys={keys}")
+    agents.billing.start()
+    agents.triage.start()
+    try:
+        ctx = f"ctx-{uuid.uuid4()}"
+        alice = {"X-API-Key": "k-alice"}
+        source = result(agents.triage.rpc("SendMessage", message(REFUND, ctx), **alice))["task"]
+        pointer = ext(source)["transfer"]
+        # Read through the pointer by the user who owns the source task …
+        successor = result(agents.billing.rpc("GetTask", {"id": pointer["taskId"]}, **alice))
+        assert successor["history"][0]["referenceTaskIds"] == [source["id"]]
+        # … by the source agent's principal, which owns it …
+        as_triage = {"X-API-Key": "k-triage"}
+        assert result(agents.billing.rpc("GetTask", {"id": pointer["taskId"]}, **as_triage))
+        listed = result(agents.billing.rpc("ListTasks", {"contextId": ctx}, **alice))
+        assert [t["id"] for t in listed["tasks"]] == [pointer["taskId"]]
+        # … and by nobody else.
+        other = agents.billing.rpc("GetTask", {"id": pointer["taskId"]}, **{"X-API-Key": "k-bob"})
+        assert other["error"]["code"] == -32001
+        anonymous = httpx.post(
+            agents.billing.url,
+            json={"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "x"}},
+            headers=A2A_HEADERS,
+        )
+        assert anonymous.status_code == 401
+    finally:
+        agents.stop()
+
+
+def test_without_the_target_credential_the_handoff_fails_with_the_target_error(
+    tmp_path: Path,
+) -> None:
+    keys = tmp_path / "keys"
+    keys.write_text("alice=k-alice\n")
+    agents = make_agents(tmp_path)
+    agents.billing.extra = (*agents.billing.extra, f"--auth-keys={keys}")
+    agents.billing.start()
+    agents.triage.start()
+    try:
+        ctx = f"ctx-{uuid.uuid4()}"
+        source = result(agents.triage.rpc("SendMessage", message(REFUND, ctx)))["task"]
+        assert source["status"]["state"] == "TASK_STATE_FAILED"
+        text = source["status"]["message"]["parts"][0]["text"]
+        assert text.startswith("billing refused: Authentication required")
+        assert "k-alice" not in json.dumps(source)
+    finally:
+        agents.stop()
