@@ -75,7 +75,9 @@ class RetryPolicy:
         return AsyncRetrying(
             stop=stop_after_attempt(self.attempts) | stop_after_delay(self.total_seconds),
             wait=(
-                wait_exponential_jitter(initial=self.initial_wait, max=self.max_wait)
+                wait_exponential_jitter(
+                    initial=self.initial_wait, max=self.max_wait, jitter=self.initial_wait
+                )
                 if self.wait
                 else wait_none()
             ),

@@ -145,7 +145,9 @@ class _App:
         auth: ApiKeyAuth | None,
         max_body: int,
         sse_ping: float,
+        stale_after: float = STALE_AFTER_SECONDS,
     ) -> None:
+        self.stale_after = stale_after
         self.card = card
         self.store = store
         self.client = client
@@ -416,7 +418,7 @@ class _App:
         stale: list[str] = []
         last_done: str | None = None
         if store_ok:
-            cutoff = (datetime.now(UTC) - timedelta(seconds=STALE_AFTER_SECONDS)).isoformat()
+            cutoff = (datetime.now(UTC) - timedelta(seconds=self.stale_after)).isoformat()
             pending = await self.store.outbox(status="pending")
             stale = [e.handoff_id for e in pending if parse_time(e.created_at).isoformat() < cutoff]
             done = await self.store.outbox(status="done")
@@ -540,6 +542,7 @@ def create_app(
     recovery_interval: float = 2.0,
     max_body: int = DEFAULT_MAX_BODY,
     sse_ping: float = 15.0,
+    stale_after: float = STALE_AFTER_SECONDS,
 ) -> Starlette:
     """Serve `agent` over A2A JSON-RPC; the app opens and closes `store` in its lifespan.
 
@@ -578,6 +581,7 @@ def create_app(
         auth=auth,
         max_body=max_body,
         sse_ping=sse_ping,
+        stale_after=stale_after,
     )
 
     @contextlib.asynccontextmanager
