@@ -74,9 +74,13 @@ log = logging.getLogger("a2a_handoff.runtime")
 RESTART_REASON = "interrupted: the agent restarted while this task was running"
 
 
+# Models the engine builds from values it already validated are constructed without
+# re-validation (`model_construct`): it is most of a fast request's CPU otherwise.
+
+
 def status_event(task: Task) -> StreamResponse:
-    return StreamResponse(
-        status_update=TaskStatusUpdateEvent(
+    return StreamResponse.model_construct(
+        status_update=TaskStatusUpdateEvent.model_construct(
             task_id=task.id, context_id=task.context_id, status=task.status
         )
     )
@@ -88,12 +92,8 @@ def with_status(task: Task, state: TaskState, message: Message | None = None) ->
     history = task.history or []
     if message is not None:
         history = [*history, message]
-    return task.model_copy(
-        update={
-            "status": TaskStatus(state=state, message=message, timestamp=utc_now()),
-            "history": history,
-        }
-    )
+    status = TaskStatus.model_construct(state=state, message=message, timestamp=utc_now())
+    return task.model_copy(update={"status": status, "history": history})
 
 
 @dataclass(slots=True)
@@ -153,6 +153,7 @@ class _Run:
             self.start = (task, committed.version + 1)
         self.cancel_requested = False
         self._flushing = False
+        self._kicked = False
         self.driver: asyncio.Task[None] | None = None
         self.flusher: asyncio.Task[None] | None = None
 
@@ -168,12 +169,15 @@ class _Run:
     def emit(self, task: Task, item: StreamResponse) -> None:
         self.task = task
         self.pending.append(item)
-        self._schedule_flush()
+        if not self._kicked:
+            self._kicked = True
+            asyncio.get_running_loop().call_soon(self._schedule_flush)
 
     def _schedule_flush(self) -> None:
-        if not self._flushing:
+        """Runs once the handler yields: everything it emitted until then is one write."""
+        self._kicked = False
+        if not self._flushing and self.pending:
             self._flushing = True
-            # Runs once the handler yields: everything it emitted until then is one write.
             self.flusher = asyncio.create_task(self._flush())
 
     async def _flush(self) -> None:
@@ -193,7 +197,9 @@ class _Run:
         store = self.manager.store
         now = utc_now()
         if self.committed is None:
-            record = TaskRecord(task, self.owner, len(items), now, now, self.delegate)
+            record = TaskRecord(
+                task, self.owner, len(items), now, now, self.delegate, task.dump_json()
+            )
             stored = await store.create(record, items, dedupe_key=self.dedupe_key)
             if stored.id != record.id:
                 # Another process created this message's task first: answer with that one.
@@ -203,7 +209,7 @@ class _Run:
                 failpoint("receive.after_create")
         else:
             previous = self.committed
-            record = previous.advanced(task, len(items), now)
+            record = previous.advanced(task, len(items), now, task.dump_json())
             await store.update(record, items, expected_version=previous.version)
         self.committed = record
         if not self.created.done():
@@ -236,10 +242,10 @@ class _Run:
     # -- the handler ----------------------------------------------------------------------
 
     def run(self, message: Message) -> None:
-        # The driver is scheduled before the flusher, so the handler runs until it first
-        # waits and the flusher then writes the task and everything it emitted at once.
         self.driver = asyncio.create_task(self._drive(message), name=f"task-{self.task.id}")
-        self._schedule_flush()
+        if not self._kicked:  # a follow-up starts with an event already pending
+            self._kicked = True
+            asyncio.get_running_loop().call_soon(self._schedule_flush)
 
     async def _drive(self, message: Message) -> None:
         if self.task.status.state is not TaskState.WORKING:
@@ -324,8 +330,8 @@ class _Run:
         task = self.task.model_copy(update={"artifacts": [*(self.task.artifacts or []), artifact]})
         self.emit(
             task,
-            StreamResponse(
-                artifact_update=TaskArtifactUpdateEvent(
+            StreamResponse.model_construct(
+                artifact_update=TaskArtifactUpdateEvent.model_construct(
                     task_id=task.id, context_id=task.context_id, artifact=artifact
                 )
             ),
@@ -520,10 +526,10 @@ class TaskManager:
         task_id = str(uuid.uuid4())
         context_id = message.context_id or str(uuid.uuid4())
         bound = message.model_copy(update={"task_id": task_id, "context_id": context_id})
-        task = Task(
+        task = Task.model_construct(
             id=task_id,
             context_id=context_id,
-            status=TaskStatus(state=TaskState.SUBMITTED, timestamp=utc_now()),
+            status=TaskStatus.model_construct(state=TaskState.SUBMITTED, timestamp=utc_now()),
             history=[bound],
             metadata={HANDOFF_EXTENSION_URI: receive_metadata(envelope)} if envelope else None,
         )
@@ -533,7 +539,7 @@ class TaskManager:
             owner,
             committed=None,
             dedupe_key=key,
-            first=StreamResponse(task=task),
+            first=StreamResponse.model_construct(task=task),
             envelope=envelope,
         )
         self._creating[key] = run

@@ -89,10 +89,10 @@ class Agent(Protocol):
 
 def agent_message(text: str, task: Task | None = None, **metadata: Any) -> Message:
     """A message from the agent, bound to a task when given."""
-    return Message(
+    return Message.model_construct(  # built from checked values: no re-validation
         message_id=str(uuid.uuid4()),
         role=Role.AGENT,
-        parts=[Part(text=text)],
+        parts=[Part.model_construct(text=text)],
         task_id=task.id if task else None,
         context_id=task.context_id if task else None,
         metadata=metadata or None,
@@ -156,10 +156,12 @@ class TaskContext:
         """Publish an artifact made of `parts`, or of a text and/or a data part."""
         all_parts = list(parts)
         if text is not None:
-            all_parts.append(Part(text=text))
+            all_parts.append(Part.model_construct(text=text))
         if data is not None:
-            all_parts.append(Part(data=data))
-        artifact = Artifact(
+            all_parts.append(Part(data=data))  # validated: bounded depth
+        if not all_parts:
+            raise ValueError("an artifact needs at least one part")
+        artifact = Artifact.model_construct(
             artifact_id=str(uuid.uuid4()), parts=all_parts, name=name, description=description
         )
         await self._emit_artifact(artifact)

@@ -29,6 +29,7 @@ class TaskRecord:
     created_at: str
     updated_at: str
     delegate: str = ""  # a principal the owner acts for (a handoff's user); sees the task too
+    json: str = field(default="", compare=False)  # the task's JSON, when already serialized
 
     @property
     def id(self) -> str:
@@ -37,9 +38,12 @@ class TaskRecord:
     def visible_to(self, principal: str) -> bool:
         return principal == self.owner or (bool(self.delegate) and principal == self.delegate)
 
-    def advanced(self, task: Task, events: int, now: str) -> TaskRecord:
+    def advanced(self, task: Task, events: int, now: str, json: str = "") -> TaskRecord:
         """The record after a step of `events` events that left the task as `task`."""
-        return replace(self, task=task, version=self.version + events, updated_at=now)
+        return replace(self, task=task, version=self.version + events, updated_at=now, json=json)
+
+    def task_json(self) -> str:
+        return self.json or self.task.dump_json()
 
     @property
     def state(self) -> TaskState:
