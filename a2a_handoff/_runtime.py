@@ -274,8 +274,14 @@ class _Run:
 
     async def _drain(self) -> None:
         """Wait until everything emitted so far is committed."""
-        while self.flusher is not None and not self.flusher.done():
-            await asyncio.shield(self.flusher)
+        while True:
+            if self.flusher is not None and not self.flusher.done():
+                await asyncio.shield(self.flusher)
+            elif self.pending and not self.settled.done():
+                self._flushing = True  # do not wait for the scheduled kick
+                self.flusher = asyncio.create_task(self._flush())
+            else:
+                return
 
     async def _hand_off(self, decision: Handoff) -> None:
         handoffs = self.manager.handoffs

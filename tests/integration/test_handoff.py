@@ -67,6 +67,7 @@ def test_refund_is_transferred_to_billing_with_the_transfer_context(agents: Agen
 
 def test_billing_asks_for_the_order_id_and_the_follow_up_completes(agents: Agents) -> None:
     source = result(agents.triage.rpc("SendMessage", message("I want a refund please")))["task"]
+    assert "transfer" in ext(source), source
     pointer = ext(source)["transfer"]
     target = result(agents.billing.rpc("GetTask", {"id": pointer["taskId"]}))
     assert target["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
