@@ -16,14 +16,13 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 import httpx
 from pydantic import BaseModel, ValidationError
-from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -62,6 +61,7 @@ from a2a_handoff.models import (
     Task,
     WireModel,
 )
+from a2a_handoff.sse import SseResponse, frame
 from a2a_handoff.states import TaskState
 from a2a_handoff.stores.base import Store, TaskEvent, TaskQuery
 
@@ -268,40 +268,43 @@ class _App:
         return Response(_result_body(call.id, result), media_type="application/json")
 
     def _sse(
-        self, call: Call, items: AsyncIterator[tuple[int, StreamResponse]]
-    ) -> EventSourceResponse:
+        self, call: Call, items: AsyncGenerator[tuple[int, StreamResponse], None]
+    ) -> SseResponse:
         visible = call.transfers_visible
+        call_id = call.id
 
-        async def frames() -> AsyncIterator[ServerSentEvent]:
+        async def frames() -> AsyncIterator[bytes]:
             try:
                 async for seq, item in items:
                     result = render_item(item, visible).dump_json()
-                    yield ServerSentEvent(data=_result_body(call.id, result).decode(), id=str(seq))
+                    yield frame(_result_body(call_id, result).decode(), seq)
             except RpcError as error:
-                yield ServerSentEvent(data=json.dumps(error_body(call.id, error)))
+                yield frame(json.dumps(error_body(call_id, error)))
             except Exception:
                 log.exception("stream of a task failed")
-                yield ServerSentEvent(data=json.dumps(error_body(call.id, InternalError())))
+                yield frame(json.dumps(error_body(call_id, InternalError())))
+            finally:
+                await items.aclose()
 
-        return EventSourceResponse(
-            frames(),
-            ping=int(self.sse_ping),
-            headers={"Cache-Control": "no-store"},
-        )
+        return SseResponse(frames(), ping=self.sse_ping)
 
     async def _task_stream(
         self, task_id: str, head: Task | None, after: int
-    ) -> AsyncIterator[tuple[int, StreamResponse]]:
+    ) -> AsyncGenerator[tuple[int, StreamResponse], None]:
         """`head` (if any) then the task's events after `after`, until it ends or pauses."""
         if head is not None:
-            yield after, StreamResponse(task=head)
-            if head.status.state.terminal or head.status.state.interrupted:
+            done = head.status.state.terminal or head.status.state.interrupted
+            first = StreamResponse.model_construct(task=head)
+            head = None  # an open stream keeps no snapshot alive
+            yield after, first
+            if done:
                 return
         event: TaskEvent
-        async for event in self.store.follow(task_id, after):
-            yield event.seq, event.item
-            if _pauses(event.item):
-                return
+        async with contextlib.aclosing(self.store.follow(task_id, after)) as events:
+            async for event in events:
+                yield event.seq, event.item
+                if _pauses(event.item):
+                    return
 
     # -- methods --------------------------------------------------------------------------
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable
 
 from a2a_handoff.stores.base import TaskEvent, TaskRecord
 
@@ -71,18 +71,20 @@ async def follow(
     after: int,
     read_events: Callable[[str, int], Awaitable[list[TaskEvent]]],
     read_record: Callable[[str], Awaitable[TaskRecord | None]],
-) -> AsyncIterator[TaskEvent]:
+) -> AsyncGenerator[TaskEvent, None]:
     """Backlog then live events of one task, ending after its terminal event."""
     subscriber = hub.subscribe(task_id)
     try:
         last = after
         backlog = await read_events(task_id, last)
-        for event in backlog:
+        had_backlog = bool(backlog)
+        while backlog:  # consumed as it goes: a waiting follower keeps none of it alive
+            event = backlog.pop(0)
             yield event
             last = event.seq
             if event.final:
                 return
-        if not backlog:
+        if not had_backlog:
             record = await read_record(task_id)
             if record is None or (record.state.terminal and record.version <= last):
                 return

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
@@ -167,7 +167,7 @@ class TaskStore(Protocol):
         """The committed events with seq > `after`, in order."""
         ...
 
-    def follow(self, task_id: str, after: int = 0) -> AsyncIterator[TaskEvent]:
+    def follow(self, task_id: str, after: int = 0) -> AsyncGenerator[TaskEvent, None]:
         """The task's events with seq > `after`: the backlog, then live ones as they commit.
 
         Ends after the event that makes the task terminal (at once if it already is).

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import replace
 
 from a2a_handoff.errors import ConflictError
@@ -107,7 +107,7 @@ class MemoryTaskStore:
     async def events(self, task_id: str, after: int = 0) -> list[TaskEvent]:
         return [e for e in self._events.get(task_id, ()) if e.seq > after]
 
-    def follow(self, task_id: str, after: int = 0) -> AsyncIterator[TaskEvent]:
+    def follow(self, task_id: str, after: int = 0) -> AsyncGenerator[TaskEvent, None]:
         return follow(self._hub, task_id, after, self.events, self.get)
 
     async def checkpoint(

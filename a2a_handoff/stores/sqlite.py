@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import astuple, dataclass, fields
 from itertools import count
 from pathlib import Path
@@ -502,7 +502,7 @@ class SqliteTaskStore:
         )
         return [TaskEvent(seq, StreamResponse.model_validate_json(body)) for seq, body in rows]
 
-    def follow(self, task_id: str, after: int = 0) -> AsyncIterator[TaskEvent]:
+    def follow(self, task_id: str, after: int = 0) -> AsyncGenerator[TaskEvent, None]:
         return follow(self._hub, task_id, after, self.events, self.get)
 
     async def ping(self) -> bool:
