@@ -43,6 +43,7 @@ from a2a_handoff.envelope import (
 from a2a_handoff.errors import ConflictError, HandoffError, HandoffProcessingError
 from a2a_handoff.extension import HANDOFF_EXTENSION_URI as URI
 from a2a_handoff.failpoints import failpoint
+from a2a_handoff.ids import new_id
 from a2a_handoff.models import (
     AgentCard,
     Message,
@@ -156,7 +157,7 @@ class Handoffs:
         hop = int(incoming.get("hop", 0)) + 1
         root = str(incoming.get("rootKey") or root_key_for(self.settings.agent_url, task.id))
         envelope = HandoffEnvelope(
-            handoff_id=str(uuid.uuid4()),
+            handoff_id=new_id(),
             idempotency_key=derive_key(root, hop),
             root_key=root,
             context_id=task.context_id,

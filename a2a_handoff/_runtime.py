@@ -15,7 +15,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import uuid
 from dataclasses import dataclass
 
 from pydantic import ValidationError
@@ -55,6 +54,7 @@ from a2a_handoff.errors import (
 )
 from a2a_handoff.extension import HANDOFF_EXTENSION_URI
 from a2a_handoff.failpoints import failpoint
+from a2a_handoff.ids import new_id
 from a2a_handoff.models import (
     Artifact,
     Message,
@@ -74,13 +74,9 @@ log = logging.getLogger("a2a_handoff.runtime")
 RESTART_REASON = "interrupted: the agent restarted while this task was running"
 
 
-# Models the engine builds from values it already validated are constructed without
-# re-validation (`model_construct`): it is most of a fast request's CPU otherwise.
-
-
 def status_event(task: Task) -> StreamResponse:
-    return StreamResponse.model_construct(
-        status_update=TaskStatusUpdateEvent.model_construct(
+    return StreamResponse(
+        status_update=TaskStatusUpdateEvent(
             task_id=task.id, context_id=task.context_id, status=task.status
         )
     )
@@ -92,7 +88,7 @@ def with_status(task: Task, state: TaskState, message: Message | None = None) ->
     history = task.history or []
     if message is not None:
         history = [*history, message]
-    status = TaskStatus.model_construct(state=state, message=message, timestamp=utc_now())
+    status = TaskStatus(state=state, message=message, timestamp=utc_now())
     return task.model_copy(update={"status": status, "history": history})
 
 
@@ -336,8 +332,8 @@ class _Run:
         task = self.task.model_copy(update={"artifacts": [*(self.task.artifacts or []), artifact]})
         self.emit(
             task,
-            StreamResponse.model_construct(
-                artifact_update=TaskArtifactUpdateEvent.model_construct(
+            StreamResponse(
+                artifact_update=TaskArtifactUpdateEvent(
                     task_id=task.id, context_id=task.context_id, artifact=artifact
                 )
             ),
@@ -465,7 +461,7 @@ class TaskManager:
         code: str,
         reason: str,
     ) -> Submission:
-        task_id = str(uuid.uuid4())
+        task_id = new_id()
         bound = message.model_copy(update={"task_id": task_id})
         metadata = {HANDOFF_EXTENSION_URI: {**receive_metadata(envelope), "rejected": code}}
         task = Task(
@@ -529,13 +525,13 @@ class TaskManager:
         self, message: Message, owner: str, key: str, envelope: HandoffEnvelope | None
     ) -> Submission:
         """Create a task and run its handler; synchronous so the key is claimed atomically."""
-        task_id = str(uuid.uuid4())
-        context_id = message.context_id or str(uuid.uuid4())
+        task_id = new_id()
+        context_id = message.context_id or new_id()
         bound = message.model_copy(update={"task_id": task_id, "context_id": context_id})
-        task = Task.model_construct(
+        task = Task(
             id=task_id,
             context_id=context_id,
-            status=TaskStatus.model_construct(state=TaskState.SUBMITTED, timestamp=utc_now()),
+            status=TaskStatus(state=TaskState.SUBMITTED, timestamp=utc_now()),
             history=[bound],
             metadata={HANDOFF_EXTENSION_URI: receive_metadata(envelope)} if envelope else None,
         )
@@ -545,7 +541,7 @@ class TaskManager:
             owner,
             committed=None,
             dedupe_key=key,
-            first=StreamResponse.model_construct(task=task),
+            first=StreamResponse(task=task),
             envelope=envelope,
         )
         self._creating[key] = run

@@ -9,13 +9,13 @@ durable write, and answers callers only once that write is committed.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from a2a_handoff.envelope import HandoffEnvelope
 from a2a_handoff.extension import HANDOFF_EXTENSION_URI
+from a2a_handoff.ids import new_id
 from a2a_handoff.models import Artifact, Message, Part, Role, Task
 
 __all__ = [
@@ -89,10 +89,10 @@ class Agent(Protocol):
 
 def agent_message(text: str, task: Task | None = None, **metadata: Any) -> Message:
     """A message from the agent, bound to a task when given."""
-    return Message.model_construct(  # built from checked values: no re-validation
-        message_id=str(uuid.uuid4()),
+    return Message(
+        message_id=new_id(),
         role=Role.AGENT,
-        parts=[Part.model_construct(text=text)],
+        parts=[Part(text=text)],
         task_id=task.id if task else None,
         context_id=task.context_id if task else None,
         metadata=metadata or None,
@@ -156,13 +156,13 @@ class TaskContext:
         """Publish an artifact made of `parts`, or of a text and/or a data part."""
         all_parts = list(parts)
         if text is not None:
-            all_parts.append(Part.model_construct(text=text))
+            all_parts.append(Part(text=text))
         if data is not None:
             all_parts.append(Part(data=data))  # validated: bounded depth
         if not all_parts:
             raise ValueError("an artifact needs at least one part")
-        artifact = Artifact.model_construct(
-            artifact_id=str(uuid.uuid4()), parts=all_parts, name=name, description=description
+        artifact = Artifact(
+            artifact_id=new_id(), parts=all_parts, name=name, description=description
         )
         await self._emit_artifact(artifact)
         return artifact

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import time
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
@@ -89,9 +90,17 @@ JsonValue = Annotated[Any, AfterValidator(_bounded)]
 Metadata = Annotated[dict[str, Any], AfterValidator(_bounded)]
 
 
+_last_stamp: tuple[int, str] = (0, "")
+
+
 def utc_now() -> str:
     """The current time as an ISO-8601 UTC timestamp with millisecond precision."""
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    global _last_stamp
+    millis = time.time_ns() // 1_000_000
+    if millis != _last_stamp[0]:  # many events share a millisecond: format once
+        moment = datetime.fromtimestamp(millis / 1000, UTC)
+        _last_stamp = (millis, moment.isoformat(timespec="milliseconds").replace("+00:00", "Z"))
+    return _last_stamp[1]
 
 
 class WireModel(BaseModel):

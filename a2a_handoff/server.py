@@ -294,7 +294,7 @@ class _App:
         """`head` (if any) then the task's events after `after`, until it ends or pauses."""
         if head is not None:
             done = head.status.state.terminal or head.status.state.interrupted
-            first = StreamResponse.model_construct(task=head)
+            first = StreamResponse(task=head)
             head = None  # an open stream keeps no snapshot alive
             yield after, first
             if done:

@@ -6,14 +6,14 @@ group commit. A caller is resumed only after its batch committed, and each write
 savepoint, so one failing write fails alone. Committed events are published to in-process
 followers in commit order.
 
-Where the work runs, measured (bench/): the batch — statements and the fsync'd COMMIT — runs
-on the event loop's own thread. Requests that arrive during the fsync wait in the socket
-buffers and form the next batch, so the commit is paid once per batch; a writer thread
-(aiosqlite's) cost more per batch in thread hand-offs and GIL contention than the fsync
-itself, on a server given one core. Point reads (a task, a dedupe key) use the same
-connection between batches: they see exactly what is committed and cost microseconds.
-Multi-row reads (ListTasks, event backlogs) go to aiosqlite WAL reader connections and never
-block the loop.
+Where the work runs, measured (bench/): a batch's statements run on the event loop's own
+thread (microseconds each: handing them to a writer thread, as aiosqlite does, cost more in
+hand-offs and GIL contention than the statements themselves on a server given one core);
+only the COMMIT — the fsync, which holds no GIL — is handed to a dedicated thread, so the
+loop serves the next requests while the disk works, and they form the next batch. Point
+reads (a task, a dedupe key) use a synchronous WAL reader connection: they see exactly what
+is committed and cost microseconds. Multi-row reads (ListTasks, event backlogs) go to
+aiosqlite WAL reader connections and never block the loop.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from collections.abc import AsyncGenerator, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import astuple, dataclass, fields
 from itertools import count
 from pathlib import Path
@@ -111,7 +112,6 @@ def _marks(row: Sequence[Any]) -> str:
 
 
 Apply = Callable[[sqlite3.Connection], Any]
-GATHER_TURNS = 8
 
 
 @dataclass(slots=True)
@@ -122,9 +122,10 @@ class _Write:
 
 
 def _run_batch(conn: sqlite3.Connection, batch: list[_Write]) -> list[tuple[bool, Any]]:
-    """Apply a batch in one transaction, each write in its own savepoint.
+    """Apply a batch in one open transaction, each write in its own savepoint.
 
-    A batch of one needs no savepoint: its failure rolls the whole transaction back.
+    A batch of one needs no savepoint: its failure rolls the whole transaction back. The
+    caller commits (see `_commit`).
     """
     outcomes: list[tuple[bool, Any]] = []
     conn.execute("BEGIN IMMEDIATE")
@@ -144,7 +145,6 @@ def _run_batch(conn: sqlite3.Connection, batch: list[_Write]) -> list[tuple[bool
                     conn.execute("ROLLBACK TO w")
                     outcomes.append((False, exc))
                 conn.execute("RELEASE w")
-        conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
@@ -169,6 +169,8 @@ class SqliteTaskStore:
         self.path = Path(path)
         self._reader_count = readers
         self._writer: sqlite3.Connection | None = None
+        self._point_reader: sqlite3.Connection | None = None
+        self._fsync: ThreadPoolExecutor | None = None
         self._readers: list[aiosqlite.Connection] = []
         self._next_reader = count()
         self._queue: list[_Write] = []
@@ -190,7 +192,9 @@ class SqliteTaskStore:
             return self
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            writer = sqlite3.connect(self.path, isolation_level=None, check_same_thread=True)
+            # Used by the loop's thread and, for COMMIT only, by the fsync thread — never both
+            # at once: the write loop awaits each commit before the next batch.
+            writer = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open {self.path}: {exc}") from exc
         self._writer = writer
@@ -199,6 +203,8 @@ class SqliteTaskStore:
                 "PRAGMA journal_mode=WAL",
                 "PRAGMA synchronous=FULL",
                 "PRAGMA busy_timeout=5000",
+                "PRAGMA cache_size=-65536",  # 64 MiB of pages: inserts stay in memory
+                "PRAGMA mmap_size=268435456",  # reads through the page cache, not read()
             ):
                 writer.execute(pragma)
             columns = writer.execute("PRAGMA table_info(tasks)").fetchall()
@@ -206,6 +212,10 @@ class SqliteTaskStore:
                 # A file from before task delegation: add the column in place.
                 writer.execute("ALTER TABLE tasks ADD COLUMN delegate TEXT NOT NULL DEFAULT ''")
             writer.executescript(SCHEMA)
+            self._point_reader = sqlite3.connect(self.path, isolation_level=None)
+            self._point_reader.execute("PRAGMA query_only=1")
+            self._point_reader.execute("PRAGMA cache_size=-16384")
+            self._fsync = ThreadPoolExecutor(1, thread_name_prefix="sqlite-commit")
             for _ in range(self._reader_count):
                 reader = await aiosqlite.connect(self.path, isolation_level=None)
                 self._readers.append(reader)
@@ -226,6 +236,12 @@ class SqliteTaskStore:
         for reader in self._readers:
             await reader.close()
         self._readers.clear()
+        if self._point_reader is not None:
+            self._point_reader.close()
+            self._point_reader = None
+        if self._fsync is not None:
+            self._fsync.shutdown(wait=True)
+            self._fsync = None
         if self._writer is not None:
             self._writer.close()
         self._writer = None
@@ -254,13 +270,6 @@ class SqliteTaskStore:
         while True:
             await self._wakeup.wait()
             self._wakeup.clear()
-            # Let the requests already on the loop reach their writes: while the queue still
-            # grows from one loop turn to the next, wait a turn (bounded), then commit them all.
-            for _ in range(GATHER_TURNS):
-                queued = len(self._queue)
-                await asyncio.sleep(0)
-                if len(self._queue) == queued:
-                    break
             self.batches += 1
             batch, self._queue = self._queue, []
             if batch:
@@ -271,6 +280,14 @@ class SqliteTaskStore:
     async def _commit(self, writer: sqlite3.Connection, batch: list[_Write]) -> None:
         try:
             outcomes = _run_batch(writer, batch)
+            if writer.in_transaction:
+                try:
+                    loop = asyncio.get_running_loop()
+                    await loop.run_in_executor(self._fsync, writer.execute, "COMMIT")
+                except BaseException:
+                    if writer.in_transaction:
+                        writer.execute("ROLLBACK")
+                    raise
         except Exception as exc:
             error = StoreError(f"commit failed: {exc}")
             for write in batch:
@@ -452,10 +469,10 @@ class SqliteTaskStore:
         return [ReceivedEntry(*row) for row in rows]
 
     def _point(self, sql: str, params: Sequence[Any]) -> Any:
-        """One row by primary key, on the writer connection between batches (see above)."""
-        if self._writer is None:
+        """One row by primary key, read synchronously (see above)."""
+        if self._point_reader is None:
             raise StoreError("the store is not open")
-        return self._writer.execute(sql, params).fetchone()
+        return self._point_reader.execute(sql, params).fetchone()
 
     async def get(self, task_id: str) -> TaskRecord | None:
         row = self._point(f"SELECT {_TASK_COLUMNS} FROM tasks WHERE id = ?", (task_id,))
