@@ -183,7 +183,9 @@ class Handoffs:
             )
         return envelope, url
 
-    async def checkpoint(self, record: TaskRecord, envelope: HandoffEnvelope) -> TaskRecord:
+    async def checkpoint(
+        self, record: TaskRecord, envelope: HandoffEnvelope
+    ) -> tuple[TaskRecord, OutboxEntry]:
         """ONE transaction: the outbox entry and the task marked as handing off."""
         target = envelope.target
         note = agent_message(f"Handing off to {target.agent}: {envelope.reason}", record.task)
@@ -215,7 +217,7 @@ class Handoffs:
         event = _status_event(task, {URI: ext_metadata(task)})
         await self.store.checkpoint(updated, [event], expected_version=record.version, entry=entry)
         failpoint("handoff.after_checkpoint")
-        return updated
+        return updated, entry
 
     # -- sender: create, terminate --------------------------------------------------------
 

@@ -21,7 +21,6 @@ from pydantic import ValidationError
 
 from a2a_handoff._handoffs import (
     HANDING_OFF,
-    PENDING,
     GateRefused,
     Handoffs,
     HandoffSettings,
@@ -291,17 +290,14 @@ class _Run:
             self.finish(Failed("the task could not be stored before the handoff"))
             return
         try:
-            record = await handoffs.checkpoint(self.committed, envelope)
+            record, entry = await handoffs.checkpoint(self.committed, envelope)
         except Exception as exc:
             log.exception("handoff checkpoint of task %s failed", self.task.id)
             self._abort(InternalError(f"the handoff could not be checkpointed: {exc}"))
             return
         self.committed = record
         self.task = record.task
-        entries = await self.manager.store.outbox(status=PENDING, context_id=record.task.context_id)
-        for entry in entries:
-            if entry.handoff_id == envelope.handoff_id:
-                handoffs.spawn(entry, on_done=self._settle)
+        handoffs.spawn(entry, on_done=self._settle)
 
     def finish(self, outcome: Outcome | None) -> None:
         match outcome:
@@ -356,6 +352,7 @@ class TaskManager:
         self.handoffs = Handoffs(self, settings, client)
         self._runs: dict[str, _Run] = {}
         self._creating: dict[str, _Run] = {}
+        self._background: set[asyncio.Task[None]] = set()
 
     def _forget(self, run: _Run) -> None:
         if self._runs.get(run.task.id) is run:
@@ -391,6 +388,8 @@ class TaskManager:
     async def aclose(self) -> None:
         """Stop running handlers; their tasks are failed by `recover()` at the next start."""
         await self.handoffs.aclose()
+        if self._background:
+            await asyncio.wait(self._background, timeout=5)
         runs = list(self._runs.values())
         for run in runs:
             if run.driver is not None:
@@ -439,7 +438,7 @@ class TaskManager:
                         f"idempotency key {envelope.idempotency_key[:12]}… was used with a"
                         " different envelope"
                     )
-                await self._ledger(envelope, record.id, "duplicate", "")
+                self._ledger(envelope, record.id, "duplicate", "")
                 return _resolved(record, duplicate=True)
         bound = message.model_copy(update={"context_id": envelope.context_id})
         refusal = self.handoffs.refusal(envelope, size)
@@ -449,7 +448,7 @@ class TaskManager:
             raise HandoffProcessingError()
         submission = self._start(bound, owner, key, envelope)
         record = await asyncio.shield(submission.created)
-        await self._ledger(envelope, record.id, "accepted", "")
+        self._ledger(envelope, record.id, "accepted", "")
         return submission
 
     async def _reject(
@@ -477,10 +476,17 @@ class TaskManager:
         stored = await self.store.create(
             record, [StreamResponse(task=task), status_event(rejected)], dedupe_key=key
         )
-        await self._ledger(envelope, stored.id, "rejected", code)
+        self._ledger(envelope, stored.id, "rejected", code)
         return _resolved(stored, duplicate=stored.id != record.id)
 
-    async def _ledger(
+    def _ledger(self, envelope: HandoffEnvelope, task_id: str, outcome: str, reason: str) -> None:
+        """Record a received handoff, off the reply's path: the ledger is informational, and
+        the task itself (created, or found by its key) is what a replay relies on."""
+        job = asyncio.create_task(self._write_ledger(envelope, task_id, outcome, reason))
+        self._background.add(job)
+        job.add_done_callback(self._background.discard)
+
+    async def _write_ledger(
         self, envelope: HandoffEnvelope, task_id: str, outcome: str, reason: str
     ) -> None:
         await self.store.record_received(

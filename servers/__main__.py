@@ -117,7 +117,16 @@ def serve(name: str, args: argparse.Namespace) -> int:
     gc.collect()
     gc.freeze()
     gc.set_threshold(20_000, 20, 20)
-    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=False)
+    uvicorn.run(
+        app,
+        host=args.host,
+        port=args.port,
+        log_level=args.log_level,
+        access_log=False,
+        # A blocking SendMessage whose handoff target is down would hold shutdown for the
+        # envelope's whole TTL: give in-flight requests a few seconds, then stop.
+        timeout_graceful_shutdown=5,
+    )
     return 0
 
 

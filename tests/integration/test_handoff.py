@@ -22,6 +22,7 @@ from tests.integration.handoff_support import (
     message,
     result,
     tasks_in,
+    wait_for,
 )
 from tests.support import A2A_HEADERS
 
@@ -96,7 +97,9 @@ def test_the_ledgers_list_the_handoff_on_both_sides(agents: Agents) -> None:
     handoff_id = ext(source)["transfer"]["handoffId"]
     sent = result(agents.triage.rpc("ListHandoffs", {"contextId": ctx}))["sent"]
     assert [(e["handoffId"], e["status"]) for e in sent] == [(handoff_id, "done")]
-    received = result(agents.billing.rpc("ListHandoffs", {"contextId": ctx}))["received"]
+    received = wait_for(
+        lambda: result(agents.billing.rpc("ListHandoffs", {"contextId": ctx}))["received"]
+    )  # the receiving ledger is written right after the reply
     assert [(e["handoffId"], e["outcome"]) for e in received] == [(handoff_id, "accepted")]
     health = httpx.get(agents.triage.url + "health").json()
     assert health["lastCompletedHandoff"] is not None
