@@ -330,3 +330,41 @@ def test_without_the_target_credential_the_handoff_fails_with_the_target_error(
         assert "k-alice" not in json.dumps(source)
     finally:
         agents.stop()
+
+
+def test_a_rejection_by_the_target_fails_the_source_with_the_reason(tmp_path: Path) -> None:
+    agents = make_agents(tmp_path)
+    agents.billing.extra = (*agents.billing.extra, "--max-hops=0")  # refuses every handoff
+    agents.billing.start()
+    agents.triage.start()
+    try:
+        ctx = f"ctx-{uuid.uuid4()}"
+        source = result(agents.triage.rpc("SendMessage", message(REFUND, ctx)))["task"]
+        assert source["status"]["state"] == "TASK_STATE_FAILED"
+        text = source["status"]["message"]["parts"][0]["text"]
+        assert text.startswith("billing rejected the handoff: loop_detected")
+        sent = result(agents.triage.rpc("ListHandoffs", {"contextId": ctx}))["sent"]
+        assert [e["status"] for e in sent] == ["failed"]
+    finally:
+        agents.stop()
+
+
+def test_an_envelope_expired_before_the_target_took_it_fails_the_source(tmp_path: Path) -> None:
+    agents = make_agents(tmp_path, "--ttl=2")
+    agents.triage.start()  # billing stays down past the envelope's TTL
+    try:
+        ctx = f"ctx-{uuid.uuid4()}"
+        result(agents.triage.rpc("SendMessage", message(REFUND, ctx, returnImmediately=True)))
+
+        def failed() -> dict[str, Any] | None:
+            tasks = tasks_in(agents.triage, ctx)
+            return (
+                tasks[0] if tasks and tasks[0]["status"]["state"] == "TASK_STATE_FAILED" else None
+            )
+
+        source = wait_for(failed, timeout=20)
+        assert source["status"]["message"]["parts"][0]["text"].startswith("handoff_expired")
+        agents.billing.start()
+        assert tasks_in(agents.billing, ctx) == []  # nothing arrives late
+    finally:
+        agents.stop()
