@@ -63,6 +63,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("a2a_handoff.handoff")
 
 HANDING_OFF = "HANDING_OFF"
+# The target's answers worth a replay: still being created, or its own passing failure.
+TRANSIENT_CODES = frozenset({HandoffProcessingError.code, -32603})
 PENDING, DONE, FAILED = "pending", "done", "failed"
 
 
@@ -125,6 +127,7 @@ class Handoffs:
         self.settings = settings
         self.client = client
         self._delivering: dict[str, asyncio.Task[TaskRecord | None]] = {}
+        self._waiters: dict[str, Callable[[TaskRecord], None]] = {}
         self._periodic: asyncio.Task[None] | None = None
 
     @property
@@ -224,7 +227,13 @@ class Handoffs:
     def spawn(
         self, entry: OutboxEntry, on_done: Callable[[TaskRecord], None] | None = None
     ) -> asyncio.Task[TaskRecord | None]:
-        """Deliver an entry in the background, once per process."""
+        """Deliver an entry in the background, once per process.
+
+        `on_done` is called with the source's final record by whichever delivery of this
+        entry ends it — this one, or a later replay by the recovery loop if this one failed.
+        """
+        if on_done is not None:
+            self._waiters[entry.handoff_id] = on_done
         running = self._delivering.get(entry.handoff_id)
         if running is not None:
             return running
@@ -233,11 +242,17 @@ class Handoffs:
 
         def done(finished: asyncio.Task[TaskRecord | None]) -> None:
             self._delivering.pop(entry.handoff_id, None)
-            if finished.cancelled() or finished.exception() is not None:
+            if finished.cancelled():
+                return
+            error = finished.exception()
+            if error is not None:  # left pending: the recovery loop replays it
+                log.error("handoff %s: delivery failed: %r", entry.handoff_id, error)
                 return
             record = finished.result()
-            if record is not None and on_done is not None:
-                on_done(record)
+            if record is not None and record.state.terminal:
+                waiter = self._waiters.pop(entry.handoff_id, None)
+                if waiter is not None:
+                    waiter(record)
 
         job.add_done_callback(done)
         return job
@@ -259,10 +274,11 @@ class Handoffs:
                 )  # fmt: skip
                 created = Task.model_validate(result["task"])
             except RemoteError as exc:
-                if exc.code == HandoffProcessingError.code:
-                    await asyncio.sleep(self.settings.retry_interval / 5)
-                    continue
-                return await self._fail(entry, f"{entry.target_name} refused: {exc.message}")
+                if exc.code not in TRANSIENT_CODES:
+                    return await self._fail(entry, f"{entry.target_name} refused: {exc.message}")
+                log.info("handoff %s: %s; retrying", entry.handoff_id, exc)
+                await asyncio.sleep(self.settings.retry_interval)
+                continue
             except (
                 UnavailableError,
                 CircuitOpenError,
@@ -270,10 +286,9 @@ class Handoffs:
                 KeyError,
                 TypeError,
             ) as exc:
-                if envelope.expired():
-                    return await self._fail(
-                        entry, f"handoff_expired: {entry.target_name} did not take it in time"
-                    )
+                # Even past the TTL, only the target can tell whether it took the envelope:
+                # it looks the key up first, and refuses an expired one it never took
+                # (`envelope_expired`, below). Failing here could orphan a successor.
                 log.info("handoff %s: %s; retrying", entry.handoff_id, exc)
                 await asyncio.sleep(self.settings.retry_interval)
                 continue

@@ -141,12 +141,12 @@ class _Run:
         self.pending: list[StreamResponse] = [first]
         self.created: asyncio.Future[TaskRecord] = loop.create_future()
         self.settled: asyncio.Future[TaskRecord] = loop.create_future()
-        if committed is not None:
-            self.created.set_result(committed)
         self.start: tuple[Task, int] | None = None
         if committed is not None:  # a resumed task: streams start from the resumed snapshot
             self.start = (task, committed.version + 1)
         self.cancel_requested = False
+        self.handler_done = False
+        self.handing_off = False
         self._flushing = False
         self._kicked = False
         self.driver: asyncio.Task[None] | None = None
@@ -209,6 +209,8 @@ class _Run:
         self.committed = record
         if not self.created.done():
             self.created.set_result(record)
+            # Created: from now on the store answers for this key (a replay is a duplicate).
+            self.manager._created(self)
         state = record.state
         if (state.terminal or state.interrupted) and not self.pending:
             self._settle(record)
@@ -243,29 +245,37 @@ class _Run:
             asyncio.get_running_loop().call_soon(self._schedule_flush)
 
     async def _drive(self, message: Message) -> None:
-        if self.task.status.state is not TaskState.WORKING:
-            self.emit_state(TaskState.WORKING)
-        ctx = TaskContext(
-            message=message,
-            task=self.task,
-            _emit_status=self._on_status,
-            _emit_artifact=self._on_artifact,
-            envelope=self.envelope,
-        )
         try:
-            outcome = await self.manager.agent.handle(ctx)
+            if self.task.status.state is not TaskState.WORKING:
+                self.emit_state(TaskState.WORKING)
+            ctx = TaskContext(
+                message=message,
+                task=self.task,
+                _emit_status=self._on_status,
+                _emit_artifact=self._on_artifact,
+                envelope=self.envelope,
+            )
+            try:
+                outcome = await self.manager.agent.handle(ctx)
+            except Exception as exc:
+                log.warning("handler of task %s raised %s", self.task.id, type(exc).__name__)
+                outcome = Failed(str(exc) or type(exc).__name__)
+            # From here on the step ends on its own: a cancel waits for it (see cancel()).
+            self.handler_done = True
+            if isinstance(outcome, Handoff):
+                await self._hand_off(outcome)
+            else:
+                self.finish(outcome)
         except asyncio.CancelledError:
             if not self.cancel_requested:
                 raise
             self.emit_state(TaskState.CANCELED, agent_message("Task canceled.", self.task))
-            return
         except Exception as exc:
-            log.warning("handler of task %s raised %s", self.task.id, type(exc).__name__)
-            outcome = Failed(str(exc) or type(exc).__name__)
-        if isinstance(outcome, Handoff):
-            await self._hand_off(outcome)
-        else:
-            self.finish(outcome)
+            # A handler that returned something unusable, or a handoff that could not be
+            # prepared: the task fails with the reason rather than hanging its callers.
+            log.warning("task %s failed after its handler: %r", self.task.id, exc)
+            if not self.task.status.state.terminal and not self.handing_off:
+                self.finish(Failed(f"{type(exc).__name__}: {exc}"))
 
     async def _drain(self) -> None:
         """Wait until everything emitted so far is committed."""
@@ -289,6 +299,7 @@ class _Run:
         if self.pending or self.committed is None or self.settled.done():
             self.finish(Failed("the task could not be stored before the handoff"))
             return
+        self.handing_off = True
         try:
             record, entry = await handoffs.checkpoint(self.committed, envelope)
         except Exception as exc:
@@ -315,7 +326,7 @@ class _Run:
             case Handoff():
                 raise TypeError("a handoff is carried out by the driver, not finish()")
             case _:
-                raise TypeError(f"a handler returned {outcome!r}, not an outcome")
+                raise TypeError(f"the handler returned {type(outcome).__name__}, not an outcome")
 
     def emit_state(self, state: TaskState, message: Message | None = None) -> None:
         task = with_status(self.task, state, message)
@@ -353,6 +364,10 @@ class TaskManager:
         self._runs: dict[str, _Run] = {}
         self._creating: dict[str, _Run] = {}
         self._background: set[asyncio.Task[None]] = set()
+
+    def _created(self, run: _Run) -> None:
+        if run.dedupe_key is not None and self._creating.get(run.dedupe_key) is run:
+            del self._creating[run.dedupe_key]
 
     def _forget(self, run: _Run) -> None:
         if self._runs.get(run.task.id) is run:
@@ -608,10 +623,16 @@ class TaskManager:
             if ext_metadata(record.task).get("state") == HANDING_OFF:
                 raise TaskNotCancelableError(f"task {task_id} is being handed off")
             run = self._runs.get(task_id)
+            if run is not None and run.handing_off:
+                raise TaskNotCancelableError(f"task {task_id} is being handed off")
             if run is not None and run.driver is not None and not run.driver.done():
-                run.cancel_requested = True
-                run.driver.cancel()
-                return await asyncio.shield(run.settled)
+                if not run.handler_done:
+                    run.cancel_requested = True
+                    run.driver.cancel()
+                record = await asyncio.shield(run.settled)
+                if record.state is TaskState.CANCELED:
+                    return record
+                continue
             if run is not None:
                 record = await asyncio.shield(run.settled)
                 continue

@@ -390,6 +390,10 @@ class _App:
     async def get_extended_card(self, call: Call) -> Response:
         raise ExtendedCardNotConfiguredError()
 
+    async def _visible(self, task_id: str, principal: str) -> bool:
+        record = await self.store.get(task_id)
+        return record is not None and record.visible_to(principal)
+
     async def list_handoffs(self, call: Call) -> Response:
         """Ours: the handoff ledger of a context — sent (the outbox) and received."""
         request = validate(ListHandoffsRequest, call.params)
@@ -418,6 +422,7 @@ class _App:
                 "at": e.at,
             }
             for e in await self.store.received(request.context_id)
+            if await self._visible(e.task_id, call.principal)
         ]
         result = json.dumps({"sent": sent, "received": received}, separators=(",", ":"))
         return Response(_result_body(call.id, result), media_type="application/json")

@@ -321,3 +321,52 @@ async def test_a_follow_up_while_working_is_refused() -> None:
         assert reply["error"]["code"] == -32004
         assert "still working" in reply["error"]["message"]
         agent.release.set()
+
+
+class Confused:
+    async def handle(self, ctx: TaskContext) -> Any:
+        return "not an outcome"
+
+
+async def test_a_handler_returning_no_outcome_fails_the_task_and_answers() -> None:
+    # regression: the request used to hang, the task stuck WORKING
+    async for client in serve(Confused(), MemoryTaskStore()):
+        task = (await asyncio.wait_for(client.send("hi"), 5))["result"]["task"]
+        assert task["status"]["state"] == "TASK_STATE_FAILED"
+        assert "not an outcome" in task["status"]["message"]["parts"][0]["text"]
+
+
+async def test_a_follow_up_returning_immediately_shows_the_resumed_task(echo: Client) -> None:
+    # regression: the answer used to be the task as it was before the follow-up
+    task = (await echo.send("ask: name?"))["result"]["task"]
+    resumed = (await echo.send("Ada", task_id=task["id"], returnImmediately=True))["result"]
+    assert resumed["task"]["status"]["state"] != "TASK_STATE_INPUT_REQUIRED"
+    texts = [m["parts"][0]["text"] for m in resumed["task"]["history"]]
+    assert "Ada" in texts
+
+
+async def test_a_replayed_handoff_is_a_duplicate_while_its_task_still_runs() -> None:
+    # regression: the key stayed "processing" (-32102) until the successor task ended
+    from a2a_handoff.envelope import TargetRef
+    from a2a_handoff.extension import HANDOFF_EXTENSION_URI as URI
+    from tests.integration.test_handoff import envelope
+
+    agent = Recorder(block=True)
+    env = envelope(target=TargetRef(agent="echo", url=URL))
+    params = {
+        "message": {
+            "messageId": f"handoff-{env.idempotency_key}",
+            "role": "ROLE_USER",
+            "parts": [{"text": "x"}],
+            "contextId": env.context_id,
+            "metadata": {URI: env.dump()},
+        },
+        "configuration": {"returnImmediately": True},
+    }
+    async for client in serve(agent, MemoryTaskStore()):
+        first = (await client.call("SendMessage", params))["result"]["task"]
+        again = (await client.call("SendMessage", params))["result"]["task"]
+        assert again["id"] == first["id"]
+        assert again["metadata"][URI]["duplicate"] is True
+        assert agent.runs == 1
+        agent.release.set()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -362,9 +363,13 @@ def test_an_envelope_expired_before_the_target_took_it_fails_the_source(tmp_path
                 tasks[0] if tasks and tasks[0]["status"]["state"] == "TASK_STATE_FAILED" else None
             )
 
+        time.sleep(3)  # the TTL passes while billing is down: the handoff stays pending
+        assert tasks_in(agents.triage, ctx)[0]["status"]["state"] == "TASK_STATE_WORKING"
+        agents.billing.start()  # the replay reaches billing, which never took it: refused
         source = wait_for(failed, timeout=20)
         assert source["status"]["message"]["parts"][0]["text"].startswith("handoff_expired")
-        agents.billing.start()
-        assert tasks_in(agents.billing, ctx) == []  # nothing arrives late
+        successors = tasks_in(agents.billing, ctx)
+        assert [t["status"]["state"] for t in successors] == ["TASK_STATE_REJECTED"]
+        assert ext(successors[0])["rejected"] == "envelope_expired"
     finally:
         agents.stop()
