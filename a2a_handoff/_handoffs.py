@@ -391,9 +391,6 @@ class Handoffs:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await job
 
-    def pending_ids(self) -> set[str]:
-        return set(self._delivering)
-
     # -- receiver -------------------------------------------------------------------------
 
     def refusal(self, envelope: HandoffEnvelope, size: int) -> tuple[str, str] | None:

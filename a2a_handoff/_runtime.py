@@ -652,6 +652,3 @@ class TaskManager:
         updated = record.advanced(task, 1, utc_now())
         await self.store.update(updated, [status_event(task)], expected_version=record.version)
         return updated
-
-    def running(self, task_id: str) -> bool:
-        return task_id in self._runs

@@ -86,7 +86,6 @@ class RetryPolicy:
         )
 
 
-NO_RETRY = RetryPolicy(attempts=1)
 Event = tuple[int | None, StreamResponse]
 """A stream item and its event sequence number (None when the server sent no id)."""
 
@@ -331,7 +330,6 @@ async def _events(response: httpx.Response) -> AsyncIterator[tuple[int | None, s
 
 
 __all__ = [
-    "NO_RETRY",
     "AgentClient",
     "CircuitOpenError",
     "RemoteError",
