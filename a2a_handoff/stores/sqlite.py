@@ -9,8 +9,10 @@ followers in commit order.
 Where the work runs, measured (bench/): a batch's statements run on the event loop's own
 thread (microseconds each: handing them to a writer thread, as aiosqlite does, cost more in
 hand-offs and GIL contention than the statements themselves on a server given one core);
-only the COMMIT — the fsync, which holds no GIL — is handed to a dedicated thread, so the
-loop serves the next requests while the disk works, and they form the next batch. Point
+only the COMMIT of a batch of several writes — the fsync, which holds no GIL — is handed to a
+dedicated thread, so the loop serves the next requests while the disk works, and they form
+the next batch; a batch of one (no concurrency to overlap with) commits inline, which is
+~0.3 ms faster per request at one connection. Point
 reads (a task, a dedupe key) use a synchronous WAL reader connection: they see exactly what
 is committed and cost microseconds. Multi-row reads (ListTasks, event backlogs) go to
 aiosqlite WAL reader connections and never block the loop.
@@ -282,8 +284,11 @@ class SqliteTaskStore:
             outcomes = _run_batch(writer, batch)
             if writer.in_transaction:
                 try:
-                    loop = asyncio.get_running_loop()
-                    await loop.run_in_executor(self._fsync, writer.execute, "COMMIT")
+                    if len(batch) == 1:  # nothing else is waiting: skip the hand-off
+                        writer.execute("COMMIT")
+                    else:
+                        loop = asyncio.get_running_loop()
+                        await loop.run_in_executor(self._fsync, writer.execute, "COMMIT")
                 except BaseException:
                     if writer.in_transaction:
                         writer.execute("ROLLBACK")
