@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,18 @@ def make_agents(tmp_path: Path, *triage_extra: str) -> Agents:
     for agent in (billing, logistics, triage):
         agent.log_path = tmp_path / f"{agent.name}.log"
     return Agents(triage, billing, logistics)
+
+
+@contextmanager
+def running(tmp_path: Path) -> Iterator[Agents]:
+    """Billing, logistics and triage started, stopped on exit."""
+    agents = make_agents(tmp_path)
+    for agent in agents.all():
+        agent.start()
+    try:
+        yield agents
+    finally:
+        agents.stop()
 
 
 def message(text: str, context_id: str | None = None, **config: Any) -> dict[str, Any]:

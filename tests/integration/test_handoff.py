@@ -22,6 +22,7 @@ from tests.integration.handoff_support import (
     make_agents,
     message,
     result,
+    running,
     tasks_in,
     wait_for,
 )
@@ -31,13 +32,8 @@ from tests.support import A2A_HEADERS
 @pytest.fixture(scope="module")
 def agents(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Agents]:
     """One set of agents for the module: every test works in a context of its own."""
-    agents = make_agents(tmp_path_factory.mktemp("handoff"))
-    for agent in agents.all():
-        agent.start()
-    try:
+    with running(tmp_path_factory.mktemp("handoff")) as agents:
         yield agents
-    finally:
-        agents.stop()
 
 
 def test_refund_is_transferred_to_billing_with_the_transfer_context(agents: Agents) -> None:

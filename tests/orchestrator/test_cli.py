@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.handoff_support import REFUND, Agents, make_agents
+from tests.integration.handoff_support import REFUND, Agents, make_agents, running
 from tests.support import ROOT, AgentProcess, free_port
 
 
@@ -36,13 +36,8 @@ class Cli:
 
 @pytest.fixture(scope="module")
 def agents(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Agents]:
-    agents = make_agents(tmp_path_factory.mktemp("cli"))
-    for agent in agents.all():
-        agent.start()
-    try:
+    with running(tmp_path_factory.mktemp("cli")) as agents:
         yield agents
-    finally:
-        agents.stop()
 
 
 @pytest.fixture
