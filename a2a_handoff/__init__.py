@@ -1,5 +1,6 @@
 """a2a-handoff: A2A 1.0 agents as HTTP services, with atomic handoff between them."""
 
+from a2a_handoff._runtime import LocalTasks
 from a2a_handoff.agent import (
     Agent,
     Completed,
@@ -23,6 +24,17 @@ from a2a_handoff.errors import (
     RpcError,
     StoreError,
 )
+from a2a_handoff.escalation import (
+    Action,
+    Decision,
+    Escalate,
+    Escalation,
+    EscalationPolicy,
+    IncompleteEscalationError,
+    Need,
+    Trigger,
+    Verdict,
+)
 from a2a_handoff.extension import HANDOFF_EXTENSION_URI
 from a2a_handoff.models import (
     AgentCard,
@@ -44,6 +56,7 @@ from a2a_handoff.stores import (
 )
 
 __all__ = [  # noqa: RUF022 - plain sorted(), as the export test checks
+    "Action",
     "Agent",
     "AgentCard",
     "AgentClient",
@@ -54,15 +67,22 @@ __all__ = [  # noqa: RUF022 - plain sorted(), as the export test checks
     "CircuitOpenError",
     "Completed",
     "ConflictError",
+    "Decision",
+    "Escalate",
+    "Escalation",
+    "EscalationPolicy",
     "Failed",
     "HANDOFF_EXTENSION_URI",
     "Handoff",
     "HandoffEnvelope",
     "HandoffError",
     "IllegalTransitionError",
+    "IncompleteEscalationError",
     "InputRequired",
+    "LocalTasks",
     "MemoryTaskStore",
     "Message",
+    "Need",
     "Outcome",
     "Part",
     "Rejected",
@@ -78,7 +98,9 @@ __all__ = [  # noqa: RUF022 - plain sorted(), as the export test checks
     "TaskState",
     "TaskStatus",
     "TaskStore",
+    "Trigger",
     "UnavailableError",
+    "Verdict",
     "agent_message",
     "build_card",
     "create_app",

@@ -145,9 +145,12 @@ class Handoffs:
         return url
 
     async def prepare(
-        self, task: Task, decision: Handoff, on_behalf_of: str = ""
+        self, task: Task, decision: Handoff, on_behalf_of: str = "", key_salt: str = ""
     ) -> tuple[HandoffEnvelope, str]:
-        """Summarize and gate; raises GateRefused with the reason the task fails with."""
+        """Summarize and gate; raises GateRefused with the reason the task fails with.
+
+        `key_salt` sets apart keys of messages that do not end the task (notices).
+        """
         url = self._target_url(decision.target)
         required = sorted(decision.required)
         card: AgentCard | None = None
@@ -161,7 +164,7 @@ class Handoffs:
         root = str(incoming.get("rootKey") or root_key_for(self.settings.agent_url, task.id))
         envelope = HandoffEnvelope(
             handoff_id=new_id(),
-            idempotency_key=derive_key(root, hop),
+            idempotency_key=derive_key(root, hop, key_salt),
             root_key=root,
             context_id=task.context_id,
             source=SourceRef(agent=self.settings.agent_name, url=self.settings.agent_url,
@@ -178,6 +181,7 @@ class Handoffs:
             created_at=utc_now(),
             ttl_seconds=self.settings.ttl_seconds,
             on_behalf_of=on_behalf_of or None,
+            kind=decision.kind,
         )  # fmt: skip
         if envelope.size() > MAX_ENVELOPE_BYTES:
             raise GateRefused(
@@ -293,7 +297,7 @@ class Handoffs:
                 await asyncio.sleep(self.settings.retry_interval)
                 continue
             failpoint("handoff.after_create")
-            if created.status.state is TaskState.REJECTED:
+            if refused(created):
                 code = str(ext_metadata(created).get("rejected", "rejected"))
                 if code == "envelope_expired":
                     return await self._fail(entry, "handoff_expired: the envelope expired")
@@ -301,6 +305,37 @@ class Handoffs:
                     entry, f"{entry.target_name} rejected the handoff: {_status_text(created)}"
                 )
             return await self._transferred(entry, envelope, created)
+
+    async def notify(self, envelope: HandoffEnvelope, attempts_for: float = 30.0) -> Task:
+        """Deliver a message that does not end the task (a notice); the task it created.
+
+        Retried with the same key for up to `attempts_for` seconds (the target deduplicates);
+        raises HandoffError when the target refuses it or stays unreachable.
+        """
+        url = envelope.target.url
+        deadline = asyncio.get_running_loop().time() + attempts_for
+        while True:
+            try:
+                result = await self.client.call(
+                    url, "SendMessage", _create_params(envelope), extensions=[URI],
+                    idempotent=True,
+                )  # fmt: skip
+                created = Task.model_validate(result["task"])
+            except RemoteError as exc:
+                if exc.code not in TRANSIENT_CODES:
+                    raise HandoffError(f"{envelope.target.agent} refused: {exc.message}") from exc
+                error: Exception = exc
+            except (UnavailableError, CircuitOpenError, ValidationError, KeyError) as exc:
+                error = exc
+            else:
+                if refused(created):
+                    raise HandoffError(
+                        f"{envelope.target.agent} rejected it: {_status_text(created)}"
+                    )
+                return created
+            if asyncio.get_running_loop().time() >= deadline:
+                raise HandoffError(f"{envelope.target.agent} unreachable: {error}")
+            await asyncio.sleep(self.settings.retry_interval)
 
     async def _transferred(
         self, entry: OutboxEntry, envelope: HandoffEnvelope, created: Task
@@ -402,11 +437,19 @@ class Handoffs:
             return "envelope_too_large", f"envelope of {size} bytes over {MAX_ENVELOPE_BYTES}"
         if envelope.target.agent != me:
             return "misaddressed", f"envelope addressed to {envelope.target.agent}, not {me}"
-        if me in envelope.visited:
+        if me in envelope.visited and envelope.kind == "handoff":
+            # Escalations and their returns come back by design; the hop limit bounds them.
             return "loop_detected", f"{me} already handled this chain ({envelope.visited})"
         if envelope.hop > self.settings.max_hops:
             return "loop_detected", f"hop {envelope.hop} over the maximum {self.settings.max_hops}"
         return None
+
+
+def refused(created: Task) -> bool:
+    """Whether the target refused the envelope (not: took it, and its handler said no)."""
+    return created.status.state is TaskState.REJECTED and bool(
+        ext_metadata(created).get("rejected")
+    )
 
 
 def receive_metadata(envelope: HandoffEnvelope) -> dict[str, Any]:
@@ -421,9 +464,22 @@ def receive_metadata(envelope: HandoffEnvelope) -> dict[str, Any]:
             "traceId": envelope.trace_id,
             "source": envelope.source.dump(),
             "reason": envelope.reason,
+            "kind": envelope.kind,
         },
         "envelopeDigest": envelope.digest(),
+        **_escalation_of(envelope),
     }
+
+
+def _escalation_of(envelope: HandoffEnvelope) -> dict[str, Any]:
+    """An escalation's summary on the human agent's task, for inboxes and followers."""
+    if envelope.kind not in ("escalation", "notice"):
+        return {}
+    escalation = envelope.transfer_context.get("escalation")
+    if not isinstance(escalation, dict):
+        return {}
+    source = envelope.source
+    return {"escalation": {**escalation, "source": source.dump()}}
 
 
 def handoff_message_id(envelope: HandoffEnvelope) -> str:

@@ -51,6 +51,14 @@ from a2a_handoff.errors import (
     TaskNotFoundError,
     UnsupportedOperationError,
 )
+from a2a_handoff.escalation import (
+    Escalate,
+    Escalation,
+    EscalationPolicy,
+    IncompleteEscalationError,
+    Need,
+    Trigger,
+)
 from a2a_handoff.extension import HANDOFF_EXTENSION_URI
 from a2a_handoff.failpoints import failpoint
 from a2a_handoff.ids import new_id
@@ -145,6 +153,7 @@ class _Run:
         if committed is not None:  # a resumed task: streams start from the resumed snapshot
             self.start = (task, committed.version + 1)
         self.cancel_requested = False
+        self.notices = 0
         self.handler_done = False
         self.handing_off = False
         self._flushing = False
@@ -254,14 +263,20 @@ class _Run:
                 _emit_status=self._on_status,
                 _emit_artifact=self._on_artifact,
                 envelope=self.envelope,
+                policy=self.manager.policy,
+                _inform=self._inform,
             )
             try:
                 outcome = await self.manager.agent.handle(ctx)
             except Exception as exc:
                 log.warning("handler of task %s raised %s", self.task.id, type(exc).__name__)
-                outcome = Failed(str(exc) or type(exc).__name__)
+                outcome = Failed(str(exc) or type(exc).__name__, kind=type(exc).__name__)
             # From here on the step ends on its own: a cancel waits for it (see cancel()).
             self.handler_done = True
+            if isinstance(outcome, Failed):
+                outcome = await self._repeated_failure(outcome, ctx) or outcome
+            if isinstance(outcome, Escalate):
+                outcome = self._escalation_handoff(outcome)
             if isinstance(outcome, Handoff):
                 await self._hand_off(outcome)
             else:
@@ -287,6 +302,88 @@ class _Run:
                 self.flusher = asyncio.create_task(self._flush())
             else:
                 return
+
+    # -- escalation ---------------------------------------------------------------------
+
+    def _escalation_handoff(self, outcome: Escalate) -> Handoff | Failed:
+        """A blocking escalation is a handoff to the human agent, as durable as any."""
+        escalation = outcome.escalation
+        policy = self.manager.policy
+        declared = (Trigger.VALUE_UNCERTAINTY, Trigger.KNOWLEDGE_GAP)
+        if escalation.trigger in declared and not policy.declarations:
+            return Failed(f"escalation on {escalation.trigger} is turned off for this agent")
+        return Handoff(
+            target=escalation.target,
+            reason=f"escalated ({escalation.trigger}): {escalation.what_is_needed}",
+            context={
+                "escalation": escalation.to_json("blocking"),
+                "resume": dict(escalation.resume),
+                "summary": escalation.what_happened,
+            },
+            kind="escalation",
+        )
+
+    async def _inform(self, escalation: Escalation) -> str:
+        """A non-blocking escalation: delivered (durably taken by the human agent) first."""
+        self.notices += 1
+        decision = Handoff(
+            target=escalation.target,
+            reason=f"for your information ({escalation.trigger}): {escalation.what_is_needed}",
+            context={
+                "escalation": escalation.to_json("non-blocking"),
+                "resume": dict(escalation.resume),
+                "summary": escalation.what_happened,
+            },
+            kind="notice",
+        )
+        handoffs = self.manager.handoffs
+        envelope, _ = await handoffs.prepare(
+            self.task, decision, self.owner, key_salt=f"notice:{self.notices}"
+        )
+        created = await handoffs.notify(envelope)
+        await self._on_status(
+            f"Informed {envelope.target.agent} (task {created.id}): {escalation.what_is_needed}"
+        )
+        return created.id
+
+    async def _repeated_failure(self, failure: Failed, ctx: TaskContext) -> Escalate | None:
+        """The same class of failure `repeated_failures` times in this context escalates."""
+        limit = self.manager.policy.repeated_failures
+        if not limit:
+            return None
+        earlier: list[TaskRecord] = []
+        token: str | None = None
+        while token != "":
+            page = await self.manager.store.list_tasks(
+                TaskQuery(
+                    owner=None,
+                    context_id=self.task.context_id,
+                    state=TaskState.FAILED,
+                    page_size=100,
+                    page_token=token,
+                )
+            )
+            earlier += [r for r in page.records if failure_kind(r.task) == failure.kind]
+            token = page.next_page_token
+        if len(earlier) + 1 < limit:
+            return None
+        earlier.sort(key=lambda r: r.updated_at)
+        tried = [f"task {r.id}: {_status_text(r.task)}" for r in earlier[-(limit - 1) :]]
+        tried.append(f"task {self.task.id} (this one): {failure.reason}")
+        try:
+            escalation = Escalation(
+                f"The same failure ({failure.kind}) happened {len(tried)} times in this"
+                " conversation; retrying again is unlikely to help.",
+                tried,
+                "a decision on how to go on, or the information that is missing",
+                Need.DECISION,
+                Trigger.REPEATED_FAILURE,
+                resume=ctx.transfer_context,
+                target=self.manager.policy.target,
+            )
+        except IncompleteEscalationError:
+            return None
+        return Escalate(escalation)
 
     async def _hand_off(self, decision: Handoff) -> None:
         handoffs = self.manager.handoffs
@@ -319,11 +416,12 @@ class _Run:
                 self.emit_state(TaskState.COMPLETED, msg)
             case InputRequired(question=question):
                 self.emit_state(TaskState.INPUT_REQUIRED, agent_message(question, self.task))
-            case Failed(reason=reason):
-                self.emit_state(TaskState.FAILED, agent_message(reason, self.task))
+            case Failed(reason=reason, kind=kind):
+                failure = {HANDOFF_EXTENSION_URI: {"failure": {"kind": kind}}}
+                self.emit_state(TaskState.FAILED, agent_message(reason, self.task, **failure))
             case Rejected(reason=reason):
                 self.emit_state(TaskState.REJECTED, agent_message(reason, self.task))
-            case Handoff():
+            case Handoff() | Escalate():
                 raise TypeError("a handoff is carried out by the driver, not finish()")
             case _:
                 raise TypeError(f"the handler returned {type(outcome).__name__}, not an outcome")
@@ -347,6 +445,20 @@ class _Run:
         )
 
 
+def failure_kind(task: Task) -> str | None:
+    """The class of failure a FAILED task recorded (see `Failed.kind`)."""
+    message = task.status.message
+    ext = (message.metadata or {}).get(HANDOFF_EXTENSION_URI) if message else None
+    failure = ext.get("failure") if isinstance(ext, dict) else None
+    kind = failure.get("kind") if isinstance(failure, dict) else None
+    return kind if isinstance(kind, str) else None
+
+
+def _status_text(task: Task) -> str:
+    message = task.status.message
+    return message.text if message is not None else task.status.state.name
+
+
 def dedupe_key(owner: str, message: Message) -> str:
     """Message ids are unique per owner and context (or per owner, without a context)."""
     return "\x1f".join((owner, message.context_id or "", message.message_id))
@@ -356,14 +468,21 @@ class TaskManager:
     """Starts, resumes, cancels and looks up tasks for one agent."""
 
     def __init__(
-        self, agent: Agent, store: Store, settings: HandoffSettings, client: AgentClient
+        self,
+        agent: Agent,
+        store: Store,
+        settings: HandoffSettings,
+        client: AgentClient,
+        policy: EscalationPolicy | None = None,
     ) -> None:
         self.agent = agent
         self.store = store
+        self.policy = policy or EscalationPolicy()
         self.handoffs = Handoffs(self, settings, client)
         self._runs: dict[str, _Run] = {}
         self._creating: dict[str, _Run] = {}
         self._background: set[asyncio.Task[None]] = set()
+        self._job: asyncio.Task[None] | None = None
 
     def _created(self, run: _Run) -> None:
         if run.dedupe_key is not None and self._creating.get(run.dedupe_key) is run:
@@ -400,8 +519,28 @@ class TaskManager:
                 failed += 1
         return failed
 
+    def start_background(self) -> None:
+        """Run the agent's own background job (`agent.background(tasks)`), if it has one."""
+        job = getattr(self.agent, "background", None)
+        if job is None:
+            return
+
+        async def run() -> None:
+            try:
+                await job(LocalTasks(self))
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("the agent's background job failed")
+
+        self._job = asyncio.create_task(run(), name="agent-background")
+
     async def aclose(self) -> None:
         """Stop running handlers; their tasks are failed by `recover()` at the next start."""
+        if self._job is not None:
+            self._job.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._job
         await self.handoffs.aclose()
         if self._background:
             await asyncio.wait(self._background, timeout=5)
@@ -652,3 +791,38 @@ class TaskManager:
         updated = record.advanced(task, 1, utc_now())
         await self.store.update(updated, [status_event(task)], expected_version=record.version)
         return updated
+
+
+class LocalTasks:
+    """What an agent's background job may do with this agent's own tasks."""
+
+    def __init__(self, manager: TaskManager) -> None:
+        self._manager = manager
+
+    async def waiting(self) -> list[Task]:
+        """Every task waiting for input (INPUT_REQUIRED), whoever owns it."""
+        tasks: list[Task] = []
+        token: str | None = None
+        while token != "":
+            page = await self._manager.store.list_tasks(
+                TaskQuery(
+                    owner=None, state=TaskState.INPUT_REQUIRED, page_size=100, page_token=token
+                )
+            )
+            tasks += [r.task for r in page.records]
+            token = page.next_page_token
+        return tasks
+
+    async def answer(self, task_id: str, message: Message) -> bool:
+        """Resume a waiting task with `message`, as its owner would; False when it no
+        longer waits (someone answered first)."""
+        record = await self._manager.store.get(task_id)
+        if record is None or not record.state.interrupted:
+            return False
+        bound = message.model_copy(update={"task_id": task_id, "role": Role.USER})
+        try:
+            submission = await self._manager._follow_up(bound, record.owner)
+        except UnsupportedOperationError:
+            return False
+        await asyncio.shield(submission.created)
+        return True

@@ -14,6 +14,14 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from a2a_handoff.envelope import HandoffEnvelope
+from a2a_handoff.escalation import (
+    Action,
+    Decision,
+    Escalate,
+    Escalation,
+    EscalationPolicy,
+    Need,
+)
 from a2a_handoff.extension import HANDOFF_EXTENSION_URI
 from a2a_handoff.ids import new_id
 from a2a_handoff.models import Artifact, Message, Part, Role, Task
@@ -47,9 +55,14 @@ class InputRequired:
 
 @dataclass(frozen=True, slots=True)
 class Failed:
-    """End the task FAILED with a reason the caller can read."""
+    """End the task FAILED with a reason the caller can read.
+
+    `kind` names the class of failure (an exception's type name when the handler raised):
+    the repeated-failure rule counts failures of one kind per context.
+    """
 
     reason: str
+    kind: str = "failed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,9 +87,10 @@ class Handoff:
     required: tuple[str, ...] = ()
     next_skill: str | None = None
     continuation_token: str | None = None
+    kind: str = "handoff"  # "escalation" to a human agent, "return" of its decision
 
 
-Outcome = Completed | InputRequired | Failed | Rejected | Handoff
+Outcome = Completed | InputRequired | Failed | Rejected | Handoff | Escalate
 
 
 class Agent(Protocol):
@@ -108,6 +122,8 @@ class TaskContext:
     _emit_status: Callable[[str], Awaitable[None]] = field(repr=False)
     _emit_artifact: Callable[[Artifact], Awaitable[None]] = field(repr=False)
     envelope: HandoffEnvelope | None = None
+    policy: EscalationPolicy = field(default_factory=EscalationPolicy)
+    _inform: Callable[[Escalation], Awaitable[str]] | None = field(default=None, repr=False)
 
     @property
     def transfer_context(self) -> dict[str, Any]:
@@ -122,6 +138,58 @@ class TaskContext:
         if isinstance(carried, dict):
             return dict(HandoffEnvelope.model_validate(carried).transfer_context)
         return {}
+
+    @property
+    def decision(self) -> Decision | None:
+        """The human decision this task was handed back with, after an escalation."""
+        return Decision.from_json(self.transfer_context.get("decision"))
+
+    def guard(
+        self,
+        action: Action,
+        *,
+        what_happened: str,
+        tried: list[str],
+        resume: Mapping[str, Any] | None = None,
+    ) -> Escalate | Rejected | None:
+        """Hold `action` back until a human approved it, when the policy says so.
+
+        None: run it (no rule holds it, or an operator approved exactly this action).
+        `Escalate`: return it — the task goes to the human agent before anything runs.
+        `Rejected`: return it — the operator (or the timeout fallback) said no.
+        """
+        trigger = self.policy.held_back(action)
+        if trigger is None:
+            return None
+        decision = self.decision
+        held = (decision.escalation.get("action") or {}) if decision else {}
+        if decision is not None and held.get("fingerprint") == action.fingerprint():
+            if decision.approves(action):
+                return None
+            said = f": {decision.text}" if decision.text else ""
+            return Rejected(f"{action.name} not done: {decision.verdict} by {decision.by}{said}")
+        return Escalate(
+            Escalation(
+                what_happened,
+                tuple(tried),
+                f"permission to {action.description or action.name}",
+                Need.PERMISSION,
+                trigger,
+                action=action,
+                resume=dict(self.transfer_context if resume is None else resume),
+                target=self.policy.target,
+            )
+        )
+
+    async def inform(self, escalation: Escalation) -> str:
+        """A non-blocking escalation: the human agent takes it durably, the task goes on.
+
+        Returns the id of the task the human agent holds for it. Raises when the human
+        agent cannot be reached (after retries): nothing goes on uninformed.
+        """
+        if self._inform is None:
+            raise RuntimeError("this context cannot escalate")
+        return await self._inform(escalation)
 
     @property
     def text(self) -> str:

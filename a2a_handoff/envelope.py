@@ -12,7 +12,7 @@ import hashlib
 import hmac
 import json
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
 
@@ -60,6 +60,9 @@ class HandoffEnvelope(WireModel):
     created_at: str
     ttl_seconds: int = Field(default=DEFAULT_TTL_SECONDS, ge=1, le=86400)
     on_behalf_of: str | None = None  # the source task's owner: may read the successor too
+    # handoff: a task given away; escalation / notice: a blocking / non-blocking escalation
+    # to a human agent; return: the human's decision handed back to the agent that escalated.
+    kind: Literal["handoff", "escalation", "notice", "return"] = "handoff"
 
     def size(self) -> int:
         """Bytes of the envelope's JSON."""
@@ -87,6 +90,8 @@ def root_key_for(agent_url: str, task_id: str) -> str:
     return hashlib.sha256(f"{agent_url}#{task_id}".encode()).hexdigest()
 
 
-def derive_key(root_key: str, hop: int) -> str:
-    """The idempotency key of hop `hop` of the chain rooted at `root_key`."""
-    return hmac.new(root_key.encode(), f"hop:{hop}".encode(), hashlib.sha256).hexdigest()
+def derive_key(root_key: str, hop: int, salt: str = "") -> str:
+    """The idempotency key of hop `hop` of the chain rooted at `root_key` (`salt`: of a
+    message sent from that hop without ending it, such as a non-blocking escalation)."""
+    label = f"hop:{hop}" + (f":{salt}" if salt else "")
+    return hmac.new(root_key.encode(), label.encode(), hashlib.sha256).hexdigest()

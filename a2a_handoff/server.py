@@ -49,6 +49,7 @@ from a2a_handoff.errors import (
     UnsupportedOperationError,
     VersionNotSupportedError,
 )
+from a2a_handoff.escalation import EscalationPolicy
 from a2a_handoff.extension import HANDOFF_EXTENSION_URI, parse_extensions, render_item, render_task
 from a2a_handoff.models import (
     AgentCard,
@@ -148,12 +149,13 @@ class _App:
         max_body: int,
         sse_ping: float,
         stale_after: float = STALE_AFTER_SECONDS,
+        escalation: EscalationPolicy | None = None,
     ) -> None:
         self.stale_after = stale_after
         self.card = card
         self.store = store
         self.client = client
-        self.manager = TaskManager(agent, store, settings, client)
+        self.manager = TaskManager(agent, store, settings, client, escalation)
         self.auth = auth
         self.max_body = max_body
         self.sse_ping = sse_ping
@@ -590,12 +592,14 @@ def create_app(
     max_body: int = DEFAULT_MAX_BODY,
     sse_ping: float = 15.0,
     stale_after: float = STALE_AFTER_SECONDS,
+    escalation: EscalationPolicy | None = None,
 ) -> Starlette:
     """Serve `agent` over A2A JSON-RPC; the app opens and closes `store` in its lifespan.
 
     Handoffs: `routes` maps target names to agent URLs, `scope` lists the capabilities this
     agent may delegate (None: any), `credentials` maps target URLs to the API key presented
     to them. `client` (with an injected httpx client) is built when not given.
+    `escalation` sets the rules that escalate to the human agent (route `human` by default).
     """
     if auth is not None and not card.security_schemes:
         card = card.model_copy(
@@ -629,6 +633,7 @@ def create_app(
         max_body=max_body,
         sse_ping=sse_ping,
         stale_after=stale_after,
+        escalation=escalation,
     )
 
     @contextlib.asynccontextmanager
@@ -645,6 +650,7 @@ def create_app(
             if recovered:
                 log.warning("failed %d task(s) left running by a previous process", recovered)
             manager.handoffs.start()
+            manager.start_background()
             yield
         finally:
             await manager.aclose()

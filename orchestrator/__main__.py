@@ -5,6 +5,12 @@ send --entry URL TEXT     one message; exit 0 completed, 2 input required, 1 fai
 chat --entry URL          an interactive loop over stdin (works when piped)
 watch TASK --agent URL    follow one task across transfers
 trace [--context C --agent URL]   the chain of the conversation
+
+Operators of a human agent:
+inbox --agent URL                 escalations waiting for an answer, oldest first
+approve TASK [NOTE] --agent URL   approve what escalation TASK asks permission for
+deny TASK [NOTE] --agent URL      refuse it
+reply TASK TEXT --agent URL       answer it (a decision, information)
 """
 
 from __future__ import annotations
@@ -19,7 +25,15 @@ from pathlib import Path
 
 import httpx
 
-from a2a_handoff import HANDOFF_EXTENSION_URI, AgentClient, RetryPolicy
+from a2a_handoff import (
+    HANDOFF_EXTENSION_URI,
+    AgentClient,
+    CircuitOpenError,
+    RemoteError,
+    RetryPolicy,
+    UnavailableError,
+)
+from orchestrator import operator
 from orchestrator.conversation import Conversation, Event, Exit, chain_of
 from orchestrator.session import Hop, Session, default_session_path
 
@@ -46,6 +60,8 @@ def human(event: Event) -> str:
         return f"{agent} error {event['code']}: {event['message']}"
     if kind == "message":
         return f"{agent} {event['text']}"
+    if kind == "escalated":
+        return f"{agent} escalated to a human operator: {event['text']}"
     return str(event.get("message", event))
 
 
@@ -73,6 +89,8 @@ async def _run(args: argparse.Namespace) -> int:
     emit = printer(args.json)
     client = _client(args.api_key or os.environ.get("A2A_API_KEY"))
     try:
+        if args.command in _OPERATOR:
+            return await _operate(client, args)
         if args.command in ("send", "chat") and args.entry and session.entry != args.entry:
             session = Session(entry=args.entry)  # a new entry agent: a new conversation
         if args.command in ("send", "chat") and not session.entry:
@@ -98,6 +116,33 @@ async def _run(args: argparse.Namespace) -> int:
         return await _trace(client, session, args)
     finally:
         await client.aclose()
+
+
+_OPERATOR = ("inbox", "approve", "deny", "reply")
+_VERDICTS = {"approve": "approved", "deny": "denied", "reply": "answered"}
+
+
+async def _operate(client: AgentClient, args: argparse.Namespace) -> int:
+    """The operator commands: exit 0 done, 1 refused by the agent, 3 unreachable."""
+    try:
+        if args.command == "inbox":
+            items = await operator.inbox(client, args.agent)
+            for item in items:
+                print(json.dumps(item) if args.json else operator.render(item), flush=True)
+            if not items and not args.json:
+                print("no escalation is waiting", flush=True)
+            return 0
+        text = " ".join(args.text)
+        task = await operator.answer(client, args.agent, args.task, _VERDICTS[args.command], text)
+    except (UnavailableError, CircuitOpenError) as exc:
+        print(f"error: cannot reach {args.agent}: {exc}", file=sys.stderr)
+        return int(Exit.UNREACHABLE)
+    except RemoteError as exc:
+        print(f"error: {exc.message}", file=sys.stderr)
+        return int(Exit.FAILED)
+    event = {"event": "answered", "taskId": task.id, "verdict": _VERDICTS[args.command]}
+    print(json.dumps(event) if args.json else f"answered {task.id}: {event['verdict']}")
+    return 0
 
 
 async def _chat(conversation: Conversation, session: Session, path: Path, as_json: bool) -> int:
@@ -171,6 +216,17 @@ def _parser() -> argparse.ArgumentParser:
     trace = commands.add_parser("trace", help="the chain of the conversation")
     trace.add_argument("--context")
     trace.add_argument("--agent")
+    inbox = commands.add_parser("inbox", help="escalations waiting at a human agent")
+    inbox.add_argument("--agent", required=True, help="the human agent's URL")
+    for name, what in (
+        ("approve", "approve an escalation"),
+        ("deny", "deny an escalation"),
+        ("reply", "answer an escalation"),
+    ):
+        command = commands.add_parser(name, help=what)
+        command.add_argument("task")
+        command.add_argument("text", nargs="+" if name == "reply" else "*")
+        command.add_argument("--agent", required=True, help="the human agent's URL")
     return parser
 
 

@@ -78,7 +78,13 @@ class _Cursor:
     status_text: str = ""
     handing_off: bool = False
     pointer: dict[str, Any] | None = None
+    escalation: dict[str, Any] | None = None  # the task is an escalation at a human agent
+    told_escalation: bool = False
     shown: set[str] = field(default_factory=set)  # artifact ids already told
+
+    @property
+    def awaiting_operator(self) -> bool:
+        return self.escalation is not None and self.state is TaskState.INPUT_REQUIRED
 
 
 class Conversation:
@@ -119,10 +125,23 @@ class Conversation:
         if url is None:
             raise ValueError("no entry agent: pass --entry URL")
         try:
-            if session.task_id and session.state and not _settled(session.state):
+            if session.task_id and (
+                session.awaiting_operator or (session.state and not _settled(session.state))
+            ):
                 # The last message is still being worked on (or handed off): catch up first.
                 code = await self._resume(url, session.task_id)
                 if code in (Exit.PENDING, Exit.UNREACHABLE):
+                    if session.awaiting_operator:
+                        self.emit(
+                            {
+                                "event": "pending",
+                                "agent": session.owner_name or url,
+                                "taskId": session.task_id,
+                                "message": "your message was not sent: the conversation waits"
+                                " for a human operator's decision; `watch` or `send` again"
+                                " once it is made",
+                            }
+                        )
                     return code
                 url = session.owner_url or url
             message = Message(
@@ -192,6 +211,19 @@ class Conversation:
                 if not (task.status.state.terminal or task.status.state.interrupted):
                     stream = self._subscribe_or_get(cursor.url, cursor.task_id)
                     continue
+            if cursor.awaiting_operator:
+                # Escalated: the task waits for an operator, not for the user. Poll it (a
+                # stream pauses at INPUT_REQUIRED) until it moves on or the wait runs out.
+                self._tell_escalation(cursor)
+                try:
+                    async with asyncio.timeout_at(deadline):
+                        task = await self._until_answered(cursor)
+                except TimeoutError:
+                    return await self._pending(cursor)
+                self._apply(cursor, StreamResponse(task=task))
+                if cursor.state is not TaskState.TRANSFERRED:
+                    stream = self._subscribe_or_get(cursor.url, cursor.task_id)
+                    continue
             if cursor.state is not TaskState.TRANSFERRED:
                 return self._finish(cursor)
             pointer = cursor.pointer or {}
@@ -238,12 +270,37 @@ class Conversation:
             self._record(cursor, TaskState.SUBMITTED, pointer.get("reason", ""))
             stream = self._subscribe_or_get(cursor.url, pointer["taskId"])
 
+    def _tell_escalation(self, cursor: _Cursor) -> None:
+        if cursor.told_escalation or cursor.escalation is None:
+            return
+        cursor.told_escalation = True
+        escalation = cursor.escalation
+        self.emit(
+            {
+                "event": "escalated",
+                "agent": cursor.name,
+                "taskId": cursor.task_id,
+                "tier": escalation.get("tier", "blocking"),
+                "need": escalation.get("need", ""),
+                "text": escalation.get("whatIsNeeded", ""),
+            }
+        )
+
+    async def _until_answered(self, cursor: _Cursor, every: float = 0.25) -> Task:
+        assert cursor.task_id is not None
+        while True:
+            await asyncio.sleep(every)
+            task = await self.client.get_task(cursor.url, cursor.task_id, history_length=0)
+            if task.status.state is not TaskState.INPUT_REQUIRED:
+                return task
+
     def _apply(self, cursor: _Cursor, item: StreamResponse) -> None:
         """Take one stream item: track the task, tell the user."""
         if item.task is not None:
             task = item.task
             cursor.task_id = task.id
             self.session.context_id = task.context_id
+            cursor.escalation = _ext(task.metadata).get("escalation") or cursor.escalation
             cursor.pointer = _ext(task.metadata).get("transfer") or cursor.pointer
             cursor.handing_off = _ext(task.metadata).get("state") == "HANDING_OFF"
             for artifact in task.artifacts or []:
@@ -299,6 +356,7 @@ class Conversation:
         self.session.record(
             Hop(cursor.url, cursor.name, cursor.task_id, state.value, reason, utc_now())
         )
+        self.session.awaiting_operator = cursor.awaiting_operator
         self.save()
 
     def _finish(self, cursor: _Cursor) -> Exit:
@@ -315,7 +373,17 @@ class Conversation:
         return code
 
     async def _pending(self, cursor: _Cursor) -> Exit:
-        if cursor.handing_off:
+        if cursor.awaiting_operator:
+            self.emit(
+                {
+                    "event": "pending",
+                    "agent": cursor.name,
+                    "taskId": cursor.task_id,
+                    "message": f"waiting for a human operator at {cursor.name} to answer the"
+                    " escalation; `watch` or the next `send` picks the conversation up",
+                }
+            )
+        elif cursor.handing_off:
             self.emit(
                 {
                     "event": "pending",

@@ -37,6 +37,7 @@ class Session:
     owner_name: str | None = None
     task_id: str | None = None
     state: str | None = None
+    awaiting_operator: bool = False  # the task waits for a human operator, not for the user
     chain: list[Hop] = field(default_factory=list)
 
     @classmethod

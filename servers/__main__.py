@@ -1,7 +1,7 @@
 """Run the example agents.
 
 python -m servers NAME --port P --store URL [--route NAME=URL …]
-python -m servers all --base-port P --data-dir DIR
+python -m servers all --base-port P --data-dir DIR   (triage, billing, logistics, human)
 """
 
 from __future__ import annotations
@@ -14,14 +14,17 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import uvicorn
 
 from a2a_handoff import Agent, AgentCard, ApiKeyAuth, HandoffError, create_app, open_store
+from a2a_handoff.escalation import EscalationPolicy
+from servers.billing import POLICY as BILLING_POLICY
 from servers.billing import BillingAgent, billing_card
 from servers.echo import EchoAgent, echo_card
+from servers.human import HumanAgent, human_card
 from servers.logistics import LogisticsAgent, logistics_card
 from servers.triage import SCOPE as TRIAGE_SCOPE
 from servers.triage import TriageAgent, triage_card
@@ -29,19 +32,25 @@ from servers.triage import TriageAgent, triage_card
 
 @dataclass(frozen=True)
 class Example:
-    make_agent: Callable[[], Agent]
+    make_agent: Callable[[argparse.Namespace], Agent]
     make_card: Callable[[str], AgentCard]
     scope: tuple[str, ...] | None = None
     routes: tuple[str, ...] = field(default=())  # route names `all` wires up
+    policy: EscalationPolicy | None = None
+
+
+def _human(args: argparse.Namespace) -> Agent:
+    return HumanAgent(args.answer_within, args.fallback, check_every=args.check_every)
 
 
 EXAMPLES: dict[str, Example] = {
-    "echo": Example(EchoAgent, echo_card),
-    "triage": Example(TriageAgent, triage_card, TRIAGE_SCOPE, ("billing", "logistics")),
-    "billing": Example(BillingAgent, billing_card),
-    "logistics": Example(LogisticsAgent, logistics_card),
+    "echo": Example(lambda _: EchoAgent(), echo_card),
+    "triage": Example(lambda _: TriageAgent(), triage_card, TRIAGE_SCOPE, ("billing", "logistics")),
+    "billing": Example(lambda _: BillingAgent(), billing_card, None, ("human",), BILLING_POLICY),
+    "logistics": Example(lambda _: LogisticsAgent(), logistics_card),
+    "human": Example(_human, human_card),
 }
-ALL = ("triage", "billing", "logistics")
+ALL = ("triage", "billing", "logistics", "human")
 
 
 def _pairs(values: Sequence[str], what: str) -> dict[str, str]:
@@ -80,6 +89,31 @@ def _agent_parser(parser: argparse.ArgumentParser) -> None:
     auth = parser.add_mutually_exclusive_group()
     auth.add_argument("--auth-keys", metavar="FILE", help="require API keys: principal=key lines")
     auth.add_argument("--auth-env", action="store_true", help="require keys from $A2A_API_KEYS")
+    parser.add_argument(
+        "--escalate-over",
+        type=float,
+        default=None,
+        help="escalate actions over this amount to route `human` (billing: 500)",
+    )
+    parser.add_argument(
+        "--repeated-failures",
+        type=int,
+        default=None,
+        help="escalate after this many failures of one kind in a conversation",
+    )
+    human = parser.add_argument_group("the human agent")
+    human.add_argument(
+        "--answer-within",
+        type=float,
+        default=None,
+        help="seconds a blocking escalation may wait for an operator (default: forever)",
+    )
+    human.add_argument(
+        "--fallback",
+        default="deny",
+        help="what an unanswered escalation gets: deny, or a route NAME to hand it to",
+    )
+    human.add_argument("--check-every", type=float, default=1.0, help=argparse.SUPPRESS)
     parser.add_argument("--log-level", default="warning")
 
 
@@ -100,8 +134,13 @@ def serve(name: str, args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     scope = args.scope.split(",") if args.scope else example.scope
+    policy = example.policy or EscalationPolicy()
+    if args.escalate_over is not None:
+        policy = replace(policy, amount_limit=args.escalate_over)
+    if args.repeated_failures is not None:
+        policy = replace(policy, repeated_failures=args.repeated_failures)
     app = create_app(
-        example.make_agent(),
+        example.make_agent(args),
         example.make_card(url),
         store,
         auth=auth,
@@ -111,6 +150,7 @@ def serve(name: str, args: argparse.Namespace) -> int:
         ttl_seconds=args.ttl,
         max_hops=args.max_hops,
         recovery_interval=args.recovery_interval,
+        escalation=policy,
     )
     # Long-lived server: move start-up objects out of the collector's way, and collect the
     # young generation less often (request objects die young; cycles are rare).

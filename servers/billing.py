@@ -1,12 +1,19 @@
-"""The billing agent: refunds and invoices; needs an order id, asks for it when missing."""
+"""The billing agent: refunds and invoices; needs an order id, asks for it when missing.
+
+A refund over the escalation limit ($500 in the examples) goes to the human agent *before*
+it is issued, and is issued only once an operator approved exactly that refund.
+"""
 
 from __future__ import annotations
 
 from a2a_handoff import AgentCard, Completed, InputRequired, Outcome, TaskContext, build_card, skill
+from a2a_handoff.escalation import Action, EscalationPolicy
 from servers._text import find_amount, find_order_id
 
 CAPABILITIES = ("invoices", "refunds")
 DEFAULT_AMOUNT = 49.99
+REFUND_LIMIT = 500.0
+POLICY = EscalationPolicy(amount_limit=REFUND_LIMIT)
 
 
 class BillingAgent:
@@ -26,8 +33,31 @@ class BillingAgent:
                 name="invoice",
             )
             return Completed(f"Invoice INV-{order_id} sent for order {order_id}.")
+        amount = float(amount)
+        refund = Action(
+            "refund",
+            params={"orderId": str(order_id)},
+            amount=amount,
+            description=f"refund ${amount:.2f} on order {order_id}",
+        )
+        held = ctx.guard(
+            refund,
+            what_happened=f"The customer asks for a refund of ${amount:.2f} on order {order_id},"
+            f" over the ${ctx.policy.amount_limit or 0:.0f} limit for refunds without review.",
+            tried=[
+                f"Found order {order_id} and computed the refund: ${amount:.2f}.",
+                "Held the refund back: nothing has been paid out yet.",
+            ],
+            resume={
+                "intent": "refund",
+                "entities": {"orderId": str(order_id), "amount": amount},
+                "summary": transfer.get("summary") or f"Refund on order {order_id}",
+            },
+        )
+        if held is not None:
+            return held
         await ctx.artifact(
-            data={"orderId": str(order_id), "amount": float(amount), "status": "refunded"},
+            data={"orderId": str(order_id), "amount": amount, "status": "refunded"},
             name="refund",
         )
         return Completed(f"Refund of ${float(amount):.2f} issued for order {order_id}.")

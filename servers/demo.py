@@ -1,12 +1,16 @@
 """The demo behind `scripts/demo`: real agents on SQLite, a conversation with a handoff.
 
-Starts triage, billing and logistics (`python -m servers all`), then talks to triage through
-the orchestrator CLI: a refund request is handed off to billing, billing asks for the order
-id, the answer completes the refund; then the conversation's trace is printed.
+Starts triage, billing, logistics and the human agent (`python -m servers all`), then talks
+to triage through the orchestrator CLI: a refund request is handed off to billing, billing
+asks for the order id, the answer completes the refund; the conversation's trace is printed.
+Then a refund over $500: billing escalates it to the human agent before issuing it, an
+operator finds it in the inbox and approves it, and the user's conversation follows the
+decision back to billing, which issues the refund.
 """
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import sys
@@ -17,9 +21,11 @@ from pathlib import Path
 import httpx
 
 SCRIPT = ["I was charged twice for my order, I want a refund", "order 12345"]
+BIG_REFUND = "Please refund $750 for order 4242, the sofa arrived broken"
+AGENTS = 4
 
 
-def _free_base_port(count: int = 3) -> int:
+def _free_base_port(count: int = AGENTS) -> int:
     for _ in range(50):
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
@@ -57,7 +63,7 @@ def main() -> int:
         [sys.executable, "-m", "servers", "all", "--base-port", str(base),
          "--data-dir", str(work / "data")],
     )  # fmt: skip
-    urls = [f"http://127.0.0.1:{base + i}/" for i in range(3)]
+    urls = [f"http://127.0.0.1:{base + i}/" for i in range(AGENTS)]
     orchestrator = [sys.executable, "-m", "orchestrator", "--session", str(work / "session.json")]
     try:
         _wait_healthy(urls)
@@ -69,10 +75,34 @@ def main() -> int:
             print(f"(exit code {code})\n", flush=True)
         print("trace of the conversation:", flush=True)
         subprocess.call([*orchestrator, "trace"])
+        _escalation(work, urls[0], urls[3])
         return 0
     finally:
         agents.terminate()
         agents.wait(15)
+
+
+def _escalation(work: Path, triage: str, human: str) -> None:
+    """A refund over the limit: escalated, approved by an operator, then issued."""
+    user = [sys.executable, "-m", "orchestrator", "--session", str(work / "session2.json")]
+    operator = [sys.executable, "-m", "orchestrator"]
+    print(f"\n--- a refund over $500 ---\nyou> {BIG_REFUND}", flush=True)
+    code = subprocess.call([*user, "--wait", "3", "send", "--entry", triage, BIG_REFUND])
+    print(f"(exit code {code}: the conversation waits for an operator)\n", flush=True)
+    print(f"operator$ python -m orchestrator inbox --agent {human}", flush=True)
+    subprocess.call([*operator, "inbox", "--agent", human])
+    listing = subprocess.run(
+        [*operator, "--json", "inbox", "--agent", human], capture_output=True, text=True
+    )
+    task = json.loads(listing.stdout.splitlines()[0])["taskId"]
+    note = "checked the photos with the customer"
+    print(f"\noperator$ python -m orchestrator approve {task} '{note}' --agent {human}")
+    subprocess.call([*operator, "approve", task, note, "--agent", human])
+    print(f"\nyou$ python -m orchestrator watch {task} --agent {human}", flush=True)
+    code = subprocess.call([*user, "watch", task, "--agent", human])
+    print(f"(exit code {code})\n", flush=True)
+    print("trace of the conversation:", flush=True)
+    subprocess.call([*user, "trace"])
 
 
 if __name__ == "__main__":

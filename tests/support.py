@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -11,6 +12,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -46,6 +48,7 @@ class AgentProcess:
     env: dict[str, str] = field(default_factory=dict)
     proc: subprocess.Popen[bytes] | None = None
     log_path: Path | None = None
+    module: str = "servers"  # run as `python -m MODULE NAME …`
 
     @property
     def url(self) -> str:
@@ -53,7 +56,7 @@ class AgentProcess:
 
     def start(self, timeout: float = 20.0, wait: bool = True) -> AgentProcess:
         cmd = [
-            sys.executable, "-m", "servers", self.name,
+            sys.executable, "-m", self.module, self.name,
             "--port", str(self.port), "--store", self.store, *self.extra,
         ]  # fmt: skip
         env = {**os.environ, "PYTHONUNBUFFERED": "1", **self.env}
@@ -102,3 +105,35 @@ class AgentProcess:
         response = _http().post(self.url, json=body, headers={**A2A_HEADERS, **headers})
         data: dict[str, object] = response.json()
         return data
+
+
+@dataclass
+class Cli:
+    session: Path
+
+    def run(self, *args: str, stdin: str | None = None, timeout: float = 60) -> tuple[int, str]:
+        cmd = [sys.executable, "-m", "orchestrator", "--session", str(self.session), *args]
+        done = subprocess.run(
+            cmd, cwd=ROOT, input=stdin, capture_output=True, text=True, timeout=timeout
+        )
+        return done.returncode, done.stdout + done.stderr
+
+    def events(self, *args: str) -> tuple[int, list[dict[str, Any]]]:
+        code, out = self.run("--json", *args)
+        lines = [line for line in out.splitlines() if line.startswith("{")]
+        return code, [json.loads(line) for line in lines]
+
+    def start(self, *args: str) -> subprocess.Popen[str]:
+        """The CLI in the background, printing JSON events; `finish()` collects it."""
+        cmd = [sys.executable, "-m", "orchestrator", "--session", str(self.session), "--json"]
+        return subprocess.Popen(
+            [*cmd, *args], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+
+    @staticmethod
+    def finish(
+        proc: subprocess.Popen[str], timeout: float = 60
+    ) -> tuple[int, list[dict[str, Any]]]:
+        out, _ = proc.communicate(timeout=timeout)
+        lines = [line for line in out.splitlines() if line.startswith("{")]
+        return proc.returncode, [json.loads(line) for line in lines]

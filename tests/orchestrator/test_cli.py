@@ -7,31 +7,12 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.integration.handoff_support import REFUND, Agents, make_agents, running
-from tests.support import ROOT, AgentProcess, free_port
-
-
-@dataclass
-class Cli:
-    session: Path
-
-    def run(self, *args: str, stdin: str | None = None, timeout: float = 60) -> tuple[int, str]:
-        cmd = [sys.executable, "-m", "orchestrator", "--session", str(self.session), *args]
-        done = subprocess.run(
-            cmd, cwd=ROOT, input=stdin, capture_output=True, text=True, timeout=timeout
-        )
-        return done.returncode, done.stdout + done.stderr
-
-    def events(self, *args: str) -> tuple[int, list[dict[str, Any]]]:
-        code, out = self.run("--json", *args)
-        lines = [line for line in out.splitlines() if line.startswith("{")]
-        return code, [json.loads(line) for line in lines]
+from tests.support import ROOT, AgentProcess, Cli, free_port
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,148 @@
+"""The escalation model and rules, without processes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from a2a_handoff import (
+    Action,
+    Decision,
+    Escalate,
+    Escalation,
+    EscalationPolicy,
+    IncompleteEscalationError,
+    Need,
+    Rejected,
+    TaskContext,
+    Trigger,
+    Verdict,
+)
+from a2a_handoff.models import Message, Part, Role, Task, TaskStatus
+from a2a_handoff.states import TaskState
+
+HAPPENED = "The customer asks for a refund of $900 on order 77."
+TRIED = ["Found order 77 and computed the refund."]
+NEEDED = "permission to refund $900 on order 77"
+
+
+def complete(**changes: Any) -> Escalation:
+    fields: dict[str, Any] = {
+        "what_happened": HAPPENED,
+        "what_was_tried": TRIED,
+        "what_is_needed": NEEDED,
+        "need": Need.PERMISSION,
+        "trigger": Trigger.HIGH_IMPACT,
+    }
+    fields.update(changes)
+    return Escalation(**fields)
+
+
+def test_a_complete_escalation_round_trips_through_json() -> None:
+    escalation = complete(action=Action("refund", {"orderId": "77"}, amount=900.0))
+    data = escalation.to_json("blocking")
+    assert data["whatHappened"] == HAPPENED
+    assert data["whatWasTried"] == TRIED
+    assert data["tier"] == "blocking"
+    again = Escalation.from_json(data)
+    assert again.what_is_needed == NEEDED
+    assert again.action is not None
+    assert again.action.fingerprint() == escalation.action.fingerprint()  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("changes", "names"),
+    [
+        ({"what_happened": "I'm stuck"}, "what happened"),
+        ({"what_happened": ""}, "what happened"),
+        ({"what_is_needed": "help"}, "what is needed"),
+        ({"what_was_tried": []}, "what was tried"),
+        ({"what_was_tried": "retried it"}, "what was tried"),  # a string is not a list
+        ({"what_was_tried": ["x"]}, "what was tried"),
+        ({"need": "vibes"}, "need must be one of"),
+        ({"trigger": "low_confidence"}, "trigger must be one of"),  # confidence is no trigger
+    ],
+)
+def test_an_incomplete_escalation_is_refused_naming_what_is_missing(
+    changes: dict[str, Any], names: str
+) -> None:
+    with pytest.raises(IncompleteEscalationError, match=names):
+        complete(**changes)
+
+
+def test_an_escalation_missing_parts_on_the_wire_is_refused() -> None:
+    with pytest.raises(IncompleteEscalationError):
+        Escalation.from_json({"whatHappened": HAPPENED, "need": "decision"})
+    with pytest.raises(IncompleteEscalationError):
+        Escalation.from_json("I'm stuck")  # type: ignore[arg-type]
+
+
+def test_the_policy_holds_back_irreversible_and_large_actions_only() -> None:
+    policy = EscalationPolicy(amount_limit=500)
+    assert policy.held_back(Action("delete_db", irreversible=True)) is Trigger.IRREVERSIBLE_ACTION
+    assert policy.held_back(Action("refund", amount=500.01)) is Trigger.HIGH_IMPACT
+    assert policy.held_back(Action("refund", amount=500)) is None
+    assert policy.held_back(Action("refund")) is None
+    off = EscalationPolicy(irreversible=False)
+    assert off.held_back(Action("delete_db", irreversible=True)) is None
+
+
+def test_an_approval_is_for_exactly_the_action_it_was_asked_for() -> None:
+    asked = Action("refund", {"orderId": "77"}, amount=900.0)
+    escalation = complete(action=asked).to_json()
+    decision = Decision(Verdict.APPROVED, "ok", "operator", escalation)
+    assert decision.approves(Action("refund", {"orderId": "77"}, amount=900.0))
+    assert not decision.approves(Action("refund", {"orderId": "77"}, amount=9000.0))
+    assert not decision.approves(Action("refund", {"orderId": "78"}, amount=900.0))
+    denied = Decision(Verdict.DENIED, "no", "operator", escalation)
+    assert not denied.approves(asked)
+
+
+def _context(transfer: dict[str, Any] | None = None, limit: float = 500) -> TaskContext:
+    metadata = None
+    if transfer is not None:
+        from a2a_handoff.extension import HANDOFF_EXTENSION_URI as URI
+
+        envelope = {
+            "handoffId": "h", "idempotencyKey": "k" * 16, "rootKey": "r" * 16,
+            "contextId": "c", "source": {"agent": "human", "url": "u", "taskId": "t0"},
+            "target": {"agent": "billing", "url": "v"}, "reason": "back", "hop": 3,
+            "traceId": "x", "createdAt": "2026-11-22T00:00:00Z", "transferContext": transfer,
+        }  # fmt: skip
+        metadata = {URI: envelope}
+    message = Message(
+        message_id="m", role=Role.USER, parts=[Part(text="refund")], metadata=metadata
+    )
+    task = Task(
+        id="t", context_id="c", status=TaskStatus(state=TaskState.WORKING), history=[message]
+    )
+
+    async def ignore(_: Any) -> None:
+        return None
+
+    return TaskContext(message, task, ignore, ignore, policy=EscalationPolicy(amount_limit=limit))
+
+
+def test_guard_escalates_before_the_action_then_lets_only_the_approved_one_run() -> None:
+    refund = Action("refund", {"orderId": "77"}, amount=900.0, description="refund $900")
+    first = _context().guard(refund, what_happened=HAPPENED, tried=TRIED)
+    assert isinstance(first, Escalate)
+    assert first.escalation.need is Need.PERMISSION
+    assert first.escalation.what_is_needed == "permission to refund $900"
+
+    asked = first.escalation.to_json()
+    approved = {"decision": Decision(Verdict.APPROVED, "fine", "operator", asked).to_json()}
+    assert _context(approved).guard(refund, what_happened=HAPPENED, tried=TRIED) is None
+    # An approval of $900 does not cover $9000: that one escalates again.
+    bigger = Action("refund", {"orderId": "77"}, amount=9000.0)
+    assert isinstance(
+        _context(approved).guard(bigger, what_happened=HAPPENED, tried=TRIED), Escalate
+    )
+
+    denied = {"decision": Decision(Verdict.DENIED, "no way", "fallback", asked).to_json()}
+    outcome = _context(denied).guard(refund, what_happened=HAPPENED, tried=TRIED)
+    assert isinstance(outcome, Rejected)
+    assert outcome.reason == "refund not done: denied by fallback: no way"
+    small = Action("refund", {"orderId": "77"}, amount=20.0)
+    assert _context().guard(small, what_happened=HAPPENED, tried=TRIED) is None
