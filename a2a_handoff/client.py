@@ -7,6 +7,13 @@ backoff and jitter, capped in attempts and in total time. Every attempt goes thr
 circuit breaker of its endpoint; an open breaker fails fast with CircuitOpenError and is
 never retried. A JSON-RPC error from the target is raised as RemoteError with the target's
 code and message: surfaced, never swallowed.
+
+Replicas: an agent's address may list several URLs, comma-separated
+(`http://a:8101/,http://b:8101/`). A call goes to the replica that answered last and moves to
+the next one when a replica is down — its breaker open, or the connection refused, so the
+request never reached it — or, for idempotent calls and streams not yet started, on any
+transport failure: the message id or idempotency key makes the repeat return the same task,
+so failing over never duplicates work.
 """
 
 from __future__ import annotations
@@ -14,9 +21,9 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import httpx
@@ -90,6 +97,22 @@ Event = tuple[int | None, StreamResponse]
 """A stream item and its event sequence number (None when the server sent no id)."""
 
 
+T = TypeVar("T")
+
+
+def replicas(address: str) -> list[str]:
+    """The URLs an agent address names: one, or several comma-separated replicas."""
+    urls = [url.strip() for url in address.split(",") if url.strip()]
+    return urls or [address]
+
+
+def _never_arrived(exc: BaseException) -> bool:
+    """The request cannot have reached the replica: safe to send elsewhere, whatever it is."""
+    if isinstance(exc, CircuitOpenError):
+        return True
+    return isinstance(exc.__cause__, httpx.ConnectError)
+
+
 def endpoint_of(url: str) -> str:
     """The breaker key of a URL: scheme, host and port."""
     parts = urlsplit(url)
@@ -132,13 +155,17 @@ class AgentClient:
     ) -> None:
         self.http = http
         self.api_key = api_key
-        self.credentials = dict(credentials or {})
+        self.credentials: dict[str, str] = {}
+        for address, key in (credentials or {}).items():
+            for url in replicas(address):
+                self.credentials[url] = key
         self.retry = retry or RetryPolicy()
         self.card_ttl = card_ttl
         self.extensions = tuple(extensions)
         self._breaker_args = (breaker_threshold, breaker_cooldown, clock)
         self._breakers: dict[str, CircuitBreaker] = {}
         self._cards: dict[str, tuple[float, AgentCard]] = {}
+        self._preferred: dict[str, str] = {}  # address → the replica that answered last
 
     # -- plumbing -------------------------------------------------------------------------
 
@@ -189,10 +216,39 @@ class AgentClient:
             raise UnavailableError(f"{url}: {type(exc).__name__}: {exc}") from exc
         raise AssertionError("unreachable: tenacity re-raises the last error")
 
+    def _order(self, address: str) -> list[str]:
+        urls = replicas(address)
+        preferred = self._preferred.get(address)
+        if preferred in urls:
+            at = urls.index(preferred)
+            urls = urls[at:] + urls[:at]
+        return urls
+
+    async def _failover(
+        self, address: str, attempt: Callable[[str], Awaitable[T]], *, idempotent: bool
+    ) -> T:
+        """`attempt(url)` on each replica in turn, while a failure allows trying the next."""
+        urls = self._order(address)
+        for i, url in enumerate(urls):
+            try:
+                result = await attempt(url)
+            except (UnavailableError, CircuitOpenError) as exc:
+                last = i == len(urls) - 1
+                if last or not (idempotent or _never_arrived(exc)):
+                    raise
+                continue
+            if len(urls) > 1:
+                self._preferred[address] = url
+            return result
+        raise AssertionError("unreachable: the last replica's error is raised")
+
     # -- cards and calls ------------------------------------------------------------------
 
     async def card(self, url: str, *, fresh: bool = False, retry: bool = True) -> AgentCard:
         """The agent card at `url`, cached for `card_ttl` seconds; `retry=False`: one try."""
+        return await self._failover(url, lambda one: self._card(one, fresh, retry), idempotent=True)
+
+    async def _card(self, url: str, fresh: bool, retry: bool) -> AgentCard:
         clock = self._breaker_args[2]
         cached = self._cards.get(url)
         if cached and not fresh and clock() - cached[0] < self.card_ttl:
@@ -219,11 +275,15 @@ class AgentClient:
     ) -> Any:
         """One JSON-RPC call: its result, or RemoteError / UnavailableError / CircuitOpenError."""
         body = {"jsonrpc": "2.0", "id": str(uuid.uuid4()), "method": method, "params": params}
-        headers = self._headers(url, extensions)
-        response = await self._request(
-            url, lambda: self.http.post(url, json=body, headers=headers), idempotent=idempotent
-        )
-        return _result(url, response)
+
+        async def attempt(one: str) -> Any:
+            headers = self._headers(one, extensions)
+            response = await self._request(
+                one, lambda: self.http.post(one, json=body, headers=headers), idempotent=idempotent
+            )
+            return _result(one, response)
+
+        return await self._failover(url, attempt, idempotent=idempotent)
 
     async def send(
         self, url: str, message: Message, *, return_immediately: bool = False
@@ -275,6 +335,26 @@ class AgentClient:
                     raise
 
     async def _sse(
+        self, address: str, method: str, params: dict[str, Any], last_event_id: int | None
+    ) -> AsyncIterator[Event]:
+        """A stream from the first replica that opens one (streams carry a message id or a
+        task id: opening one elsewhere never duplicates work). Once events flowed, a failure
+        is raised: the caller resumes with Last-Event-ID."""
+        urls = self._order(address)
+        for i, url in enumerate(urls):
+            started = False
+            try:
+                async for event in self._sse_one(url, method, params, last_event_id):
+                    if not started and len(urls) > 1:
+                        self._preferred[address] = url
+                    started = True
+                    yield event
+                return
+            except (UnavailableError, CircuitOpenError):
+                if started or i == len(urls) - 1:
+                    raise
+
+    async def _sse_one(
         self, url: str, method: str, params: dict[str, Any], last_event_id: int | None
     ) -> AsyncIterator[Event]:
         body = {"jsonrpc": "2.0", "id": str(uuid.uuid4()), "method": method, "params": params}
@@ -337,4 +417,5 @@ __all__ = [
     "UnavailableError",
     "endpoint_of",
     "is_transient",
+    "replicas",
 ]

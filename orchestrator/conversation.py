@@ -54,6 +54,9 @@ _ENDINGS = {
 }
 
 
+MAX_DROPS = 3  # streams picked up again after a failure, per user message
+
+
 class LoopDetected(Exception):
     """The guard stopped following transfers."""
 
@@ -183,6 +186,7 @@ class Conversation:
 
     async def _follow(self, cursor: _Cursor, stream: AsyncIterator[ClientEvent]) -> Exit:
         hops = 0
+        drops = 0
         visited: set[tuple[str, str]] = set()
         deadline = asyncio.get_running_loop().time() + self.wait
         while True:
@@ -192,6 +196,14 @@ class Conversation:
                         self._apply(cursor, item)
             except TimeoutError:
                 return await self._pending(cursor)
+            except (UnavailableError, CircuitOpenError):
+                # The stream's replica died mid-way: pick the task up again (on another
+                # replica, when the agent has several) rather than give up at once.
+                if cursor.task_id is None or drops >= MAX_DROPS:
+                    raise
+                drops += 1
+                stream = self._subscribe_or_get(cursor.url, cursor.task_id)
+                continue
             except RemoteError as exc:
                 self.emit(
                     {

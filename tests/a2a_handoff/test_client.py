@@ -470,3 +470,75 @@ async def test_subscribe_gives_up_after_its_resumes() -> None:
         with pytest.raises(UnavailableError, match="ReadError"):
             [_ async for _ in client.subscribe(URL, "t", resumes=2)]
     assert len(script.requests) == 3
+
+
+# -- replicas -----------------------------------------------------------------------------
+
+
+class Replicas:
+    """Two mock replicas behind one address: per-port scripts, requests recorded."""
+
+    def __init__(self, first: Script, second: Script) -> None:
+        self.scripts = {8000: first, 8001: second}
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        return self.scripts[request.url.port or 80](request)
+
+
+BOTH = f"{URL},{OTHER}"
+
+
+async def test_a_refused_replica_is_skipped_and_the_next_one_answers() -> None:
+    down, up = Script(httpx.ConnectError), Script(ok(TASK))
+    async with agent_client(Replicas(down, up)) as client:
+        task = await client.get_task(BOTH, "t")
+        assert task.id == "t"
+        again = await client.get_task(BOTH, "t")
+    assert again.id == "t"
+    # The replica that answered is preferred from then on: the dead one is not tried again.
+    assert len(up.requests) == 2
+    assert len(down.requests) == RetryPolicy().attempts
+
+
+async def test_a_non_idempotent_call_fails_over_only_when_it_never_arrived() -> None:
+    refused, up = Script(httpx.ConnectError), Script(ok(TASK))
+    async with agent_client(Replicas(refused, up)) as client:
+        assert (await client.cancel(BOTH, "t")).id == "t"
+    assert len(refused.requests) == 1
+    assert len(up.requests) == 1
+
+    # A read timeout may come after the replica acted: sending it elsewhere could do it twice.
+    slow, other = Script(httpx.ReadTimeout), Script(ok(TASK))
+    async with agent_client(Replicas(slow, other)) as client:
+        with pytest.raises(UnavailableError):
+            await client.cancel(BOTH, "t")
+    assert len(other.requests) == 0
+
+
+async def test_an_open_breaker_moves_calls_to_the_next_replica_without_a_request() -> None:
+    down, up = Script(503), Script(ok(TASK))
+    async with agent_client(Replicas(down, up), breaker_threshold=2) as client:
+        await client.get_task(BOTH, "t")  # 503 twice: the first replica's breaker opens
+        client._preferred.clear()  # start from the first replica again
+        sent = len(down.requests)
+        assert (await client.cancel(BOTH, "t")).id == "t"
+    assert len(down.requests) == sent  # skipped: its breaker is open
+    assert len(up.requests) == 2
+
+
+async def test_a_stream_fails_over_before_its_first_event_with_the_same_message() -> None:
+    down = Script(httpx.ConnectError)
+    up = Script(lambda _: sse_response([(1, {"task": TASK}), (2, status("TASK_STATE_COMPLETED"))]))
+    async with agent_client(Replicas(down, up)) as client:
+        items = [seq async for seq, _ in client.stream(BOTH, message())]
+    assert items == [1, 2]
+    sent = [json.loads(r.content)["params"]["message"]["messageId"] for r in up.requests]
+    assert sent == ["m-1"]
+
+
+async def test_credentials_of_an_address_go_to_each_of_its_replicas() -> None:
+    first, second = Script(httpx.ConnectError), Script(ok(TASK))
+    async with agent_client(Replicas(first, second), credentials={BOTH: "k1"}) as client:
+        await client.get_task(BOTH, "t")
+    assert first.requests[0].headers["X-API-Key"] == "k1"
+    assert second.requests[0].headers["X-API-Key"] == "k1"
