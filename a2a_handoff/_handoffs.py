@@ -241,7 +241,7 @@ class Handoffs:
         running = self._delivering.get(entry.handoff_id)
         if running is not None:
             return running
-        job = asyncio.create_task(self.deliver(entry), name=f"handoff-{entry.handoff_id}")
+        job = asyncio.create_task(self._deliver_held(entry), name=f"handoff-{entry.handoff_id}")
         self._delivering[entry.handoff_id] = job
 
         def done(finished: asyncio.Task[TaskRecord | None]) -> None:
@@ -260,6 +260,16 @@ class Handoffs:
 
         job.add_done_callback(done)
         return job
+
+    async def _deliver_held(self, entry: OutboxEntry) -> TaskRecord | None:
+        """Deliver under the entry's lease when replicas share the store: one delivers it
+        while its lease runs; when that replica dies, another takes it over (same key)."""
+        if not self.store.shared:
+            return await self.deliver(entry)
+        async with self.manager.leases.hold(f"outbox:{entry.handoff_id}") as held:
+            if not held:
+                return None
+            return await self.deliver(entry)
 
     async def deliver(self, entry: OutboxEntry) -> TaskRecord | None:
         """Create the task on the target (retrying) and terminate; the source's final record."""

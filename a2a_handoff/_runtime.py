@@ -15,7 +15,9 @@ import asyncio
 import contextlib
 import json
 import logging
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from pydantic import ValidationError
 
@@ -39,7 +41,7 @@ from a2a_handoff.agent import (
     agent_message,
 )
 from a2a_handoff.client import AgentClient
-from a2a_handoff.envelope import HandoffEnvelope
+from a2a_handoff.envelope import HandoffEnvelope, parse_time
 from a2a_handoff.errors import (
     ConflictError,
     HandoffProcessingError,
@@ -191,6 +193,14 @@ class _Run:
                 task = self.task
                 if not await self._write(task, items):
                     return
+        except ConflictError:
+            # Another replica moved the task (a cancel, say): end this run with its state.
+            stored = await self.manager.store.get(self.task.id)
+            if stored is not None and stored.state.terminal:
+                self._abort(None, answer=stored)
+            else:
+                log.error("task %s changed under its running handler", self.task.id)
+                self._abort(InternalError("the task was changed by another process"))
         except Exception as exc:
             log.exception("could not store task %s", self.task.id)
             self._abort(InternalError(f"the task store failed: {type(exc).__name__}"))
@@ -227,6 +237,7 @@ class _Run:
 
     def _settle(self, record: TaskRecord) -> None:
         self.manager._forget(self)
+        self.manager.leases.free_task(record.id)
         if not self.settled.done():
             self.settled.set_result(record)
 
@@ -255,6 +266,13 @@ class _Run:
 
     async def _drive(self, message: Message) -> None:
         try:
+            if self.manager.store.shared:
+                # Replicas share the store: claim the task for this replica, and run the
+                # handler only once the task is committed — a concurrent duplicate created
+                # on another replica must never run a second handler.
+                await self.manager.leases.claim_task(self.task.id)
+                if self.committed is None:
+                    await asyncio.shield(self.created)
             if self.task.status.state is not TaskState.WORKING:
                 self.emit_state(TaskState.WORKING)
             ctx = TaskContext(
@@ -479,6 +497,7 @@ class TaskManager:
         self.store = store
         self.policy = policy or EscalationPolicy()
         self.handoffs = Handoffs(self, settings, client)
+        self.leases = Leases(self, settings)
         self._runs: dict[str, _Run] = {}
         self._creating: dict[str, _Run] = {}
         self._background: set[asyncio.Task[None]] = set()
@@ -497,7 +516,12 @@ class TaskManager:
     # -- lifecycle ------------------------------------------------------------------------
 
     async def recover(self) -> int:
-        """Fail tasks a previous process left running; returns how many."""
+        """Fail tasks a previous process left running; returns how many.
+
+        With a store of its own, every task left SUBMITTED/WORKING is an orphan. With
+        replicas sharing the store, only a task whose runner replica's lease ran out is.
+        """
+        shared = self.store.shared
         orphans: list[TaskRecord] = []
         for state in (TaskState.SUBMITTED, TaskState.WORKING):
             token: str | None = None
@@ -508,7 +532,9 @@ class TaskManager:
                 orphans += [
                     r
                     for r in page.records
-                    if r.id not in self._runs and ext_metadata(r.task).get("state") != HANDING_OFF
+                    if r.id not in self._runs
+                    and ext_metadata(r.task).get("state") != HANDING_OFF
+                    and (not shared or not await self.leases.runner_alive(r))
                 ]
                 token = page.next_page_token
         failed = 0
@@ -537,6 +563,7 @@ class TaskManager:
 
     async def aclose(self) -> None:
         """Stop running handlers; their tasks are failed by `recover()` at the next start."""
+        await self.leases.aclose()
         if self._job is not None:
             self._job.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -826,3 +853,95 @@ class LocalTasks:
             return False
         await asyncio.shield(submission.created)
         return True
+
+
+class Leases:
+    """This replica's leases, when replicas share the store (no-ops otherwise).
+
+    - `replica:<id>`: this replica is alive; renewed every `interval`, lapses `ttl` after
+      a crash;
+    - `task:<task id>`: the replica running the task's handler, until the step settles;
+    - `outbox:<handoff id>`: the replica delivering a pending handoff (see Handoffs).
+    A task whose runner is no longer alive is an orphan: any replica fails it (check-and-set,
+    so one does). A handoff whose deliverer died is taken over, with the same key.
+    """
+
+    def __init__(self, manager: TaskManager, settings: HandoffSettings) -> None:
+        self.manager = manager
+        self.me = f"{settings.agent_name}:{new_id()}"
+        self.interval = max(0.1, settings.recovery_interval / 2)
+        self.ttl = max(1.0, self.interval * 3)
+        self.grace = self.ttl * 2  # a task younger than this may not have its runner yet
+        self._beat: asyncio.Task[None] | None = None
+        self._freeing: set[asyncio.Task[None]] = set()
+
+    @property
+    def store(self) -> Store:
+        return self.manager.store
+
+    async def start(self) -> None:
+        if not self.store.shared:
+            return
+        await self.store.acquire(f"replica:{self.me}", self.me, self.ttl)
+        self._beat = asyncio.create_task(self._heartbeat(), name="replica-heartbeat")
+
+    async def _heartbeat(self) -> None:
+        while True:
+            await asyncio.sleep(self.interval)
+            try:
+                await self.store.acquire(f"replica:{self.me}", self.me, self.ttl)
+                await self.manager.recover()
+            except Exception:
+                log.exception("replica heartbeat failed")
+
+    async def claim_task(self, task_id: str) -> None:
+        await self.store.acquire(f"task:{task_id}", self.me, 86400.0)
+
+    def free_task(self, task_id: str) -> None:
+        if not self.store.shared:
+            return
+        job = asyncio.create_task(self.store.release(f"task:{task_id}", self.me))
+        self._freeing.add(job)
+        job.add_done_callback(self._freeing.discard)
+
+    async def runner_alive(self, record: TaskRecord) -> bool:
+        """Whether the task's handler may still be running on some replica."""
+        runner = await self.store.holder(f"task:{record.id}")
+        if runner is None:
+            age = datetime.now(UTC) - parse_time(record.updated_at)
+            return age.total_seconds() < self.grace
+        return await self.store.holder(f"replica:{runner}") is not None
+
+    @contextlib.asynccontextmanager
+    async def hold(self, name: str) -> AsyncIterator[bool]:
+        """Hold lease `name` (renewed meanwhile) for the block; yields False if taken."""
+        if not await self.store.acquire(name, self.me, self.ttl):
+            yield False
+            return
+
+        async def renew() -> None:
+            while True:
+                await asyncio.sleep(self.interval)
+                with contextlib.suppress(Exception):
+                    await self.store.acquire(name, self.me, self.ttl)
+
+        renewer = asyncio.create_task(renew())
+        try:
+            yield True
+        finally:
+            renewer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await renewer
+            with contextlib.suppress(Exception):
+                await self.store.release(name, self.me)
+
+    async def aclose(self) -> None:
+        if self._beat is not None:
+            self._beat.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._beat
+        if self._freeing:
+            await asyncio.wait(self._freeing, timeout=2)
+        if self.store.shared:
+            with contextlib.suppress(Exception):
+                await self.store.release(f"replica:{self.me}", self.me)

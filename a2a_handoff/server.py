@@ -642,7 +642,8 @@ def create_app(
         manager = app_state.manager
         try:
             # Before serving: finish handoffs a previous process left pending, then fail
-            # the tasks it left running.
+            # the tasks it left running (with replicas: those whose runner is gone).
+            await manager.leases.start()
             replayed = await manager.handoffs.recover(wait_seconds=5.0)
             if replayed:
                 log.warning("replaying %d pending handoff(s)", replayed)

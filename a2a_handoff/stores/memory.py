@@ -9,6 +9,7 @@ from a2a_handoff.errors import ConflictError
 from a2a_handoff.models import StreamResponse
 from a2a_handoff.stores._hub import EventHub, follow
 from a2a_handoff.stores.base import (
+    LocalLeases,
     OutboxEntry,
     ReceivedEntry,
     TaskEvent,
@@ -22,10 +23,11 @@ from a2a_handoff.stores.base import (
 )
 
 
-class MemoryTaskStore:
+class MemoryTaskStore(LocalLeases):
     """Tasks, event logs, outbox and ledger in dicts; nothing survives the process."""
 
     def __init__(self) -> None:
+        super().__init__()
         self._outbox: dict[str, OutboxEntry] = {}
         self._received: list[ReceivedEntry] = []
         self._records: dict[str, TaskRecord] = {}

@@ -35,6 +35,7 @@ from a2a_handoff.errors import ConflictError, StoreError
 from a2a_handoff.models import StreamResponse, Task
 from a2a_handoff.stores._hub import EventHub, follow
 from a2a_handoff.stores.base import (
+    LocalLeases,
     OutboxEntry,
     ReceivedEntry,
     TaskEvent,
@@ -164,10 +165,11 @@ def parse_sqlite_url(url: str) -> Path:
     return Path(path)
 
 
-class SqliteTaskStore:
+class SqliteTaskStore(LocalLeases):
     """Tasks and event logs in one SQLite file (WAL, group commit, durable)."""
 
     def __init__(self, path: str | Path, *, readers: int = 2) -> None:
+        super().__init__()
         self.path = Path(path)
         self._reader_count = readers
         self._writer: sqlite3.Connection | None = None
