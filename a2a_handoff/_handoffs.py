@@ -190,13 +190,12 @@ class Handoffs:
             )
         return envelope, url
 
-    async def checkpoint(
-        self, record: TaskRecord, envelope: HandoffEnvelope
-    ) -> tuple[TaskRecord, OutboxEntry]:
-        """ONE transaction: the outbox entry and the task marked as handing off."""
+    def handing_off(
+        self, task: Task, envelope: HandoffEnvelope, owner: str
+    ) -> tuple[Task, StreamResponse, OutboxEntry]:
+        """The task marked as handing off, the event saying so, and its outbox entry."""
         target = envelope.target
-        note = agent_message(f"Handing off to {target.agent}: {envelope.reason}", record.task)
-        task = record.task
+        note = agent_message(f"Handing off to {target.agent}: {envelope.reason}", task)
         if task.status.state is not TaskState.WORKING:
             transition(task.status.state, TaskState.WORKING)
         task = task.model_copy(update={"history": [*(task.history or []), note]})
@@ -207,12 +206,11 @@ class Handoffs:
             )}
         )  # fmt: skip
         now = utc_now()
-        updated = record.advanced(task, 1, now)
         entry = OutboxEntry(
             handoff_id=envelope.handoff_id,
             task_id=task.id,
             context_id=task.context_id,
-            owner=record.owner,
+            owner=owner,
             target_name=target.agent,
             target_url=target.url,
             envelope=envelope.dump_json(),
@@ -221,7 +219,14 @@ class Handoffs:
             created_at=now,
             updated_at=now,
         )
-        event = _status_event(task, {URI: ext_metadata(task)})
+        return task, _status_event(task, {URI: ext_metadata(task)}), entry
+
+    async def checkpoint(
+        self, record: TaskRecord, envelope: HandoffEnvelope
+    ) -> tuple[TaskRecord, OutboxEntry]:
+        """ONE transaction: the outbox entry and the task marked as handing off."""
+        task, event, entry = self.handing_off(record.task, envelope, record.owner)
+        updated = record.advanced(task, 1, utc_now())
         await self.store.checkpoint(updated, [event], expected_version=record.version, entry=entry)
         failpoint("handoff.after_checkpoint")
         return updated, entry

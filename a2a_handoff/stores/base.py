@@ -133,12 +133,14 @@ class TaskStore(Protocol):
         events: Sequence[StreamResponse],
         *,
         dedupe_key: str | None = None,
+        outbox: OutboxEntry | None = None,
     ) -> TaskRecord:
         """Insert a task and its first events atomically.
 
         With a `dedupe_key` already taken, nothing is written and the task that key names is
         returned instead: compare ids to tell. Event seqs are 1…len(events); `record.version`
-        must equal len(events).
+        must equal len(events). With `outbox`, that pending handoff entry is added in the
+        same transaction: a task created and checkpointed at once.
         """
         ...
 

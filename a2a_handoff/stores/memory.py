@@ -41,12 +41,17 @@ class MemoryTaskStore(LocalLeases):
         events: Sequence[StreamResponse],
         *,
         dedupe_key: str | None = None,
+        outbox: OutboxEntry | None = None,
     ) -> TaskRecord:
         check_create(record, events)
         if dedupe_key is not None and dedupe_key in self._dedupe:
             return self._records[self._dedupe[dedupe_key]]
         if record.id in self._records:
             raise ConflictError(f"task {record.id} already exists")
+        if outbox is not None:
+            if outbox.handoff_id in self._outbox:
+                raise ConflictError(f"handoff {outbox.handoff_id} already checkpointed")
+            self._outbox[outbox.handoff_id] = outbox
         self._records[record.id] = record
         logged = [TaskEvent(seq, item) for seq, item in enumerate(events, start=1)]
         self._events[record.id] = logged

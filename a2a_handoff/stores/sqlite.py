@@ -326,11 +326,13 @@ class SqliteTaskStore(LocalLeases):
         events: Sequence[StreamResponse],
         *,
         dedupe_key: str | None = None,
+        outbox: OutboxEntry | None = None,
     ) -> TaskRecord:
         check_create(record, events)
         logged = [TaskEvent(seq, item) for seq, item in enumerate(events, start=1)]
         task_row = _task_row(record)
         event_rows = [(record.id, e.seq, e.item.dump_json()) for e in logged]
+        entry_row = astuple(outbox) if outbox is not None else None
 
         def apply(conn: sqlite3.Connection) -> str | None:
             if dedupe_key is not None:
@@ -352,6 +354,14 @@ class SqliteTaskStore(LocalLeases):
             except sqlite3.IntegrityError as exc:
                 raise ConflictError(f"task {record.id} already exists") from exc
             conn.executemany("INSERT INTO task_events VALUES (?, ?, ?)", event_rows)
+            if entry_row is not None:
+                try:
+                    conn.execute(
+                        f"INSERT INTO outbox ({_OUTBOX_COLUMNS}) VALUES ({_marks(entry_row)})",
+                        entry_row,
+                    )
+                except sqlite3.IntegrityError as exc:
+                    raise ConflictError(f"handoff {entry_row[0]} already checkpointed") from exc
             return None
 
         existing_id: str | None = await self._submit(apply, (record.id, logged))

@@ -1,0 +1,67 @@
+"""An example agent with timers on the handoff path (nothing in the package is edited).
+
+    trace_handoff.py NAME --port P --store URL [--route …]   (the `python -m servers` options)
+
+Wraps, at run time: the JSON-RPC entry point, the store's writes (create, update,
+checkpoint, terminate) and the SQLite COMMIT, the client's calls to other agents, and the
+handoff delivery. `kill -USR2 PID` prints the count, mean and p50 of each (ms) to stderr and
+resets them. Used by `bench/handoff` with TRACE=1.
+"""
+
+from __future__ import annotations
+
+import functools
+import signal
+import statistics
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from a2a_handoff._handoffs import Handoffs
+from a2a_handoff.client import AgentClient
+from a2a_handoff.server import _App
+from a2a_handoff.stores.sqlite import SqliteTaskStore
+
+TIMES: dict[str, list[float]] = defaultdict(list)
+
+
+def timed(name: str, fn: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+    @functools.wraps(fn)
+    async def wrapper(*args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return await fn(*args, **kwargs)
+        finally:
+            TIMES[name].append((time.perf_counter() - start) * 1000)
+
+    return wrapper
+
+
+def report(*_: Any) -> None:
+    for name, values in sorted(TIMES.items()):
+        print(
+            f"{name:24} n={len(values):6}  mean={statistics.fmean(values):7.3f}"
+            f"  p50={statistics.median(values):7.3f}",
+            file=sys.stderr,
+            flush=True,
+        )
+    TIMES.clear()
+
+
+def main() -> int:
+    _App.rpc = timed("rpc", _App.rpc)  # type: ignore[method-assign]
+    for method in ("create", "update", "checkpoint", "terminate"):
+        setattr(SqliteTaskStore, method, timed(f"store.{method}", getattr(SqliteTaskStore, method)))
+    SqliteTaskStore._commit = timed("sqlite.batch", SqliteTaskStore._commit)  # type: ignore[method-assign]
+    AgentClient.call = timed("client.call", AgentClient.call)  # type: ignore[method-assign]
+    Handoffs.deliver = timed("handoff.deliver", Handoffs.deliver)  # type: ignore[method-assign]
+    signal.signal(signal.SIGUSR2, report)
+    from servers.__main__ import main as serve
+
+    return serve(sys.argv[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
