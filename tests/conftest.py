@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.redis_support import RedisServer
 from tests.support import AgentProcess
 
 
@@ -24,3 +25,13 @@ def echo_agent(tmp_path: Path) -> Iterator[AgentProcess]:
         yield agent
     finally:
         agent.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    """One redis-server for the session; tests keep apart by key prefix (`store_url()`)."""
+    server = RedisServer(tmp_path_factory.mktemp("redis")).start()
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -1,10 +1,11 @@
-"""Store backends, chosen by URL: `sqlite:///path`, `memory://` (and `redis://…` later)."""
+"""Store backends, chosen by URL: `sqlite:///path`, `memory://`, `redis://host:port/db`."""
 
 from __future__ import annotations
 
 from a2a_handoff.errors import StoreError
 from a2a_handoff.stores.base import (
     HandoffStore,
+    LeaseStore,
     OutboxEntry,
     ReceivedEntry,
     Store,
@@ -19,6 +20,7 @@ from a2a_handoff.stores.sqlite import SqliteTaskStore
 
 __all__ = [
     "HandoffStore",
+    "LeaseStore",
     "MemoryTaskStore",
     "OutboxEntry",
     "ReceivedEntry",
@@ -39,4 +41,10 @@ def open_store(url: str) -> Store:
         return SqliteTaskStore.from_url(url)
     if url in ("memory://", "memory:"):
         return MemoryTaskStore()
-    raise StoreError(f"unknown store URL {url!r}: use sqlite:///PATH or memory://")
+    if url.startswith(("redis://", "rediss://", "unix://")):
+        from a2a_handoff.stores.redis import RedisTaskStore  # the optional `redis` extra
+
+        return RedisTaskStore.from_url(url)
+    raise StoreError(
+        f"unknown store URL {url!r}: use sqlite:///PATH, memory:// or redis://HOST:PORT/DB"
+    )

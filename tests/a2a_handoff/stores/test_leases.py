@@ -9,15 +9,20 @@ from pathlib import Path
 import pytest
 
 from a2a_handoff.stores import MemoryTaskStore, SqliteTaskStore, Store
+from a2a_handoff.stores.redis import RedisTaskStore
 
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "redis"])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
-    backend: Store = (
-        MemoryTaskStore() if request.param == "memory" else SqliteTaskStore(tmp_path / "leases.db")
-    )
+    backend: Store
+    if request.param == "memory":
+        backend = MemoryTaskStore()
+    elif request.param == "sqlite":
+        backend = SqliteTaskStore(tmp_path / "leases.db")
+    else:
+        backend = RedisTaskStore.from_url(request.getfixturevalue("redis_server").store_url())
     await backend.open()
     try:
         yield backend

@@ -1,0 +1,133 @@
+"""The outbox and the ledger, on every backend: each step atomic with its task's update."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from a2a_handoff.errors import ConflictError
+from a2a_handoff.models import StreamResponse, utc_now
+from a2a_handoff.states import TaskState
+from a2a_handoff.stores import MemoryTaskStore, SqliteTaskStore, Store
+from a2a_handoff.stores.base import OutboxEntry, ReceivedEntry, TaskRecord
+from a2a_handoff.stores.redis import RedisTaskStore
+from tests.a2a_handoff.stores.test_behaviour import create, moved, new_task, status
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(params=["memory", "sqlite", "redis"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
+    backend: Store
+    if request.param == "memory":
+        backend = MemoryTaskStore()
+    elif request.param == "sqlite":
+        backend = SqliteTaskStore(tmp_path / "handoffs.db")
+    else:
+        backend = RedisTaskStore.from_url(request.getfixturevalue("redis_server").store_url())
+    await backend.open()
+    try:
+        yield backend
+    finally:
+        await backend.aclose()
+
+
+def entry(record: TaskRecord, handoff_id: str = "h1", context_id: str = "ctx") -> OutboxEntry:
+    now = utc_now()
+    return OutboxEntry(
+        handoff_id=handoff_id, task_id=record.id, context_id=context_id, owner=record.owner,
+        target_name="billing", target_url="http://127.0.0.1:1/", envelope="{}",
+        status="pending", detail="", created_at=now, updated_at=now,
+    )  # fmt: skip
+
+
+def step(record: TaskRecord, state: TaskState) -> tuple[TaskRecord, list[StreamResponse]]:
+    task = moved(record.task, state)
+    return record.advanced(task, 1, utc_now()), [status(task)]
+
+
+async def test_checkpoint_then_terminate_moves_the_task_and_the_entry_together(
+    store: Store,
+) -> None:
+    record = await create(store)
+    working, events = step(record, TaskState.WORKING)
+    await store.checkpoint(working, events, expected_version=1, entry=entry(record))
+    assert [e.handoff_id for e in await store.outbox(status="pending")] == ["h1"]
+    assert (await store.get(record.id)).version == 2  # type: ignore[union-attr]
+
+    done, events = step(working, TaskState.TRANSFERRED)
+    await store.terminate(
+        done, events, expected_version=2, handoff_id="h1", status="done", detail="{}"
+    )
+    assert await store.outbox(status="pending") == []
+    (closed,) = await store.outbox()
+    assert (closed.status, closed.detail) == ("done", "{}")
+    stored = await store.get(record.id)
+    assert stored is not None
+    assert (stored.state, stored.version) == (TaskState.TRANSFERRED, 3)
+
+
+async def test_a_stale_checkpoint_writes_neither_task_nor_entry(store: Store) -> None:
+    record = await create(store)
+    working, events = step(record, TaskState.WORKING)
+    with pytest.raises(ConflictError):
+        await store.checkpoint(
+            replace(working, version=8), events, expected_version=7, entry=entry(record)
+        )
+    assert await store.outbox() == []
+    assert (await store.get(record.id)).version == 1  # type: ignore[union-attr]
+
+
+async def test_terminating_an_entry_twice_conflicts_and_changes_nothing(store: Store) -> None:
+    record = await create(store)
+    working, events = step(record, TaskState.WORKING)
+    await store.checkpoint(working, events, expected_version=1, entry=entry(record))
+    done, events = step(working, TaskState.TRANSFERRED)
+    await store.terminate(done, events, expected_version=2, handoff_id="h1", status="done",
+                          detail="")  # fmt: skip
+    failed, events = step(working, TaskState.FAILED)
+    with pytest.raises(ConflictError):  # stale version, and the entry is no longer pending
+        await store.terminate(
+            replace(failed, version=4), events, expected_version=3, handoff_id="h1",
+            status="failed", detail="",
+        )  # fmt: skip
+    stored = await store.get(record.id)
+    assert stored is not None
+    assert stored.state is TaskState.TRANSFERRED
+    assert [e.status for e in await store.outbox()] == ["done"]
+
+
+async def test_a_task_created_with_its_outbox_entry(store: Store) -> None:
+    task = new_task()
+    now = utc_now()
+    record = TaskRecord(task, "alice", 1, now, now)
+    stored = await store.create(
+        record, [StreamResponse(task=task)], dedupe_key="k", outbox=entry(record, "h9")
+    )
+    assert stored.id == record.id
+    assert [e.task_id for e in await store.outbox(status="pending")] == [record.id]
+    # The same key again: nothing written, the first task returned, no second entry.
+    again = TaskRecord(new_task(), "alice", 1, now, now)
+    first = await store.create(
+        again, [StreamResponse(task=again.task)], dedupe_key="k", outbox=entry(again, "h10")
+    )
+    assert first.id == record.id
+    assert [e.handoff_id for e in await store.outbox()] == ["h9"]
+
+
+async def test_outbox_filters_by_context_and_the_ledger_keeps_received(store: Store) -> None:
+    one, two = await create(store, context_id="c1"), await create(store, context_id="c2")
+    for record, handoff_id, context in ((one, "ha", "c1"), (two, "hb", "c2")):
+        working, events = step(record, TaskState.WORKING)
+        await store.checkpoint(
+            working, events, expected_version=1, entry=entry(record, handoff_id, context)
+        )
+    assert [e.handoff_id for e in await store.outbox(context_id="c2")] == ["hb"]
+    received = ReceivedEntry("h", "k" * 16, "c1", "triage", "t0", one.id, "accepted", "", utc_now())
+    await store.record_received(received)
+    await store.record_received(replace(received, context_id="c2", outcome="duplicate"))
+    assert await store.received("c1") == [received]
+    assert len(await store.received()) == 2
