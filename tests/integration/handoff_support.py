@@ -30,14 +30,25 @@ class Agents:
             agent.stop()
 
 
-def make_agents(tmp_path: Path, *triage_extra: str) -> Agents:
-    """Billing and logistics first, then triage routed to them (not started)."""
+def sqlite_stores(tmp_path: Path) -> Callable[[str], str]:
+    """Each agent its own SQLite file in `tmp_path`."""
+    return lambda name: f"sqlite:///{tmp_path / name}.db"
+
+
+def make_agents(
+    tmp_path: Path, *triage_extra: str, stores: Callable[[str], str] | None = None
+) -> Agents:
+    """Billing and logistics first, then triage routed to them (not started).
+
+    `stores` gives each agent's store URL (default: its own SQLite file).
+    """
+    store = stores or sqlite_stores(tmp_path)
     common = ("--recovery-interval", "0.3")
-    billing = AgentProcess("billing", f"sqlite:///{tmp_path / 'billing.db'}", extra=common)
-    logistics = AgentProcess("logistics", f"sqlite:///{tmp_path / 'logistics.db'}", extra=common)
+    billing = AgentProcess("billing", store("billing"), extra=common)
+    logistics = AgentProcess("logistics", store("logistics"), extra=common)
     triage = AgentProcess(
         "triage",
-        f"sqlite:///{tmp_path / 'triage.db'}",
+        store("triage"),
         extra=(
             f"--route=billing={billing.url}",
             f"--route=logistics={logistics.url}",

@@ -7,6 +7,7 @@ import random
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +23,22 @@ from tests.integration.handoff_support import (
     make_agents,
     message,
     result,
+    sqlite_stores,
     tasks_in,
     wait_for,
 )
+from tests.redis_support import RedisServer
 from tests.support import AgentProcess
+
+
+@pytest.fixture(params=["sqlite", "redis"])
+def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[str], str]:
+    """Where the agents keep their state: their own SQLite files, or one Redis."""
+    if request.param == "sqlite":
+        return sqlite_stores(tmp_path)
+    redis: RedisServer = request.getfixturevalue("redis_server")
+    urls: dict[str, str] = {}
+    return lambda name: urls.setdefault(name, redis.store_url())
 
 
 def settled_source(agents: Agents, ctx: str) -> dict[str, Any]:
@@ -66,8 +79,10 @@ def died(agent: AgentProcess) -> int:
 @pytest.mark.parametrize(
     "point", ["handoff.after_checkpoint", "handoff.after_create", "handoff.after_terminate"]
 )
-def test_source_dies_at_a_failpoint_and_recovers(tmp_path: Path, point: str) -> None:
-    agents = make_agents(tmp_path)
+def test_source_dies_at_a_failpoint_and_recovers(
+    tmp_path: Path, point: str, stores: Callable[[str], str]
+) -> None:
+    agents = make_agents(tmp_path, stores=stores)
     agents.billing.start()
     agents.triage.env = {ENV_VAR: point}
     agents.triage.start()
@@ -83,8 +98,10 @@ def test_source_dies_at_a_failpoint_and_recovers(tmp_path: Path, point: str) -> 
         agents.stop()
 
 
-def test_target_dies_after_creating_and_the_replay_finds_its_task(tmp_path: Path) -> None:
-    agents = make_agents(tmp_path)
+def test_target_dies_after_creating_and_the_replay_finds_its_task(
+    tmp_path: Path, stores: Callable[[str], str]
+) -> None:
+    agents = make_agents(tmp_path, stores=stores)
     agents.billing.env = {ENV_VAR: "receive.after_create"}
     agents.billing.start()
     agents.triage.start()
@@ -108,10 +125,12 @@ MAX_HANDOFFS = 150
 
 
 @pytest.mark.timeout(240)
-def test_chaos_kill_9_at_random_loses_and_duplicates_nothing(tmp_path: Path) -> None:
+def test_chaos_kill_9_at_random_loses_and_duplicates_nothing(
+    tmp_path: Path, stores: Callable[[str], str]
+) -> None:
     seed = int(time.time())
     rng = random.Random(seed)
-    agents = make_agents(tmp_path)
+    agents = make_agents(tmp_path, stores=stores)
     agents.billing.start()
     agents.triage.start()
     acknowledged: dict[str, str] = {}  # context → source task id the client was given
