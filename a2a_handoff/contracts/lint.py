@@ -1,0 +1,326 @@
+"""The contract linter: the seven rules of the handoff-contract spec, and conformance levels.
+
+Errors (any one fails the lint):
+  orphan-target         the target is not in the agent registry
+  unreachable-handoff   nothing in the source exposes the trigger: its tool_call is not one of
+                        the source's tools, or (without a tool_call) the target is not one of
+                        the source's routes
+  missing-recovery      on_reject, on_timeout or on_error is absent
+  loop-risk             no loop_guard, and the target's contracts lead back to the source
+  retry-non-idempotent  max_retries > 0 on an edge that is not idempotent
+  schema-drift          the payload schema is missing, or its SHA-256 is not the recorded one
+  permission-mismatch   the permission_check is not in the permission registry, or the
+                        registry does not grant it to the target
+  invalid-contract      the file is not a contract (with what is wrong and where)
+Warning:
+  full-history          the payload carries the conversation history without a strategy, or
+                        with `full` and no written justification
+Levels (§6): L1 every required field; L2 L1 + version, observability, idempotency;
+L3 L2 + reviewed_by, a frozen schema (its hash recorded) and no lint error.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from a2a_handoff.contracts.model import (
+    ANY,
+    SOURCE,
+    Contract,
+    ContractError,
+    contract_files,
+    load_contract,
+    load_data,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class AgentEntry:
+    name: str
+    url: str = ""
+    capabilities: tuple[str, ...] = ()
+    skills: tuple[str, ...] = ()
+    domains: tuple[str, ...] = ()
+    tools: tuple[str, ...] = ()
+    routes: tuple[str, ...] = ()
+    human: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Registry:
+    """The agents (agents.yaml) and who holds which permission (permissions.yaml)."""
+
+    agents: dict[str, AgentEntry] = field(default_factory=dict)
+    permissions: dict[str, frozenset[str]] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, agents: Path | None, permissions: Path | None) -> Registry:
+        found: dict[str, AgentEntry] = {}
+        if agents is not None:
+            data = load_data(agents) or {}
+            for name, entry in (data.get("agents") or {}).items():
+                entry = entry or {}
+                listed = {
+                    key: tuple(str(v) for v in entry.get(key) or ())
+                    for key in ("capabilities", "skills", "domains", "tools", "routes")
+                }
+                found[str(name)] = AgentEntry(
+                    str(name),
+                    str(entry.get("url", "")),
+                    listed["capabilities"],
+                    listed["skills"],
+                    listed["domains"],
+                    listed["tools"],
+                    listed["routes"],
+                    bool(entry.get("human", False)),
+                )
+        granted: dict[str, frozenset[str]] = {}
+        if permissions is not None:
+            data = load_data(permissions) or {}
+            for name, holders in (data.get("permissions") or {}).items():
+                granted[str(name)] = frozenset(str(h) for h in holders or ())
+        return cls(found, granted)
+
+    def card(self, name: str) -> dict[str, Any]:
+        """What a predicate sees as `card`/`target` for this agent."""
+        entry = self.agents.get(name)
+        if entry is None:
+            return {}
+        return {
+            "name": entry.name,
+            "capabilities": list(entry.capabilities),
+            "skills": list(entry.skills),
+            "domains": list(entry.domains),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    rule: str
+    message: str
+    severity: str = "error"  # error | warning
+
+
+@dataclass
+class ContractReport:
+    file: str
+    id: str = ""
+    version: str = ""
+    level: str = "none"
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def errors(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == "error"]
+
+    @property
+    def warnings(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == "warning"]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "file": self.file,
+            "id": self.id,
+            "version": self.version,
+            "level": self.level,
+            "errors": [{"rule": f.rule, "message": f.message} for f in self.errors],
+            "warnings": [{"rule": f.rule, "message": f.message} for f in self.warnings],
+        }
+
+
+def lint(
+    directory: Path, agents: Path | None = None, permissions: Path | None = None
+) -> list[ContractReport]:
+    """Lint every contract in `directory` (registries default to DIR/agents.yaml and
+    DIR/permissions.yaml when present)."""
+    agents = agents or _default(directory, "agents")
+    permissions = permissions or _default(directory, "permissions")
+    registry = Registry.load(agents, permissions)
+    reports: list[ContractReport] = []
+    contracts: list[Contract] = []
+    for path in contract_files(directory):
+        try:
+            contract = load_contract(path)
+        except ContractError as exc:
+            reports.append(
+                ContractReport(str(path), findings=[Finding("invalid-contract", str(exc))])
+            )
+            continue
+        contracts.append(contract)
+        reports.append(ContractReport(str(path), contract.id, contract.version or ""))
+    by_file = {r.file: r for r in reports}
+    for contract in contracts:
+        report = by_file[contract.path]
+        report.findings += _check(contract, contracts, registry)
+        report.level = _level(contract, report)
+    return reports
+
+
+def _default(directory: Path, stem: str) -> Path | None:
+    for suffix in (".yaml", ".yml", ".json"):
+        candidate = directory / f"{stem}{suffix}"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _check(contract: Contract, every: list[Contract], registry: Registry) -> list[Finding]:
+    found: list[Finding] = []
+    agents = registry.agents
+    cid = contract.id
+    # orphan target
+    if contract.target != SOURCE and contract.target not in agents:
+        found.append(
+            Finding("orphan-target", f"{cid}: target {contract.target!r} is not in the registry")
+        )
+    # unreachable handoff
+    sources = list(agents) if contract.source == ANY else [contract.source]
+    for source in sources:
+        entry = agents.get(source)
+        tool = contract.trigger.tool_call
+        if entry is None:
+            reason = f"source {source!r} is not in the registry"
+        elif tool is not None and tool not in entry.tools:
+            reason = f"{source} exposes no tool {tool!r}"
+        elif tool is None and contract.source != ANY and contract.target not in entry.routes:
+            reason = f"{source} has no route to {contract.target!r}"
+        else:
+            continue
+        found.append(Finding("unreachable-handoff", f"{cid}: {reason}"))
+    # missing recovery
+    recovery = contract.recovery
+    missing = [
+        name
+        for name in ("on_reject", "on_timeout", "on_error")
+        if getattr(recovery, name) in (None, "")
+    ]
+    if missing:
+        found.append(Finding("missing-recovery", f"{cid}: recovery lacks {', '.join(missing)}"))
+    # loop risk
+    if not recovery.loop_guard and _leads_back(contract, every):
+        found.append(
+            Finding(
+                "loop-risk",
+                f"{cid}: {contract.target}'s contracts lead back to {contract.source}"
+                " and there is no loop_guard",
+            )
+        )
+    # retry on a non-idempotent edge
+    if recovery.max_retries > 0 and not contract.idempotent:
+        found.append(
+            Finding(
+                "retry-non-idempotent",
+                f"{cid}: max_retries is {recovery.max_retries} on an edge that is not idempotent",
+            )
+        )
+    # schema drift
+    schema = contract.schema_path()
+    digest = contract.schema_digest()
+    if schema is None:
+        found.append(Finding("schema-drift", f"{cid}: the payload names no schema"))
+    elif digest is None:
+        found.append(
+            Finding("schema-drift", f"{cid}: schema {contract.payload.schema_} is missing")
+        )
+    elif contract.payload.schema_sha256 and contract.payload.schema_sha256 != digest:
+        found.append(
+            Finding(
+                "schema-drift",
+                f"{cid}: schema {contract.payload.schema_} changed since it was reviewed"
+                f" (sha256 {digest[:12]}…, recorded {contract.payload.schema_sha256[:12]}…)",
+            )
+        )
+    # permission mismatch
+    permission = contract.acceptance_criteria.permission_check
+    if permission:
+        holders = registry.permissions.get(permission)
+        if holders is None:
+            found.append(
+                Finding(
+                    "permission-mismatch",
+                    f"{cid}: permission {permission!r} is not in the permission registry",
+                )
+            )
+        elif contract.target != SOURCE and contract.target not in holders:
+            found.append(
+                Finding(
+                    "permission-mismatch",
+                    f"{cid}: the registry does not grant {permission!r} to {contract.target}",
+                )
+            )
+    # the history warning
+    payload = contract.payload
+    if payload.carries_history and (
+        payload.history_strategy is None
+        or (payload.history_strategy == "full" and not payload.history_justification)
+    ):
+        found.append(
+            Finding(
+                "full-history",
+                f"{cid}: the payload carries the conversation history without a justified"
+                " strategy (set history_strategy, and history_justification for `full`)",
+                "warning",
+            )
+        )
+    return found
+
+
+def _leads_back(contract: Contract, every: list[Contract]) -> bool:
+    """Whether some chain of contracts goes from the target back to the source."""
+    edges: dict[str, set[str]] = defaultdict(set)
+    for other in every:
+        edges[other.source].add(other.target)
+    goal = contract.source
+    seen: set[str] = set()
+    frontier = [contract.target]
+    while frontier:
+        node = frontier.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        for nxt in edges.get(node, set()) | edges.get(ANY, set()):
+            if nxt in (goal, SOURCE) or goal == ANY:
+                return True
+            frontier.append(nxt)
+    return False
+
+
+def _level(contract: Contract, report: ContractReport) -> str:
+    criteria = contract.acceptance_criteria
+    recovery = contract.recovery
+    l1 = (
+        bool(contract.payload.schema_)
+        and bool(criteria.required_fields)
+        and bool(criteria.domain_match)
+        and bool(criteria.permission_check)
+        and all((recovery.on_reject, recovery.on_timeout, recovery.on_error))
+        and bool(recovery.loop_guard)
+    )
+    if not l1:
+        return "none"
+    observed = contract.observability is not None and bool(contract.observability.trace_id_field)
+    if not (contract.version and observed and contract.idempotency is not None):
+        return "L1"
+    frozen = bool(contract.payload.schema_sha256) and "://" not in (contract.payload.schema_ or "")
+    if contract.reviewed_by and frozen and not report.errors:
+        return "L3"
+    return "L2"
+
+
+def render(reports: list[ContractReport]) -> str:
+    """The human report: a line per contract, then its findings."""
+    lines = []
+    for report in reports:
+        status = "ok" if not report.errors else f"{len(report.errors)} error(s)"
+        name = report.id or Path(report.file).name
+        version = f" {report.version}" if report.version else ""
+        lines.append(f"{name}{version}  {report.level}  {status}")
+        for finding in report.findings:
+            lines.append(f"  {finding.severity} [{finding.rule}] {finding.message}")
+    errors = sum(len(r.errors) for r in reports)
+    warnings = sum(len(r.warnings) for r in reports)
+    lines.append(f"{len(reports)} contract(s), {errors} error(s), {warnings} warning(s)")
+    return "\n".join(lines)
