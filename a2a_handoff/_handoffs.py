@@ -29,7 +29,7 @@ from pydantic import ValidationError
 
 from a2a_handoff.agent import Handoff, agent_message
 from a2a_handoff.breaker import CircuitOpenError
-from a2a_handoff.client import AgentClient, RemoteError, UnavailableError
+from a2a_handoff.client import AgentClient, RemoteError, UnavailableError, never_arrived
 from a2a_handoff.envelope import (
     DEFAULT_MAX_HOPS,
     DEFAULT_TTL_SECONDS,
@@ -41,6 +41,7 @@ from a2a_handoff.envelope import (
     root_key_for,
 )
 from a2a_handoff.errors import ConflictError, HandoffError, HandoffProcessingError
+from a2a_handoff.escalation import Escalation, Need, Trigger
 from a2a_handoff.extension import HANDOFF_EXTENSION_URI as URI
 from a2a_handoff.failpoints import failpoint
 from a2a_handoff.ids import new_id
@@ -59,6 +60,8 @@ from a2a_handoff.stores.base import OutboxEntry, Store, TaskRecord
 
 if TYPE_CHECKING:
     from a2a_handoff._runtime import TaskManager
+    from a2a_handoff.contracts.catalog import Catalog
+    from a2a_handoff.contracts.model import Contract
 
 log = logging.getLogger("a2a_handoff.handoff")
 
@@ -66,6 +69,7 @@ HANDING_OFF = "HANDING_OFF"
 # The target's answers worth a replay: still being created, or its own passing failure.
 TRANSIENT_CODES = frozenset({HandoffProcessingError.code, -32603})
 PENDING, DONE, FAILED = "pending", "done", "failed"
+MAX_RECOVERIES = 3  # recovery paths followed per task, so two fallbacks cannot ping-pong
 
 
 class GateRefused(HandoffError):
@@ -84,6 +88,7 @@ class HandoffSettings:
     ttl_seconds: int = DEFAULT_TTL_SECONDS
     recovery_interval: float = 2.0
     retry_interval: float = 0.5
+    contracts: Catalog | None = None  # enforced when set (see a2a_handoff.contracts)
 
 
 def ext_metadata(task: Task) -> dict[str, Any]:
@@ -159,6 +164,8 @@ class Handoffs:
         problems = missing_capabilities(required, card, self.settings.scope)
         if problems:
             raise GateRefused("capability gate refused the handoff: " + "; ".join(problems))
+        target_name = card.name if card else decision.target
+        contract_ref = self._contract_for(target_name, decision)
         incoming = ext_metadata(task).get("handoff") or {}
         hop = int(incoming.get("hop", 0)) + 1
         root = str(incoming.get("rootKey") or root_key_for(self.settings.agent_url, task.id))
@@ -169,7 +176,7 @@ class Handoffs:
             context_id=task.context_id,
             source=SourceRef(agent=self.settings.agent_name, url=self.settings.agent_url,
                              task_id=task.id),
-            target=TargetRef(agent=card.name if card else decision.target, url=url),
+            target=TargetRef(agent=target_name, url=url),
             reason=decision.reason,
             transfer_context=dict(decision.context),
             required_capabilities=required,
@@ -182,6 +189,7 @@ class Handoffs:
             ttl_seconds=self.settings.ttl_seconds,
             on_behalf_of=on_behalf_of or None,
             kind=decision.kind,
+            contract=contract_ref,
         )  # fmt: skip
         if envelope.size() > MAX_ENVELOPE_BYTES:
             raise GateRefused(
@@ -221,6 +229,23 @@ class Handoffs:
         )
         return task, _status_event(task, {URI: ext_metadata(task)}), entry
 
+    def _contract_for(self, target: str, decision: Handoff) -> str | None:
+        """The `id@version` of the edge's contract; GateRefused when contracts are on and
+        there is none, or the transfer context breaks it (nothing is sent)."""
+        catalog = self.settings.contracts
+        if catalog is None:
+            return None
+        me = self.settings.agent_name
+        contract = catalog.for_edge(me, target, decision.kind)
+        if contract is None:
+            raise GateRefused(f"no handoff contract for the edge {me} → {target}")
+        problems = catalog.outbound(contract, decision.context, target)
+        if problems:
+            raise GateRefused(
+                f"contract {contract.id} refused the transfer context: " + "; ".join(problems)
+            )
+        return f"{contract.id}@{contract.version or ''}"
+
     async def checkpoint(
         self, record: TaskRecord, envelope: HandoffEnvelope
     ) -> tuple[TaskRecord, OutboxEntry]:
@@ -234,19 +259,25 @@ class Handoffs:
     # -- sender: create, terminate --------------------------------------------------------
 
     def spawn(
-        self, entry: OutboxEntry, on_done: Callable[[TaskRecord], None] | None = None
+        self,
+        entry: OutboxEntry,
+        on_done: Callable[[TaskRecord], None] | None = None,
+        fresh: bool = False,
     ) -> asyncio.Task[TaskRecord | None]:
         """Deliver an entry in the background, once per process.
 
         `on_done` is called with the source's final record by whichever delivery of this
         entry ends it — this one, or a later replay by the recovery loop if this one failed.
+        `fresh`: this process just checkpointed the entry (see `deliver`).
         """
         if on_done is not None:
             self._waiters[entry.handoff_id] = on_done
         running = self._delivering.get(entry.handoff_id)
         if running is not None:
             return running
-        job = asyncio.create_task(self._deliver_held(entry), name=f"handoff-{entry.handoff_id}")
+        job = asyncio.create_task(
+            self._deliver_held(entry, fresh), name=f"handoff-{entry.handoff_id}"
+        )
         self._delivering[entry.handoff_id] = job
 
         def done(finished: asyncio.Task[TaskRecord | None]) -> None:
@@ -266,20 +297,32 @@ class Handoffs:
         job.add_done_callback(done)
         return job
 
-    async def _deliver_held(self, entry: OutboxEntry) -> TaskRecord | None:
+    async def _deliver_held(self, entry: OutboxEntry, fresh: bool) -> TaskRecord | None:
         """Deliver under the entry's lease when replicas share the store: one delivers it
         while its lease runs; when that replica dies, another takes it over (same key)."""
         if not self.store.shared:
-            return await self.deliver(entry)
+            return await self.deliver(entry, fresh)
         async with self.manager.leases.hold(f"outbox:{entry.handoff_id}") as held:
             if not held:
                 return None
-            return await self.deliver(entry)
+            return await self.deliver(entry, fresh)
 
-    async def deliver(self, entry: OutboxEntry) -> TaskRecord | None:
-        """Create the task on the target (retrying) and terminate; the source's final record."""
+    async def deliver(self, entry: OutboxEntry, fresh: bool = False) -> TaskRecord | None:
+        """Create the task on the target (retrying) and terminate; the source's final record.
+
+        Under a contract, its recovery path takes over when the target rejects the handoff
+        (`on_reject`), keeps failing (`on_error`, after `max_retries`), or stays unreachable
+        past `timeout_ms` (`on_timeout`) — the last only while no attempt can have reached
+        it (`fresh`: this process checkpointed the entry, and every failure so far was a
+        refused connection or an open breaker), so a successor can never be orphaned.
+        """
         envelope = HandoffEnvelope.model_validate_json(entry.envelope)
         url = entry.target_url
+        contract = self._contract_of(envelope)
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        may_have_arrived = not fresh
+        errors = 0
         while True:
             try:
                 card = await self.client.card(url)
@@ -293,8 +336,15 @@ class Handoffs:
                 )  # fmt: skip
                 created = Task.model_validate(result["task"])
             except RemoteError as exc:
+                may_have_arrived = True
                 if exc.code not in TRANSIENT_CODES:
-                    return await self._fail(entry, f"{entry.target_name} refused: {exc.message}")
+                    reason = f"{entry.target_name} refused: {exc.message}"
+                    return await self._recover(entry, envelope, contract, "on_error", reason)
+                if exc.code != HandoffProcessingError.code and contract is not None:
+                    errors += 1
+                    if errors > contract.recovery.max_retries:
+                        reason = f"{entry.target_name} failed {errors} time(s): {exc.message}"
+                        return await self._recover(entry, envelope, contract, "on_error", reason)
                 log.info("handoff %s: %s; retrying", entry.handoff_id, exc)
                 await asyncio.sleep(self.settings.retry_interval)
                 continue
@@ -308,6 +358,11 @@ class Handoffs:
                 # Even past the TTL, only the target can tell whether it took the envelope:
                 # it looks the key up first, and refuses an expired one it never took
                 # (`envelope_expired`, below). Failing here could orphan a successor.
+                may_have_arrived = may_have_arrived or not never_arrived(exc)
+                timeout = contract.recovery.timeout_ms if contract is not None else None
+                if timeout and not may_have_arrived and loop.time() - started > timeout / 1000:
+                    reason = f"{entry.target_name} unreachable for over {timeout} ms"
+                    return await self._recover(entry, envelope, contract, "on_timeout", reason)
                 log.info("handoff %s: %s; retrying", entry.handoff_id, exc)
                 await asyncio.sleep(self.settings.retry_interval)
                 continue
@@ -316,10 +371,104 @@ class Handoffs:
                 code = str(ext_metadata(created).get("rejected", "rejected"))
                 if code == "envelope_expired":
                     return await self._fail(entry, "handoff_expired: the envelope expired")
-                return await self._fail(
-                    entry, f"{entry.target_name} rejected the handoff: {_status_text(created)}"
-                )
+                reason = f"{entry.target_name} rejected the handoff: {_status_text(created)}"
+                return await self._recover(entry, envelope, contract, "on_reject", reason)
             return await self._transferred(entry, envelope, created)
+
+    def _contract_of(self, envelope: HandoffEnvelope) -> Contract | None:
+        catalog = self.settings.contracts
+        if catalog is None or not envelope.contract:
+            return None
+        return catalog.by_id(envelope.contract)
+
+    async def _recover(
+        self,
+        entry: OutboxEntry,
+        envelope: HandoffEnvelope,
+        contract: Contract | None,
+        which: str,
+        reason: str,
+    ) -> TaskRecord | None:
+        """Follow the contract's recovery path `which` (on_reject / on_timeout / on_error).
+
+        `source` (and no contract): the task comes back to this agent, FAILED with the
+        reason. `human`: an escalation to route `human`. Any other name (`supervisor`, a
+        fallback agent, `agent:NAME`): the task is handed to that route instead. The failed
+        entry is closed and the new one checkpointed in ONE transaction.
+        """
+        path = getattr(contract.recovery, which, None) if contract is not None else None
+        if not path or path == "source":
+            suffix = f" ({contract.id}: {which} → source)" if contract is not None else ""
+            return await self._fail(entry, reason + suffix)
+        record = await self.store.get(entry.task_id)
+        if record is None or record.state.terminal:
+            return record
+        assert contract is not None
+        recoveries = int(ext_metadata(record.task).get("recoveries", 0))
+        if recoveries >= MAX_RECOVERIES:
+            return await self._fail(entry, f"{reason} (recovery given up after {recoveries})")
+        target = path.removeprefix("agent:")
+        decision = self._recovery_handoff(entry, envelope, contract, which, target, reason)
+        try:
+            new_envelope, _ = await self.prepare(
+                record.task, decision, record.owner, key_salt=f"recovery:{entry.handoff_id}"
+            )
+        except GateRefused as exc:
+            return await self._fail(entry, f"{reason}; {which} → {target} refused: {exc}")
+        task, event, new_entry = self.handing_off(record.task, new_envelope, record.owner)
+        task = with_ext_metadata(task, recoveries=recoveries + 1)
+        updated = record.advanced(task, 1, utc_now())
+        detail = f"{reason} ({contract.id}: {which} → {target})"
+        try:
+            await self.store.checkpoint(
+                updated, [event], expected_version=record.version, entry=new_entry,
+                close=(entry.handoff_id, FAILED, detail),
+            )  # fmt: skip
+        except ConflictError:
+            return await self.store.get(entry.task_id)  # someone else moved it: theirs
+        log.warning("handoff %s: %s", entry.handoff_id, detail)
+        current = asyncio.current_task()
+        if current is not None:  # the recovery loop must not start a second delivery of it
+            self._delivering[new_entry.handoff_id] = current
+        try:
+            return await self.deliver(new_entry, fresh=True)
+        finally:
+            if self._delivering.get(new_entry.handoff_id) is current:
+                del self._delivering[new_entry.handoff_id]
+
+    def _recovery_handoff(
+        self,
+        entry: OutboxEntry,
+        envelope: HandoffEnvelope,
+        contract: Contract,
+        which: str,
+        target: str,
+        reason: str,
+    ) -> Handoff:
+        if target != "human":
+            return Handoff(
+                target=target,
+                reason=f"{contract.id} {which}: {reason}",
+                context=dict(envelope.transfer_context),
+                kind="handoff",
+            )
+        escalation = Escalation(
+            f"The handoff to {entry.target_name} under contract {contract.id} failed: {reason}.",
+            [f"Handed the task to {entry.target_name}: {envelope.reason}"],
+            "a decision on who takes this task over, or how it goes on",
+            Need.DECISION,
+            Trigger.KNOWLEDGE_GAP,
+        )
+        return Handoff(
+            target="human",
+            reason=f"escalated ({contract.id} {which}): {reason}",
+            context={
+                "escalation": escalation.to_json("blocking"),
+                "resume": dict(envelope.transfer_context),
+                "summary": escalation.what_happened,
+            },
+            kind="escalation",
+        )
 
     async def notify(self, envelope: HandoffEnvelope, attempts_for: float = 30.0) -> Task:
         """Deliver a message that does not end the task (a notice); the task it created.
@@ -457,6 +606,19 @@ class Handoffs:
             return "loop_detected", f"{me} already handled this chain ({envelope.visited})"
         if envelope.hop > self.settings.max_hops:
             return "loop_detected", f"hop {envelope.hop} over the maximum {self.settings.max_hops}"
+        catalog = self.settings.contracts
+        if catalog is not None:
+            contract = (
+                catalog.by_id(envelope.contract)
+                if envelope.contract
+                else catalog.for_edge(envelope.source.agent, me, envelope.kind)
+            )
+            if contract is None:
+                edge = envelope.contract or f"{envelope.source.agent} → {me}"
+                return "no_contract", f"{me} accepts no handoff contract for {edge}"
+            failed = catalog.acceptance(contract, envelope.transfer_context, me, envelope.dump())
+            if failed is not None:
+                return "contract_rejected", f"contract {contract.id}: {failed}"
         return None
 
 

@@ -421,7 +421,7 @@ class _Run:
                 self._abort(InternalError(f"the handoff could not be checkpointed: {exc}"))
                 return
             if created is not None:
-                handoffs.spawn(created, on_done=self._settle)
+                handoffs.spawn(created, on_done=self._settle, fresh=True)
             return
         await self._drain()
         if self.pending or self.committed is None or self.settled.done():
@@ -436,7 +436,7 @@ class _Run:
             return
         self.committed = record
         self.task = record.task
-        handoffs.spawn(entry, on_done=self._settle)
+        handoffs.spawn(entry, on_done=self._settle, fresh=True)
 
     async def _create_handing_off(self, envelope: HandoffEnvelope) -> OutboxEntry | None:
         """Create the task, already handing off, with its outbox entry; None if the message

@@ -106,7 +106,7 @@ def replicas(address: str) -> list[str]:
     return urls or [address]
 
 
-def _never_arrived(exc: BaseException) -> bool:
+def never_arrived(exc: BaseException) -> bool:
     """The request cannot have reached the replica: safe to send elsewhere, whatever it is."""
     if isinstance(exc, CircuitOpenError):
         return True
@@ -234,7 +234,7 @@ class AgentClient:
                 result = await attempt(url)
             except (UnavailableError, CircuitOpenError) as exc:
                 last = i == len(urls) - 1
-                if last or not (idempotent or _never_arrived(exc)):
+                if last or not (idempotent or never_arrived(exc)):
                     raise
                 continue
             if len(urls) > 1:

@@ -63,6 +63,7 @@ class HandoffEnvelope(WireModel):
     # handoff: a task given away; escalation / notice: a blocking / non-blocking escalation
     # to a human agent; return: the human's decision handed back to the agent that escalated.
     kind: Literal["handoff", "escalation", "notice", "return"] = "handoff"
+    contract: str | None = None  # `id@version` of the handoff contract of this edge, if any
 
     def size(self) -> int:
         """Bytes of the envelope's JSON."""

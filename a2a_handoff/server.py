@@ -19,7 +19,7 @@ import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
 from pydantic import BaseModel, ValidationError
@@ -50,6 +50,9 @@ from a2a_handoff.errors import (
     VersionNotSupportedError,
 )
 from a2a_handoff.escalation import EscalationPolicy
+
+if TYPE_CHECKING:
+    from a2a_handoff.contracts.catalog import Catalog
 from a2a_handoff.extension import HANDOFF_EXTENSION_URI, parse_extensions, render_item, render_task
 from a2a_handoff.models import (
     AgentCard,
@@ -409,6 +412,7 @@ class _App:
                 "detail": e.detail,
                 "createdAt": e.created_at,
                 "updatedAt": e.updated_at,
+                **self._contract_of(e.envelope),
             }
             for e in await self.store.outbox(context_id=request.context_id)
             if e.owner == call.principal
@@ -428,6 +432,22 @@ class _App:
         ]
         result = json.dumps({"sent": sent, "received": received}, separators=(",", ":"))
         return Response(_result_body(call.id, result), media_type="application/json")
+
+    def _contract_of(self, envelope_json: str) -> dict[str, Any]:
+        """The contract a sent handoff went under, and the audit event it names."""
+        try:
+            ref = json.loads(envelope_json).get("contract")
+        except (ValueError, AttributeError):
+            return {}
+        if not ref:
+            return {}
+        found: dict[str, Any] = {"contract": ref}
+        catalog = self.manager.handoffs.settings.contracts
+        contract = catalog.by_id(ref) if catalog is not None else None
+        if contract is not None and contract.observability is not None:
+            found["auditEvent"] = contract.observability.audit_event
+            found["metrics"] = list(contract.observability.metrics)
+        return found
 
     # -- other routes ---------------------------------------------------------------------
 
@@ -461,6 +481,17 @@ class _App:
             "breakers": self.client.breakers(),
         }
         return JSONResponse(body, status_code=200 if healthy else 503)
+
+
+def _with_contracts(card: AgentCard, accepted: list[dict[str, Any]]) -> AgentCard:
+    """The card with the handoff extension listing the contracts this agent accepts."""
+    extensions = []
+    for ext in card.capabilities.extensions or []:
+        if ext.uri == HANDOFF_EXTENSION_URI:
+            ext = ext.model_copy(update={"params": {**(ext.params or {}), "contracts": accepted}})
+        extensions.append(ext)
+    capabilities = card.capabilities.model_copy(update={"extensions": extensions})
+    return card.model_copy(update={"capabilities": capabilities})
 
 
 def _pauses(item: StreamResponse) -> bool:
@@ -593,6 +624,7 @@ def create_app(
     sse_ping: float = 15.0,
     stale_after: float = STALE_AFTER_SECONDS,
     escalation: EscalationPolicy | None = None,
+    contracts: Catalog | None = None,
 ) -> Starlette:
     """Serve `agent` over A2A JSON-RPC; the app opens and closes `store` in its lifespan.
 
@@ -600,6 +632,8 @@ def create_app(
     agent may delegate (None: any), `credentials` maps target URLs to the API key presented
     to them. `client` (with an injected httpx client) is built when not given.
     `escalation` sets the rules that escalate to the human agent (route `human` by default).
+    `contracts` (a `Catalog`) turns handoff contracts on: every handoff needs one, sent and
+    received; the card lists the contracts this agent accepts.
     """
     if auth is not None and not card.security_schemes:
         card = card.model_copy(
@@ -608,6 +642,8 @@ def create_app(
                 "security_requirements": auth.security_requirements(),
             }
         )
+    if contracts is not None:
+        card = _with_contracts(card, contracts.accepted_by(card.name))
     settings = HandoffSettings(
         agent_name=card.name,
         agent_url=card.url,
@@ -616,6 +652,7 @@ def create_app(
         max_hops=max_hops,
         ttl_seconds=ttl_seconds,
         recovery_interval=recovery_interval,
+        contracts=contracts,
     )
     own_client = client is None
     if client is None:

@@ -20,6 +20,7 @@ from pathlib import Path
 import uvicorn
 
 from a2a_handoff import Agent, AgentCard, ApiKeyAuth, HandoffError, create_app, open_store
+from a2a_handoff.contracts.catalog import Catalog
 from a2a_handoff.escalation import EscalationPolicy
 from servers.billing import POLICY as BILLING_POLICY
 from servers.billing import BillingAgent, billing_card
@@ -114,6 +115,9 @@ def _agent_parser(parser: argparse.ArgumentParser) -> None:
         help="what an unanswered escalation gets: deny, or a route NAME to hand it to",
     )
     human.add_argument("--check-every", type=float, default=1.0, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--contracts", type=Path, default=None, help="enforce the handoff contracts of DIR"
+    )
     parser.add_argument("--log-level", default="warning")
 
 
@@ -130,6 +134,7 @@ def serve(name: str, args: argparse.Namespace) -> int:
         keys = _pairs(args.credential, "--credential")
         credentials = {routes[n]: key for n, key in keys.items() if n in routes}
         store = open_store(args.store or f"sqlite:///data/{name}.db")
+        contracts = Catalog.load(args.contracts) if args.contracts else None
     except (HandoffError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -151,6 +156,7 @@ def serve(name: str, args: argparse.Namespace) -> int:
         max_hops=args.max_hops,
         recovery_interval=args.recovery_interval,
         escalation=policy,
+        contracts=contracts,
     )
     # Long-lived server: move start-up objects out of the collector's way, and collect the
     # young generation less often (request objects die young; cycles are rare).
@@ -170,7 +176,9 @@ def serve(name: str, args: argparse.Namespace) -> int:
     return 0
 
 
-def run_all(base_port: int, data_dir: Path, host: str = "127.0.0.1") -> int:
+def run_all(
+    base_port: int, data_dir: Path, host: str = "127.0.0.1", contracts: Path | None = None
+) -> int:
     """Every example agent on consecutive ports, wired together; Ctrl-C stops them."""
     data_dir.mkdir(parents=True, exist_ok=True)
     ports = {name: base_port + i for i, name in enumerate(ALL)}
@@ -182,6 +190,7 @@ def run_all(base_port: int, data_dir: Path, host: str = "127.0.0.1") -> int:
             cmd = [
                 sys.executable, "-m", "servers", name, "--host", host,
                 "--port", str(ports[name]), "--store", f"sqlite:///{data_dir / name}.db", *routes,
+                *(["--contracts", str(contracts)] if contracts else []),
             ]  # fmt: skip
             procs.append(subprocess.Popen(cmd))
         for name in ALL:
@@ -207,8 +216,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.add_argument("--base-port", type=int, default=8101)
         parser.add_argument("--data-dir", type=Path, default=Path("data"))
         parser.add_argument("--host", default="127.0.0.1")
+        parser.add_argument("--contracts", type=Path, default=None)
         args = parser.parse_args(argv)
-        return run_all(args.base_port, args.data_dir, args.host)
+        return run_all(args.base_port, args.data_dir, args.host, args.contracts)
     parser = argparse.ArgumentParser(prog="python -m servers", description=__doc__)
     parser.add_argument("agent", choices=[*sorted(EXAMPLES), "all"])
     _agent_parser(parser)

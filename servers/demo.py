@@ -1,6 +1,7 @@
 """The demo behind `scripts/demo`: real agents on SQLite, a conversation with a handoff.
 
-Starts triage, billing, logistics and the human agent (`python -m servers all`), then talks
+Starts triage, billing, logistics and the human agent (`python -m servers all`, with the
+handoff contracts of `contracts/` enforced), then talks
 to triage through the orchestrator CLI: a refund request is handed off to billing, billing
 asks for the order id, the answer completes the refund; the conversation's trace is printed.
 Then a refund over $500: billing escalates it to the human agent before issuing it, an
@@ -59,9 +60,10 @@ def _wait_healthy(urls: list[str], timeout: float = 20.0) -> None:
 def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="a2a-demo-"))
     base = _free_base_port()
+    contracts = Path(__file__).resolve().parent.parent / "contracts"
     agents = subprocess.Popen(
         [sys.executable, "-m", "servers", "all", "--base-port", str(base),
-         "--data-dir", str(work / "data")],
+         "--data-dir", str(work / "data"), "--contracts", str(contracts)],
     )  # fmt: skip
     urls = [f"http://127.0.0.1:{base + i}/" for i in range(AGENTS)]
     orchestrator = [sys.executable, "-m", "orchestrator", "--session", str(work / "session.json")]

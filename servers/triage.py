@@ -40,6 +40,10 @@ class TriageAgent:
     """Routes by keyword; answers what it cannot route."""
 
     async def handle(self, ctx: TaskContext) -> Outcome | None:
+        decision = ctx.decision
+        if decision is not None:  # an operator decided after a handoff of ours failed
+            said = f": {decision.text}" if decision.text else ""
+            return Completed(f"An operator looked into it ({decision.verdict}){said}")
         rule = classify(ctx.text)
         if rule is None:
             await ctx.artifact(

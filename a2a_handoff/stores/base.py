@@ -230,8 +230,14 @@ class HandoffStore(Protocol):
         *,
         expected_version: int,
         entry: OutboxEntry,
+        close: tuple[str, str, str] | None = None,
     ) -> None:
-        """In one transaction: update the task (check-and-set) and add a pending entry."""
+        """In one transaction: update the task (check-and-set) and add a pending entry.
+
+        `close` = (handoff id, status, detail) closes that pending entry in the same
+        transaction (a handoff redirected by its contract's recovery path); ConflictError
+        when it is no longer pending.
+        """
         ...
 
     async def terminate(

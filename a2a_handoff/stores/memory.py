@@ -124,10 +124,18 @@ class MemoryTaskStore(LocalLeases):
         *,
         expected_version: int,
         entry: OutboxEntry,
+        close: tuple[str, str, str] | None = None,
     ) -> None:
         self._check_version(record, events, expected_version)
         if entry.handoff_id in self._outbox:
             raise ConflictError(f"handoff {entry.handoff_id} already checkpointed")
+        if close is not None:
+            closing = self._outbox.get(close[0])
+            if closing is None or closing.status != "pending":
+                raise ConflictError(f"handoff {close[0]} is not pending")
+            self._outbox[close[0]] = replace(
+                closing, status=close[1], detail=close[2], updated_at=record.updated_at
+            )
         self._outbox[entry.handoff_id] = entry
         self._apply(record, events, expected_version)
 

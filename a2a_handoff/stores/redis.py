@@ -85,9 +85,11 @@ redis.call('PUBLISH', ARGV[11], n)
 return {'ok', ''}
 """
 
-# KEYS: task, events, i:s:<new state>, outbox|"", ob:pending, prefix-of-state-sets
+# KEYS: task, events, i:s:<new state>, outbox|"", ob:pending, prefix-of-state-sets, ob:ids,
+#       closed outbox|""
 # ARGV: id expected new_version state updated body channel n_events events…
-#       mode ("" | "checkpoint" | "terminate") [entry_json created_score | status detail]
+#       mode ("" | "checkpoint" | "terminate")
+#       [entry_json created_score closed_id|"" status detail | status detail handoff_id]
 _UPDATE = """
 local current = redis.call('HMGET', KEYS[1], 'version', 'state')
 if not current[1] then return 'missing' end
@@ -96,6 +98,9 @@ local n = tonumber(ARGV[8])
 local mode = ARGV[9 + n]
 if mode == 'checkpoint' then
   if redis.call('EXISTS', KEYS[4]) == 1 then return 'entry' end
+  if ARGV[12 + n] ~= '' and redis.call('SISMEMBER', KEYS[5], ARGV[12 + n]) == 0 then
+    return 'not_pending'
+  end
 elseif mode == 'terminate' then
   if redis.call('SISMEMBER', KEYS[5], ARGV[12 + n]) == 0 then return 'not_pending' end
 end
@@ -112,6 +117,11 @@ if mode == 'checkpoint' then
   for field, value in pairs(entry) do redis.call('HSET', KEYS[4], field, value) end
   redis.call('ZADD', KEYS[7], ARGV[11 + n], entry['handoff_id'])
   redis.call('SADD', KEYS[5], entry['handoff_id'])
+  if ARGV[12 + n] ~= '' then
+    redis.call('HSET', KEYS[8], 'status', ARGV[13 + n], 'detail', ARGV[14 + n],
+      'updated_at', ARGV[5])
+    redis.call('SREM', KEYS[5], ARGV[12 + n])
+  end
 elseif mode == 'terminate' then
   redis.call('HSET', KEYS[4], 'status', ARGV[10 + n], 'detail', ARGV[11 + n],
     'updated_at', ARGV[5])
@@ -314,6 +324,7 @@ class RedisTaskStore:
         expected_version: int,
         extra: Sequence[Any] = (),
         outbox_key: str = "",
+        closed_key: str = "",
     ) -> None:
         check_update(record, events, expected_version)
         keys = [
@@ -324,6 +335,7 @@ class RedisTaskStore:
             self._key("ob:pending"),
             self._key("i:s:"),
             self._key("ob:ids"),
+            closed_key,
         ]
         args: list[Any] = [
             record.id, expected_version, record.version, record.state.value, record.updated_at,
@@ -446,11 +458,17 @@ class RedisTaskStore:
         *,
         expected_version: int,
         entry: OutboxEntry,
+        close: tuple[str, str, str] | None = None,
     ) -> None:
-        extra = ["checkpoint", json.dumps(asdict(entry)), _score(entry.created_at)]
+        closed_id, status, detail = close or ("", "", "")
+        extra = [
+            "checkpoint", json.dumps(asdict(entry)), _score(entry.created_at),
+            closed_id, status, detail,
+        ]  # fmt: skip
         await self._update(
-            record, events, expected_version, extra, self._key(f"ob:{entry.handoff_id}")
-        )
+            record, events, expected_version, extra, self._key(f"ob:{entry.handoff_id}"),
+            self._key(f"ob:{closed_id}") if closed_id else "",
+        )  # fmt: skip
 
     async def terminate(
         self,

@@ -421,10 +421,19 @@ class SqliteTaskStore(LocalLeases):
         *,
         expected_version: int,
         entry: OutboxEntry,
+        close: tuple[str, str, str] | None = None,
     ) -> None:
         row = astuple(entry)
 
         def add_entry(conn: sqlite3.Connection) -> None:
+            if close is not None:
+                cursor = conn.execute(
+                    "UPDATE outbox SET status = ?, detail = ?, updated_at = ?"
+                    " WHERE handoff_id = ? AND status = 'pending'",
+                    (close[1], close[2], record.updated_at, close[0]),
+                )
+                if cursor.rowcount != 1:
+                    raise ConflictError(f"handoff {close[0]} is not pending")
             try:
                 conn.execute(f"INSERT INTO outbox ({_OUTBOX_COLUMNS}) VALUES ({_marks(row)})", row)
             except sqlite3.IntegrityError as exc:

@@ -131,3 +131,26 @@ async def test_outbox_filters_by_context_and_the_ledger_keeps_received(store: St
     await store.record_received(replace(received, context_id="c2", outcome="duplicate"))
     assert await store.received("c1") == [received]
     assert len(await store.received()) == 2
+
+
+async def test_a_redirect_closes_the_old_entry_and_adds_the_new_one_at_once(store: Store) -> None:
+    record = await create(store)
+    working, events = step(record, TaskState.WORKING)
+    await store.checkpoint(working, events, expected_version=1, entry=entry(record, "h1"))
+    again, events = step(working, TaskState.WORKING)
+    await store.checkpoint(
+        again, events, expected_version=2, entry=entry(record, "h2"),
+        close=("h1", "failed", "rejected: on_reject → human"),
+    )  # fmt: skip
+    by_id = {e.handoff_id: e for e in await store.outbox()}
+    assert (by_id["h1"].status, by_id["h1"].detail) == ("failed", "rejected: on_reject → human")
+    assert [e.handoff_id for e in await store.outbox(status="pending")] == ["h2"]
+    # Closing an entry that is no longer pending: nothing is written.
+    third, events = step(again, TaskState.WORKING)
+    with pytest.raises(ConflictError):
+        await store.checkpoint(
+            third, events, expected_version=3, entry=entry(record, "h3"),
+            close=("h1", "failed", ""),
+        )  # fmt: skip
+    assert {e.handoff_id for e in await store.outbox()} == {"h1", "h2"}
+    assert (await store.get(record.id)).version == 3  # type: ignore[union-attr]
