@@ -413,6 +413,7 @@ class _App:
                 "createdAt": e.created_at,
                 "updatedAt": e.updated_at,
                 **self._contract_of(e.envelope),
+                **_latency(e.created_at, e.updated_at, e.status),
             }
             for e in await self.store.outbox(context_id=request.context_id)
             if e.owner == call.principal
@@ -481,6 +482,14 @@ class _App:
             "breakers": self.client.breakers(),
         }
         return JSONResponse(body, status_code=200 if healthy else 503)
+
+
+def _latency(created: str, updated: str, status: str) -> dict[str, Any]:
+    """handoff.latency_ms of a closed handoff: from its checkpoint to its end."""
+    if status == "pending":
+        return {}
+    elapsed = parse_time(updated) - parse_time(created)
+    return {"latencyMs": round(elapsed.total_seconds() * 1000, 1)}
 
 
 def _with_contracts(card: AgentCard, accepted: list[dict[str, Any]]) -> AgentCard:

@@ -94,6 +94,7 @@ def test_handoffs_run_under_the_shipped_contracts_and_cards_list_them(
     assert entry["contract"] == "triage-to-billing@1.0.0"
     assert entry["auditEvent"] == "handoff.triage_to_billing"
     assert entry["metrics"] == ["handoff.latency_ms", "handoff.rejected"]
+    assert 0 <= entry["latencyMs"] < 10_000
 
 
 def test_a_handoff_without_a_contract_is_refused_and_nothing_is_sent(
