@@ -63,6 +63,8 @@ if TYPE_CHECKING:
     from a2a_handoff.contracts.catalog import Catalog
     from a2a_handoff.contracts.model import Contract
 
+from a2a_handoff.contracts.model import MISSING, lookup
+
 log = logging.getLogger("a2a_handoff.handoff")
 
 HANDING_OFF = "HANDING_OFF"
@@ -591,6 +593,36 @@ class Handoffs:
                 await job
 
     # -- receiver -------------------------------------------------------------------------
+
+    def dedupe_for(self, envelope: HandoffEnvelope) -> tuple[str, float | None]:
+        """The key a received handoff deduplicates on, and for how long (None: ever).
+
+        The envelope's idempotency key, unless the edge's contract names another
+        `dedupe_key` (a payload field, say `payload.entities.orderId`): then two handoffs
+        with the same value within `replay_window_ms` make one task.
+        """
+        default = "\x1f".join(("handoff", envelope.idempotency_key)), None
+        catalog = self.settings.contracts
+        if catalog is None:
+            return default
+        contract = (
+            catalog.by_id(envelope.contract)
+            if envelope.contract
+            else catalog.for_edge(envelope.source.agent, self.settings.agent_name, envelope.kind)
+        )
+        rules = contract.idempotency if contract is not None else None
+        if contract is None or rules is None or not rules.dedupe_key:
+            return default
+        window = rules.replay_window_ms / 1000 if rules.replay_window_ms else None
+        path = rules.dedupe_key
+        if path in ("envelope.idempotencyKey", "envelope.idempotency_key"):
+            return default[0], window
+        namespace = {"payload": envelope.transfer_context, "envelope": envelope.dump()}
+        value = lookup(namespace, path)
+        if value is MISSING or value is None:
+            return default[0], window
+        encoded = json.dumps(value, sort_keys=True, separators=(",", ":"))
+        return "\x1f".join(("contract", contract.id, path, encoded)), window
 
     def refusal(self, envelope: HandoffEnvelope, size: int) -> tuple[str, str] | None:
         """(code, reason) when this agent must refuse the envelope, else None."""

@@ -155,6 +155,7 @@ class _Run:
         if committed is not None:  # a resumed task: streams start from the resumed snapshot
             self.start = (task, committed.version + 1)
         self.cancel_requested = False
+        self.dedupe_ttl: float | None = None  # a contract's replay window for the key
         self.notices = 0
         self.handler_done = False
         self.handing_off = False
@@ -214,7 +215,9 @@ class _Run:
             record = TaskRecord(
                 task, self.owner, len(items), now, now, self.delegate, task.dump_json()
             )
-            stored = await store.create(record, items, dedupe_key=self.dedupe_key)
+            stored = await store.create(
+                record, items, dedupe_key=self.dedupe_key, dedupe_ttl=self.dedupe_ttl
+            )
             if stored.id != record.id:
                 # Another process created this message's task first: answer with that one.
                 self._abort(None, answer=stored)
@@ -450,7 +453,7 @@ class _Run:
             task, self.owner, len(events), now, now, self.delegate, task.dump_json()
         )
         stored = await self.manager.store.create(
-            record, events, dedupe_key=self.dedupe_key, outbox=entry
+            record, events, dedupe_key=self.dedupe_key, outbox=entry, dedupe_ttl=self.dedupe_ttl
         )
         if stored.id != record.id:
             self._abort(None, answer=stored)
@@ -643,7 +646,7 @@ class TaskManager:
             raise InvalidParamsError(
                 f"message.metadata[{HANDOFF_EXTENSION_URI}].{where}: {first['msg']}"
             ) from None
-        key = "\x1f".join(("handoff", envelope.idempotency_key))
+        key, window = self.handoffs.dedupe_for(envelope)
         if key in self._creating:
             raise HandoffProcessingError()
         existing_id = await self.store.find(key)
@@ -653,7 +656,9 @@ class TaskManager:
         if existing_id is not None:
             record = await self.store.get(existing_id)
             if record is not None:
-                if ext_metadata(record.task).get("envelopeDigest") != envelope.digest():
+                same_key = ext_metadata(record.task).get("handoff", {}).get("idempotencyKey")
+                replay = same_key == envelope.idempotency_key
+                if replay and ext_metadata(record.task).get("envelopeDigest") != envelope.digest():
                     raise IdempotencyConflictError(
                         f"idempotency key {envelope.idempotency_key[:12]}… was used with a"
                         " different envelope"
@@ -666,7 +671,7 @@ class TaskManager:
             return await self._reject(bound, owner, key, envelope, *refusal)
         if key in self._creating:
             raise HandoffProcessingError()
-        submission = self._start(bound, owner, key, envelope)
+        submission = self._start(bound, owner, key, envelope, window)
         record = await asyncio.shield(submission.created)
         self._ledger(envelope, record.id, "accepted", "")
         return submission
@@ -748,7 +753,12 @@ class TaskManager:
         return self._start(message, owner, key, envelope)
 
     def _start(
-        self, message: Message, owner: str, key: str, envelope: HandoffEnvelope | None
+        self,
+        message: Message,
+        owner: str,
+        key: str,
+        envelope: HandoffEnvelope | None,
+        dedupe_ttl: float | None = None,
     ) -> Submission:
         """Create a task and run its handler; synchronous so the key is claimed atomically."""
         task_id = new_id()
@@ -770,6 +780,7 @@ class TaskManager:
             first=StreamResponse(task=task),
             envelope=envelope,
         )
+        run.dedupe_ttl = dedupe_ttl
         self._creating[key] = run
         self._runs[task_id] = run
         run.run(bound)

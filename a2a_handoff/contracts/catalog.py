@@ -23,24 +23,14 @@ from jsonschema.exceptions import SchemaError
 from a2a_handoff.contracts.lint import Registry, _default
 from a2a_handoff.contracts.model import (
     ANY,
+    MISSING,
     SOURCE,
     Contract,
     ContractError,
     contract_files,
     load_contract,
+    lookup,
 )
-
-MISSING = object()
-
-
-def lookup(data: Mapping[str, Any], dotted: str) -> Any:
-    """The value at a dotted path, or MISSING."""
-    value: Any = data
-    for name in dotted.split("."):
-        if not isinstance(value, Mapping) or name not in value:
-            return MISSING
-        value = value[name]
-    return value
 
 
 @dataclass(frozen=True, slots=True)

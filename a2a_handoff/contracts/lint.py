@@ -12,9 +12,10 @@ Errors (any one fails the lint):
   permission-mismatch   the permission_check is not in the permission registry, or the
                         registry does not grant it to the target
   invalid-contract      the file is not a contract (with what is wrong and where)
-Warning:
+Warnings:
   full-history          the payload carries the conversation history without a strategy, or
                         with `full` and no written justification
+  short-replay-window   a dedupe window shorter than a handoff envelope's default TTL
 Levels (§6): L1 every required field; L2 L1 + version, observability, idempotency;
 L3 L2 + reviewed_by, a frozen schema (its hash recorded) and no lint error.
 """
@@ -35,6 +36,7 @@ from a2a_handoff.contracts.model import (
     load_contract,
     load_data,
 )
+from a2a_handoff.envelope import DEFAULT_TTL_SECONDS
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,6 +253,23 @@ def _check(contract: Contract, every: list[Contract], registry: Registry) -> lis
                     f"{cid}: the registry does not grant {permission!r} to {contract.target}",
                 )
             )
+    # a replay window shorter than an envelope lives: a late replay could make a second task
+    rules = contract.idempotency
+    if (
+        rules is not None
+        and rules.dedupe_key
+        and rules.replay_window_ms is not None
+        and rules.replay_window_ms < DEFAULT_TTL_SECONDS * 1000
+    ):
+        found.append(
+            Finding(
+                "short-replay-window",
+                f"{cid}: replay_window_ms {rules.replay_window_ms} is shorter than a handoff"
+                f" envelope lives ({DEFAULT_TTL_SECONDS} s by default): a late replay of the"
+                " same handoff would no longer be recognised",
+                "warning",
+            )
+        )
     # the history warning
     payload = contract.payload
     if payload.carries_history and (

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -186,6 +187,19 @@ def contract_files(directory: Path) -> list[Path]:
         for p in directory.iterdir()
         if p.is_file() and p.suffix in (".yaml", ".yml", ".json") and p.stem not in skip
     )
+
+
+MISSING = object()
+
+
+def lookup(data: Mapping[str, Any], dotted: str) -> Any:
+    """The value at a dotted path through mappings, or MISSING."""
+    value: Any = data
+    for name in dotted.split("."):
+        if not isinstance(value, Mapping) or name not in value:
+            return MISSING
+        value = value[name]
+    return value
 
 
 def load_data(path: Path) -> Any:

@@ -134,13 +134,16 @@ class TaskStore(Protocol):
         *,
         dedupe_key: str | None = None,
         outbox: OutboxEntry | None = None,
+        dedupe_ttl: float | None = None,
     ) -> TaskRecord:
         """Insert a task and its first events atomically.
 
         With a `dedupe_key` already taken, nothing is written and the task that key names is
         returned instead: compare ids to tell. Event seqs are 1…len(events); `record.version`
         must equal len(events). With `outbox`, that pending handoff entry is added in the
-        same transaction: a task created and checkpointed at once.
+        same transaction: a task created and checkpointed at once. With `dedupe_ttl`, the key
+        deduplicates for that many seconds only (a replay window); after it, `find` no longer
+        names the task and the key may be taken by a new one.
         """
         ...
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import replace
 
@@ -32,7 +33,7 @@ class MemoryTaskStore(LocalLeases):
         self._received: list[ReceivedEntry] = []
         self._records: dict[str, TaskRecord] = {}
         self._events: dict[str, list[TaskEvent]] = {}
-        self._dedupe: dict[str, str] = {}
+        self._dedupe: dict[str, tuple[str, float | None]] = {}  # key → (task, expiry)
         self._hub = EventHub()
 
     async def create(
@@ -42,10 +43,13 @@ class MemoryTaskStore(LocalLeases):
         *,
         dedupe_key: str | None = None,
         outbox: OutboxEntry | None = None,
+        dedupe_ttl: float | None = None,
     ) -> TaskRecord:
         check_create(record, events)
-        if dedupe_key is not None and dedupe_key in self._dedupe:
-            return self._records[self._dedupe[dedupe_key]]
+        if dedupe_key is not None:
+            existing = await self.find(dedupe_key)
+            if existing is not None:
+                return self._records[existing]
         if record.id in self._records:
             raise ConflictError(f"task {record.id} already exists")
         if outbox is not None:
@@ -56,7 +60,8 @@ class MemoryTaskStore(LocalLeases):
         logged = [TaskEvent(seq, item) for seq, item in enumerate(events, start=1)]
         self._events[record.id] = logged
         if dedupe_key is not None:
-            self._dedupe[dedupe_key] = record.id
+            expires = time.monotonic() + dedupe_ttl if dedupe_ttl is not None else None
+            self._dedupe[dedupe_key] = (record.id, expires)
         self._hub.publish(record.id, logged)
         return record
 
@@ -88,7 +93,10 @@ class MemoryTaskStore(LocalLeases):
         return self._records.get(task_id)
 
     async def find(self, dedupe_key: str) -> str | None:
-        return self._dedupe.get(dedupe_key)
+        found = self._dedupe.get(dedupe_key)
+        if found is None or (found[1] is not None and found[1] <= time.monotonic()):
+            return None
+        return found[0]
 
     async def list_tasks(self, query: TaskQuery) -> TaskPage:
         matching = [

@@ -30,7 +30,7 @@ import json
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import asdict
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, parse_qsl, urlencode, urlsplit
 
 from a2a_handoff.errors import ConflictError, StoreError
 from a2a_handoff.models import StreamResponse, Task
@@ -180,11 +180,15 @@ class RedisTaskStore:
         """`redis://HOST:PORT/DB?prefix=a2a:&idempotency_ttl=86400` (query optional)."""
         parts = urlsplit(url)
         query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
-        base = parts._replace(query="").geturl()
+        ours = ("prefix", "idempotency_ttl")
+        rest = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k not in ours]
+        base = parts._replace(query=urlencode(rest)).geturl()  # redis-py's own options stay
         try:
             ttl = float(query.get("idempotency_ttl", DEFAULT_IDEMPOTENCY_TTL))
         except ValueError:
-            raise StoreError(f"idempotency_ttl must be a number of seconds in {url!r}") from None
+            ttl = -1.0
+        if not ttl > 0:
+            raise StoreError(f"idempotency_ttl must be a positive number of seconds in {url!r}")
         return cls(base, prefix=query.get("prefix", "a2a:"), idempotency_ttl=ttl)
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -281,8 +285,10 @@ class RedisTaskStore:
         *,
         dedupe_key: str | None = None,
         outbox: OutboxEntry | None = None,
+        dedupe_ttl: float | None = None,
     ) -> TaskRecord:
         check_create(record, events)
+        ttl = self.idempotency_ttl if dedupe_ttl is None else dedupe_ttl
         owner_key, delegate_key, context_key, state_key = self._index_keys(record)
         keys = [
             self._key(f"t:{record.id}"),
@@ -300,7 +306,7 @@ class RedisTaskStore:
         args: list[Any] = [
             record.id, record.owner, record.delegate, record.task.context_id,
             record.state.value, record.version, record.created_at, record.updated_at,
-            record.task_json(), int(self.idempotency_ttl * 1000), self._key(f"n:{record.id}"),
+            record.task_json(), max(1, int(ttl * 1000)), self._key(f"n:{record.id}"),
             len(events), *(item.dump_json() for item in events),
         ]  # fmt: skip
         if outbox is not None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import time
 from collections.abc import AsyncGenerator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import astuple, dataclass, fields
@@ -101,7 +102,8 @@ CREATE TABLE IF NOT EXISTS received (
 CREATE INDEX IF NOT EXISTS received_by_context ON received (context_id, seq);
 CREATE TABLE IF NOT EXISTS dedupe (
     key      TEXT PRIMARY KEY,
-    task_id  TEXT NOT NULL
+    task_id  TEXT NOT NULL,
+    expires  REAL                -- unix time the key stops deduplicating; NULL: never
 ) WITHOUT ROWID;
 """
 
@@ -216,6 +218,9 @@ class SqliteTaskStore(LocalLeases):
                 # A file from before task delegation: add the column in place.
                 writer.execute("ALTER TABLE tasks ADD COLUMN delegate TEXT NOT NULL DEFAULT ''")
             writer.executescript(SCHEMA)
+            dedupe = {c[1] for c in writer.execute("PRAGMA table_info(dedupe)").fetchall()}
+            if "expires" not in dedupe:  # a file from before replay windows
+                writer.execute("ALTER TABLE dedupe ADD COLUMN expires REAL")
             self._point_reader = sqlite3.connect(self.path, isolation_level=None)
             self._point_reader.execute("PRAGMA query_only=1")
             self._point_reader.execute("PRAGMA cache_size=-16384")
@@ -327,6 +332,7 @@ class SqliteTaskStore(LocalLeases):
         *,
         dedupe_key: str | None = None,
         outbox: OutboxEntry | None = None,
+        dedupe_ttl: float | None = None,
     ) -> TaskRecord:
         check_create(record, events)
         logged = [TaskEvent(seq, item) for seq, item in enumerate(events, start=1)]
@@ -336,9 +342,15 @@ class SqliteTaskStore(LocalLeases):
 
         def apply(conn: sqlite3.Connection) -> str | None:
             if dedupe_key is not None:
+                now = time.time()
+                expires = now + dedupe_ttl if dedupe_ttl is not None else None
+                # Take the key, or take it over once its replay window is over.
                 claimed = conn.execute(
-                    "INSERT OR IGNORE INTO dedupe (key, task_id) VALUES (?, ?)",
-                    (dedupe_key, record.id),
+                    "INSERT INTO dedupe (key, task_id, expires) VALUES (?, ?, ?)"
+                    " ON CONFLICT (key) DO UPDATE SET task_id = excluded.task_id,"
+                    " expires = excluded.expires"
+                    " WHERE dedupe.expires IS NOT NULL AND dedupe.expires <= ?",
+                    (dedupe_key, record.id, expires, now),
                 ).rowcount
                 if not claimed:
                     found = conn.execute(
@@ -505,7 +517,10 @@ class SqliteTaskStore(LocalLeases):
         return _record(row) if row else None
 
     async def find(self, dedupe_key: str) -> str | None:
-        row = self._point("SELECT task_id FROM dedupe WHERE key = ?", (dedupe_key,))
+        row = self._point(
+            "SELECT task_id FROM dedupe WHERE key = ? AND (expires IS NULL OR expires > ?)",
+            (dedupe_key, time.time()),
+        )
         return cast(str, row[0]) if row else None
 
     async def list_tasks(self, query: TaskQuery) -> TaskPage:

@@ -193,3 +193,14 @@ def test_the_cli_exit_codes_and_json(contracts: Path) -> None:
     explicit = run_cli(str(contracts), "--agents", str(moved / "agents.yaml"))
     assert "orphan-target" not in explicit.stdout
     assert run_cli(str(contracts / "nope")).returncode == 64
+
+
+def test_a_replay_window_shorter_than_an_envelope_lives_warns(contracts: Path) -> None:
+    edit(
+        contracts,
+        "triage-to-billing",
+        lambda c: c["idempotency"].update(replay_window_ms=1500),
+    )
+    report = next(r for r in lint(contracts) if r.id == "triage-to-billing")
+    assert [f.rule for f in report.warnings] == ["short-replay-window"]
+    assert report.errors == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -254,3 +255,33 @@ def test_on_timeout_when_the_target_stays_unreachable(
     assert "unreachable for over 800 ms" in first["detail"]
     assert "on_timeout → backup" in first["detail"]
     assert second["status"] == "done"
+
+
+def test_a_contract_dedupe_key_makes_one_task_per_order_within_its_window(
+    tmp_path: Path, started: list[AgentProcess]
+) -> None:
+    mine = copy_contracts(tmp_path, "billing")
+    edit(
+        mine,
+        "triage-to-billing",
+        lambda c: c["idempotency"].update(
+            dedupe_key="payload.entities.orderId", replay_window_ms=1500
+        ),
+    )
+    billing = agent(tmp_path, "billing", mine)
+    triage = agent(tmp_path, "triage", SHIPPED, f"--route=billing={billing.url}")
+    run(started, billing, triage)
+
+    def refund(text: str) -> str:
+        task = result(triage.rpc("SendMessage", message(text, str(uuid.uuid4()))))["task"]
+        pointer: str = ext(task)["transfer"]["taskId"]
+        return pointer
+
+    first = refund("Refund order 55501 please, I was charged twice")
+    again = refund("I want my refund for order 55501, it is urgent")  # another conversation
+    other = refund("Refund order 55502 please")
+    assert again == first  # the same order within the window: one billing task
+    assert other != first
+    time.sleep(1.7)
+    later = refund("Refund order 55501 please, I was charged twice")
+    assert later != first  # the window is over: a new task

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from a2a_handoff.errors import ConflictError, InvalidParamsError
+from a2a_handoff.errors import ConflictError, InvalidParamsError, StoreError
 from a2a_handoff.models import (
     Message,
     Part,
@@ -21,7 +21,7 @@ from a2a_handoff.models import (
     utc_now,
 )
 from a2a_handoff.states import TaskState
-from a2a_handoff.stores import MemoryTaskStore, SqliteTaskStore, TaskStore
+from a2a_handoff.stores import MemoryTaskStore, SqliteTaskStore, TaskStore, open_store
 from a2a_handoff.stores.base import TaskEvent, TaskQuery, TaskRecord
 from a2a_handoff.stores.redis import RedisTaskStore
 from tests.redis_support import RedisServer
@@ -244,3 +244,29 @@ async def test_sqlite_one_failing_write_does_not_fail_its_batch(tmp_path: Path) 
         assert isinstance(results[1], ConflictError)
         assert not any(isinstance(r, BaseException) for i, r in enumerate(results) if i != 1)
         assert (await store.list_tasks(TaskQuery(owner="alice"))).total_size == 6
+
+
+async def test_open_store_reads_prefix_and_window_from_a_redis_url(
+    redis_server: RedisServer,
+) -> None:
+    base, tag = redis_server.url(), uuid.uuid4().hex[:8]
+    one = open_store(f"{base}?prefix=one-{tag}:&idempotency_ttl=60")
+    two = open_store(f"{base}?prefix=two-{tag}:")
+    assert isinstance(one, RedisTaskStore)
+    assert isinstance(two, RedisTaskStore)
+    assert (one.prefix, one.idempotency_ttl) == (f"one-{tag}:", 60.0)
+    assert (two.prefix, two.idempotency_ttl) == (f"two-{tag}:", 24 * 3600.0)
+    async with one, two:  # two agents on one Redis: neither sees the other's keys
+        record = await create(one, key="k")
+        assert await one.find("k") == record.id
+        assert await two.get(record.id) is None
+        assert await two.find("k") is None
+        assert (await two.list_tasks(TaskQuery(owner=None))).total_size == 0
+    with pytest.raises(StoreError, match="idempotency_ttl"):
+        open_store(f"{base}?idempotency_ttl=a-day")
+    with pytest.raises(StoreError, match="idempotency_ttl"):
+        open_store(f"{base}?idempotency_ttl=0")
+    # redis-py's own options survive ours being taken out of the URL.
+    kept = open_store(f"{base}?prefix=x:&socket_timeout=5")
+    assert isinstance(kept, RedisTaskStore)
+    assert kept.url == f"{base}?socket_timeout=5"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
@@ -154,3 +155,25 @@ async def test_a_redirect_closes_the_old_entry_and_adds_the_new_one_at_once(stor
         )  # fmt: skip
     assert {e.handoff_id for e in await store.outbox()} == {"h1", "h2"}
     assert (await store.get(record.id)).version == 3  # type: ignore[union-attr]
+
+
+async def test_a_dedupe_key_with_a_window_frees_itself_when_the_window_ends(
+    store: Store,
+) -> None:
+    async def make(key: str) -> TaskRecord:
+        task = new_task()
+        now = utc_now()
+        record = TaskRecord(task, "alice", 1, now, now)
+        return await store.create(
+            record, [StreamResponse(task=task)], dedupe_key=key, dedupe_ttl=0.4
+        )
+
+    first = await make("order-77")
+    assert await store.find("order-77") == first.id
+    assert (await make("order-77")).id == first.id  # within the window: the same task
+    await asyncio.sleep(0.6)
+    assert await store.find("order-77") is None
+    later = await make("order-77")
+    assert later.id != first.id
+    assert await store.find("order-77") == later.id
+    assert await store.get(first.id) is not None
