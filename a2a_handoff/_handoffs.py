@@ -344,7 +344,9 @@ class Handoffs:
                     return await self._recover(entry, envelope, contract, "on_error", reason)
                 if exc.code != HandoffProcessingError.code and contract is not None:
                     errors += 1
-                    if errors > contract.recovery.max_retries:
+                    # A non-idempotent edge is never retried, whatever the contract says.
+                    retries = contract.recovery.max_retries if contract.idempotent else 0
+                    if errors > retries:
                         reason = f"{entry.target_name} failed {errors} time(s): {exc.message}"
                         return await self._recover(entry, envelope, contract, "on_error", reason)
                 log.info("handoff %s: %s; retrying", entry.handoff_id, exc)

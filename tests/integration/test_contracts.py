@@ -285,3 +285,25 @@ def test_a_contract_dedupe_key_makes_one_task_per_order_within_its_window(
     time.sleep(1.7)
     later = refund("Refund order 55501 please, I was charged twice")
     assert later != first  # the window is over: a new task
+
+
+def test_a_non_idempotent_edge_is_never_retried(
+    tmp_path: Path, started: list[AgentProcess]
+) -> None:
+    mine = copy_contracts(tmp_path, "triage")
+
+    def once(c: dict[str, Any]) -> None:
+        c["idempotency"].update(idempotent=False)
+        c["recovery"].update(on_error="source", max_retries=5)  # the linter flags this
+
+    edit(mine, "triage-to-billing", once)
+    broken = AgentProcess(
+        "billing", "unused", module="tests.integration.broken_agent", port=free_port()
+    )
+    triage = agent(tmp_path, "triage", mine, f"--route=billing={broken.url}")
+    run(started, broken, triage)
+    context = str(uuid.uuid4())
+    task = result(triage.rpc("SendMessage", message(REFUND, context)))["task"]
+    assert task["status"]["state"] == "TASK_STATE_FAILED"
+    assert "(triage-to-billing: on_error → source)" in text_of(task)
+    assert _http().get(broken.url + "count").json()["SendMessage"] == 1
