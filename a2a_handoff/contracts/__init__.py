@@ -1,13 +1,17 @@
-"""Handoff contracts: the model, the predicate language, and the linter.
+"""Handoff contracts: the model, the predicate language, the linter, and the catalog an
+agent enforces at run time.
 
-`python -m a2a_handoff lint DIR` lints a directory of contracts (see `lint.py`).
+`python -m a2a_handoff lint DIR` lints a directory of contracts (see `lint.py`);
+`create_app(..., contracts=Catalog.load(DIR))` enforces them (see `catalog.py`).
 """
 
+from a2a_handoff.contracts.catalog import Catalog
 from a2a_handoff.contracts.lint import ContractReport, Finding, Registry, lint, render
 from a2a_handoff.contracts.model import Contract, ContractError, load_contract
 from a2a_handoff.contracts.predicate import Predicate, PredicateError, parse
 
 __all__ = [
+    "Catalog",
     "Contract",
     "ContractError",
     "ContractReport",
