@@ -1,0 +1,61 @@
+"""`python -m a2a_handoff lint` and the `a2a-handoff` console script, as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from a2a_handoff.__main__ import main
+from tests.support import ROOT
+
+SHIPPED = ROOT / "contracts"
+
+
+def test_the_console_script_lints_like_the_module() -> None:
+    script = Path(sys.executable).parent / "a2a-handoff"
+    assert script.is_file(), "pyproject.toml [project.scripts] declares a2a-handoff"
+    ran = subprocess.run(
+        [str(script), "lint", str(SHIPPED)], capture_output=True, text=True, timeout=60
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.splitlines()[-1] == "4 contract(s), 0 error(s), 0 warning(s)"
+
+
+def test_the_json_report_has_one_entry_per_contract(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["lint", str(SHIPPED), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert set(report) == {"contracts", "errors", "warnings"}
+    assert (report["errors"], report["warnings"]) == (0, 0)
+    by_id = {entry["id"]: entry for entry in report["contracts"]}
+    assert set(by_id) == {
+        "triage-to-billing", "triage-to-logistics", "any-to-human", "human-to-source",
+    }  # fmt: skip
+    entry = by_id["triage-to-billing"]
+    assert set(entry) == {"file", "id", "version", "level", "errors", "warnings"}
+    assert entry["file"].endswith("triage-to-billing.yaml")
+    assert (entry["version"], entry["level"], entry["errors"]) == ("1.0.0", "L3", [])
+
+
+def test_the_human_report_has_a_line_per_contract(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["lint", str(SHIPPED)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "triage-to-billing 1.0.0  L3  ok" in lines
+    assert len(lines) == 5  # four contracts and the total
+
+
+def test_a_registry_that_does_not_exist_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    missing = tmp_path / "agents.yaml"
+    assert main(["lint", str(SHIPPED), "--agents", str(missing)]) == 64
+    assert f"{missing} does not exist" in capsys.readouterr().err
+
+
+def test_a_command_is_required() -> None:
+    with pytest.raises(SystemExit) as caught:
+        main([])
+    assert caught.value.code == 2
