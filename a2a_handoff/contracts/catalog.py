@@ -114,9 +114,12 @@ class Catalog:
         trigger = contract.trigger.compiled()
         if trigger is not None and not trigger.evaluate(self.namespace(payload, target)):
             problems.append(f"trigger predicate does not hold: {contract.trigger.predicate}")
-        for error in self.validators[contract.id].iter_errors(dict(payload)):
-            where = "/".join(str(p) for p in error.absolute_path) or "(root)"
-            problems.append(f"schema: {where}: {error.message}")
+        try:
+            for error in self.validators[contract.id].iter_errors(dict(payload)):
+                where = "/".join(str(p) for p in error.absolute_path) or "(root)"
+                problems.append(f"schema: {where}: {error.message}")
+        except Exception as exc:  # e.g. a $ref nobody can resolve: refuse, do not crash
+            problems.append(f"schema: cannot be evaluated: {type(exc).__name__}: {exc}")
         for key in contract.payload.required:
             if lookup(payload, key) is MISSING:
                 problems.append(f"required key missing: {key}")

@@ -12,6 +12,8 @@ Errors (any one fails the lint):
   permission-mismatch   the permission_check is not in the permission registry, or the
                         registry does not grant it to the target
   invalid-contract      the file is not a contract (with what is wrong and where)
+  invalid-registry      the agent or permission registry is not what it should be
+  unknown-recovery-target  a recovery path names neither source, human nor a known agent
 Warnings:
   full-history          the payload carries the conversation history without a strategy, or
                         with `full` and no written justification
@@ -62,11 +64,11 @@ class Registry:
     def load(cls, agents: Path | None, permissions: Path | None) -> Registry:
         found: dict[str, AgentEntry] = {}
         if agents is not None:
-            data = load_data(agents) or {}
-            for name, entry in (data.get("agents") or {}).items():
-                entry = entry or {}
+            data = _mapping(load_data(agents), agents, "agents")
+            for name, entry in _mapping(data.get("agents"), agents, "agents").items():
+                entry = _mapping(entry, agents, f"agents.{name}")
                 listed = {
-                    key: tuple(str(v) for v in entry.get(key) or ())
+                    key: tuple(str(v) for v in _names(entry.get(key), agents, f"{name}.{key}"))
                     for key in ("capabilities", "skills", "domains", "tools", "routes")
                 }
                 found[str(name)] = AgentEntry(
@@ -81,9 +83,13 @@ class Registry:
                 )
         granted: dict[str, frozenset[str]] = {}
         if permissions is not None:
-            data = load_data(permissions) or {}
-            for name, holders in (data.get("permissions") or {}).items():
-                granted[str(name)] = frozenset(str(h) for h in holders or ())
+            data = _mapping(load_data(permissions), permissions, "permissions")
+            for name, holders in _mapping(
+                data.get("permissions"), permissions, "permissions"
+            ).items():
+                granted[str(name)] = frozenset(
+                    str(h) for h in _names(holders, permissions, f"permissions.{name}")
+                )
         return cls(found, granted)
 
     def card(self, name: str) -> dict[str, Any]:
@@ -97,6 +103,22 @@ class Registry:
             "skills": list(entry.skills),
             "domains": list(entry.domains),
         }
+
+
+def _mapping(value: Any, path: Path, where: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ContractError(f"{path}: {where} must be a mapping")
+    return value
+
+
+def _names(value: Any, path: Path, where: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ContractError(f"{path}: {where} must be a list of names")
+    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,8 +162,14 @@ def lint(
     DIR/permissions.yaml when present)."""
     agents = agents or _default(directory, "agents")
     permissions = permissions or _default(directory, "permissions")
-    registry = Registry.load(agents, permissions)
     reports: list[ContractReport] = []
+    try:
+        registry = Registry.load(agents, permissions)
+    except ContractError as exc:
+        reports.append(ContractReport(str(agents or permissions), findings=[
+            Finding("invalid-registry", str(exc))
+        ]))  # fmt: skip
+        registry = Registry()
     contracts: list[Contract] = []
     for path in contract_files(directory):
         try:
@@ -201,6 +229,20 @@ def _check(contract: Contract, every: list[Contract], registry: Registry) -> lis
     ]
     if missing:
         found.append(Finding("missing-recovery", f"{cid}: recovery lacks {', '.join(missing)}"))
+    # recovery targets that name nobody
+    for name in ("on_reject", "on_timeout", "on_error"):
+        path = getattr(recovery, name)
+        if not path or path in ("source", "human"):
+            continue
+        agent = path.removeprefix("agent:")
+        if agent not in agents:
+            found.append(
+                Finding(
+                    "unknown-recovery-target",
+                    f"{cid}: recovery.{name} names {path!r}, not source, human or an agent"
+                    " of the registry",
+                )
+            )
     # loop risk
     if not recovery.loop_guard and _leads_back(contract, every):
         found.append(
@@ -323,7 +365,13 @@ def _level(contract: Contract, report: ContractReport) -> str:
     observed = contract.observability is not None and bool(contract.observability.trace_id_field)
     if not (contract.version and observed and contract.idempotency is not None):
         return "L1"
-    frozen = bool(contract.payload.schema_sha256) and "://" not in (contract.payload.schema_ or "")
+    schema = contract.schema_path()
+    remote_ref = schema is not None and schema.is_file() and '"$ref": "http' in schema.read_text()
+    frozen = (
+        bool(contract.payload.schema_sha256)
+        and "://" not in (contract.payload.schema_ or "")
+        and not remote_ref  # a $ref to a URL can change under the recorded hash
+    )
     if contract.reviewed_by and frozen and not report.errors:
         return "L3"
     return "L2"

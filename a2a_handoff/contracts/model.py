@@ -203,5 +203,9 @@ def lookup(data: Mapping[str, Any], dotted: str) -> Any:
 
 
 def load_data(path: Path) -> Any:
-    text = path.read_text()
-    return json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    """A registry file's data; ContractError when it cannot be read or parsed."""
+    try:
+        text = path.read_text()
+        return json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except (OSError, ValueError, yaml.YAMLError) as exc:
+        raise ContractError(f"{path}: cannot read: {exc}") from None

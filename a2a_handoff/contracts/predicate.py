@@ -42,7 +42,7 @@ _TOKEN = re.compile(
   | (?P<punct>[()\[\],.])
   | (?P<name>[A-Za-z_][A-Za-z0-9_]*)
     """,
-    re.VERBOSE,
+    re.VERBOSE | re.ASCII,
 )
 _KEYWORDS = {"and", "or", "not", "in", "contains", "true", "false", "null"}
 
@@ -325,7 +325,20 @@ def _value(node: Node, namespace: Mapping[str, Any]) -> Any:
     raise AssertionError(f"unknown node {node!r}")  # pragma: no cover
 
 
+def _kind(value: Any) -> Any:
+    """Booleans are not numbers here (Python's `True == 1` is not the language's)."""
+    return (type(value), value) if isinstance(value, bool) else value
+
+
 def _compare(op: str, left: Any, right: Any) -> bool:
+    if isinstance(left, bool) != isinstance(right, bool) and op not in ("in", "notin", "contains"):
+        return op == "!="  # a boolean equals, and orders against, booleans only
+    if op in ("in", "notin") and isinstance(right, list):
+        right = [_kind(v) for v in right]
+        left = _kind(left)
+    elif op == "contains" and isinstance(left, list):
+        left = [_kind(v) for v in left]
+        right = _kind(right)
     try:
         match op:
             case "==":

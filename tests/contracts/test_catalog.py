@@ -201,3 +201,20 @@ def test_a_decision_is_accepted_only_from_an_operator_or_the_fallback(catalog: C
     assert catalog.acceptance(edge, decision, "human") == (
         "permission_check: human does not hold decisions.return"
     )
+
+
+def test_an_unresolvable_schema_ref_refuses_the_payload_instead_of_crashing(
+    tmp_path: Path,
+) -> None:
+    directory = tmp_path / "contracts"
+    shutil.copytree(ROOT / "contracts", directory)
+    schema = directory / "schemas" / "billing-request.schema.json"
+    data = json.loads(schema.read_text())
+    data["properties"]["summary"] = {"$ref": "https://example.invalid/summary.json"}
+    schema.write_text(json.dumps(data))
+    catalog = Catalog.load(directory)
+    contract = catalog.for_edge("triage", "billing")
+    assert contract is not None
+    payload = {"intent": "refund", "summary": "refund order 12345"}
+    problems = catalog.outbound(contract, payload, "billing")
+    assert any(p.startswith("schema: cannot be evaluated") for p in problems)

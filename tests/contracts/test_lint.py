@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import subprocess
@@ -204,3 +205,34 @@ def test_a_replay_window_shorter_than_an_envelope_lives_warns(contracts: Path) -
     report = next(r for r in lint(contracts) if r.id == "triage-to-billing")
     assert [f.rule for f in report.warnings] == ["short-replay-window"]
     assert report.errors == []
+
+
+def test_a_recovery_path_naming_nobody_is_an_error(contracts: Path) -> None:
+    edit(contracts, "triage-to-billing", lambda c: c["recovery"].update(on_reject="supervisr"))
+    only(contracts, "triage-to-billing", "unknown-recovery-target")
+    edit(contracts, "triage-to-billing", lambda c: c["recovery"].update(on_reject="agent:human"))
+    assert not any(findings(contracts).values())
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["- just\n- a list\n", "permissions: {refunds.issue: billing}\n", "permissions: [: :\n"],
+)
+def test_a_malformed_registry_is_reported_not_a_crash(contracts: Path, text: str) -> None:
+    (contracts / "permissions.yaml").write_text(text)
+    result = run_cli(str(contracts))
+    assert result.returncode == 1
+    assert "invalid-registry" in result.stdout
+    assert "Traceback" not in result.stderr
+
+
+def test_a_schema_with_a_remote_ref_is_not_frozen(contracts: Path) -> None:
+    schema = contracts / "schemas" / "billing-request.schema.json"
+    data = json.loads(schema.read_text())
+    data["properties"]["summary"] = {"$ref": "https://example.invalid/summary.json"}
+    schema.write_text(json.dumps(data))
+    digest = hashlib.sha256(schema.read_bytes()).hexdigest()
+    edit(contracts, "triage-to-billing", lambda c: c["payload"].update(schema_sha256=digest))
+    report = next(r for r in lint(contracts) if r.id == "triage-to-billing")
+    assert report.errors == []
+    assert report.level == "L2"

@@ -105,3 +105,26 @@ def test_evaluation_only_looks_keys_up_in_mappings() -> None:
 
     namespace = {"state": Sneaky()}
     assert parse("state.secret == 'leaked'").evaluate(namespace) is False
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("1 == true", False),
+        ("0 == false", False),
+        ("true > 0", False),
+        ("1 != true", True),
+        ("1 in [true]", False),
+        ("true in [1, true]", True),
+        ("[1] contains true", False),
+        ("true == true", True),
+    ],
+)
+def test_booleans_are_not_numbers(text: str, expected: bool) -> None:
+    assert parse(text).evaluate(STATE) is expected
+
+
+def test_only_ascii_digits_are_numbers() -> None:
+    with pytest.raises(PredicateError) as caught:
+        parse("\u0663 == 3")  # ARABIC-INDIC DIGIT THREE
+    assert caught.value.position == 0
