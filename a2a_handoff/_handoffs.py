@@ -375,7 +375,7 @@ class Handoffs:
                 code = str(ext_metadata(created).get("rejected", "rejected"))
                 if code == "envelope_expired":
                     return await self._fail(entry, "handoff_expired: the envelope expired")
-                reason = f"{entry.target_name} rejected the handoff: {_status_text(created)}"
+                reason = f"{entry.target_name} rejected the handoff: {status_text(created)}"
                 return await self._recover(entry, envelope, contract, "on_reject", reason)
             return await self._transferred(entry, envelope, created)
 
@@ -498,7 +498,7 @@ class Handoffs:
             else:
                 if refused(created):
                     raise HandoffError(
-                        f"{envelope.target.agent} rejected it: {_status_text(created)}"
+                        f"{envelope.target.agent} rejected it: {status_text(created)}"
                     )
                 return created
             if asyncio.get_running_loop().time() >= deadline:
@@ -719,6 +719,6 @@ def _status_event(task: Task, metadata: dict[str, Any] | None = None) -> StreamR
     )
 
 
-def _status_text(task: Task) -> str:
+def status_text(task: Task) -> str:
     message = task.status.message
     return message.text if message is not None else task.status.state.name

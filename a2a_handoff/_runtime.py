@@ -28,6 +28,7 @@ from a2a_handoff._handoffs import (
     HandoffSettings,
     ext_metadata,
     receive_metadata,
+    status_text,
 )
 from a2a_handoff.agent import (
     Agent,
@@ -389,7 +390,7 @@ class _Run:
         if len(earlier) + 1 < limit:
             return None
         earlier.sort(key=lambda r: r.updated_at)
-        tried = [f"task {r.id}: {_status_text(r.task)}" for r in earlier[-(limit - 1) :]]
+        tried = [f"task {r.id}: {status_text(r.task)}" for r in earlier[-(limit - 1) :]]
         tried.append(f"task {self.task.id} (this one): {failure.reason}")
         try:
             escalation = Escalation(
@@ -512,11 +513,6 @@ def failure_kind(task: Task) -> str | None:
     failure = ext.get("failure") if isinstance(ext, dict) else None
     kind = failure.get("kind") if isinstance(failure, dict) else None
     return kind if isinstance(kind, str) else None
-
-
-def _status_text(task: Task) -> str:
-    message = task.status.message
-    return message.text if message is not None else task.status.state.name
 
 
 def dedupe_key(owner: str, message: Message) -> str:

@@ -5,7 +5,8 @@
 Wraps, at run time: the JSON-RPC entry point, the store's writes (create, update,
 checkpoint, terminate) and the SQLite COMMIT, the client's calls to other agents, and the
 handoff delivery. `kill -USR2 PID` prints the count, mean and p50 of each (ms) to stderr and
-resets them. Used by `bench/handoff` with TRACE=1.
+resets them. Start triage and billing with it instead of `python -m servers`, load them
+with wrk (bench/sendmessage.lua), then signal both.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from a2a_handoff.contracts.lint import Registry, _default
+from a2a_handoff.contracts.lint import Registry, registry_file
 from a2a_handoff.contracts.model import (
     ANY,
     MISSING,
@@ -49,8 +49,8 @@ class Catalog:
         if not directory.is_dir():
             raise ContractError(f"{directory} is not a directory of contracts")
         registry = Registry.load(
-            agents or _default(directory, "agents"),
-            permissions or _default(directory, "permissions"),
+            agents or registry_file(directory, "agents"),
+            permissions or registry_file(directory, "permissions"),
         )
         contracts = tuple(load_contract(path) for path in contract_files(directory))
         validators: dict[str, Draft202012Validator] = {}

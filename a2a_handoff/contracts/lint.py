@@ -160,8 +160,8 @@ def lint(
 ) -> list[ContractReport]:
     """Lint every contract in `directory` (registries default to DIR/agents.yaml and
     DIR/permissions.yaml when present)."""
-    agents = agents or _default(directory, "agents")
-    permissions = permissions or _default(directory, "permissions")
+    agents = agents or registry_file(directory, "agents")
+    permissions = permissions or registry_file(directory, "permissions")
     reports: list[ContractReport] = []
     try:
         registry = Registry.load(agents, permissions)
@@ -189,7 +189,7 @@ def lint(
     return reports
 
 
-def _default(directory: Path, stem: str) -> Path | None:
+def registry_file(directory: Path, stem: str) -> Path | None:
     for suffix in (".yaml", ".yml", ".json"):
         candidate = directory / f"{stem}{suffix}"
         if candidate.is_file():

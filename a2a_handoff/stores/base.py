@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 import json
 import time
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
@@ -209,6 +209,32 @@ def decode_page_token(token: str) -> tuple[str, str]:
     except (ValueError, TypeError):
         pass
     raise InvalidParamsError("pageToken: not a token this server issued")
+
+
+def page_of(records: Iterable[TaskRecord], query: TaskQuery) -> TaskPage:
+    """`query` answered from candidate records in memory: filter, order, page.
+
+    For backends without a query engine (memory, Redis); SQLite does the same in SQL.
+    """
+    matching = [
+        r
+        for r in records
+        if (query.owner is None or r.visible_to(query.owner))
+        and (query.context_id is None or r.task.context_id == query.context_id)
+        and (query.state is None or r.state == query.state)
+    ]
+    matching.sort(key=lambda r: (r.updated_at, r.id), reverse=True)
+    start = 0
+    if query.page_token:
+        cursor = decode_page_token(query.page_token)
+        start = next(
+            (i for i, r in enumerate(matching) if (r.updated_at, r.id) < cursor),
+            len(matching),
+        )
+    page = matching[start : start + query.page_size]
+    more = start + query.page_size < len(matching)
+    token = encode_page_token(page[-1].updated_at, page[-1].id) if more and page else ""
+    return TaskPage(records=page, next_page_token=token, total_size=len(matching))
 
 
 def check_create(record: TaskRecord, events: Sequence[StreamResponse]) -> None:

@@ -19,8 +19,7 @@ from a2a_handoff.stores.base import (
     TaskRecord,
     check_create,
     check_update,
-    decode_page_token,
-    encode_page_token,
+    page_of,
 )
 
 
@@ -99,25 +98,7 @@ class MemoryTaskStore(LocalLeases):
         return found[0]
 
     async def list_tasks(self, query: TaskQuery) -> TaskPage:
-        matching = [
-            r
-            for r in self._records.values()
-            if (query.owner is None or r.visible_to(query.owner))
-            and (query.context_id is None or r.task.context_id == query.context_id)
-            and (query.state is None or r.state == query.state)
-        ]
-        matching.sort(key=lambda r: (r.updated_at, r.id), reverse=True)
-        start = 0
-        if query.page_token:
-            cursor = decode_page_token(query.page_token)
-            start = next(
-                (i for i, r in enumerate(matching) if (r.updated_at, r.id) < cursor),
-                len(matching),
-            )
-        page = matching[start : start + query.page_size]
-        more = start + query.page_size < len(matching)
-        token = encode_page_token(page[-1].updated_at, page[-1].id) if more and page else ""
-        return TaskPage(records=page, next_page_token=token, total_size=len(matching))
+        return page_of(self._records.values(), query)
 
     async def events(self, task_id: str, after: int = 0) -> list[TaskEvent]:
         return [e for e in self._events.get(task_id, ()) if e.seq > after]

@@ -43,8 +43,7 @@ from a2a_handoff.stores.base import (
     TaskRecord,
     check_create,
     check_update,
-    decode_page_token,
-    encode_page_token,
+    page_of,
 )
 
 try:
@@ -388,25 +387,7 @@ class RedisTaskStore:
         else:
             ids = await redis.smembers(self._key("i:all"))
         records = await self._records(sorted(ids))
-        matching = [
-            r
-            for r in records
-            if (query.owner is None or r.visible_to(query.owner))
-            and (query.context_id is None or r.task.context_id == query.context_id)
-            and (query.state is None or r.state == query.state)
-        ]
-        matching.sort(key=lambda r: (r.updated_at, r.id), reverse=True)
-        start = 0
-        if query.page_token:
-            cursor = decode_page_token(query.page_token)
-            start = next(
-                (i for i, r in enumerate(matching) if (r.updated_at, r.id) < cursor),
-                len(matching),
-            )
-        page = matching[start : start + query.page_size]
-        more = start + query.page_size < len(matching)
-        token = encode_page_token(page[-1].updated_at, page[-1].id) if more and page else ""
-        return TaskPage(records=page, next_page_token=token, total_size=len(matching))
+        return page_of(records, query)
 
     async def _records(self, ids: Sequence[str]) -> list[TaskRecord]:
         if not ids:

@@ -21,29 +21,12 @@ from a2a_handoff.models import (
     utc_now,
 )
 from a2a_handoff.states import TaskState
-from a2a_handoff.stores import MemoryTaskStore, SqliteTaskStore, TaskStore, open_store
+from a2a_handoff.stores import SqliteTaskStore, TaskStore, open_store
 from a2a_handoff.stores.base import TaskEvent, TaskQuery, TaskRecord
 from a2a_handoff.stores.redis import RedisTaskStore
 from tests.redis_support import RedisServer
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture(params=["memory", "sqlite", "redis"])
-async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[TaskStore]:
-    backend: TaskStore
-    if request.param == "memory":
-        backend = MemoryTaskStore()
-    elif request.param == "sqlite":
-        backend = SqliteTaskStore(tmp_path / "tasks.db")
-    else:
-        redis: RedisServer = request.getfixturevalue("redis_server")
-        backend = RedisTaskStore.from_url(redis.store_url())
-    await backend.open()
-    try:
-        yield backend
-    finally:
-        await backend.aclose()
 
 
 def new_task(context_id: str = "ctx", state: TaskState = TaskState.SUBMITTED) -> Task:

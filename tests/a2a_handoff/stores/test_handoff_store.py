@@ -3,37 +3,18 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
 from a2a_handoff.errors import ConflictError
 from a2a_handoff.models import StreamResponse, utc_now
 from a2a_handoff.states import TaskState
-from a2a_handoff.stores import MemoryTaskStore, SqliteTaskStore, Store
+from a2a_handoff.stores import Store
 from a2a_handoff.stores.base import OutboxEntry, ReceivedEntry, TaskRecord
-from a2a_handoff.stores.redis import RedisTaskStore
 from tests.a2a_handoff.stores.test_behaviour import create, moved, new_task, status
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture(params=["memory", "sqlite", "redis"])
-async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
-    backend: Store
-    if request.param == "memory":
-        backend = MemoryTaskStore()
-    elif request.param == "sqlite":
-        backend = SqliteTaskStore(tmp_path / "handoffs.db")
-    else:
-        backend = RedisTaskStore.from_url(request.getfixturevalue("redis_server").store_url())
-    await backend.open()
-    try:
-        yield backend
-    finally:
-        await backend.aclose()
 
 
 def entry(record: TaskRecord, handoff_id: str = "h1", context_id: str = "ctx") -> OutboxEntry:

@@ -3,31 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 
-from a2a_handoff.stores import MemoryTaskStore, SqliteTaskStore, Store
-from a2a_handoff.stores.redis import RedisTaskStore
+from a2a_handoff.stores import Store
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture(params=["memory", "sqlite", "redis"])
-async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
-    backend: Store
-    if request.param == "memory":
-        backend = MemoryTaskStore()
-    elif request.param == "sqlite":
-        backend = SqliteTaskStore(tmp_path / "leases.db")
-    else:
-        backend = RedisTaskStore.from_url(request.getfixturevalue("redis_server").store_url())
-    await backend.open()
-    try:
-        yield backend
-    finally:
-        await backend.aclose()
 
 
 async def test_a_lease_has_one_holder_until_released(store: Store) -> None:
