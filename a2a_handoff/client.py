@@ -18,6 +18,7 @@ so failing over never duplicates work.
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 import uuid
@@ -39,6 +40,7 @@ from tenacity import (
 from a2a_handoff.breaker import CircuitBreaker, CircuitOpenError
 from a2a_handoff.errors import HandoffError
 from a2a_handoff.models import AgentCard, Message, StreamResponse, Task
+from a2a_handoff.transport import Http11Transport
 
 RETRYABLE_STATUS = frozenset({429, 502, 503, 504})
 CARD_PATH = ".well-known/agent-card.json"
@@ -60,9 +62,9 @@ class UnavailableError(HandoffError, ConnectionError):
 
 
 class _RetryableStatus(HandoffError):
-    def __init__(self, response: httpx.Response) -> None:
-        self.status_code = response.status_code
-        super().__init__(f"HTTP {response.status_code}")
+    def __init__(self, status_code: int) -> None:
+        self.status_code = status_code
+        super().__init__(f"HTTP {status_code}")
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -102,8 +104,13 @@ T = TypeVar("T")
 
 def replicas(address: str) -> list[str]:
     """The URLs an agent address names: one, or several comma-separated replicas."""
-    urls = [url.strip() for url in address.split(",") if url.strip()]
-    return urls or [address]
+    return list(_replicas(address))
+
+
+@functools.lru_cache(maxsize=1024)
+def _replicas(address: str) -> tuple[str, ...]:
+    urls = tuple(url.strip() for url in address.split(",") if url.strip())
+    return urls or (address,)
 
 
 def never_arrived(exc: BaseException) -> bool:
@@ -113,17 +120,23 @@ def never_arrived(exc: BaseException) -> bool:
     return isinstance(exc.__cause__, httpx.ConnectError)
 
 
+@functools.lru_cache(maxsize=1024)
 def endpoint_of(url: str) -> str:
     """The breaker key of a URL: scheme, host and port."""
     parts = urlsplit(url)
     return f"{parts.scheme}://{parts.netloc}"
 
 
-def _result(url: str, response: httpx.Response) -> Any:
+Answer = tuple[int, bytes]
+"""An HTTP answer: its status and its whole body."""
+
+
+def _result(url: str, answer: Answer) -> Any:
+    status, content = answer
     try:
-        payload = response.json()
+        payload = json.loads(content)
     except (json.JSONDecodeError, UnicodeDecodeError):
-        raise UnavailableError(f"{url}: HTTP {response.status_code}, not JSON") from None
+        raise UnavailableError(f"{url}: HTTP {status}, not JSON") from None
     if not isinstance(payload, dict):
         raise UnavailableError(f"{url}: answered a non-object")
     error = payload.get("error")
@@ -132,18 +145,23 @@ def _result(url: str, response: httpx.Response) -> Any:
             int(error.get("code", -32603)), str(error.get("message", "")), error.get("data"),
             url=url,
         )  # fmt: skip
-    if response.status_code != 200 or "result" not in payload:
-        raise UnavailableError(f"{url}: HTTP {response.status_code} without a result")
+    if status != 200 or "result" not in payload:
+        raise UnavailableError(f"{url}: HTTP {status} without a result")
     return payload["result"]
 
 
 class AgentClient:
-    """Calls agents: JSON-RPC and SSE, retries for idempotent calls, breakers, cached cards."""
+    """Calls agents: JSON-RPC and SSE, retries for idempotent calls, breakers, cached cards.
+
+    `direct`: JSON-RPC calls to plain-http URLs go straight to this transport, past httpx's
+    client layer (with `http`'s timeouts); cards and streams still go through `http`.
+    """
 
     def __init__(
         self,
         http: httpx.AsyncClient,
         *,
+        direct: Http11Transport | None = None,
         credentials: Mapping[str, str] | None = None,
         retry: RetryPolicy | None = None,
         card_ttl: float = 60.0,
@@ -154,6 +172,7 @@ class AgentClient:
         api_key: str | None = None,
     ) -> None:
         self.http = http
+        self.direct = direct
         self.api_key = api_key
         self.credentials: dict[str, str] = {}
         for address, key in (credentials or {}).items():
@@ -194,27 +213,46 @@ class AgentClient:
             headers["X-API-Key"] = key
         return headers
 
-    async def _attempt(self, url: str, send: Callable[[], Any]) -> httpx.Response:
+    async def _attempt(self, url: str, send: Callable[[], Awaitable[Answer]]) -> Answer:
         async with self.breaker(url).guard():
-            response: httpx.Response = await send()
-            if response.status_code in RETRYABLE_STATUS:
-                raise _RetryableStatus(response)
-            return response
+            answer = await send()
+            if answer[0] in RETRYABLE_STATUS:
+                raise _RetryableStatus(answer[0])
+            return answer
 
     async def _request(
-        self, url: str, send: Callable[[], Any], *, idempotent: bool
-    ) -> httpx.Response:
+        self, url: str, send: Callable[[], Awaitable[Answer]], *, idempotent: bool
+    ) -> Answer:
         try:
-            if not idempotent:
+            try:
                 return await self._attempt(url, send)
+            except Exception as exc:
+                if not idempotent or not is_transient(exc):
+                    raise
+                first: BaseException | None = exc
+            # Retries: tenacity's first attempt is the one that just failed (so its counts and
+            # waits are the policy's), without its bookkeeping on calls that succeed at once.
             async for attempt in self.retry.retrying():
                 with attempt:
+                    if first is not None:
+                        failed, first = first, None
+                        raise failed
                     return await self._attempt(url, send)
         except _RetryableStatus as exc:
             raise UnavailableError(f"{url}: HTTP {exc.status_code}") from exc
         except httpx.TransportError as exc:
             raise UnavailableError(f"{url}: {type(exc).__name__}: {exc}") from exc
         raise AssertionError("unreachable: tenacity re-raises the last error")
+
+    def _post(self, url: str, body: bytes, headers: dict[str, str]) -> Awaitable[Answer]:
+        if self.direct is not None and url.startswith("http://"):
+            return self.direct.post(url, body, headers, self.http.timeout)
+        return self._post_httpx(url, body, headers)
+
+    async def _post_httpx(self, url: str, body: bytes, headers: dict[str, str]) -> Answer:
+        headers = {**headers, "Content-Type": "application/json"}
+        response = await self.http.post(url, content=body, headers=headers)
+        return response.status_code, response.content
 
     def _order(self, address: str) -> list[str]:
         urls = replicas(address)
@@ -255,12 +293,15 @@ class AgentClient:
             return cached[1]
         card_url = url.rstrip("/") + "/" + CARD_PATH
         headers = self._headers(url)
-        response = await self._request(
-            url, lambda: self.http.get(card_url, headers=headers), idempotent=retry
-        )
-        if response.status_code != 200:
-            raise UnavailableError(f"{url}: agent card answered HTTP {response.status_code}")
-        card = AgentCard.model_validate_json(response.content)
+
+        async def get() -> Answer:
+            response = await self.http.get(card_url, headers=headers)
+            return response.status_code, response.content
+
+        status, content = await self._request(url, get, idempotent=retry)
+        if status != 200:
+            raise UnavailableError(f"{url}: agent card answered HTTP {status}")
+        card = AgentCard.model_validate_json(content)
         self._cards[url] = (clock(), card)
         return card
 
@@ -274,14 +315,32 @@ class AgentClient:
         idempotent: bool = False,
     ) -> Any:
         """One JSON-RPC call: its result, or RemoteError / UnavailableError / CircuitOpenError."""
-        body = {"jsonrpc": "2.0", "id": str(uuid.uuid4()), "method": method, "params": params}
+        encoded = json.dumps(params, separators=(",", ":"))
+        return await self.call_json(
+            url, method, encoded, extensions=extensions, idempotent=idempotent
+        )
+
+    async def call_json(
+        self,
+        url: str,
+        method: str,
+        params_json: str,
+        *,
+        extensions: Iterable[str] = (),
+        idempotent: bool = False,
+    ) -> Any:
+        """`call()` with the params already encoded as a JSON object."""
+        body = (
+            f'{{"jsonrpc":"2.0","id":"{uuid.uuid4()}","method":{json.dumps(method)},'
+            f'"params":{params_json}}}'
+        ).encode()
 
         async def attempt(one: str) -> Any:
             headers = self._headers(one, extensions)
-            response = await self._request(
-                one, lambda: self.http.post(one, json=body, headers=headers), idempotent=idempotent
+            answer = await self._request(
+                one, lambda: self._post(one, body, headers), idempotent=idempotent
             )
-            return _result(one, response)
+            return _result(one, answer)
 
         return await self._failover(url, attempt, idempotent=idempotent)
 
@@ -367,11 +426,11 @@ class AgentClient:
                 response = await self.http.send(request, stream=True)
                 if response.status_code in RETRYABLE_STATUS:
                     await response.aclose()
-                    raise _RetryableStatus(response)
+                    raise _RetryableStatus(response.status_code)
             try:
                 if not response.headers.get("content-type", "").startswith("text/event-stream"):
-                    await response.aread()
-                    _result(url, response)  # raises the JSON-RPC error it holds
+                    content = await response.aread()
+                    _result(url, (response.status_code, content))  # raises its JSON-RPC error
                     raise UnavailableError(f"{url}: {method} did not answer with a stream")
                 async for seq, data in _events(response):
                     payload = json.loads(data)

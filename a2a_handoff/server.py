@@ -68,6 +68,7 @@ from a2a_handoff.models import (
 from a2a_handoff.sse import SseResponse, frame
 from a2a_handoff.states import TaskState
 from a2a_handoff.stores.base import Store, TaskEvent, TaskQuery
+from a2a_handoff.transport import Http11Transport
 
 log = logging.getLogger("a2a_handoff.server")
 
@@ -665,8 +666,10 @@ def create_app(
     )
     own_client = client is None
     if client is None:
+        transport = Http11Transport()
         client = AgentClient(
-            httpx.AsyncClient(timeout=httpx.Timeout(10.0, connect=2.0)),
+            httpx.AsyncClient(timeout=httpx.Timeout(10.0, connect=2.0), transport=transport),
+            direct=transport,
             credentials=credentials,
         )
     app_state = _App(
