@@ -47,11 +47,10 @@ from a2a_handoff.failpoints import failpoint
 from a2a_handoff.ids import new_id
 from a2a_handoff.models import (
     AgentCard,
-    Message,
-    Part,
     Role,
     StreamResponse,
     Task,
+    TaskStatus,
     TaskStatusUpdateEvent,
     utc_now,
 )
@@ -265,12 +264,16 @@ class Handoffs:
         entry: OutboxEntry,
         on_done: Callable[[TaskRecord], None] | None = None,
         fresh: bool = False,
+        *,
+        envelope: HandoffEnvelope | None = None,
+        source: TaskRecord | None = None,
     ) -> asyncio.Task[TaskRecord | None]:
         """Deliver an entry in the background, once per process.
 
         `on_done` is called with the source's final record by whichever delivery of this
         entry ends it — this one, or a later replay by the recovery loop if this one failed.
-        `fresh`: this process just checkpointed the entry (see `deliver`).
+        `fresh`: this process just checkpointed the entry, whose `envelope` and `source`
+        record it still holds (see `deliver`).
         """
         if on_done is not None:
             self._waiters[entry.handoff_id] = on_done
@@ -278,7 +281,7 @@ class Handoffs:
         if running is not None:
             return running
         job = asyncio.create_task(
-            self._deliver_held(entry, fresh), name=f"handoff-{entry.handoff_id}"
+            self._deliver_held(entry, fresh, envelope, source), name=f"handoff-{entry.handoff_id}"
         )
         self._delivering[entry.handoff_id] = job
 
@@ -299,18 +302,35 @@ class Handoffs:
         job.add_done_callback(done)
         return job
 
-    async def _deliver_held(self, entry: OutboxEntry, fresh: bool) -> TaskRecord | None:
+    async def _deliver_held(
+        self,
+        entry: OutboxEntry,
+        fresh: bool,
+        envelope: HandoffEnvelope | None,
+        source: TaskRecord | None,
+    ) -> TaskRecord | None:
         """Deliver under the entry's lease when replicas share the store: one delivers it
         while its lease runs; when that replica dies, another takes it over (same key)."""
         if not self.store.shared:
-            return await self.deliver(entry, fresh)
+            return await self.deliver(entry, fresh, envelope=envelope, source=source)
         async with self.manager.leases.hold(f"outbox:{entry.handoff_id}") as held:
             if not held:
                 return None
-            return await self.deliver(entry, fresh)
+            return await self.deliver(entry, fresh, envelope=envelope, source=source)
 
-    async def deliver(self, entry: OutboxEntry, fresh: bool = False) -> TaskRecord | None:
+    async def deliver(
+        self,
+        entry: OutboxEntry,
+        fresh: bool = False,
+        *,
+        envelope: HandoffEnvelope | None = None,
+        source: TaskRecord | None = None,
+    ) -> TaskRecord | None:
         """Create the task on the target (retrying) and terminate; the source's final record.
+
+        `envelope`: the entry's envelope, when the caller holds it already; `source`: the
+        source task's record as last written, tried first when terminating (check-and-set:
+        a stale one costs a read, never a lost update).
 
         Under a contract, its recovery path takes over when the target rejects the handoff
         (`on_reject`), keeps failing (`on_error`, after `max_retries`), or stays unreachable
@@ -318,8 +338,10 @@ class Handoffs:
         it (`fresh`: this process checkpointed the entry, and every failure so far was a
         refused connection or an open breaker), so a successor can never be orphaned.
         """
-        envelope = HandoffEnvelope.model_validate_json(entry.envelope)
+        if envelope is None:
+            envelope = HandoffEnvelope.model_validate_json(entry.envelope)
         url = entry.target_url
+        params = _create_params(envelope, entry.envelope)
         contract = self._contract_of(envelope)
         loop = asyncio.get_running_loop()
         started = loop.time()
@@ -332,10 +354,9 @@ class Handoffs:
                 if problems:
                     reason = "capability gate refused the handoff: " + "; ".join(problems)
                     return await self._fail(entry, reason)
-                result = await self.client.call(
-                    url, "SendMessage", _create_params(envelope), extensions=[URI],
-                    idempotent=True,
-                )  # fmt: skip
+                result = await self.client.call_json(
+                    url, "SendMessage", params, extensions=[URI], idempotent=True
+                )
                 created = Task.model_validate(result["task"])
             except RemoteError as exc:
                 may_have_arrived = True
@@ -377,7 +398,7 @@ class Handoffs:
                     return await self._fail(entry, "handoff_expired: the envelope expired")
                 reason = f"{entry.target_name} rejected the handoff: {status_text(created)}"
                 return await self._recover(entry, envelope, contract, "on_reject", reason)
-            return await self._transferred(entry, envelope, created)
+            return await self._transferred(entry, envelope, created, source)
 
     def _contract_of(self, envelope: HandoffEnvelope) -> Contract | None:
         catalog = self.settings.contracts
@@ -435,7 +456,7 @@ class Handoffs:
         if current is not None:  # the recovery loop must not start a second delivery of it
             self._delivering[new_entry.handoff_id] = current
         try:
-            return await self.deliver(new_entry, fresh=True)
+            return await self.deliver(new_entry, True, envelope=new_envelope, source=updated)
         finally:
             if self._delivering.get(new_entry.handoff_id) is current:
                 del self._delivering[new_entry.handoff_id]
@@ -481,13 +502,13 @@ class Handoffs:
         raises HandoffError when the target refuses it or stays unreachable.
         """
         url = envelope.target.url
+        params = _create_params(envelope, envelope.dump_json())
         deadline = asyncio.get_running_loop().time() + attempts_for
         while True:
             try:
-                result = await self.client.call(
-                    url, "SendMessage", _create_params(envelope), extensions=[URI],
-                    idempotent=True,
-                )  # fmt: skip
+                result = await self.client.call_json(
+                    url, "SendMessage", params, extensions=[URI], idempotent=True
+                )
                 created = Task.model_validate(result["task"])
             except RemoteError as exc:
                 if exc.code not in TRANSIENT_CODES:
@@ -506,7 +527,11 @@ class Handoffs:
             await asyncio.sleep(self.settings.retry_interval)
 
     async def _transferred(
-        self, entry: OutboxEntry, envelope: HandoffEnvelope, created: Task
+        self,
+        entry: OutboxEntry,
+        envelope: HandoffEnvelope,
+        created: Task,
+        source: TaskRecord | None = None,
     ) -> TaskRecord | None:
         pointer = {
             "agentUrl": entry.target_url,
@@ -519,7 +544,7 @@ class Handoffs:
         text = f"Transferred to {entry.target_name} (task {created.id}): {envelope.reason}"
         return await self._terminate(
             entry, TaskState.TRANSFERRED, text, {"state": "TRANSFERRED", "transfer": pointer},
-            DONE, json.dumps(pointer),
+            DONE, json.dumps(pointer), source,
         )  # fmt: skip
 
     async def _fail(self, entry: OutboxEntry, reason: str) -> TaskRecord | None:
@@ -535,30 +560,39 @@ class Handoffs:
         members: dict[str, Any],
         status: str,
         detail: str,
+        source: TaskRecord | None = None,
     ) -> TaskRecord | None:
-        """ONE transaction: the source task's final state and the outbox entry closed."""
+        """ONE transaction: the source task's final state and the outbox entry closed.
+
+        `source`: the record to start from (else read); a stale one fails the check-and-set
+        and the task is read again.
+        """
+        record = source
         for _ in range(5):
-            record = await self.store.get(entry.task_id)
+            if record is None:
+                record = await self.store.get(entry.task_id)
             if record is None or record.state.terminal:
                 return record
+            transition(record.state, state)
             message = agent_message(text, record.task)
-            base = record.task.model_copy(update={"metadata": {**(record.task.metadata or {})}})
-            task = with_ext_metadata(base, **members, handoffId=entry.handoff_id)
-            task = task.model_copy(update={"history": [*(task.history or []), message]})
-            transition(task.status.state, state)
-            task = task.model_copy(
-                update={"status": task.status.model_copy(
-                    update={"state": state, "message": message, "timestamp": utc_now()}
-                )}
-            )  # fmt: skip
-            updated = record.advanced(task, 1, utc_now())
+            ext = {**ext_metadata(record.task), **members, "handoffId": entry.handoff_id}
+            now = utc_now()
+            task = record.task.model_copy(
+                update={
+                    "metadata": {**(record.task.metadata or {}), URI: ext},
+                    "history": [*(record.task.history or []), message],
+                    "status": TaskStatus(state=state, message=message, timestamp=now),
+                }
+            )
+            updated = record.advanced(task, 1, now)
             try:
                 await self.store.terminate(
-                    updated, [_status_event(task, {URI: ext_metadata(task)})],
+                    updated, [_status_event(task, {URI: ext})],
                     expected_version=record.version, handoff_id=entry.handoff_id,
                     status=status, detail=detail,
                 )  # fmt: skip
             except ConflictError:
+                record = None
                 continue
             failpoint("handoff.after_terminate")
             return updated
@@ -697,18 +731,27 @@ def handoff_message_id(envelope: HandoffEnvelope) -> str:
     return f"handoff-{envelope.idempotency_key}"
 
 
-def _create_params(envelope: HandoffEnvelope) -> dict[str, Any]:
+def _create_params(envelope: HandoffEnvelope, envelope_json: str) -> str:
+    """The SendMessage params that create the successor, as JSON.
+
+    The message carries the envelope in its metadata (`envelope_json`: as the outbox holds
+    it, so it is not encoded again) and points back at the source task. The source needs
+    only the successor's id and status back: `historyLength: 0`.
+    """
     summary = str(envelope.transfer_context.get("summary") or envelope.reason)
-    message = Message(
-        message_id=handoff_message_id(envelope),
-        role=Role.USER,
-        parts=[Part(text=summary), Part(data=envelope.transfer_context)],
-        context_id=envelope.context_id,
-        metadata={URI: envelope.dump()},
-        extensions=[URI],
-        reference_task_ids=[envelope.source.task_id],
+    message = {
+        "messageId": handoff_message_id(envelope),
+        "role": Role.USER.value,
+        "parts": [{"text": summary}, {"data": envelope.transfer_context}],
+        "contextId": envelope.context_id,
+        "extensions": [URI],
+        "referenceTaskIds": [envelope.source.task_id],
+    }
+    head = json.dumps(message, separators=(",", ":"))[:-1]  # open: the metadata follows
+    return (
+        f'{{"message":{head},"metadata":{{{json.dumps(URI)}:{envelope_json}}}}},'
+        '"configuration":{"returnImmediately":true,"historyLength":0}}'
     )
-    return {"message": message.dump(), "configuration": {"returnImmediately": True}}
 
 
 def _status_event(task: Task, metadata: dict[str, Any] | None = None) -> StreamResponse:

@@ -157,6 +157,7 @@ class _Run:
             self.start = (task, committed.version + 1)
         self.cancel_requested = False
         self.dedupe_ttl: float | None = None  # a contract's replay window for the key
+        self.received: ReceivedEntry | None = None  # the ledger row of the handoff creating it
         self.notices = 0
         self.handler_done = False
         self.handing_off = False
@@ -217,7 +218,11 @@ class _Run:
                 task, self.owner, len(items), now, now, self.delegate, task.dump_json()
             )
             stored = await store.create(
-                record, items, dedupe_key=self.dedupe_key, dedupe_ttl=self.dedupe_ttl
+                record,
+                items,
+                dedupe_key=self.dedupe_key,
+                dedupe_ttl=self.dedupe_ttl,
+                received=self.received,
             )
             if stored.id != record.id:
                 # Another process created this message's task first: answer with that one.
@@ -425,7 +430,9 @@ class _Run:
                 self._abort(InternalError(f"the handoff could not be checkpointed: {exc}"))
                 return
             if created is not None:
-                handoffs.spawn(created, on_done=self._settle, fresh=True)
+                handoffs.spawn(
+                    created, self._settle, True, envelope=envelope, source=self.committed
+                )
             return
         await self._drain()
         if self.pending or self.committed is None or self.settled.done():
@@ -440,7 +447,7 @@ class _Run:
             return
         self.committed = record
         self.task = record.task
-        handoffs.spawn(entry, on_done=self._settle, fresh=True)
+        handoffs.spawn(entry, self._settle, True, envelope=envelope, source=record)
 
     async def _create_handing_off(self, envelope: HandoffEnvelope) -> OutboxEntry | None:
         """Create the task, already handing off, with its outbox entry; None if the message
@@ -454,7 +461,12 @@ class _Run:
             task, self.owner, len(events), now, now, self.delegate, task.dump_json()
         )
         stored = await self.manager.store.create(
-            record, events, dedupe_key=self.dedupe_key, outbox=entry, dedupe_ttl=self.dedupe_ttl
+            record,
+            events,
+            dedupe_key=self.dedupe_key,
+            outbox=entry,
+            dedupe_ttl=self.dedupe_ttl,
+            received=self.received,
         )
         if stored.id != record.id:
             self._abort(None, answer=stored)
@@ -513,6 +525,23 @@ def failure_kind(task: Task) -> str | None:
     failure = ext.get("failure") if isinstance(ext, dict) else None
     kind = failure.get("kind") if isinstance(failure, dict) else None
     return kind if isinstance(kind, str) else None
+
+
+def received_entry(
+    envelope: HandoffEnvelope, task_id: str, outcome: str, reason: str
+) -> ReceivedEntry:
+    """The ledger row of a handoff received: `outcome` accepted, rejected or duplicate."""
+    return ReceivedEntry(
+        handoff_id=envelope.handoff_id,
+        idempotency_key=envelope.idempotency_key,
+        context_id=envelope.context_id,
+        source_agent=envelope.source.agent,
+        source_task_id=envelope.source.task_id,
+        task_id=task_id,
+        outcome=outcome,
+        reason=reason,
+        at=utc_now(),
+    )
 
 
 def dedupe_key(owner: str, message: Message) -> str:
@@ -669,7 +698,8 @@ class TaskManager:
             raise HandoffProcessingError()
         submission = self._start(bound, owner, key, envelope, window)
         record = await asyncio.shield(submission.created)
-        self._ledger(envelope, record.id, "accepted", "")
+        if record.id != submission.task_id:  # another replica created it first
+            self._ledger(envelope, record.id, "duplicate", "")
         return submission
 
     async def _reject(
@@ -695,34 +725,23 @@ class TaskManager:
         now = utc_now()
         record = TaskRecord(rejected, owner, 2, now, now, envelope.on_behalf_of or "")
         stored = await self.store.create(
-            record, [StreamResponse(task=task), status_event(rejected)], dedupe_key=key
+            record,
+            [StreamResponse(task=task), status_event(rejected)],
+            dedupe_key=key,
+            received=received_entry(envelope, task_id, "rejected", code),
         )
-        self._ledger(envelope, stored.id, "rejected", code)
+        if stored.id != record.id:
+            self._ledger(envelope, stored.id, "duplicate", "")
         return _resolved(stored, duplicate=stored.id != record.id)
 
     def _ledger(self, envelope: HandoffEnvelope, task_id: str, outcome: str, reason: str) -> None:
-        """Record a received handoff, off the reply's path: the ledger is informational, and
-        the task itself (created, or found by its key) is what a replay relies on."""
-        job = asyncio.create_task(self._write_ledger(envelope, task_id, outcome, reason))
+        """Record a duplicate received, off the reply's path: the ledger is informational,
+        and the task itself (found by its key) is what a replay relies on. (A task created
+        by a handoff, accepted or rejected, gets its row in the transaction creating it.)"""
+        entry = received_entry(envelope, task_id, outcome, reason)
+        job = asyncio.create_task(self.store.record_received(entry))
         self._background.add(job)
         job.add_done_callback(self._background.discard)
-
-    async def _write_ledger(
-        self, envelope: HandoffEnvelope, task_id: str, outcome: str, reason: str
-    ) -> None:
-        await self.store.record_received(
-            ReceivedEntry(
-                handoff_id=envelope.handoff_id,
-                idempotency_key=envelope.idempotency_key,
-                context_id=envelope.context_id,
-                source_agent=envelope.source.agent,
-                source_task_id=envelope.source.task_id,
-                task_id=task_id,
-                outcome=outcome,
-                reason=reason,
-                at=utc_now(),
-            )
-        )
 
     async def _create(
         self,
@@ -777,6 +796,8 @@ class TaskManager:
             envelope=envelope,
         )
         run.dedupe_ttl = dedupe_ttl
+        if envelope is not None:
+            run.received = received_entry(envelope, task_id, "accepted", "")
         self._creating[key] = run
         self._runs[task_id] = run
         run.run(bound)

@@ -135,6 +135,7 @@ class TaskStore(Protocol):
         dedupe_key: str | None = None,
         outbox: OutboxEntry | None = None,
         dedupe_ttl: float | None = None,
+        received: ReceivedEntry | None = None,
     ) -> TaskRecord:
         """Insert a task and its first events atomically.
 
@@ -143,7 +144,8 @@ class TaskStore(Protocol):
         must equal len(events). With `outbox`, that pending handoff entry is added in the
         same transaction: a task created and checkpointed at once. With `dedupe_ttl`, the key
         deduplicates for that many seconds only (a replay window); after it, `find` no longer
-        names the task and the key may be taken by a new one.
+        names the task and the key may be taken by a new one. With `received`, that ledger
+        row (the handoff that created the task) is added in the same transaction.
         """
         ...
 

@@ -43,6 +43,7 @@ class MemoryTaskStore(LocalLeases):
         dedupe_key: str | None = None,
         outbox: OutboxEntry | None = None,
         dedupe_ttl: float | None = None,
+        received: ReceivedEntry | None = None,
     ) -> TaskRecord:
         check_create(record, events)
         if dedupe_key is not None:
@@ -55,6 +56,8 @@ class MemoryTaskStore(LocalLeases):
             if outbox.handoff_id in self._outbox:
                 raise ConflictError(f"handoff {outbox.handoff_id} already checkpointed")
             self._outbox[outbox.handoff_id] = outbox
+        if received is not None:
+            self._received.append(received)
         self._records[record.id] = record
         logged = [TaskEvent(seq, item) for seq, item in enumerate(events, start=1)]
         self._events[record.id] = logged

@@ -54,9 +54,10 @@ except ImportError:  # pragma: no cover - the optional extra
 DEFAULT_IDEMPOTENCY_TTL = 24 * 3600.0
 QUIET_SECONDS = 1.0  # a follower re-reads the stream after this long without a notification
 
-# KEYS: task, events, dedupe|"", i:all, i:o, i:d|"", i:c, i:s, outbox|"", ob:ids, ob:pending
+# KEYS: task, events, dedupe|"", i:all, i:o, i:d|"", i:c, i:s, outbox|"", ob:ids, ob:pending,
+#       rcv|""
 # ARGV: id owner delegate context state version created updated body ttl_ms channel
-#       n_events events… [entry_json created_score]
+#       n_events events… entry_json|"" created_score received_json|""
 _CREATE = """
 if KEYS[3] ~= '' then
   local found = redis.call('GET', KEYS[3])
@@ -80,6 +81,7 @@ if KEYS[9] ~= '' then
   redis.call('ZADD', KEYS[10], ARGV[14 + n], entry['handoff_id'])
   redis.call('SADD', KEYS[11], entry['handoff_id'])
 end
+if KEYS[12] ~= '' then redis.call('RPUSH', KEYS[12], ARGV[15 + n]) end
 redis.call('PUBLISH', ARGV[11], n)
 return {'ok', ''}
 """
@@ -285,6 +287,7 @@ class RedisTaskStore:
         dedupe_key: str | None = None,
         outbox: OutboxEntry | None = None,
         dedupe_ttl: float | None = None,
+        received: ReceivedEntry | None = None,
     ) -> TaskRecord:
         check_create(record, events)
         ttl = self.idempotency_ttl if dedupe_ttl is None else dedupe_ttl
@@ -301,6 +304,7 @@ class RedisTaskStore:
             self._key(f"ob:{outbox.handoff_id}") if outbox is not None else "",
             self._key("ob:ids"),
             self._key("ob:pending"),
+            self._key("rcv") if received is not None else "",
         ]
         args: list[Any] = [
             record.id, record.owner, record.delegate, record.task.context_id,
@@ -310,6 +314,9 @@ class RedisTaskStore:
         ]  # fmt: skip
         if outbox is not None:
             args += [json.dumps(asdict(outbox)), _score(outbox.created_at)]
+        else:
+            args += ["", 0]
+        args.append(json.dumps(asdict(received)) if received is not None else "")
         outcome, found = await self._scripts["create"](keys=keys, args=args)
         if outcome == "dup":
             existing = await self.get(found)

@@ -110,6 +110,10 @@ CREATE TABLE IF NOT EXISTS dedupe (
 _TASK_COLUMNS = "body, owner, version, created_at, updated_at, delegate"
 _OUTBOX_COLUMNS = ", ".join(f.name for f in fields(OutboxEntry))
 _RECEIVED_COLUMNS = ", ".join(f.name for f in fields(ReceivedEntry))
+_INSERT_RECEIVED = (
+    f"INSERT INTO received ({_RECEIVED_COLUMNS})"
+    f" VALUES ({', '.join('?' * len(fields(ReceivedEntry)))})"
+)
 
 
 def _marks(row: Sequence[Any]) -> str:
@@ -333,12 +337,14 @@ class SqliteTaskStore(LocalLeases):
         dedupe_key: str | None = None,
         outbox: OutboxEntry | None = None,
         dedupe_ttl: float | None = None,
+        received: ReceivedEntry | None = None,
     ) -> TaskRecord:
         check_create(record, events)
         logged = [TaskEvent(seq, item) for seq, item in enumerate(events, start=1)]
         task_row = _task_row(record)
         event_rows = [(record.id, e.seq, e.item.dump_json()) for e in logged]
         entry_row = astuple(outbox) if outbox is not None else None
+        received_row = astuple(received) if received is not None else None
 
         def apply(conn: sqlite3.Connection) -> str | None:
             if dedupe_key is not None:
@@ -374,6 +380,8 @@ class SqliteTaskStore(LocalLeases):
                     )
                 except sqlite3.IntegrityError as exc:
                     raise ConflictError(f"handoff {entry_row[0]} already checkpointed") from exc
+            if received_row is not None:
+                conn.execute(_INSERT_RECEIVED, received_row)
             return None
 
         existing_id: str | None = await self._submit(apply, (record.id, logged))
@@ -495,7 +503,7 @@ class SqliteTaskStore(LocalLeases):
         row = astuple(entry)
 
         def insert(conn: sqlite3.Connection) -> None:
-            conn.execute(f"INSERT INTO received ({_RECEIVED_COLUMNS}) VALUES ({_marks(row)})", row)
+            conn.execute(_INSERT_RECEIVED, row)
 
         await self._submit(insert)
 

@@ -116,7 +116,9 @@ def test_target_dies_after_creating_and_the_replay_finds_its_task(
         assert assert_invariants(agents, ctx) == "transferred"
         assert settled_source(agents, ctx)["id"] == source["id"]
         received = result(agents.billing.rpc("ListHandoffs", {"contextId": ctx}))["received"]
-        assert [e["outcome"] for e in received] == ["duplicate"]  # the created row died with it
+        # The accepted row committed with the task it created; the replay found that task.
+        assert [e["outcome"] for e in received] == ["accepted", "duplicate"]
+        assert len({e["taskId"] for e in received}) == 1
     finally:
         agents.stop()
 

@@ -115,6 +115,29 @@ async def test_outbox_filters_by_context_and_the_ledger_keeps_received(store: St
     assert len(await store.received()) == 2
 
 
+async def test_a_task_created_by_a_handoff_gets_its_ledger_row_in_the_same_write(
+    store: Store,
+) -> None:
+    now = utc_now()
+    record = TaskRecord(new_task(), "alice", 1, now, now)
+    accepted = ReceivedEntry("h", "k" * 16, "c1", "triage", "t0", record.id, "accepted", "", now)
+    created = await store.create(
+        record, [StreamResponse(task=record.task)], dedupe_key="hk", received=accepted
+    )
+    assert created.id == record.id
+    assert await store.received() == [accepted]
+    # The key was taken: neither the second task nor its ledger row is written.
+    again = TaskRecord(new_task(), "alice", 1, now, now)
+    found = await store.create(
+        again,
+        [StreamResponse(task=again.task)],
+        dedupe_key="hk",
+        received=replace(accepted, task_id=again.id),
+    )
+    assert found.id == record.id
+    assert await store.received() == [accepted]
+
+
 async def test_a_redirect_closes_the_old_entry_and_adds_the_new_one_at_once(store: Store) -> None:
     record = await create(store)
     working, events = step(record, TaskState.WORKING)
