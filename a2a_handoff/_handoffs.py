@@ -153,7 +153,8 @@ class Handoffs:
     async def prepare(
         self, task: Task, decision: Handoff, on_behalf_of: str = "", key_salt: str = ""
     ) -> tuple[HandoffEnvelope, str]:
-        """Summarize and gate; raises GateRefused with the reason the task fails with.
+        """Summarize and gate: the envelope and its JSON. Raises GateRefused with the reason
+        the task fails with.
 
         `key_salt` sets apart keys of messages that do not end the task (notices).
         """
@@ -192,15 +193,17 @@ class Handoffs:
             kind=decision.kind,
             contract=contract_ref,
         )  # fmt: skip
-        if envelope.size() > MAX_ENVELOPE_BYTES:
+        envelope_json = envelope.dump_json()
+        size = len(envelope_json.encode())
+        if size > MAX_ENVELOPE_BYTES:
             raise GateRefused(
-                f"transfer context too large: the envelope is {envelope.size()} bytes,"
+                f"transfer context too large: the envelope is {size} bytes,"
                 f" the limit {MAX_ENVELOPE_BYTES}"
             )
-        return envelope, url
+        return envelope, envelope_json
 
     def handing_off(
-        self, task: Task, envelope: HandoffEnvelope, owner: str
+        self, task: Task, envelope: HandoffEnvelope, envelope_json: str, owner: str
     ) -> tuple[Task, StreamResponse, OutboxEntry]:
         """The task marked as handing off, the event saying so, and its outbox entry."""
         target = envelope.target
@@ -222,7 +225,7 @@ class Handoffs:
             owner=owner,
             target_name=target.agent,
             target_url=target.url,
-            envelope=envelope.dump_json(),
+            envelope=envelope_json,
             status=PENDING,
             detail="",
             created_at=now,
@@ -248,10 +251,10 @@ class Handoffs:
         return f"{contract.id}@{contract.version or ''}"
 
     async def checkpoint(
-        self, record: TaskRecord, envelope: HandoffEnvelope
+        self, record: TaskRecord, envelope: HandoffEnvelope, envelope_json: str
     ) -> tuple[TaskRecord, OutboxEntry]:
         """ONE transaction: the outbox entry and the task marked as handing off."""
-        task, event, entry = self.handing_off(record.task, envelope, record.owner)
+        task, event, entry = self.handing_off(record.task, envelope, envelope_json, record.owner)
         updated = record.advanced(task, 1, utc_now())
         await self.store.checkpoint(updated, [event], expected_version=record.version, entry=entry)
         failpoint("handoff.after_checkpoint")
@@ -435,12 +438,12 @@ class Handoffs:
         target = path.removeprefix("agent:")
         decision = self._recovery_handoff(entry, envelope, contract, which, target, reason)
         try:
-            new_envelope, _ = await self.prepare(
+            new_envelope, new_json = await self.prepare(
                 record.task, decision, record.owner, key_salt=f"recovery:{entry.handoff_id}"
             )
         except GateRefused as exc:
             return await self._fail(entry, f"{reason}; {which} → {target} refused: {exc}")
-        task, event, new_entry = self.handing_off(record.task, new_envelope, record.owner)
+        task, event, new_entry = self.handing_off(record.task, new_envelope, new_json, record.owner)
         task = with_ext_metadata(task, recoveries=recoveries + 1)
         updated = record.advanced(task, 1, utc_now())
         detail = f"{reason} ({contract.id}: {which} → {target})"
@@ -495,14 +498,16 @@ class Handoffs:
             kind="escalation",
         )
 
-    async def notify(self, envelope: HandoffEnvelope, attempts_for: float = 30.0) -> Task:
+    async def notify(
+        self, envelope: HandoffEnvelope, envelope_json: str, attempts_for: float = 30.0
+    ) -> Task:
         """Deliver a message that does not end the task (a notice); the task it created.
 
         Retried with the same key for up to `attempts_for` seconds (the target deduplicates);
         raises HandoffError when the target refuses it or stays unreachable.
         """
         url = envelope.target.url
-        params = _create_params(envelope, envelope.dump_json())
+        params = _create_params(envelope, envelope_json)
         deadline = asyncio.get_running_loop().time() + attempts_for
         while True:
             try:

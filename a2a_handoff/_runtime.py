@@ -364,10 +364,10 @@ class _Run:
             kind="notice",
         )
         handoffs = self.manager.handoffs
-        envelope, _ = await handoffs.prepare(
+        envelope, envelope_json = await handoffs.prepare(
             self.task, decision, self.owner, key_salt=f"notice:{self.notices}"
         )
-        created = await handoffs.notify(envelope)
+        created = await handoffs.notify(envelope, envelope_json)
         await self._on_status(
             f"Informed {envelope.target.agent} (task {created.id}): {escalation.what_is_needed}"
         )
@@ -415,7 +415,7 @@ class _Run:
     async def _hand_off(self, decision: Handoff) -> None:
         handoffs = self.manager.handoffs
         try:
-            envelope, _ = await handoffs.prepare(self.task, decision, self.owner)
+            envelope, envelope_json = await handoffs.prepare(self.task, decision, self.owner)
         except GateRefused as exc:
             self.finish(Failed(str(exc)))
             return
@@ -424,7 +424,7 @@ class _Run:
             # checkpoint the handoff in ONE transaction — one commit fewer on the path.
             self.handing_off = True
             try:
-                created = await self._create_handing_off(envelope)
+                created = await self._create_handing_off(envelope, envelope_json)
             except Exception as exc:
                 log.exception("handoff checkpoint of new task %s failed", self.task.id)
                 self._abort(InternalError(f"the handoff could not be checkpointed: {exc}"))
@@ -440,7 +440,7 @@ class _Run:
             return
         self.handing_off = True
         try:
-            record, entry = await handoffs.checkpoint(self.committed, envelope)
+            record, entry = await handoffs.checkpoint(self.committed, envelope, envelope_json)
         except Exception as exc:
             log.exception("handoff checkpoint of task %s failed", self.task.id)
             self._abort(InternalError(f"the handoff could not be checkpointed: {exc}"))
@@ -449,11 +449,13 @@ class _Run:
         self.task = record.task
         handoffs.spawn(entry, self._settle, True, envelope=envelope, source=record)
 
-    async def _create_handing_off(self, envelope: HandoffEnvelope) -> OutboxEntry | None:
+    async def _create_handing_off(
+        self, envelope: HandoffEnvelope, envelope_json: str
+    ) -> OutboxEntry | None:
         """Create the task, already handing off, with its outbox entry; None if the message
         turned out to belong to a task created elsewhere (answered with that one)."""
         handoffs = self.manager.handoffs
-        task, event, entry = handoffs.handing_off(self.task, envelope, self.owner)
+        task, event, entry = handoffs.handing_off(self.task, envelope, envelope_json, self.owner)
         items, self.pending = self.pending, []
         events = [*items, event]
         now = utc_now()

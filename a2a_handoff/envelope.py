@@ -65,10 +65,6 @@ class HandoffEnvelope(WireModel):
     kind: Literal["handoff", "escalation", "notice", "return"] = "handoff"
     contract: str | None = None  # `id@version` of the handoff contract of this edge, if any
 
-    def size(self) -> int:
-        """Bytes of the envelope's JSON."""
-        return len(self.dump_json().encode())
-
     def digest(self) -> str:
         """SHA-256 of the canonical JSON: tells a replay from a different envelope."""
         canonical = json.dumps(self.dump(), sort_keys=True, separators=(",", ":"))

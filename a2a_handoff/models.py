@@ -9,7 +9,6 @@ from __future__ import annotations
 import base64
 import binascii
 import time
-from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
@@ -68,19 +67,27 @@ __all__ = [
 MAX_JSON_DEPTH = 64
 
 
-def _depth(value: Any, limit: int) -> int:
-    """Nesting depth of a JSON value, stopping once past `limit`."""
-    if limit < 0:
-        return 1
-    if isinstance(value, dict):
-        return 1 + max((_depth(v, limit - 1) for v in value.values()), default=0)
-    if isinstance(value, list):
-        return 1 + max((_depth(v, limit - 1) for v in value), default=0)
-    return 0
+def _too_deep(value: Any, limit: int) -> bool:
+    """Whether a JSON value nests objects and arrays more than `limit` levels deep.
+
+    Level by level, containers only: free-form data is mostly shallow and scalar-heavy.
+    """
+    level = [value]
+    for _ in range(limit):
+        nested: list[Any] = []
+        for container in level:
+            items = container.values() if isinstance(container, dict) else container
+            for item in items:
+                if isinstance(item, dict | list):
+                    nested.append(item)
+        if not nested:
+            return False
+        level = nested
+    return True
 
 
 def _bounded(value: Any) -> Any:
-    if isinstance(value, dict | list) and _depth(value, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
+    if isinstance(value, dict | list) and _too_deep(value, MAX_JSON_DEPTH):
         raise ValueError(f"nested deeper than {MAX_JSON_DEPTH} levels")
     return value
 
@@ -90,17 +97,16 @@ JsonValue = Annotated[Any, AfterValidator(_bounded)]
 Metadata = Annotated[dict[str, Any], AfterValidator(_bounded)]
 
 
-_last_stamp: tuple[int, str] = (0, "")
+_last_second: tuple[int, str] = (-1, "")
 
 
 def utc_now() -> str:
     """The current time as an ISO-8601 UTC timestamp with millisecond precision."""
-    global _last_stamp
-    millis = time.time_ns() // 1_000_000
-    if millis != _last_stamp[0]:  # many events share a millisecond: format once
-        moment = datetime.fromtimestamp(millis / 1000, UTC)
-        _last_stamp = (millis, moment.isoformat(timespec="milliseconds").replace("+00:00", "Z"))
-    return _last_stamp[1]
+    global _last_second
+    seconds, millis = divmod(time.time_ns() // 1_000_000, 1000)
+    if seconds != _last_second[0]:  # the date and time of day change once a second
+        _last_second = (seconds, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)))
+    return f"{_last_second[1]}.{millis:03d}Z"
 
 
 class WireModel(BaseModel):

@@ -25,7 +25,7 @@ import sqlite3
 import time
 from collections.abc import AsyncGenerator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import astuple, dataclass, fields
+from dataclasses import dataclass, fields
 from itertools import count
 from pathlib import Path
 from typing import Any, cast
@@ -343,8 +343,8 @@ class SqliteTaskStore(LocalLeases):
         logged = [TaskEvent(seq, item) for seq, item in enumerate(events, start=1)]
         task_row = _task_row(record)
         event_rows = [(record.id, e.seq, e.item.dump_json()) for e in logged]
-        entry_row = astuple(outbox) if outbox is not None else None
-        received_row = astuple(received) if received is not None else None
+        entry_row = _row(outbox) if outbox is not None else None
+        received_row = _row(received) if received is not None else None
 
         def apply(conn: sqlite3.Connection) -> str | None:
             if dedupe_key is not None:
@@ -443,7 +443,7 @@ class SqliteTaskStore(LocalLeases):
         entry: OutboxEntry,
         close: tuple[str, str, str] | None = None,
     ) -> None:
-        row = astuple(entry)
+        row = _row(entry)
 
         def add_entry(conn: sqlite3.Connection) -> None:
             if close is not None:
@@ -500,7 +500,7 @@ class SqliteTaskStore(LocalLeases):
         return [OutboxEntry(*row) for row in rows]
 
     async def record_received(self, entry: ReceivedEntry) -> None:
-        row = astuple(entry)
+        row = _row(entry)
 
         def insert(conn: sqlite3.Connection) -> None:
             conn.execute(_INSERT_RECEIVED, row)
@@ -577,6 +577,11 @@ class SqliteTaskStore(LocalLeases):
         except (sqlite3.Error, StoreError, ValueError):
             return False
         return rows == [(1,)]
+
+
+def _row(entry: OutboxEntry | ReceivedEntry) -> tuple[Any, ...]:
+    """A ledger entry's values in column order (`astuple` would deep-copy each)."""
+    return tuple(getattr(entry, name) for name in entry.__slots__)
 
 
 def _task_row(record: TaskRecord) -> tuple[Any, ...]:
