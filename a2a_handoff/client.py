@@ -19,9 +19,9 @@ so failing over never duplicates work.
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import time
-import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -185,6 +185,7 @@ class AgentClient:
         self._breakers: dict[str, CircuitBreaker] = {}
         self._cards: dict[str, tuple[float, AgentCard]] = {}
         self._preferred: dict[str, str] = {}  # address → the replica that answered last
+        self._ids = itertools.count(1)  # JSON-RPC request ids
 
     # -- plumbing -------------------------------------------------------------------------
 
@@ -331,7 +332,7 @@ class AgentClient:
     ) -> Any:
         """`call()` with the params already encoded as a JSON object."""
         body = (
-            f'{{"jsonrpc":"2.0","id":"{uuid.uuid4()}","method":{json.dumps(method)},'
+            f'{{"jsonrpc":"2.0","id":{next(self._ids)},"method":{json.dumps(method)},'
             f'"params":{params_json}}}'
         ).encode()
 
@@ -416,7 +417,7 @@ class AgentClient:
     async def _sse_one(
         self, url: str, method: str, params: dict[str, Any], last_event_id: int | None
     ) -> AsyncIterator[Event]:
-        body = {"jsonrpc": "2.0", "id": str(uuid.uuid4()), "method": method, "params": params}
+        body = {"jsonrpc": "2.0", "id": next(self._ids), "method": method, "params": params}
         headers = {**self._headers(url), "Accept": "text/event-stream"}
         if last_event_id is not None:
             headers["Last-Event-ID"] = str(last_event_id)

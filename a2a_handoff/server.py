@@ -138,6 +138,23 @@ def error_body(call_id: str | int | None, error: RpcError) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": call_id, "error": error.to_dict()}
 
 
+class _JsonResponse(Response):
+    """A JSON-RPC answer with its header list made in one go (Starlette's Response builds
+    one, then edits it for each header added: more work than a GetTask's own)."""
+
+    media_type = "application/json"
+
+    def __init__(self, body: bytes, headers: list[tuple[bytes, bytes]]) -> None:
+        self.status_code = 200
+        self.background = None
+        self.body = body
+        self.raw_headers = [
+            (b"content-length", str(len(body)).encode()),
+            (b"content-type", b"application/json"),
+            *headers,
+        ]
+
+
 class _App:
     """The handlers behind the routes; one per Starlette app."""
 
@@ -166,6 +183,7 @@ class _App:
         self.card_body = card.dump_json().encode()
         self.card_etag = '"' + hashlib.sha256(self.card_body).hexdigest()[:32] + '"'
         self.card_modified = email.utils.formatdate(time.time(), usegmt=True)
+        self._raw: dict[frozenset[str], list[tuple[bytes, bytes]]] = {}
         self.methods: dict[str, Callable[[Call], Awaitable[Response]]] = {
             "SendMessage": self.send_message,
             "SendStreamingMessage": self.send_streaming_message,
@@ -184,6 +202,16 @@ class _App:
         if extensions:
             headers["A2A-Extensions"] = ",".join(sorted(extensions))
         return headers
+
+    def _answer(self, call: Call, result_json: str) -> Response:
+        """The JSON-RPC answer carrying `result_json`, with the protocol headers."""
+        raw = self._raw.get(call.extensions)
+        if raw is None:  # one list per set of active extensions (a subset of ours)
+            raw = [
+                (k.lower().encode(), v.encode()) for k, v in self._headers(call.extensions).items()
+            ]
+            self._raw[call.extensions] = raw
+        return _JsonResponse(_result_body(call.id, result_json), raw)
 
     def _error(
         self, call_id: str | int | None, error: RpcError, extensions: frozenset[str] = frozenset()
@@ -240,14 +268,12 @@ class _App:
                 raise MethodNotFoundError(f"method {_printable(method)!r} not found")
             if b"\\ud" in body or b"\\uD" in body:  # JSON escapes that may be lone surrogates
                 _refuse_lone_surrogates(params, "params")
-            response = await handler(Call(call_id, params, principal, extensions, request))
+            return await handler(Call(call_id, params, principal, extensions, request))
         except RpcError as error:
             return self._error(call_id, error, extensions)
         except Exception:
             log.exception("internal error serving a JSON-RPC call")
             return self._error(call_id, InternalError(), extensions)
-        response.headers.update(self._headers(extensions))
-        return response
 
     def _task_response(
         self,
@@ -270,8 +296,7 @@ class _App:
         else:
             rendered = render_task(task, call.transfers_visible)
             shown = trim_history(rendered, history_length).dump_json()
-        result = '{"task":' + shown + "}" if wrap else shown
-        return Response(_result_body(call.id, result), media_type="application/json")
+        return self._answer(call, '{"task":' + shown + "}" if wrap else shown)
 
     def _sse(
         self, call: Call, items: AsyncGenerator[tuple[int, StreamResponse], None]
@@ -292,7 +317,7 @@ class _App:
             finally:
                 await items.aclose()
 
-        return SseResponse(frames(), ping=self.sse_ping)
+        return SseResponse(frames(), ping=self.sse_ping, headers=self._headers(call.extensions))
 
     async def _task_stream(
         self, task_id: str, head: Task | None, after: int
@@ -372,7 +397,7 @@ class _App:
             + json.dumps(page.next_page_token)
             + f',"pageSize":{page_size},"totalSize":{page.total_size}}}'
         )
-        return Response(_result_body(call.id, result), media_type="application/json")
+        return self._answer(call, result)
 
     async def cancel_task(self, call: Call) -> Response:
         request = validate(CancelTaskRequest, call.params)
@@ -433,7 +458,7 @@ class _App:
             if await self._visible(e.task_id, call.principal)
         ]
         result = json.dumps({"sent": sent, "received": received}, separators=(",", ":"))
-        return Response(_result_body(call.id, result), media_type="application/json")
+        return self._answer(call, result)
 
     def _contract_of(self, envelope_json: str) -> dict[str, Any]:
         """The contract a sent handoff went under, and the audit event it names."""

@@ -169,6 +169,7 @@ def serve(name: str, args: argparse.Namespace) -> int:
         port=args.port,
         log_level=args.log_level,
         access_log=False,
+        proxy_headers=False,  # served directly: no X-Forwarded-* to trust
         # A blocking SendMessage whose handoff target is down would hold shutdown for the
         # envelope's whole TTL: give in-flight requests a few seconds, then stop.
         timeout_graceful_shutdown=5,
