@@ -15,18 +15,19 @@ from typing import Annotated, Any, Literal
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
-    SerializerFunctionWrapHandler,
     field_validator,
-    model_serializer,
     model_validator,
 )
 from pydantic.alias_generators import to_camel
+from pydantic_core import SchemaSerializer, core_schema
 
 from a2a_handoff.states import TaskState
 
 __all__ = [
+    "JSON_NULL",
     "AgentCapabilities",
     "AgentCard",
     "AgentExtension",
@@ -97,6 +98,42 @@ JsonValue = Annotated[Any, AfterValidator(_bounded)]
 Metadata = Annotated[dict[str, Any], AfterValidator(_bounded)]
 
 
+class _JsonNull:
+    """JSON null held as a value (`{"data": null}`), where None means "no such member".
+
+    Written back as null wherever it is dumped: pydantic serializes an object it meets in a
+    free-form field with the object's own `__pydantic_serializer__`.
+    """
+
+    __slots__ = ()
+    __pydantic_serializer__ = SchemaSerializer(
+        core_schema.any_schema(
+            serialization=core_schema.plain_serializer_function_ser_schema(lambda _: None)
+        )
+    )
+
+    def __repr__(self) -> str:
+        return "JSON_NULL"
+
+    def __copy__(self) -> _JsonNull:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _JsonNull:
+        return self
+
+
+JSON_NULL = _JsonNull()
+"""A data part's null content: `Part(data=None)` holds it, and writes `{"data": null}`."""
+
+
+def _null_is_a_value(value: Any) -> Any:
+    return JSON_NULL if value is None else value
+
+
+JsonData = Annotated[Any, BeforeValidator(_null_is_a_value), AfterValidator(_bounded)]
+"""A data part's content: any JSON value, null included (as JSON_NULL)."""
+
+
 _last_second: tuple[int, str] = (-1, "")
 
 
@@ -139,7 +176,7 @@ class Part(WireModel):
     """One piece of content: exactly one of `text`, `data`, `url` or `raw` (base64)."""
 
     text: str | None = None
-    data: JsonValue = None
+    data: JsonData = None  # None: no data member; JSON_NULL: the member, holding null
     url: str | None = None
     raw: str | None = None
     metadata: Metadata | None = None
@@ -148,22 +185,15 @@ class Part(WireModel):
 
     @model_validator(mode="after")
     def _one_content(self) -> Part:
-        present = [name for name in ("text", "url", "raw") if getattr(self, name) is not None]
-        if self.data is not None or "data" in self.model_fields_set:  # null is a value
-            present.append("data")
+        present = [
+            name for name in ("text", "data", "url", "raw") if getattr(self, name) is not None
+        ]
         if len(present) != 1:
             raise ValueError(
                 "a part holds exactly one of text, data, url or raw"
                 + (f" (found {', '.join(present)})" if present else "")
             )
         return self
-
-    @model_serializer(mode="wrap")
-    def _keep_null_data(self, handler: SerializerFunctionWrapHandler) -> Any:
-        out = handler(self)
-        if isinstance(out, dict) and self.data is None and "data" in self.model_fields_set:
-            out["data"] = None
-        return out
 
     @field_validator("raw")
     @classmethod

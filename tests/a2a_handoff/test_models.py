@@ -24,6 +24,7 @@ from google.protobuf.message import Message as ProtoMessage
 from pydantic import BaseModel, ValidationError
 
 from a2a_handoff.models import (
+    JSON_NULL,
     AgentCard,
     Artifact,
     CancelTaskRequest,
@@ -321,6 +322,18 @@ def test_part_with_null_data_is_a_data_part() -> None:
     parsed = json_format.ParseDict(golden, a2a_pb2.Part())
     assert parsed.WhichOneof("content") == "data"
     assert round_trip(Part, golden) == golden
+
+
+def test_null_data_stays_a_value_when_nested_and_copied() -> None:
+    part = Part(data=None)  # explicitly null: a data part, unlike Part(text=...)
+    assert part.data is JSON_NULL
+    assert Part(text="a").data is None
+    message = Message(message_id="m", role=Role.USER, parts=[part, Part(text="b")])
+    again = Message.model_validate_json(message.dump_json())
+    assert again.parts[0].data is JSON_NULL
+    assert again.dump()["parts"] == [{"data": None}, {"text": "b"}]
+    assert copy.deepcopy(part).data is JSON_NULL
+    assert part.model_copy().dump() == {"data": None}
 
 
 @pytest.mark.parametrize(
