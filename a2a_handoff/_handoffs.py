@@ -716,9 +716,26 @@ def receive_metadata(envelope: HandoffEnvelope) -> dict[str, Any]:
             "reason": envelope.reason,
             "kind": envelope.kind,
         },
-        "envelopeDigest": envelope.digest(),
         **_escalation_of(envelope),
     }
+
+
+def envelope_digest(task: Task) -> str | None:
+    """The digest of the envelope that created `task`: a replay must match it.
+
+    Derived, when asked (on a replay), from the envelope the task keeps in its first
+    history message, the handoff message; a task stored with the digest recorded (before
+    it was derived) answers with that.
+    """
+    recorded = ext_metadata(task).get("envelopeDigest")
+    if isinstance(recorded, str):
+        return recorded
+    first = task.history[0] if task.history else None
+    carried = (first.metadata or {}).get(URI) if first is not None else None
+    try:
+        return HandoffEnvelope.model_validate(carried).digest()
+    except ValidationError:
+        return None
 
 
 def _escalation_of(envelope: HandoffEnvelope) -> dict[str, Any]:

@@ -12,7 +12,7 @@ import base64
 import json
 import time
 from collections.abc import AsyncGenerator, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from a2a_handoff.errors import InvalidParamsError
@@ -41,7 +41,8 @@ class TaskRecord:
 
     def advanced(self, task: Task, events: int, now: str, json: str = "") -> TaskRecord:
         """The record after a step of `events` events that left the task as `task`."""
-        return replace(self, task=task, version=self.version + events, updated_at=now, json=json)
+        version = self.version + events
+        return TaskRecord(task, self.owner, version, self.created_at, now, self.delegate, json)
 
     def task_json(self) -> str:
         return self.json or self.task.dump_json()
