@@ -56,7 +56,7 @@ def main() -> int:
     for method in ("create", "update", "checkpoint", "terminate"):
         setattr(SqliteTaskStore, method, timed(f"store.{method}", getattr(SqliteTaskStore, method)))
     SqliteTaskStore._commit = timed("sqlite.batch", SqliteTaskStore._commit)  # type: ignore[method-assign]
-    AgentClient.call = timed("client.call", AgentClient.call)  # type: ignore[method-assign]
+    AgentClient.call_json = timed("client.call", AgentClient.call_json)  # type: ignore[method-assign]
     Handoffs.deliver = timed("handoff.deliver", Handoffs.deliver)  # type: ignore[method-assign]
     signal.signal(signal.SIGUSR2, report)
     from servers.__main__ import main as serve
