@@ -19,13 +19,16 @@ response was read to the end and the server allowed keep-alive; a response aband
 half-read, a timeout or a cancellation closes its connection; a refused connection raises
 `httpx.ConnectError` (the request never left: the caller may send it to another replica);
 idle connections are dropped after `keepalive_expiry` seconds (below uvicorn's 5 s, so a
-server does not close one under a request just written) or as soon as the server closes
-them.
+server does not close one under a request just written), and one the server has closed
+(or written to) since is never handed out — its socket is checked at checkout, as httpcore
+does. Informational (1xx) answers are skipped; HEAD requests, whose answers carry no body
+the parser could know of, go to httpx's own transport.
 """
 
 from __future__ import annotations
 
 import asyncio
+import select
 import time
 from collections.abc import AsyncIterator, Mapping
 from typing import cast
@@ -54,6 +57,9 @@ class _Connection(asyncio.Protocol):
         self._begin(streaming=False)
 
     def _begin(self, *, streaming: bool) -> None:
+        if self._paused and self.transport is not None:  # a stream abandoned once complete
+            self._paused = False
+            self.transport.resume_reading()
         self._parser = httptools.HttpResponseParser(self)
         self._streaming = streaming
         self.headers: list[tuple[bytes, bytes]] = []
@@ -63,6 +69,7 @@ class _Connection(asyncio.Protocol):
             asyncio.Queue() if streaming else None
         )
         self.head_done = False
+        self._interim = False  # parsing a 1xx answer: the real one follows
         self.complete = False
         self.keep_alive = False
 
@@ -84,8 +91,8 @@ class _Connection(asyncio.Protocol):
         self.lost = True
         if self.complete:
             return
-        if self.head_done and not self._framed():
-            self.on_message_complete()  # a body delimited by the end of the connection
+        if exc is None and self.head_done and not self._framed():
+            self.on_message_complete()  # a body delimited by the (clean) end of the connection
             return
         self._fail(httpx.RemoteProtocolError("the server closed the connection mid-response"))
 
@@ -95,6 +102,10 @@ class _Connection(asyncio.Protocol):
         self.headers.append((name, value))
 
     def on_headers_complete(self) -> None:
+        if 100 <= self.status < 200:  # 101 never gets here: httptools raises on upgrades
+            self._interim = True
+            self.headers = []
+            return
         self.head_done = True
         self.keep_alive = self._parser.should_keep_alive()
         if self._streaming and not self.ready.done():
@@ -110,6 +121,9 @@ class _Connection(asyncio.Protocol):
             self.transport.pause_reading()
 
     def on_message_complete(self) -> None:
+        if self._interim:
+            self._interim = False
+            return
         self.complete = True
         if self.chunks is not None:
             self.chunks.put_nowait(None)
@@ -123,7 +137,16 @@ class _Connection(asyncio.Protocol):
         return int(self._parser.get_status_code())
 
     def usable(self, now: float, expiry: float) -> bool:
-        return not self.lost and self.transport is not None and now - self.idle_since < expiry
+        """Whether an idle connection may carry a request: open, fresh, and silent."""
+        transport = self.transport
+        if self.lost or transport is None or transport.is_closing():
+            return False
+        if now - self.idle_since >= expiry:
+            return False
+        # The server's close (or anything it wrote) may not have reached the loop yet.
+        sock = transport.get_extra_info("socket")
+        readable, _, _ = select.select([sock], [], [], 0)
+        return not readable
 
     def send(self, data: bytes, *, streaming: bool) -> None:
         self._begin(streaming=streaming)
@@ -218,7 +241,7 @@ class Http11Transport(httpx.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         url = request.url
-        if url.scheme != "http":
+        if url.scheme != "http" or request.method == "HEAD":
             return await self._fallback.handle_async_request(request)
         timeouts: dict[str, float | None] = request.extensions.get("timeout", {})
         key = (url.host, url.port or 80)
@@ -269,6 +292,8 @@ class Http11Transport(httpx.AsyncBaseTransport):
         key, start = target
         lines = [start]
         for name, value in headers.items():
+            if "\r" in value or "\n" in value or "\r" in name or "\n" in name:
+                raise httpx.LocalProtocolError(f"header {name!r} holds a line break")
             lines.append(f"{name}: {value}\r\n".encode("latin-1"))
         lines.append(b"Content-Length: %d\r\n\r\n" % len(body))
         lines.append(body)

@@ -5,6 +5,9 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import struct
+import threading
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
@@ -300,3 +303,108 @@ async def test_a_closed_transport_refuses_calls() -> None:
         await transport.aclose()
         with pytest.raises(httpx.ConnectError):
             await transport.post(server.url, b"{}", {})
+
+
+def threaded_server(answer: bytes, *, then_close: bool) -> tuple[socket.socket, str]:
+    """A server in a thread (it runs while the test's event loop is blocked): answers each
+    request with `answer`, then closes the connection if `then_close`."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            with conn:
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    data += conn.recv(65536)
+                conn.sendall(answer)
+                if not then_close:
+                    conn.recv(65536)
+
+    threading.Thread(target=serve, daemon=True).start()
+    return listener, f"http://127.0.0.1:{listener.getsockname()[1]}/"
+
+
+async def test_a_connection_closed_while_the_loop_was_busy_is_not_handed_out() -> None:
+    # The server's close arrives while the loop does other work: the connection looks
+    # idle and open to the loop, but its socket says otherwise.
+    listener, url = threaded_server(response(b"ok"), then_close=True)
+    transport = Http11Transport()
+    try:
+        assert await transport.post(url, b"{}", {}) == (200, b"ok")
+        time.sleep(0.1)  # noqa: ASYNC251 - blocks the loop on purpose: it must not see the close
+        assert await transport.post(url, b"{}", {}) == (200, b"ok")
+    finally:
+        listener.close()
+        await transport.aclose()
+
+
+async def test_a_stream_paused_for_a_slow_reader_and_left_complete_is_reused() -> None:
+    chunks = b"".join(b"1\r\nx\r\n" for _ in range(100))
+
+    async def many_chunks(head: bytes, body: bytes, writer: Writer) -> None:
+        writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+        writer.write(chunks + b"0\r\n\r\n")
+
+    async with (
+        serving(many_chunks) as (server, transport),
+        httpx.AsyncClient(transport=transport) as client,
+    ):
+        async with client.stream("POST", server.url, content=b"{}") as answer:
+            assert await anext(answer.aiter_bytes()) == b"x"
+            await asyncio.sleep(0.1)  # the rest arrives and is queued; reading pauses
+        assert sum(len(idle) for idle in transport._idle.values()) == 1
+        status, body = await asyncio.wait_for(transport.post(server.url, b"{}", {}), 5)
+        assert (status, body) == (200, b"x" * 100)
+        assert server.connections == 1
+
+
+async def test_informational_answers_are_skipped() -> None:
+    async def continue_first(head: bytes, body: bytes, writer: Writer) -> None:
+        writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+        await writer.drain()
+        await asyncio.sleep(0.05)  # apart: the interim answer is read on its own
+        writer.write(response(b"final"))
+
+    async with serving(continue_first) as (server, transport):
+        assert await transport.post(server.url, b"{}", {}) == (200, b"final")
+        assert await transport.post(server.url, b"{}", {}) == (200, b"final")
+        assert server.connections == 1
+
+
+async def test_head_requests_go_to_httpx_own_transport() -> None:
+    async def head(head: bytes, body: bytes, writer: Writer) -> None:
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n")  # no body: HEAD
+
+    async with (
+        serving(head) as (server, transport),
+        httpx.AsyncClient(transport=transport, timeout=5) as client,
+    ):
+        answer = await client.head(server.url)
+        assert (answer.status_code, answer.content) == (200, b"")
+
+
+async def test_a_reset_cutting_a_body_without_length_is_an_error() -> None:
+    async def reset(head: bytes, body: bytes, writer: Writer) -> None:
+        writer.write(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\npart of it")
+        await writer.drain()
+        await asyncio.sleep(0.05)
+        sock = writer.get_extra_info("socket")
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        writer.transport.abort()  # RST: only a clean close may end such a body
+
+    async with serving(reset) as (server, transport):
+        with pytest.raises(httpx.RemoteProtocolError):
+            await transport.post(server.url, b"{}", {})
+
+
+async def test_header_values_with_line_breaks_are_refused() -> None:
+    async with serving(echo_json) as (server, transport):
+        with pytest.raises(httpx.LocalProtocolError):
+            await transport.post(server.url, b"{}", {"X-API-Key": "key\r\nX-Evil: 1"})
+        assert server.requests == 0
