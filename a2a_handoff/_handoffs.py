@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import pydantic_core
 from pydantic import ValidationError
 
 from a2a_handoff.agent import Handoff, agent_message
@@ -592,7 +593,7 @@ class Handoffs:
             updated = record.advanced(task, 1, now)
             try:
                 await self.store.terminate(
-                    updated, [_status_event(task, {URI: ext})],
+                    updated, [_status_event(task, {URI: dict(ext)})],
                     expected_version=record.version, handoff_id=entry.handoff_id,
                     status=status, detail=detail,
                 )  # fmt: skip
@@ -716,26 +717,11 @@ def receive_metadata(envelope: HandoffEnvelope) -> dict[str, Any]:
             "reason": envelope.reason,
             "kind": envelope.kind,
         },
+        # A replay with this key must match (recorded, not derived when needed: replicas of
+        # an earlier version sharing the store compare against this member).
+        "envelopeDigest": envelope.digest(),
         **_escalation_of(envelope),
     }
-
-
-def envelope_digest(task: Task) -> str | None:
-    """The digest of the envelope that created `task`: a replay must match it.
-
-    Derived, when asked (on a replay), from the envelope the task keeps in its first
-    history message, the handoff message; a task stored with the digest recorded (before
-    it was derived) answers with that.
-    """
-    recorded = ext_metadata(task).get("envelopeDigest")
-    if isinstance(recorded, str):
-        return recorded
-    first = task.history[0] if task.history else None
-    carried = (first.metadata or {}).get(URI) if first is not None else None
-    try:
-        return HandoffEnvelope.model_validate(carried).digest()
-    except ValidationError:
-        return None
 
 
 def _escalation_of(envelope: HandoffEnvelope) -> dict[str, Any]:
@@ -769,7 +755,8 @@ def _create_params(envelope: HandoffEnvelope, envelope_json: str) -> str:
         "extensions": [URI],
         "referenceTaskIds": [envelope.source.task_id],
     }
-    head = json.dumps(message, separators=(",", ":"))[:-1]  # open: the metadata follows
+    # Encoded as pydantic encodes the envelope: a context may hold dates, UUIDs, decimals.
+    head = pydantic_core.to_json(message).decode()[:-1]  # open: the metadata follows
     return (
         f'{{"message":{head},"metadata":{{{json.dumps(URI)}:{envelope_json}}}}},'
         '"configuration":{"returnImmediately":true,"historyLength":0}}'

@@ -26,7 +26,6 @@ from a2a_handoff._handoffs import (
     GateRefused,
     Handoffs,
     HandoffSettings,
-    envelope_digest,
     ext_metadata,
     receive_metadata,
     status_text,
@@ -686,7 +685,7 @@ class TaskManager:
             if record is not None:
                 same_key = ext_metadata(record.task).get("handoff", {}).get("idempotencyKey")
                 replay = same_key == envelope.idempotency_key
-                if replay and envelope_digest(record.task) != envelope.digest():
+                if replay and ext_metadata(record.task).get("envelopeDigest") != envelope.digest():
                     raise IdempotencyConflictError(
                         f"idempotency key {envelope.idempotency_key[:12]}… was used with a"
                         " different envelope"

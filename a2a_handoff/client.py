@@ -80,9 +80,11 @@ class RetryPolicy:
     max_wait: float = 2.0
     wait: bool = True  # False: retry at once, for tests
 
-    def retrying(self) -> AsyncRetrying:
+    def retrying(self, spent: float = 0.0) -> AsyncRetrying:
+        """Tenacity's loop for one call; `spent`: seconds the call has taken already."""
         return AsyncRetrying(
-            stop=stop_after_attempt(self.attempts) | stop_after_delay(self.total_seconds),
+            stop=stop_after_attempt(self.attempts)
+            | stop_after_delay(max(0.0, self.total_seconds - spent)),
             wait=(
                 wait_exponential_jitter(
                     initial=self.initial_wait, max=self.max_wait, jitter=self.initial_wait
@@ -224,6 +226,7 @@ class AgentClient:
     async def _request(
         self, url: str, send: Callable[[], Awaitable[Answer]], *, idempotent: bool
     ) -> Answer:
+        started = time.monotonic()
         try:
             try:
                 return await self._attempt(url, send)
@@ -231,9 +234,10 @@ class AgentClient:
                 if not idempotent or not is_transient(exc):
                     raise
                 first: BaseException | None = exc
-            # Retries: tenacity's first attempt is the one that just failed (so its counts and
-            # waits are the policy's), without its bookkeeping on calls that succeed at once.
-            async for attempt in self.retry.retrying():
+            # Retries: tenacity's first attempt is the one that just failed (so its counts,
+            # waits and time budget are the policy's), without its bookkeeping on calls that
+            # succeed at once.
+            async for attempt in self.retry.retrying(spent=time.monotonic() - started):
                 with attempt:
                     if first is not None:
                         failed, first = first, None
@@ -246,7 +250,8 @@ class AgentClient:
         raise AssertionError("unreachable: tenacity re-raises the last error")
 
     def _post(self, url: str, body: bytes, headers: dict[str, str]) -> Awaitable[Answer]:
-        if self.direct is not None and url.startswith("http://"):
+        # Direct: plain http without credentials in the URL (httpx turns those into Basic auth).
+        if self.direct is not None and url.startswith("http://") and "@" not in url:
             return self.direct.post(url, body, headers, self.http.timeout)
         return self._post_httpx(url, body, headers)
 
@@ -316,7 +321,7 @@ class AgentClient:
         idempotent: bool = False,
     ) -> Any:
         """One JSON-RPC call: its result, or RemoteError / UnavailableError / CircuitOpenError."""
-        encoded = json.dumps(params, separators=(",", ":"))
+        encoded = json.dumps(params, separators=(",", ":"), allow_nan=False)
         return await self.call_json(
             url, method, encoded, extensions=extensions, idempotent=idempotent
         )

@@ -115,6 +115,12 @@ class _JsonNull:
     def __repr__(self) -> str:
         return "JSON_NULL"
 
+    def __bool__(self) -> bool:
+        return False
+
+    def __reduce__(self) -> str:
+        return "JSON_NULL"  # unpickles as the module's one instance
+
     def __copy__(self) -> _JsonNull:
         return self
 

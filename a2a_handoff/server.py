@@ -16,6 +16,7 @@ import hashlib
 import json
 import logging
 import time
+import urllib.request
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -510,6 +511,17 @@ class _App:
         return JSONResponse(body, status_code=200 if healthy else 503)
 
 
+def _default_client(credentials: Mapping[str, str] | None) -> AgentClient:
+    """The client for this agent's calls to others: over our HTTP/1.1 transport, unless the
+    environment names an HTTP proxy (HTTP_PROXY, ALL_PROXY), which only httpx's own honours."""
+    timeout = httpx.Timeout(10.0, connect=2.0)
+    if urllib.request.getproxies().keys() & {"http", "all"}:
+        return AgentClient(httpx.AsyncClient(timeout=timeout), credentials=credentials)
+    transport = Http11Transport()
+    http = httpx.AsyncClient(timeout=timeout, transport=transport)
+    return AgentClient(http, direct=transport, credentials=credentials)
+
+
 def _latency(created: str, updated: str, status: str) -> dict[str, Any]:
     """handoff.latency_ms of a closed handoff: from its checkpoint to its end."""
     if status == "pending":
@@ -691,12 +703,7 @@ def create_app(
     )
     own_client = client is None
     if client is None:
-        transport = Http11Transport()
-        client = AgentClient(
-            httpx.AsyncClient(timeout=httpx.Timeout(10.0, connect=2.0), transport=transport),
-            direct=transport,
-            credentials=credentials,
-        )
+        client = _default_client(credentials)
     app_state = _App(
         agent,
         card,

@@ -116,7 +116,7 @@ CREATE TABLE IF NOT EXISTS dedupe (
 # rowid table (a WITHOUT ROWID row over ~1 KiB spills into overflow pages: a task snapshot
 # event did). Files made before are migrated in place when opened (`_migrate`).
 _OLD_LAYOUT = (
-    "SELECT name FROM sqlite_schema WHERE (type = 'index' AND name LIKE 'tasks_by_%'"
+    "SELECT name FROM sqlite_master WHERE (type = 'index' AND name LIKE 'tasks_by_%'"
     " AND sql LIKE '%DESC%') OR (name = 'task_events' AND sql LIKE '%WITHOUT ROWID%')"
 )
 
@@ -606,12 +606,12 @@ def _migrate(conn: sqlite3.Connection) -> bool:
     One transaction rebuilds the event table and drops the old indexes; the caller then
     creates the new ones (`CREATE INDEX IF NOT EXISTS`: a crash in between only delays it).
     """
-    old = [row[0] for row in conn.execute(_OLD_LAYOUT)]
-    if not old:
+    if not conn.execute(_OLD_LAYOUT).fetchall():
         return False
     conn.execute("BEGIN IMMEDIATE")
     try:
-        for name in old:
+        # Again, under the write lock: another process opening the file may have done it.
+        for (name,) in conn.execute(_OLD_LAYOUT).fetchall():
             if name == "task_events":
                 conn.execute("ALTER TABLE task_events RENAME TO task_events_old")
                 conn.execute(

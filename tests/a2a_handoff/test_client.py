@@ -21,6 +21,7 @@ from a2a_handoff.client import (
 )
 from a2a_handoff.models import Message, Role, StreamResponse, Task
 from a2a_handoff.states import TaskState
+from a2a_handoff.transport import Http11Transport
 
 pytestmark = pytest.mark.anyio
 
@@ -169,6 +170,48 @@ async def test_total_time_is_capped() -> None:
             await client.get_task(URL, "t")
     assert time.monotonic() - started < 1.0
     assert 2 <= requests <= 5
+
+
+async def test_the_time_budget_counts_the_first_attempt() -> None:
+    requests = 0
+
+    async def slow(request: httpx.Request) -> httpx.Response:
+        nonlocal requests
+        requests += 1
+        await asyncio.sleep(0.4)
+        return httpx.Response(503)
+
+    # 0.4 s of the 0.5 s are gone after the first attempt: one retry starts, no third.
+    policy = RetryPolicy(attempts=1000, total_seconds=0.5, wait=False)
+    async with agent_client(slow, retry=policy, breaker_threshold=1000) as client:
+        with pytest.raises(UnavailableError, match="503"):
+            await client.get_task(URL, "t")
+    assert requests == 2
+
+
+async def test_params_that_are_not_json_are_refused_before_sending() -> None:
+    script = Script(ok(TASK))
+    async with agent_client(script) as client:
+        with pytest.raises(ValueError, match="JSON"):
+            await client.call(URL, "GetTask", {"id": "t", "n": float("nan")})
+    assert script.requests == []
+
+
+async def test_calls_go_direct_unless_the_url_carries_credentials() -> None:
+    # The direct transport gets plain http URLs; one with user info goes through httpx,
+    # which turns it into Basic authentication.
+    script = Script(ok(TASK))
+    direct = Http11Transport(fallback=httpx.MockTransport(script))
+    client = AgentClient(httpx.AsyncClient(transport=httpx.MockTransport(script)), direct=direct)
+    try:
+        await client.get_task("http://user:secret@a.test:8000/", "t")
+        (sent,) = script.requests
+        assert sent.headers["authorization"].startswith("Basic ")
+        with pytest.raises(UnavailableError, match="ConnectError"):  # direct: a real socket
+            await client.call("http://127.0.0.1:1/", "GetTask", {"id": "t"})
+        assert len(script.requests) == 1
+    finally:
+        await client.aclose()
 
 
 async def test_jsonrpc_error_surfaces_as_remote_error_and_is_not_retried() -> None:

@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
+import datetime
+import decimal
 import json
+import uuid
 
-from a2a_handoff._handoffs import _create_params, envelope_digest, receive_metadata
+from a2a_handoff._handoffs import _create_params, receive_metadata
 from a2a_handoff.envelope import HandoffEnvelope, SourceRef, TargetRef, derive_key, root_key_for
 from a2a_handoff.extension import HANDOFF_EXTENSION_URI as URI
 from a2a_handoff.models import (
-    Message,
-    Part,
-    Role,
     SendMessageRequest,
-    Task,
-    TaskStatus,
     utc_now,
 )
-from a2a_handoff.states import TaskState
 
 
 def envelope(**changes: object) -> HandoffEnvelope:
@@ -38,19 +35,6 @@ def envelope(**changes: object) -> HandoffEnvelope:
     return made.model_copy(update=changes)
 
 
-def received_task(env: HandoffEnvelope, **metadata: object) -> Task:
-    """A task as the target stores it: the handoff message first in its history."""
-    params = json.loads(_create_params(env, env.dump_json()))
-    message = SendMessageRequest.model_validate(params).message
-    return Task(
-        id="t1",
-        context_id=env.context_id,
-        status=TaskStatus(state=TaskState.WORKING),
-        history=[message, Message(message_id="m2", role=Role.AGENT, parts=[Part(text="ok")])],
-        metadata={URI: {**receive_metadata(env), **metadata}},
-    )
-
-
 def test_create_params_carry_the_envelope_and_point_back_at_the_source() -> None:
     env = envelope()
     params = json.loads(_create_params(env, env.dump_json()))
@@ -67,18 +51,23 @@ def test_create_params_carry_the_envelope_and_point_back_at_the_source() -> None
     assert request.configuration.history_length == 0
 
 
-def test_a_replay_digest_is_derived_from_the_envelope_the_task_keeps() -> None:
+def test_context_values_json_lacks_are_sent_as_the_envelope_holds_them() -> None:
+    # A handler's context may hold dates, UUIDs and decimals: pydantic writes them in the
+    # envelope, and the data part of the create message must say the same.
+    env = envelope(
+        transfer_context={
+            "when": datetime.date(2026, 11, 23),
+            "id": uuid.UUID(int=7),
+            "amount": decimal.Decimal("49.99"),
+        }
+    )
+    stored = env.dump_json()
+    message = json.loads(_create_params(env, stored))["message"]
+    assert message["parts"][1]["data"] == json.loads(stored)["transferContext"]
+    assert message["parts"][1]["data"]["when"] == "2026-11-23"
+
+
+def test_a_received_task_records_its_envelope_digest() -> None:
     env = envelope()
-    task = received_task(env)
-    assert envelope_digest(task) == env.digest()
-    assert envelope_digest(task) != envelope(reason="something else").digest()
-
-
-def test_a_digest_recorded_by_an_earlier_version_is_used_as_it_is() -> None:
-    task = received_task(envelope(), envelopeDigest="recorded")
-    assert envelope_digest(task) == "recorded"
-
-
-def test_a_task_without_a_readable_envelope_has_no_digest() -> None:
-    task = received_task(envelope()).model_copy(update={"history": None})
-    assert envelope_digest(task) is None
+    assert receive_metadata(env)["envelopeDigest"] == env.digest()
+    assert env.digest() != envelope(reason="something else").digest()

@@ -15,6 +15,7 @@ models deliberately ignore (named where it happens).
 from __future__ import annotations
 
 import copy
+import pickle
 from typing import Any
 
 import pytest
@@ -333,7 +334,9 @@ def test_null_data_stays_a_value_when_nested_and_copied() -> None:
     assert again.parts[0].data is JSON_NULL
     assert again.dump()["parts"] == [{"data": None}, {"text": "b"}]
     assert copy.deepcopy(part).data is JSON_NULL
+    assert pickle.loads(pickle.dumps(part)).data is JSON_NULL
     assert part.model_copy().dump() == {"data": None}
+    assert not part.data  # falsy, as the null it stands for
 
 
 @pytest.mark.parametrize(

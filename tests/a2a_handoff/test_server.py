@@ -263,6 +263,22 @@ async def test_tasks_survive_a_restart_on_sqlite(tmp_path: Path) -> None:
         assert again == task
 
 
+@pytest.mark.parametrize("proxy", [None, "HTTP_PROXY", "ALL_PROXY"])
+async def test_agent_calls_go_through_httpx_when_the_environment_names_a_proxy(
+    proxy: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    if proxy is not None:
+        monkeypatch.setenv(proxy, "http://127.0.0.1:3128")
+    app = create_app(EchoAgent(), echo_card(URL), MemoryTaskStore())
+    client = app.state.a2a.client
+    try:
+        assert (client.direct is None) == (proxy is not None)
+    finally:
+        await client.aclose()
+
+
 async def test_agent_card_is_cacheable_and_declares_the_handoff_extension(echo: Client) -> None:
     response = await echo.http.get("/.well-known/agent-card.json")
     assert response.status_code == 200
