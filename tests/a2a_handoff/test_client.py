@@ -154,39 +154,33 @@ async def test_attempts_are_capped() -> None:
     assert len(script.requests) == 3
 
 
-async def test_total_time_is_capped() -> None:
+async def calls_until_the_time_runs_out(total_seconds: float, each: float) -> int:
+    """Requests a GetTask makes to an endpoint answering 503 after `each` seconds."""
     requests = 0
 
     async def slow(request: httpx.Request) -> httpx.Response:
         nonlocal requests
         requests += 1
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(each)
         return httpx.Response(503)
 
-    policy = RetryPolicy(attempts=1000, total_seconds=0.1, wait=False)
-    started = time.monotonic()
+    policy = RetryPolicy(attempts=1000, total_seconds=total_seconds, wait=False)
     async with agent_client(slow, retry=policy, breaker_threshold=1000) as client:
         with pytest.raises(UnavailableError, match="503"):
             await client.get_task(URL, "t")
+    return requests
+
+
+async def test_total_time_is_capped() -> None:
+    started = time.monotonic()
+    requests = await calls_until_the_time_runs_out(0.1, each=0.05)
     assert time.monotonic() - started < 1.0
     assert 2 <= requests <= 5
 
 
 async def test_the_time_budget_counts_the_first_attempt() -> None:
-    requests = 0
-
-    async def slow(request: httpx.Request) -> httpx.Response:
-        nonlocal requests
-        requests += 1
-        await asyncio.sleep(0.4)
-        return httpx.Response(503)
-
     # 0.4 s of the 0.5 s are gone after the first attempt: one retry starts, no third.
-    policy = RetryPolicy(attempts=1000, total_seconds=0.5, wait=False)
-    async with agent_client(slow, retry=policy, breaker_threshold=1000) as client:
-        with pytest.raises(UnavailableError, match="503"):
-            await client.get_task(URL, "t")
-    assert requests == 2
+    assert await calls_until_the_time_runs_out(0.5, each=0.4) == 2
 
 
 async def test_params_that_are_not_json_are_refused_before_sending() -> None:
