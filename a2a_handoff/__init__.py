@@ -54,6 +54,7 @@ from a2a_handoff.stores import (
     TaskStore,
     open_store,
 )
+from a2a_handoff.transport import Http11Transport
 
 __all__ = [  # noqa: RUF022 - plain sorted(), as the export test checks
     "Action",
@@ -76,6 +77,7 @@ __all__ = [  # noqa: RUF022 - plain sorted(), as the export test checks
     "Handoff",
     "HandoffEnvelope",
     "HandoffError",
+    "Http11Transport",
     "IllegalTransitionError",
     "IncompleteEscalationError",
     "InputRequired",
