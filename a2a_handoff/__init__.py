@@ -1,28 +1,21 @@
 """a2a-handoff: A2A 1.0 agents as HTTP services, with atomic handoff between them."""
 
-from a2a_handoff._runtime import LocalTasks
-from a2a_handoff.agent import (
-    Agent,
-    Completed,
-    Failed,
-    Handoff,
-    InputRequired,
-    Outcome,
-    Rejected,
-    TaskContext,
-    agent_message,
-)
+from a2a_handoff.agent import Agent, TaskContext
 from a2a_handoff.auth import ApiKeyAuth
-from a2a_handoff.breaker import BreakerState, CircuitBreaker, CircuitOpenError
-from a2a_handoff.card import build_card, skill
-from a2a_handoff.client import AgentClient, RemoteError, RetryPolicy, UnavailableError
-from a2a_handoff.envelope import HandoffEnvelope
+from a2a_handoff.client.breaker import BreakerState, CircuitBreaker
+from a2a_handoff.client.client import AgentClient
+from a2a_handoff.client.retry import RetryPolicy
+from a2a_handoff.client.transport import Http11Transport
 from a2a_handoff.errors import (
+    CircuitOpenError,
     ConflictError,
     HandoffError,
     IllegalTransitionError,
+    IncompleteEscalationError,
+    RemoteError,
     RpcError,
     StoreError,
+    UnavailableError,
 )
 from a2a_handoff.escalation import (
     Action,
@@ -30,14 +23,23 @@ from a2a_handoff.escalation import (
     Escalate,
     Escalation,
     EscalationPolicy,
-    IncompleteEscalationError,
     Need,
     Trigger,
     Verdict,
 )
-from a2a_handoff.extension import HANDOFF_EXTENSION_URI
-from a2a_handoff.models import (
-    AgentCard,
+from a2a_handoff.handoff.envelope import HandoffEnvelope
+from a2a_handoff.outcomes import (
+    Completed,
+    Failed,
+    Handoff,
+    InputRequired,
+    Outcome,
+    Rejected,
+)
+from a2a_handoff.protocol.agent_card import AgentCard, build_card, skill
+from a2a_handoff.protocol.events import agent_message
+from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI
+from a2a_handoff.protocol.models import (
     Artifact,
     Message,
     Part,
@@ -46,15 +48,15 @@ from a2a_handoff.models import (
     Task,
     TaskStatus,
 )
-from a2a_handoff.server import create_app
-from a2a_handoff.states import TaskState, transition
+from a2a_handoff.protocol.states import TaskState, transition
+from a2a_handoff.runtime.local import LocalTasks
+from a2a_handoff.server.app import create_app
 from a2a_handoff.stores import (
     MemoryTaskStore,
     SqliteTaskStore,
     TaskStore,
     open_store,
 )
-from a2a_handoff.transport import Http11Transport
 
 __all__ = [  # noqa: RUF022 - plain sorted(), as the export test checks
     "Action",

@@ -13,7 +13,6 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from a2a_handoff.envelope import HandoffEnvelope
 from a2a_handoff.escalation import (
     Action,
     Decision,
@@ -22,9 +21,19 @@ from a2a_handoff.escalation import (
     EscalationPolicy,
     Need,
 )
-from a2a_handoff.extension import HANDOFF_EXTENSION_URI
+from a2a_handoff.handoff.envelope import HandoffEnvelope
 from a2a_handoff.ids import new_id
-from a2a_handoff.models import Artifact, Message, Part, Role, Task
+from a2a_handoff.outcomes import (
+    Completed,
+    Failed,
+    Handoff,
+    InputRequired,
+    Outcome,
+    Rejected,
+)
+from a2a_handoff.protocol.events import agent_message
+from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI
+from a2a_handoff.protocol.models import Artifact, Message, Part, Task
 
 __all__ = [
     "Agent",
@@ -39,78 +48,12 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class Completed:
-    """End the task COMPLETED, optionally with a closing message."""
-
-    message: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class InputRequired:
-    """Pause the task INPUT_REQUIRED; the caller's next message (same taskId) resumes it."""
-
-    question: str
-
-
-@dataclass(frozen=True, slots=True)
-class Failed:
-    """End the task FAILED with a reason the caller can read.
-
-    `kind` names the class of failure (an exception's type name when the handler raised):
-    the repeated-failure rule counts failures of one kind per context.
-    """
-
-    reason: str
-    kind: str = "failed"
-
-
-@dataclass(frozen=True, slots=True)
-class Rejected:
-    """Refuse the task: it ends REJECTED with the reason."""
-
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class Handoff:
-    """Give the task to another agent: it ends TRANSFERRED, pointing at the successor task.
-
-    `target` is a route name the agent was configured with (or an agent URL); `context` is
-    the transfer context — a bounded, typed summary, never the raw transcript.
-    `required` capabilities must be offered by the target and allowed by this agent's scope.
-    """
-
-    target: str
-    reason: str
-    context: Mapping[str, Any] = field(default_factory=dict)
-    required: tuple[str, ...] = ()
-    next_skill: str | None = None
-    continuation_token: str | None = None
-    kind: str = "handoff"  # "escalation" to a human agent, "return" of its decision
-
-
-Outcome = Completed | InputRequired | Failed | Rejected | Handoff | Escalate
-
-
 class Agent(Protocol):
     """What the server runs for each task step."""
 
     async def handle(self, ctx: TaskContext) -> Outcome | None:
         """Work on `ctx.message`; return how the step ends (None = completed)."""
         ...
-
-
-def agent_message(text: str, task: Task | None = None, **metadata: Any) -> Message:
-    """A message from the agent, bound to a task when given."""
-    return Message(
-        message_id=new_id(),
-        role=Role.AGENT,
-        parts=[Part(text=text)],
-        task_id=task.id if task else None,
-        context_id=task.context_id if task else None,
-        metadata=metadata or None,
-    )
 
 
 @dataclass(slots=True)

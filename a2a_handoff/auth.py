@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from a2a_handoff.errors import HandoffError
-from a2a_handoff.models import (
+from a2a_handoff.protocol.agent_card import (
     ApiKeySecurityScheme,
     HttpAuthSecurityScheme,
     SecurityRequirement,

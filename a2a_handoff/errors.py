@@ -20,6 +20,12 @@
     │   ├── AuthenticationError       -32101  sent with HTTP 401
     │   ├── HandoffProcessingError    -32102  that handoff is still being created: retry
     │   └── IdempotencyConflictError  -32103  one key, two different envelopes
+    ├── RemoteError                   another agent answered with a JSON-RPC error
+    ├── UnavailableError (ConnectionError)  another agent could not be reached
+    ├── CircuitOpenError (ConnectionError)  its breaker is open: the call was not made
+    ├── GateRefused                   the capability gate or a contract refused a handoff
+    ├── IncompleteEscalationError (ValueError)  an escalation missing what it must say
+    ├── ContractError (ValueError)    a handoff contract that cannot be loaded or used
     ├── IllegalTransitionError        a move the state machine forbids
     ├── ConflictError                 a check-and-set lost against a concurrent write
     └── StoreError                    a backend failed or was misconfigured
@@ -155,3 +161,34 @@ class ConflictError(HandoffError):
 
 class StoreError(HandoffError):
     """A store backend failed or was configured wrongly."""
+
+
+class RemoteError(HandoffError):
+    """The target answered with a JSON-RPC error; `code` and `message` are the target's."""
+
+    def __init__(self, code: int, message: str, data: Any = None, *, url: str = "") -> None:
+        self.code = code
+        self.message = message
+        self.data = data
+        self.url = url
+        super().__init__(f"{url or 'agent'} answered {code}: {message}")
+
+
+class UnavailableError(HandoffError, ConnectionError):
+    """The target could not be reached, or answered with an HTTP error, after every retry."""
+
+
+class CircuitOpenError(HandoffError, ConnectionError):
+    """The breaker for this endpoint is open: the call was not attempted."""
+
+
+class GateRefused(HandoffError):
+    """The capability gate, a contract, or the envelope's own limits refused the handoff."""
+
+
+class IncompleteEscalationError(HandoffError, ValueError):
+    """An escalation without what happened, what was tried, or what is needed."""
+
+
+class ContractError(HandoffError, ValueError):
+    """A contract file that cannot be read as a contract."""

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from a2a_handoff.errors import HandoffError
+from a2a_handoff.errors import IncompleteEscalationError
 
 __all__ = [
     "Action",
@@ -46,10 +46,6 @@ __all__ = [
 ]
 
 MIN_WORDS = 3  # "I am stuck" is not a description of what happened
-
-
-class IncompleteEscalationError(HandoffError, ValueError):
-    """An escalation without what happened, what was tried, or what is needed."""
 
 
 class Need(StrEnum):

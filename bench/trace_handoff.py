@@ -20,9 +20,9 @@ from collections import defaultdict
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from a2a_handoff._handoffs import Handoffs
-from a2a_handoff.client import AgentClient
-from a2a_handoff.server import _App
+from a2a_handoff.client.client import AgentClient
+from a2a_handoff.handoff.delivery import Delivery
+from a2a_handoff.server.jsonrpc import JsonRpcEndpoint
 from a2a_handoff.stores.sqlite import SqliteTaskStore
 
 TIMES: dict[str, list[float]] = defaultdict(list)
@@ -52,12 +52,12 @@ def report(*_: Any) -> None:
 
 
 def main() -> int:
-    _App.rpc = timed("rpc", _App.rpc)  # type: ignore[method-assign]
+    JsonRpcEndpoint.rpc = timed("rpc", JsonRpcEndpoint.rpc)  # type: ignore[method-assign]
     for method in ("create", "update", "checkpoint", "terminate"):
         setattr(SqliteTaskStore, method, timed(f"store.{method}", getattr(SqliteTaskStore, method)))
     SqliteTaskStore._commit = timed("sqlite.batch", SqliteTaskStore._commit)  # type: ignore[method-assign]
     AgentClient.call_json = timed("client.call", AgentClient.call_json)  # type: ignore[method-assign]
-    Handoffs.deliver = timed("handoff.deliver", Handoffs.deliver)  # type: ignore[method-assign]
+    Delivery.deliver = timed("handoff.deliver", Delivery.deliver)  # type: ignore[method-assign]
     signal.signal(signal.SIGUSR2, report)
     from servers.__main__ import main as serve
 

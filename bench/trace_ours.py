@@ -59,7 +59,7 @@ STATS = Stats()
 
 
 def instrument() -> None:
-    from a2a_handoff import server as server_mod
+    from a2a_handoff.server import jsonrpc as jsonrpc_mod
     from a2a_handoff.stores import sqlite as sqlite_mod
 
     original_batch = sqlite_mod._run_batch
@@ -117,7 +117,7 @@ def instrument() -> None:
     for name in ("find", "get"):
         if hasattr(store_cls, name):
             setattr(store_cls, name, timed(f"read_{name}_ms", getattr(store_cls, name)))
-    server_mod._App.rpc = timed("rpc_ms", server_mod._App.rpc)
+    jsonrpc_mod.JsonRpcEndpoint.rpc = timed("rpc_ms", jsonrpc_mod.JsonRpcEndpoint.rpc)
 
 
 def sync_find(db: Path) -> None:

@@ -29,7 +29,7 @@ from a2a_handoff import (
     TaskState,
     UnavailableError,
 )
-from a2a_handoff.models import TaskStatus, utc_now
+from a2a_handoff.protocol.models import TaskStatus, utc_now
 from orchestrator.session import Hop, Session
 
 Event = dict[str, Any]

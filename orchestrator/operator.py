@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from a2a_handoff import HANDOFF_EXTENSION_URI, AgentClient, Message, Part, Role, Task
-from a2a_handoff.envelope import parse_time
+from a2a_handoff.protocol.models import parse_time
 
 Item = dict[str, Any]
 

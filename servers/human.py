@@ -30,9 +30,9 @@ from a2a_handoff import (
     build_card,
     skill,
 )
-from a2a_handoff.envelope import parse_time
-from a2a_handoff.escalation import Decision, Escalation, IncompleteEscalationError, Verdict
-from a2a_handoff.models import utc_now
+from a2a_handoff.errors import IncompleteEscalationError
+from a2a_handoff.escalation import Decision, Escalation, Verdict
+from a2a_handoff.protocol.models import parse_time, utc_now
 
 CAPABILITIES = ("approvals", "escalations")
 DENY = "deny"

@@ -26,11 +26,11 @@ from a2a_handoff.contracts.model import (
     MISSING,
     SOURCE,
     Contract,
-    ContractError,
     contract_files,
     load_contract,
     lookup,
 )
+from a2a_handoff.errors import ContractError
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,12 +33,12 @@ from a2a_handoff.contracts.model import (
     ANY,
     SOURCE,
     Contract,
-    ContractError,
     contract_files,
     load_contract,
     load_data,
 )
-from a2a_handoff.envelope import DEFAULT_TTL_SECONDS
+from a2a_handoff.errors import ContractError
+from a2a_handoff.protocol.extension import DEFAULT_TTL_SECONDS
 
 
 @dataclass(frozen=True, slots=True)

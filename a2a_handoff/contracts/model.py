@@ -24,14 +24,10 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from a2a_handoff.contracts.predicate import Predicate, PredicateError, parse
-from a2a_handoff.errors import HandoffError
+from a2a_handoff.errors import ContractError
 
 ANY = "any"
 SOURCE = "source"  # as a target: the agent that escalated
-
-
-class ContractError(HandoffError, ValueError):
-    """A contract file that cannot be read as a contract."""
 
 
 class _Model(BaseModel):

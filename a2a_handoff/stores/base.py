@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from a2a_handoff.errors import InvalidParamsError
-from a2a_handoff.models import StreamResponse, Task
-from a2a_handoff.states import TaskState
+from a2a_handoff.protocol.models import StreamResponse, Task
+from a2a_handoff.protocol.states import TaskState
 
 
 @dataclass(frozen=True, slots=True)

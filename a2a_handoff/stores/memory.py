@@ -7,7 +7,7 @@ from collections.abc import AsyncGenerator, Sequence
 from dataclasses import replace
 
 from a2a_handoff.errors import ConflictError
-from a2a_handoff.models import StreamResponse
+from a2a_handoff.protocol.models import StreamResponse
 from a2a_handoff.stores._hub import EventHub, follow
 from a2a_handoff.stores.base import (
     LocalLeases,

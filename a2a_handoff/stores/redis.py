@@ -33,7 +33,7 @@ from typing import Any
 from urllib.parse import parse_qs, parse_qsl, urlencode, urlsplit
 
 from a2a_handoff.errors import ConflictError, StoreError
-from a2a_handoff.models import StreamResponse, Task
+from a2a_handoff.protocol.models import StreamResponse, Task
 from a2a_handoff.stores.base import (
     OutboxEntry,
     ReceivedEntry,

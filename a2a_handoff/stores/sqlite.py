@@ -36,7 +36,7 @@ from typing import Any, cast
 import aiosqlite
 
 from a2a_handoff.errors import ConflictError, StoreError
-from a2a_handoff.models import StreamResponse, Task
+from a2a_handoff.protocol.models import StreamResponse, Task
 from a2a_handoff.stores._hub import EventHub, follow
 from a2a_handoff.stores.base import (
     LocalLeases,

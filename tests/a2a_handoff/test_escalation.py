@@ -19,8 +19,8 @@ from a2a_handoff import (
     Trigger,
     Verdict,
 )
-from a2a_handoff.models import Message, Part, Role, Task, TaskStatus
-from a2a_handoff.states import TaskState
+from a2a_handoff.protocol.models import Message, Part, Role, Task, TaskStatus
+from a2a_handoff.protocol.states import TaskState
 
 HAPPENED = "The customer asks for a refund of $900 on order 77."
 TRIED = ["Found order 77 and computed the refund."]
@@ -102,7 +102,7 @@ def test_an_approval_is_for_exactly_the_action_it_was_asked_for() -> None:
 def _context(transfer: dict[str, Any] | None = None, limit: float = 500) -> TaskContext:
     metadata = None
     if transfer is not None:
-        from a2a_handoff.extension import HANDOFF_EXTENSION_URI as URI
+        from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI as URI
 
         envelope = {
             "handoffId": "h", "idempotencyKey": "k" * 16, "rootKey": "r" * 16,

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from a2a_handoff.extension import HANDOFF_EXTENSION_URI as URI
+from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI as URI
 from tests.support import AgentProcess
 
 REFUND = "I was charged twice for order 12345, I want a refund"

@@ -13,8 +13,14 @@ from typing import Any
 import httpx
 import pytest
 
-from a2a_handoff.envelope import HandoffEnvelope, SourceRef, TargetRef, derive_key, root_key_for
-from a2a_handoff.extension import HANDOFF_EXTENSION_URI as URI
+from a2a_handoff.handoff.envelope import (
+    HandoffEnvelope,
+    SourceRef,
+    TargetRef,
+    derive_key,
+    root_key_for,
+)
+from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI as URI
 from tests.integration.handoff_support import (
     REFUND,
     Agents,

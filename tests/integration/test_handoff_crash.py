@@ -14,8 +14,8 @@ from typing import Any
 import httpx
 import pytest
 
-from a2a_handoff._runtime import RESTART_REASON
 from a2a_handoff.failpoints import ENV_VAR, EXIT_CODE
+from a2a_handoff.runtime.orphans import RESTART_REASON
 from tests.integration.handoff_support import (
     REFUND,
     Agents,

@@ -11,7 +11,7 @@ import anyio
 import httpx
 import pytest
 
-from a2a_handoff._runtime import RESTART_REASON
+from a2a_handoff.runtime.orphans import RESTART_REASON
 from tests.support import A2A_HEADERS, AgentProcess
 
 pytestmark = pytest.mark.anyio

@@ -53,7 +53,7 @@ def test_small_talk_is_not_routed() -> None:
 @pytest.mark.anyio
 async def test_triage_hands_off_a_summary_not_the_transcript() -> None:
     from a2a_handoff.agent import TaskContext
-    from a2a_handoff.models import Message, Part, Role, Task, TaskState, TaskStatus
+    from a2a_handoff.protocol.models import Message, Part, Role, Task, TaskState, TaskStatus
 
     text = "I was charged twice for order 12345, I want a refund of $80"
     message = Message(message_id="m", role=Role.USER, parts=[Part(text=text)])

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from a2a_handoff.errors import ConflictError, InvalidParamsError, StoreError
-from a2a_handoff.models import (
+from a2a_handoff.protocol.models import (
     Message,
     Part,
     Role,
@@ -20,7 +20,7 @@ from a2a_handoff.models import (
     TaskStatusUpdateEvent,
     utc_now,
 )
-from a2a_handoff.states import TaskState
+from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.stores import SqliteTaskStore, TaskStore, open_store
 from a2a_handoff.stores.base import TaskEvent, TaskQuery, TaskRecord
 from a2a_handoff.stores.redis import RedisTaskStore

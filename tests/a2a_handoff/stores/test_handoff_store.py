@@ -8,8 +8,8 @@ from dataclasses import replace
 import pytest
 
 from a2a_handoff.errors import ConflictError
-from a2a_handoff.models import StreamResponse, utc_now
-from a2a_handoff.states import TaskState
+from a2a_handoff.protocol.models import StreamResponse, utc_now
+from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.stores import Store
 from a2a_handoff.stores.base import OutboxEntry, ReceivedEntry, TaskRecord
 from tests.a2a_handoff.stores.test_behaviour import create, moved, new_task, status

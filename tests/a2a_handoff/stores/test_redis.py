@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from a2a_handoff.models import StreamResponse, utc_now
-from a2a_handoff.states import TaskState
+from a2a_handoff.protocol.models import StreamResponse, utc_now
+from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.stores.base import TaskQuery, TaskRecord
 from a2a_handoff.stores.redis import RedisTaskStore
 from tests.a2a_handoff.stores.test_behaviour import advance, create, new_task

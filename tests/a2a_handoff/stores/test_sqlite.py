@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from a2a_handoff.states import TaskState
+from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.stores import SqliteTaskStore
 from a2a_handoff.stores.base import TaskQuery
 from tests.a2a_handoff.stores.test_behaviour import advance, create

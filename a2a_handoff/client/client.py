@@ -1,0 +1,309 @@
+"""The client for every call from one agent to another, and for the orchestrator.
+
+An `httpx.AsyncClient` is injected (tests pass an ASGI or mock transport). Idempotent calls
+are retried (see `retry`), every attempt goes through the circuit breaker of its endpoint,
+and an address naming several replicas fails over between them (see `replicas`). A JSON-RPC
+error from the target is raised as RemoteError with the target's code and message:
+surfaced, never swallowed.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from typing import Any
+
+import httpx
+
+from a2a_handoff.client.breaker import CircuitBreaker
+from a2a_handoff.client.replicas import endpoint_of, failover, ordered, replicas
+from a2a_handoff.client.retry import (
+    RETRYABLE_STATUS,
+    Answer,
+    RetryableStatus,
+    RetryPolicy,
+    is_transient,
+    request,
+)
+from a2a_handoff.client.transport import Http11Transport
+from a2a_handoff.errors import CircuitOpenError, RemoteError, UnavailableError
+from a2a_handoff.protocol.agent_card import AgentCard
+from a2a_handoff.protocol.models import Message, StreamResponse, Task
+from a2a_handoff.protocol.sse import read_events
+
+CARD_PATH = ".well-known/agent-card.json"
+
+Event = tuple[int | None, StreamResponse]
+"""A stream item and its event sequence number (None when the server sent no id)."""
+
+
+def _result(url: str, answer: Answer) -> Any:
+    status, content = answer
+    try:
+        payload = json.loads(content)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise UnavailableError(f"{url}: HTTP {status}, not JSON") from None
+    if not isinstance(payload, dict):
+        raise UnavailableError(f"{url}: answered a non-object")
+    error = payload.get("error")
+    if isinstance(error, dict):
+        raise RemoteError(
+            int(error.get("code", -32603)), str(error.get("message", "")), error.get("data"),
+            url=url,
+        )  # fmt: skip
+    if status != 200 or "result" not in payload:
+        raise UnavailableError(f"{url}: HTTP {status} without a result")
+    return payload["result"]
+
+
+class AgentClient:
+    """Calls agents: JSON-RPC and SSE, retries for idempotent calls, breakers, cached cards.
+
+    `direct`: JSON-RPC calls to plain-http URLs go straight to this transport, past httpx's
+    client layer (with `http`'s timeouts); cards and streams still go through `http`.
+    """
+
+    def __init__(
+        self,
+        http: httpx.AsyncClient,
+        *,
+        direct: Http11Transport | None = None,
+        credentials: Mapping[str, str] | None = None,
+        retry: RetryPolicy | None = None,
+        card_ttl: float = 60.0,
+        breaker_threshold: int = 5,
+        breaker_cooldown: float = 10.0,
+        clock: Callable[[], float] = time.monotonic,
+        extensions: Iterable[str] = (),
+        api_key: str | None = None,
+    ) -> None:
+        self.http = http
+        self.direct = direct
+        self.api_key = api_key
+        self.credentials: dict[str, str] = {}
+        for address, key in (credentials or {}).items():
+            for url in replicas(address):
+                self.credentials[url] = key
+        self.retry = retry or RetryPolicy()
+        self.card_ttl = card_ttl
+        self.extensions = tuple(extensions)
+        self._breaker_args = (breaker_threshold, breaker_cooldown, clock)
+        self._breakers: dict[str, CircuitBreaker] = {}
+        self._cards: dict[str, tuple[float, AgentCard]] = {}
+        self._preferred: dict[str, str] = {}  # address → the replica that answered last
+        self._ids = itertools.count(1)  # JSON-RPC request ids
+
+    # -- plumbing -------------------------------------------------------------------------
+
+    def breaker(self, url: str) -> CircuitBreaker:
+        key = endpoint_of(url)
+        breaker = self._breakers.get(key)
+        if breaker is None:
+            threshold, cooldown, clock = self._breaker_args
+            breaker = CircuitBreaker(
+                key, threshold=threshold, cooldown=cooldown, is_failure=is_transient, clock=clock
+            )
+            self._breakers[key] = breaker
+        return breaker
+
+    def breakers(self) -> dict[str, dict[str, object]]:
+        """Every endpoint's breaker state (for /health)."""
+        return {key: b.snapshot() for key, b in sorted(self._breakers.items())}
+
+    def _headers(self, url: str, extensions: Iterable[str] = ()) -> dict[str, str]:
+        headers = {"A2A-Version": "1.0"}
+        uris = ",".join(dict.fromkeys([*self.extensions, *extensions]))
+        if uris:
+            headers["A2A-Extensions"] = uris
+        key = self.credentials.get(url) or self.credentials.get(endpoint_of(url)) or self.api_key
+        if key:
+            headers["X-API-Key"] = key
+        return headers
+
+    def _post(self, url: str, body: bytes, headers: dict[str, str]) -> Awaitable[Answer]:
+        # Direct: plain http without credentials in the URL (httpx turns those into Basic auth).
+        if self.direct is not None and url.startswith("http://") and "@" not in url:
+            return self.direct.post(url, body, headers, self.http.timeout)
+        return self._post_httpx(url, body, headers)
+
+    async def _post_httpx(self, url: str, body: bytes, headers: dict[str, str]) -> Answer:
+        headers = {**headers, "Content-Type": "application/json"}
+        response = await self.http.post(url, content=body, headers=headers)
+        return response.status_code, response.content
+
+    # -- cards and calls ------------------------------------------------------------------
+
+    async def card(self, url: str, *, fresh: bool = False, retry: bool = True) -> AgentCard:
+        """The agent card at `url`, cached for `card_ttl` seconds; `retry=False`: one try."""
+        return await failover(
+            url, self._preferred, lambda one: self._card(one, fresh, retry), idempotent=True
+        )
+
+    async def _card(self, url: str, fresh: bool, retry: bool) -> AgentCard:
+        clock = self._breaker_args[2]
+        cached = self._cards.get(url)
+        if cached and not fresh and clock() - cached[0] < self.card_ttl:
+            return cached[1]
+        card_url = url.rstrip("/") + "/" + CARD_PATH
+        headers = self._headers(url)
+
+        async def get() -> Answer:
+            response = await self.http.get(card_url, headers=headers)
+            return response.status_code, response.content
+
+        status, content = await request(self.breaker(url), self.retry, url, get, idempotent=retry)
+        if status != 200:
+            raise UnavailableError(f"{url}: agent card answered HTTP {status}")
+        card = AgentCard.model_validate_json(content)
+        self._cards[url] = (clock(), card)
+        return card
+
+    async def call(
+        self,
+        url: str,
+        method: str,
+        params: Mapping[str, Any],
+        *,
+        extensions: Iterable[str] = (),
+        idempotent: bool = False,
+    ) -> Any:
+        """One JSON-RPC call: its result, or RemoteError / UnavailableError / CircuitOpenError."""
+        encoded = json.dumps(params, separators=(",", ":"), allow_nan=False)
+        return await self.call_json(
+            url, method, encoded, extensions=extensions, idempotent=idempotent
+        )
+
+    async def call_json(
+        self,
+        url: str,
+        method: str,
+        params_json: str,
+        *,
+        extensions: Iterable[str] = (),
+        idempotent: bool = False,
+    ) -> Any:
+        """`call()` with the params already encoded as a JSON object."""
+        body = (
+            f'{{"jsonrpc":"2.0","id":{next(self._ids)},"method":{json.dumps(method)},'
+            f'"params":{params_json}}}'
+        ).encode()
+
+        async def attempt(one: str) -> Any:
+            headers = self._headers(one, extensions)
+            answer = await request(
+                self.breaker(one),
+                self.retry,
+                one,
+                lambda: self._post(one, body, headers),
+                idempotent=idempotent,
+            )
+            return _result(one, answer)
+
+        return await failover(url, self._preferred, attempt, idempotent=idempotent)
+
+    async def send(
+        self, url: str, message: Message, *, return_immediately: bool = False
+    ) -> Task | Message:
+        """SendMessage; retried, since the message id makes a repeat return the same task."""
+        params: dict[str, Any] = {"message": message.dump()}
+        if return_immediately:
+            params["configuration"] = {"returnImmediately": True}
+        result = await self.call(url, "SendMessage", params, idempotent=True)
+        if "task" in result:
+            return Task.model_validate(result["task"])
+        return Message.model_validate(result["message"])
+
+    async def get_task(self, url: str, task_id: str, history_length: int | None = None) -> Task:
+        params: dict[str, Any] = {"id": task_id}
+        if history_length is not None:
+            params["historyLength"] = history_length
+        return Task.model_validate(await self.call(url, "GetTask", params, idempotent=True))
+
+    async def list_tasks(self, url: str, **query: Any) -> dict[str, Any]:
+        result: dict[str, Any] = await self.call(url, "ListTasks", query, idempotent=True)
+        return result
+
+    async def cancel(self, url: str, task_id: str) -> Task:
+        return Task.model_validate(await self.call(url, "CancelTask", {"id": task_id}))
+
+    # -- streams --------------------------------------------------------------------------
+
+    def stream(
+        self, url: str, message: Message
+    ) -> AsyncIterator[tuple[int | None, StreamResponse]]:
+        """SendStreamingMessage: (event seq, item) pairs until the task ends or pauses."""
+        return self._sse(url, "SendStreamingMessage", {"message": message.dump()}, None)
+
+    async def subscribe(
+        self, url: str, task_id: str, *, last_event_id: int | None = None, resumes: int = 5
+    ) -> AsyncIterator[Event]:
+        """SubscribeToTask, resuming with Last-Event-ID after a dropped stream (`resumes` times)."""
+        last = last_event_id
+        for attempt in range(resumes + 1):
+            try:
+                async for seq, item in self._sse(url, "SubscribeToTask", {"id": task_id}, last):
+                    if seq is not None:
+                        last = seq
+                    yield seq, item
+                return
+            except (UnavailableError, httpx.TransportError):
+                if attempt == resumes or last is None:
+                    raise
+
+    async def _sse(
+        self, address: str, method: str, params: dict[str, Any], last_event_id: int | None
+    ) -> AsyncIterator[Event]:
+        """A stream from the first replica that opens one (streams carry a message id or a
+        task id: opening one elsewhere never duplicates work). Once events flowed, a failure
+        is raised: the caller resumes with Last-Event-ID."""
+        urls = ordered(address, self._preferred)
+        for i, url in enumerate(urls):
+            started = False
+            try:
+                async for event in self._sse_one(url, method, params, last_event_id):
+                    if not started and len(urls) > 1:
+                        self._preferred[address] = url
+                    started = True
+                    yield event
+                return
+            except (UnavailableError, CircuitOpenError):
+                if started or i == len(urls) - 1:
+                    raise
+
+    async def _sse_one(
+        self, url: str, method: str, params: dict[str, Any], last_event_id: int | None
+    ) -> AsyncIterator[Event]:
+        body = {"jsonrpc": "2.0", "id": next(self._ids), "method": method, "params": params}
+        headers = {**self._headers(url), "Accept": "text/event-stream"}
+        if last_event_id is not None:
+            headers["Last-Event-ID"] = str(last_event_id)
+        try:
+            async with self.breaker(url).guard():
+                request = self.http.build_request("POST", url, json=body, headers=headers)
+                response = await self.http.send(request, stream=True)
+                if response.status_code in RETRYABLE_STATUS:
+                    await response.aclose()
+                    raise RetryableStatus(response.status_code)
+            try:
+                if not response.headers.get("content-type", "").startswith("text/event-stream"):
+                    content = await response.aread()
+                    _result(url, (response.status_code, content))  # raises its JSON-RPC error
+                    raise UnavailableError(f"{url}: {method} did not answer with a stream")
+                async for seq, data in read_events(response.aiter_lines()):
+                    payload = json.loads(data)
+                    if "error" in payload:
+                        error = payload["error"]
+                        raise RemoteError(error.get("code", -32603), error.get("message", ""),
+                                          url=url)  # fmt: skip
+                    yield seq, StreamResponse.model_validate(payload["result"])
+            finally:
+                await response.aclose()
+        except RetryableStatus as exc:
+            raise UnavailableError(f"{url}: HTTP {exc.status_code}") from exc
+        except httpx.TransportError as exc:
+            raise UnavailableError(f"{url}: {type(exc).__name__}: {exc}") from exc
+
+    async def aclose(self) -> None:
+        await self.http.aclose()

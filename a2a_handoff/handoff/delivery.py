@@ -1,0 +1,308 @@
+"""The sending side's delivery: create the successor on the target, then terminate.
+
+Create: `SendMessage` to the target carrying the envelope (`returnImmediately`), retried —
+the target creates at most one task per idempotency key — behind the client's breaker. The
+target's answer decides: a task → terminate TRANSFERRED; a refusal (a REJECTED task marked
+`rejected`) or persistent errors → the source FAILED, or, under a contract, its recovery path
+(`on_reject`, `on_error`, `on_timeout`): a new handoff checkpointed in the same transaction
+that closes the failed entry. `on_timeout` follows only while no attempt can have reached the
+target, so a fallback never doubles the work. Only the target can tell whether it took an
+envelope, so past its TTL a pending entry is still replayed: the target refuses an expired one
+it never took (`envelope_expired`), and the source then fails `handoff_expired`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+
+import pydantic_core
+from pydantic import ValidationError
+
+from a2a_handoff.client.client import AgentClient
+from a2a_handoff.client.replicas import never_arrived
+from a2a_handoff.contracts.model import Contract
+from a2a_handoff.errors import (
+    CircuitOpenError,
+    ConflictError,
+    GateRefused,
+    HandoffError,
+    HandoffProcessingError,
+    RemoteError,
+    UnavailableError,
+)
+from a2a_handoff.escalation import Escalation, Need, Trigger
+from a2a_handoff.failpoints import failpoint
+from a2a_handoff.handoff.envelope import HandoffEnvelope
+from a2a_handoff.handoff.sender import FAILED, HandoffSender, missing_capabilities
+from a2a_handoff.handoff.settings import HandoffSettings
+from a2a_handoff.handoff.terminate import failed, transferred
+from a2a_handoff.outcomes import Handoff
+from a2a_handoff.protocol.events import status_text
+from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI as URI
+from a2a_handoff.protocol.extension import ext_metadata, with_ext_metadata
+from a2a_handoff.protocol.models import Role, Task, utc_now
+from a2a_handoff.protocol.states import TaskState
+from a2a_handoff.stores.base import OutboxEntry, Store, TaskRecord
+
+log = logging.getLogger("a2a_handoff.handoff")
+
+# The target's answers worth a replay: still being created, or its own passing failure.
+TRANSIENT_CODES = frozenset({HandoffProcessingError.code, -32603})
+MAX_RECOVERIES = 3  # recovery paths followed per task, so two fallbacks cannot ping-pong
+
+
+class Delivery:
+    """Delivers checkpointed handoffs (and notices) for one agent."""
+
+    def __init__(
+        self, settings: HandoffSettings, store: Store, client: AgentClient, sender: HandoffSender
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.client = client
+        self.sender = sender
+        # handoff id → the job delivering it in this process (see recovery.Outbox)
+        self.in_flight: dict[str, asyncio.Task[TaskRecord | None]] = {}
+
+    async def deliver(
+        self,
+        entry: OutboxEntry,
+        fresh: bool = False,
+        *,
+        envelope: HandoffEnvelope | None = None,
+        source: TaskRecord | None = None,
+    ) -> TaskRecord | None:
+        """Create the task on the target (retrying) and terminate; the source's final record.
+
+        `envelope`: the entry's envelope, when the caller holds it already; `source`: the
+        source task's record as last written, tried first when terminating (check-and-set:
+        a stale one costs a read, never a lost update).
+
+        Under a contract, its recovery path takes over when the target rejects the handoff
+        (`on_reject`), keeps failing (`on_error`, after `max_retries`), or stays unreachable
+        past `timeout_ms` (`on_timeout`) — the last only while no attempt can have reached
+        it (`fresh`: this process checkpointed the entry, and every failure so far was a
+        refused connection or an open breaker), so a successor can never be orphaned.
+        """
+        if envelope is None:
+            envelope = HandoffEnvelope.model_validate_json(entry.envelope)
+        url = entry.target_url
+        params = _create_params(envelope, entry.envelope)
+        contract = self._contract_of(envelope)
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        may_have_arrived = not fresh
+        errors = 0
+        while True:
+            try:
+                card = await self.client.card(url)
+                problems = missing_capabilities(envelope.required_capabilities, card, None)
+                if problems:
+                    reason = "capability gate refused the handoff: " + "; ".join(problems)
+                    return await failed(self.store, entry, reason)
+                result = await self.client.call_json(
+                    url, "SendMessage", params, extensions=[URI], idempotent=True
+                )
+                created = Task.model_validate(result["task"])
+            except RemoteError as exc:
+                may_have_arrived = True
+                if exc.code not in TRANSIENT_CODES:
+                    reason = f"{entry.target_name} refused: {exc.message}"
+                    return await self._recover(entry, envelope, contract, "on_error", reason)
+                if exc.code != HandoffProcessingError.code and contract is not None:
+                    errors += 1
+                    # A non-idempotent edge is never retried, whatever the contract says.
+                    retries = contract.recovery.max_retries if contract.idempotent else 0
+                    if errors > retries:
+                        reason = f"{entry.target_name} failed {errors} time(s): {exc.message}"
+                        return await self._recover(entry, envelope, contract, "on_error", reason)
+                log.info("handoff %s: %s; retrying", entry.handoff_id, exc)
+                await asyncio.sleep(self.settings.retry_interval)
+                continue
+            except (
+                UnavailableError,
+                CircuitOpenError,
+                ValidationError,
+                KeyError,
+                TypeError,
+            ) as exc:
+                # Even past the TTL, only the target can tell whether it took the envelope:
+                # it looks the key up first, and refuses an expired one it never took
+                # (`envelope_expired`, below). Failing here could orphan a successor.
+                may_have_arrived = may_have_arrived or not never_arrived(exc)
+                timeout = contract.recovery.timeout_ms if contract is not None else None
+                if timeout and not may_have_arrived and loop.time() - started > timeout / 1000:
+                    reason = f"{entry.target_name} unreachable for over {timeout} ms"
+                    return await self._recover(entry, envelope, contract, "on_timeout", reason)
+                log.info("handoff %s: %s; retrying", entry.handoff_id, exc)
+                await asyncio.sleep(self.settings.retry_interval)
+                continue
+            failpoint("handoff.after_create")
+            if refused(created):
+                code = str(ext_metadata(created).get("rejected", "rejected"))
+                if code == "envelope_expired":
+                    return await failed(self.store, entry, "handoff_expired: the envelope expired")
+                reason = f"{entry.target_name} rejected the handoff: {status_text(created)}"
+                return await self._recover(entry, envelope, contract, "on_reject", reason)
+            return await transferred(self.store, entry, envelope, created, source)
+
+    def _contract_of(self, envelope: HandoffEnvelope) -> Contract | None:
+        catalog = self.settings.contracts
+        if catalog is None or not envelope.contract:
+            return None
+        return catalog.by_id(envelope.contract)
+
+    async def _recover(
+        self,
+        entry: OutboxEntry,
+        envelope: HandoffEnvelope,
+        contract: Contract | None,
+        which: str,
+        reason: str,
+    ) -> TaskRecord | None:
+        """Follow the contract's recovery path `which` (on_reject / on_timeout / on_error).
+
+        `source` (and no contract): the task comes back to this agent, FAILED with the
+        reason. `human`: an escalation to route `human`. Any other name (`supervisor`, a
+        fallback agent, `agent:NAME`): the task is handed to that route instead. The failed
+        entry is closed and the new one checkpointed in ONE transaction.
+        """
+        path = getattr(contract.recovery, which, None) if contract is not None else None
+        if not path or path == "source":
+            suffix = f" ({contract.id}: {which} → source)" if contract is not None else ""
+            return await failed(self.store, entry, reason + suffix)
+        record = await self.store.get(entry.task_id)
+        if record is None or record.state.terminal:
+            return record
+        assert contract is not None
+        recoveries = int(ext_metadata(record.task).get("recoveries", 0))
+        if recoveries >= MAX_RECOVERIES:
+            return await failed(
+                self.store, entry, f"{reason} (recovery given up after {recoveries})"
+            )
+        target = path.removeprefix("agent:")
+        decision = self._recovery_handoff(entry, envelope, contract, which, target, reason)
+        try:
+            new_envelope, new_json = await self.sender.prepare(
+                record.task, decision, record.owner, key_salt=f"recovery:{entry.handoff_id}"
+            )
+        except GateRefused as exc:
+            return await failed(self.store, entry, f"{reason}; {which} → {target} refused: {exc}")
+        task, event, new_entry = self.sender.handing_off(
+            record.task, new_envelope, new_json, record.owner
+        )
+        task = with_ext_metadata(task, recoveries=recoveries + 1)
+        updated = record.advanced(task, 1, utc_now())
+        detail = f"{reason} ({contract.id}: {which} → {target})"
+        try:
+            await self.store.checkpoint(
+                updated, [event], expected_version=record.version, entry=new_entry,
+                close=(entry.handoff_id, FAILED, detail),
+            )  # fmt: skip
+        except ConflictError:
+            return await self.store.get(entry.task_id)  # someone else moved it: theirs
+        log.warning("handoff %s: %s", entry.handoff_id, detail)
+        current = asyncio.current_task()
+        if current is not None:  # the recovery loop must not start a second delivery of it
+            self.in_flight[new_entry.handoff_id] = current
+        try:
+            return await self.deliver(new_entry, True, envelope=new_envelope, source=updated)
+        finally:
+            if self.in_flight.get(new_entry.handoff_id) is current:
+                del self.in_flight[new_entry.handoff_id]
+
+    def _recovery_handoff(
+        self,
+        entry: OutboxEntry,
+        envelope: HandoffEnvelope,
+        contract: Contract,
+        which: str,
+        target: str,
+        reason: str,
+    ) -> Handoff:
+        if target != "human":
+            return Handoff(
+                target=target,
+                reason=f"{contract.id} {which}: {reason}",
+                context=dict(envelope.transfer_context),
+                kind="handoff",
+            )
+        escalation = Escalation(
+            f"The handoff to {entry.target_name} under contract {contract.id} failed: {reason}.",
+            [f"Handed the task to {entry.target_name}: {envelope.reason}"],
+            "a decision on who takes this task over, or how it goes on",
+            Need.DECISION,
+            Trigger.KNOWLEDGE_GAP,
+            resume=dict(envelope.transfer_context),
+        )
+        return Handoff.to_human(escalation, reason=f"escalated ({contract.id} {which}): {reason}")
+
+    async def notify(
+        self, envelope: HandoffEnvelope, envelope_json: str, attempts_for: float = 30.0
+    ) -> Task:
+        """Deliver a message that does not end the task (a notice); the task it created.
+
+        Retried with the same key for up to `attempts_for` seconds (the target deduplicates);
+        raises HandoffError when the target refuses it or stays unreachable.
+        """
+        url = envelope.target.url
+        params = _create_params(envelope, envelope_json)
+        deadline = asyncio.get_running_loop().time() + attempts_for
+        while True:
+            try:
+                result = await self.client.call_json(
+                    url, "SendMessage", params, extensions=[URI], idempotent=True
+                )
+                created = Task.model_validate(result["task"])
+            except RemoteError as exc:
+                if exc.code not in TRANSIENT_CODES:
+                    raise HandoffError(f"{envelope.target.agent} refused: {exc.message}") from exc
+                error: Exception = exc
+            except (UnavailableError, CircuitOpenError, ValidationError, KeyError) as exc:
+                error = exc
+            else:
+                if refused(created):
+                    raise HandoffError(
+                        f"{envelope.target.agent} rejected it: {status_text(created)}"
+                    )
+                return created
+            if asyncio.get_running_loop().time() >= deadline:
+                raise HandoffError(f"{envelope.target.agent} unreachable: {error}")
+            await asyncio.sleep(self.settings.retry_interval)
+
+
+def refused(created: Task) -> bool:
+    """Whether the target refused the envelope (not: took it, and its handler said no)."""
+    return created.status.state is TaskState.REJECTED and bool(
+        ext_metadata(created).get("rejected")
+    )
+
+
+def handoff_message_id(envelope: HandoffEnvelope) -> str:
+    return f"handoff-{envelope.idempotency_key}"
+
+
+def _create_params(envelope: HandoffEnvelope, envelope_json: str) -> str:
+    """The SendMessage params that create the successor, as JSON.
+
+    The message carries the envelope in its metadata (`envelope_json`: as the outbox holds
+    it, so it is not encoded again) and points back at the source task. The source needs
+    only the successor's id and status back: `historyLength: 0`.
+    """
+    summary = str(envelope.transfer_context.get("summary") or envelope.reason)
+    message = {
+        "messageId": handoff_message_id(envelope),
+        "role": Role.USER.value,
+        "parts": [{"text": summary}, {"data": envelope.transfer_context}],
+        "contextId": envelope.context_id,
+        "extensions": [URI],
+        "referenceTaskIds": [envelope.source.task_id],
+    }
+    # Encoded as pydantic encodes the envelope: a context may hold dates, UUIDs, decimals.
+    head = pydantic_core.to_json(message).decode()[:-1]  # open: the metadata follows
+    return (
+        f'{{"message":{head},"metadata":{{{json.dumps(URI)}:{envelope_json}}}}},'
+        '"configuration":{"returnImmediately":true,"historyLength":0}}'
+    )

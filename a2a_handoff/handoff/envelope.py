@@ -1,0 +1,86 @@
+"""The handoff envelope: what one agent sends another when it gives a task away.
+
+The same frozen model validates the envelope on both sides. Its idempotency key is derived,
+not random — HMAC-SHA256 of the chain's root key and the hop number — so replaying a handoff
+(after a crash, a lost reply, a retry) reproduces the key and the target creates its task at
+most once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal
+
+from pydantic import ConfigDict, Field
+
+from a2a_handoff.protocol.extension import DEFAULT_TTL_SECONDS
+from a2a_handoff.protocol.models import WireModel, parse_time
+
+
+class SourceRef(WireModel):
+    model_config = ConfigDict(frozen=True)
+
+    agent: str
+    url: str
+    task_id: str
+
+
+class TargetRef(WireModel):
+    model_config = ConfigDict(frozen=True)
+
+    agent: str
+    url: str
+
+
+class HandoffEnvelope(WireModel):
+    """Every field DESIGN §4 lists; camelCase on the wire."""
+
+    model_config = ConfigDict(frozen=True)
+
+    handoff_id: str = Field(min_length=1)
+    idempotency_key: str = Field(min_length=16)
+    root_key: str = Field(min_length=16)
+    context_id: str = Field(min_length=1)
+    source: SourceRef
+    target: TargetRef
+    reason: str
+    transfer_context: dict[str, Any] = Field(default_factory=dict)
+    required_capabilities: list[str] = Field(default_factory=list)
+    continuation_token: str | None = None
+    next_skill_hint: str | None = None
+    hop: int = Field(ge=1)
+    visited: list[str] = Field(default_factory=list)
+    trace_id: str = Field(min_length=1)
+    created_at: str
+    ttl_seconds: int = Field(default=DEFAULT_TTL_SECONDS, ge=1, le=86400)
+    on_behalf_of: str | None = None  # the source task's owner: may read the successor too
+    # handoff: a task given away; escalation / notice: a blocking / non-blocking escalation
+    # to a human agent; return: the human's decision handed back to the agent that escalated.
+    kind: Literal["handoff", "escalation", "notice", "return"] = "handoff"
+    contract: str | None = None  # `id@version` of the handoff contract of this edge, if any
+
+    def digest(self) -> str:
+        """SHA-256 of the canonical JSON: tells a replay from a different envelope."""
+        canonical = json.dumps(self.dump(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()
+
+    def expires_at(self) -> datetime:
+        return parse_time(self.created_at) + timedelta(seconds=self.ttl_seconds)
+
+    def expired(self, now: datetime | None = None) -> bool:
+        return (now or datetime.now(UTC)) >= self.expires_at()
+
+
+def root_key_for(agent_url: str, task_id: str) -> str:
+    """The root key of a chain that starts at this task."""
+    return hashlib.sha256(f"{agent_url}#{task_id}".encode()).hexdigest()
+
+
+def derive_key(root_key: str, hop: int, salt: str = "") -> str:
+    """The idempotency key of hop `hop` of the chain rooted at `root_key` (`salt`: of a
+    message sent from that hop without ending it, such as a non-blocking escalation)."""
+    label = f"hop:{hop}" + (f":{salt}" if salt else "")
+    return hmac.new(root_key.encode(), label.encode(), hashlib.sha256).hexdigest()

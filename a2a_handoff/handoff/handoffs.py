@@ -1,0 +1,52 @@
+"""One agent's handoff machinery, wired to its store and client.
+
+    sender (summarize, gate, checkpoint) ─▶ outbox (deliver once, replay) ─▶ delivery
+    (create on the target, recovery paths) ─▶ terminate;  receiver (refuse, dedupe) + ledger
+
+The runtime holds one `Handoffs` and calls its parts; nothing here knows the runtime.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from a2a_handoff.client.client import AgentClient
+from a2a_handoff.handoff.delivery import Delivery
+from a2a_handoff.handoff.ledger import Ledger
+from a2a_handoff.handoff.receiver import HandoffReceiver
+from a2a_handoff.handoff.recovery import LeaseHolder, Outbox
+from a2a_handoff.handoff.sender import HandoffSender
+from a2a_handoff.handoff.settings import HandoffSettings
+from a2a_handoff.stores.base import Store
+
+
+@dataclass(frozen=True, slots=True)
+class Handoffs:
+    """The parts of one agent's handoffs."""
+
+    settings: HandoffSettings
+    sender: HandoffSender
+    delivery: Delivery
+    outbox: Outbox
+    receiver: HandoffReceiver
+    ledger: Ledger
+
+    @classmethod
+    def build(
+        cls, settings: HandoffSettings, store: Store, client: AgentClient, hold: LeaseHolder
+    ) -> Handoffs:
+        """Wire the parts; `hold` takes a lease, for delivering under replicas."""
+        sender = HandoffSender(settings, store, client)
+        delivery = Delivery(settings, store, client, sender)
+        return cls(
+            settings,
+            sender,
+            delivery,
+            Outbox(settings, store, delivery, hold),
+            HandoffReceiver(settings, store),
+            Ledger(store),
+        )
+
+    async def aclose(self) -> None:
+        await self.outbox.aclose()
+        await self.ledger.aclose()

@@ -1,0 +1,190 @@
+"""The receiving side: a handoff that arrives is refused, recognised as a replay, or taken.
+
+In order: the envelope is parsed (a malformed one is -32602, nothing stored); its dedupe key
+is looked up first — a replay of a key already taken returns the same task (`duplicate`)
+whatever its age, so a lost reply can never turn into a second task or a false failure, and
+the same key with a different envelope is -32103; then the refusals, each a REJECTED task
+whose reason the sender reads: TTL (`envelope_expired`), size, address, loop guard, contract
+acceptance. Otherwise the runtime creates the task, once per key, with the ledger row in the
+same transaction. The runtime drives these steps (`runtime.tasks.TaskManager`); this module
+decides them.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import ValidationError
+
+from a2a_handoff.contracts.model import MISSING, lookup
+from a2a_handoff.errors import IdempotencyConflictError, InvalidParamsError
+from a2a_handoff.handoff.envelope import HandoffEnvelope
+from a2a_handoff.handoff.ledger import received_entry
+from a2a_handoff.handoff.settings import HandoffSettings
+from a2a_handoff.ids import new_id
+from a2a_handoff.protocol.events import agent_message, status_event, with_status
+from a2a_handoff.protocol.extension import (
+    HANDOFF_EXTENSION_URI,
+    MAX_ENVELOPE_BYTES,
+    ext_metadata,
+)
+from a2a_handoff.protocol.models import Message, StreamResponse, Task, TaskStatus, utc_now
+from a2a_handoff.protocol.states import TaskState
+from a2a_handoff.stores.base import Store, TaskRecord
+
+
+class HandoffReceiver:
+    """Decides what this agent does with a handoff message."""
+
+    def __init__(self, settings: HandoffSettings, store: Store) -> None:
+        self.settings = settings
+        self.store = store
+
+    @staticmethod
+    def parse(raw: Any) -> tuple[HandoffEnvelope, int]:
+        """The envelope carried in a message's metadata, and its size; -32602 naming the
+        first bad field when it is not one."""
+        try:
+            envelope = HandoffEnvelope.model_validate(raw)
+        except ValidationError as exc:
+            first = exc.errors(include_url=False, include_input=False)[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise InvalidParamsError(
+                f"message.metadata[{HANDOFF_EXTENSION_URI}].{where}: {first['msg']}"
+            ) from None
+        return envelope, len(json.dumps(raw, separators=(",", ":")).encode())
+
+    @staticmethod
+    def check_replay(record: TaskRecord, envelope: HandoffEnvelope) -> None:
+        """A task found by the envelope's key: -32103 when the key came with another envelope."""
+        ext = ext_metadata(record.task)
+        same_key = ext.get("handoff", {}).get("idempotencyKey") == envelope.idempotency_key
+        if same_key and ext.get("envelopeDigest") != envelope.digest():
+            raise IdempotencyConflictError(
+                f"idempotency key {envelope.idempotency_key[:12]}… was used with a"
+                " different envelope"
+            )
+
+    def dedupe_for(self, envelope: HandoffEnvelope) -> tuple[str, float | None]:
+        """The key a received handoff deduplicates on, and for how long (None: ever).
+
+        The envelope's idempotency key, unless the edge's contract names another
+        `dedupe_key` (a payload field, say `payload.entities.orderId`): then two handoffs
+        with the same value within `replay_window_ms` make one task.
+        """
+        default = "\x1f".join(("handoff", envelope.idempotency_key)), None
+        catalog = self.settings.contracts
+        if catalog is None:
+            return default
+        contract = (
+            catalog.by_id(envelope.contract)
+            if envelope.contract
+            else catalog.for_edge(envelope.source.agent, self.settings.agent_name, envelope.kind)
+        )
+        rules = contract.idempotency if contract is not None else None
+        if contract is None or rules is None or not rules.dedupe_key:
+            return default
+        window = rules.replay_window_ms / 1000 if rules.replay_window_ms else None
+        path = rules.dedupe_key
+        if path in ("envelope.idempotencyKey", "envelope.idempotency_key"):
+            return default[0], window
+        namespace = {"payload": envelope.transfer_context, "envelope": envelope.dump()}
+        value = lookup(namespace, path)
+        if value is MISSING or value is None:
+            return default[0], window
+        encoded = json.dumps(value, sort_keys=True, separators=(",", ":"))
+        return "\x1f".join(("contract", contract.id, path, encoded)), window
+
+    def refusal(self, envelope: HandoffEnvelope, size: int) -> tuple[str, str] | None:
+        """(code, reason) when this agent must refuse the envelope, else None."""
+        me = self.settings.agent_name
+        if envelope.expired():
+            return "envelope_expired", f"envelope expired after {envelope.ttl_seconds} s"
+        if size > MAX_ENVELOPE_BYTES:
+            return "envelope_too_large", f"envelope of {size} bytes over {MAX_ENVELOPE_BYTES}"
+        if envelope.target.agent != me:
+            return "misaddressed", f"envelope addressed to {envelope.target.agent}, not {me}"
+        if me in envelope.visited and envelope.kind == "handoff":
+            # Escalations and their returns come back by design; the hop limit bounds them.
+            return "loop_detected", f"{me} already handled this chain ({envelope.visited})"
+        if envelope.hop > self.settings.max_hops:
+            return "loop_detected", f"hop {envelope.hop} over the maximum {self.settings.max_hops}"
+        catalog = self.settings.contracts
+        if catalog is not None:
+            contract = (
+                catalog.by_id(envelope.contract)
+                if envelope.contract
+                else catalog.for_edge(envelope.source.agent, me, envelope.kind)
+            )
+            if contract is None:
+                edge = envelope.contract or f"{envelope.source.agent} → {me}"
+                return "no_contract", f"{me} accepts no handoff contract for {edge}"
+            failed = catalog.acceptance(contract, envelope.transfer_context, me, envelope.dump())
+            if failed is not None:
+                return "contract_rejected", f"contract {contract.id}: {failed}"
+        return None
+
+    async def reject(
+        self,
+        message: Message,
+        owner: str,
+        key: str,
+        envelope: HandoffEnvelope,
+        code: str,
+        reason: str,
+    ) -> tuple[TaskRecord, bool]:
+        """Store the refusal as a REJECTED task (with its ledger row): the task stored under
+        `key`, and whether it is another's (a concurrent receiver stored first)."""
+        task_id = new_id()
+        bound = message.model_copy(update={"task_id": task_id})
+        metadata = {HANDOFF_EXTENSION_URI: {**receive_metadata(envelope), "rejected": code}}
+        task = Task(
+            id=task_id,
+            context_id=envelope.context_id,
+            status=TaskStatus(state=TaskState.SUBMITTED, timestamp=utc_now()),
+            history=[bound],
+            metadata=metadata,
+        )
+        rejected = with_status(task, TaskState.REJECTED, agent_message(f"{code}: {reason}", task))
+        now = utc_now()
+        record = TaskRecord(rejected, owner, 2, now, now, envelope.on_behalf_of or "")
+        stored = await self.store.create(
+            record,
+            [StreamResponse(task=task), status_event(rejected)],
+            dedupe_key=key,
+            received=received_entry(envelope, task_id, "rejected", code),
+        )
+        return stored, stored.id != record.id
+
+
+def receive_metadata(envelope: HandoffEnvelope) -> dict[str, Any]:
+    """What a received task records about the handoff that created it."""
+    return {
+        "handoff": {
+            "handoffId": envelope.handoff_id,
+            "idempotencyKey": envelope.idempotency_key,
+            "rootKey": envelope.root_key,
+            "hop": envelope.hop,
+            "visited": envelope.visited,
+            "traceId": envelope.trace_id,
+            "source": envelope.source.dump(),
+            "reason": envelope.reason,
+            "kind": envelope.kind,
+        },
+        # A replay with this key must match (recorded, not derived when needed: replicas of
+        # an earlier version sharing the store compare against this member).
+        "envelopeDigest": envelope.digest(),
+        **_escalation_of(envelope),
+    }
+
+
+def _escalation_of(envelope: HandoffEnvelope) -> dict[str, Any]:
+    """An escalation's summary on the human agent's task, for inboxes and followers."""
+    if envelope.kind not in ("escalation", "notice"):
+        return {}
+    escalation = envelope.transfer_context.get("escalation")
+    if not isinstance(escalation, dict):
+        return {}
+    source = envelope.source
+    return {"escalation": {**escalation, "source": source.dump()}}

@@ -1,0 +1,194 @@
+"""The sending side's first phases: summarize, gate, checkpoint.
+
+Summarize: the handler's `Handoff` decision becomes a `HandoffEnvelope` (its idempotency key
+derived from the chain's root key and the hop, so a replay reproduces it). Gate:
+`required ⊆ caps(target) ∩ scope(self)`, the edge's contract (when contracts are on) and the
+envelope's size limit; a refusal raises GateRefused and nothing is sent. Checkpoint: ONE
+transaction writes the outbox entry (`pending`) and marks the source task as handing off —
+if it fails, nothing is sent. Delivery (create, terminate) is `delivery.Delivery`'s.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+
+from pydantic import ValidationError
+
+from a2a_handoff.client.client import AgentClient
+from a2a_handoff.errors import GateRefused, HandoffError
+from a2a_handoff.failpoints import failpoint
+from a2a_handoff.handoff.envelope import (
+    HandoffEnvelope,
+    SourceRef,
+    TargetRef,
+    derive_key,
+    root_key_for,
+)
+from a2a_handoff.handoff.settings import HandoffSettings
+from a2a_handoff.ids import new_id
+from a2a_handoff.outcomes import Handoff
+from a2a_handoff.protocol.agent_card import AgentCard
+from a2a_handoff.protocol.events import agent_message, status_event
+from a2a_handoff.protocol.extension import (
+    HANDING_OFF,
+    HANDOFF_EXTENSION_URI,
+    MAX_ENVELOPE_BYTES,
+    ext_metadata,
+    with_ext_metadata,
+)
+from a2a_handoff.protocol.models import StreamResponse, Task, utc_now
+from a2a_handoff.protocol.states import TaskState, transition
+from a2a_handoff.stores.base import OutboxEntry, Store, TaskRecord
+
+PENDING, DONE, FAILED = "pending", "done", "failed"
+
+
+def missing_capabilities(
+    required: list[str], card: AgentCard | None, scope: frozenset[str] | None
+) -> list[str]:
+    """What `required ⊆ caps(target) ∩ scope(source)` lacks, described."""
+    problems = []
+    if scope is not None:
+        outside = sorted(set(required) - scope)
+        if outside:
+            problems.append(f"outside this agent's scope: {', '.join(outside)}")
+    if card is not None:
+        offered: set[str] = set()
+        for ext in card.capabilities.extensions or []:
+            if ext.uri == HANDOFF_EXTENSION_URI and ext.params:
+                offered |= {str(c) for c in ext.params.get("capabilities", [])}
+        lacking = sorted(set(required) - offered)
+        if lacking:
+            problems.append(f"not offered by {card.name}: {', '.join(lacking)}")
+    return problems
+
+
+class HandoffSender:
+    """Turns a handler's handoff decision into a checkpointed outbox entry."""
+
+    def __init__(self, settings: HandoffSettings, store: Store, client: AgentClient) -> None:
+        self.settings = settings
+        self.store = store
+        self.client = client
+
+    def target_url(self, target: str) -> str:
+        """The configured URL of route `target` (or `target` itself, when it is a URL)."""
+        url = self.settings.routes.get(target)
+        if url is None and target.startswith(("http://", "https://")):
+            url = target
+        if url is None:
+            raise GateRefused(f"no route to agent {target!r}")
+        return url
+
+    async def prepare(
+        self, task: Task, decision: Handoff, on_behalf_of: str = "", key_salt: str = ""
+    ) -> tuple[HandoffEnvelope, str]:
+        """Summarize and gate: the envelope and its JSON. Raises GateRefused with the reason
+        the task fails with.
+
+        `key_salt` sets apart keys of messages that do not end the task (notices).
+        """
+        url = self.target_url(decision.target)
+        required = sorted(decision.required)
+        card: AgentCard | None = None
+        with contextlib.suppress(HandoffError, ValidationError):  # unreachable: gate later
+            card = await self.client.card(url, retry=False)
+        problems = missing_capabilities(required, card, self.settings.scope)
+        if problems:
+            raise GateRefused("capability gate refused the handoff: " + "; ".join(problems))
+        target_name = card.name if card else decision.target
+        contract_ref = self._contract_for(target_name, decision)
+        incoming = ext_metadata(task).get("handoff") or {}
+        hop = int(incoming.get("hop", 0)) + 1
+        root = str(incoming.get("rootKey") or root_key_for(self.settings.agent_url, task.id))
+        envelope = HandoffEnvelope(
+            handoff_id=new_id(),
+            idempotency_key=derive_key(root, hop, key_salt),
+            root_key=root,
+            context_id=task.context_id,
+            source=SourceRef(agent=self.settings.agent_name, url=self.settings.agent_url,
+                             task_id=task.id),
+            target=TargetRef(agent=target_name, url=url),
+            reason=decision.reason,
+            transfer_context=dict(decision.context),
+            required_capabilities=required,
+            continuation_token=decision.continuation_token,
+            next_skill_hint=decision.next_skill,
+            hop=hop,
+            visited=[*incoming.get("visited", []), self.settings.agent_name],
+            trace_id=str(incoming.get("traceId") or uuid.uuid4().hex),
+            created_at=utc_now(),
+            ttl_seconds=self.settings.ttl_seconds,
+            on_behalf_of=on_behalf_of or None,
+            kind=decision.kind,
+            contract=contract_ref,
+        )  # fmt: skip
+        envelope_json = envelope.dump_json()
+        size = len(envelope_json.encode())
+        if size > MAX_ENVELOPE_BYTES:
+            raise GateRefused(
+                f"transfer context too large: the envelope is {size} bytes,"
+                f" the limit {MAX_ENVELOPE_BYTES}"
+            )
+        return envelope, envelope_json
+
+    def _contract_for(self, target: str, decision: Handoff) -> str | None:
+        """The `id@version` of the edge's contract; GateRefused when contracts are on and
+        there is none, or the transfer context breaks it (nothing is sent)."""
+        catalog = self.settings.contracts
+        if catalog is None:
+            return None
+        me = self.settings.agent_name
+        contract = catalog.for_edge(me, target, decision.kind)
+        if contract is None:
+            raise GateRefused(f"no handoff contract for the edge {me} → {target}")
+        problems = catalog.outbound(contract, decision.context, target)
+        if problems:
+            raise GateRefused(
+                f"contract {contract.id} refused the transfer context: " + "; ".join(problems)
+            )
+        return f"{contract.id}@{contract.version or ''}"
+
+    @staticmethod
+    def handing_off(
+        task: Task, envelope: HandoffEnvelope, envelope_json: str, owner: str
+    ) -> tuple[Task, StreamResponse, OutboxEntry]:
+        """The task marked as handing off, the event saying so, and its outbox entry."""
+        target = envelope.target
+        note = agent_message(f"Handing off to {target.agent}: {envelope.reason}", task)
+        if task.status.state is not TaskState.WORKING:
+            transition(task.status.state, TaskState.WORKING)
+        task = task.model_copy(update={"history": [*(task.history or []), note]})
+        task = with_ext_metadata(task, state=HANDING_OFF, handoffId=envelope.handoff_id)
+        task = task.model_copy(
+            update={"status": task.status.model_copy(
+                update={"state": TaskState.WORKING, "message": note, "timestamp": utc_now()}
+            )}
+        )  # fmt: skip
+        now = utc_now()
+        entry = OutboxEntry(
+            handoff_id=envelope.handoff_id,
+            task_id=task.id,
+            context_id=task.context_id,
+            owner=owner,
+            target_name=target.agent,
+            target_url=target.url,
+            envelope=envelope_json,
+            status=PENDING,
+            detail="",
+            created_at=now,
+            updated_at=now,
+        )
+        event = status_event(task, {HANDOFF_EXTENSION_URI: ext_metadata(task)})
+        return task, event, entry
+
+    async def checkpoint(
+        self, record: TaskRecord, envelope: HandoffEnvelope, envelope_json: str
+    ) -> tuple[TaskRecord, OutboxEntry]:
+        """ONE transaction: the outbox entry and the task marked as handing off."""
+        task, event, entry = self.handing_off(record.task, envelope, envelope_json, record.owner)
+        updated = record.advanced(task, 1, utc_now())
+        await self.store.checkpoint(updated, [event], expected_version=record.version, entry=entry)
+        failpoint("handoff.after_checkpoint")
+        return updated, entry

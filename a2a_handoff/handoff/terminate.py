@@ -1,0 +1,103 @@
+"""The last phase: the source task's final state and its outbox entry closed, in ONE write.
+
+Terminate runs strictly after the target created the successor, so a TRANSFERRED pointer
+always names a task that exists. The write is check-and-set on the task: a stale record costs
+a read and another try, never a lost update; a task already terminal is left as it is.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from a2a_handoff.errors import ConflictError
+from a2a_handoff.failpoints import failpoint
+from a2a_handoff.handoff.envelope import HandoffEnvelope
+from a2a_handoff.handoff.sender import DONE, FAILED
+from a2a_handoff.protocol.events import agent_message, status_event
+from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI, ext_metadata
+from a2a_handoff.protocol.models import Task, TaskStatus, utc_now
+from a2a_handoff.protocol.states import TaskState, transition
+from a2a_handoff.stores.base import OutboxEntry, Store, TaskRecord
+
+log = logging.getLogger("a2a_handoff.handoff")
+
+
+async def transferred(
+    store: Store,
+    entry: OutboxEntry,
+    envelope: HandoffEnvelope,
+    created: Task,
+    source: TaskRecord | None = None,
+) -> TaskRecord | None:
+    """The source TRANSFERRED, pointing at `created` (the successor), the entry `done`."""
+    pointer = {
+        "agentUrl": entry.target_url,
+        "agentName": entry.target_name,
+        "taskId": created.id,
+        "contextId": created.context_id,
+        "reason": envelope.reason,
+        "handoffId": entry.handoff_id,
+    }
+    text = f"Transferred to {entry.target_name} (task {created.id}): {envelope.reason}"
+    return await terminate(
+        store, entry, TaskState.TRANSFERRED, text, {"state": "TRANSFERRED", "transfer": pointer},
+        DONE, json.dumps(pointer), source,
+    )  # fmt: skip
+
+
+async def failed(store: Store, entry: OutboxEntry, reason: str) -> TaskRecord | None:
+    """The source FAILED with `reason`, the entry `failed`."""
+    return await terminate(
+        store, entry, TaskState.FAILED, reason, {"state": "FAILED", "reason": reason},
+        FAILED, reason,
+    )  # fmt: skip
+
+
+async def terminate(
+    store: Store,
+    entry: OutboxEntry,
+    state: TaskState,
+    text: str,
+    members: dict[str, Any],
+    status: str,
+    detail: str,
+    source: TaskRecord | None = None,
+) -> TaskRecord | None:
+    """ONE transaction: the source task's final state and the outbox entry closed.
+
+    `source`: the record to start from (else read); a stale one fails the check-and-set
+    and the task is read again.
+    """
+    record = source
+    for _ in range(5):
+        if record is None:
+            record = await store.get(entry.task_id)
+        if record is None or record.state.terminal:
+            return record
+        transition(record.state, state)
+        message = agent_message(text, record.task)
+        ext = {**ext_metadata(record.task), **members, "handoffId": entry.handoff_id}
+        now = utc_now()
+        task = record.task.model_copy(
+            update={
+                "metadata": {**(record.task.metadata or {}), HANDOFF_EXTENSION_URI: ext},
+                "history": [*(record.task.history or []), message],
+                "status": TaskStatus(state=state, message=message, timestamp=now),
+            }
+        )
+        updated = record.advanced(task, 1, now)
+        try:
+            await store.terminate(
+                updated, [status_event(task, {HANDOFF_EXTENSION_URI: dict(ext)})],
+                expected_version=record.version, handoff_id=entry.handoff_id,
+                status=status, detail=detail,
+            )  # fmt: skip
+        except ConflictError:
+            record = None
+            continue
+        failpoint("handoff.after_terminate")
+        return updated
+    log.error("handoff %s: could not terminate task %s", entry.handoff_id, entry.task_id)
+    return None

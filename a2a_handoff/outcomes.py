@@ -1,0 +1,95 @@
+"""How a handler's step ends: the outcomes it may return (None completes the task).
+
+Plain frozen data. The runtime carries them out: `Completed`, `InputRequired`, `Failed` and
+`Rejected` become the task's state; a `Handoff` (or an `Escalate`, a handoff to the human
+agent) runs the three-phase handoff.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from a2a_handoff.escalation import Escalate, Escalation
+
+__all__ = [
+    "Completed",
+    "Failed",
+    "Handoff",
+    "InputRequired",
+    "Outcome",
+    "Rejected",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Completed:
+    """End the task COMPLETED, optionally with a closing message."""
+
+    message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class InputRequired:
+    """Pause the task INPUT_REQUIRED; the caller's next message (same taskId) resumes it."""
+
+    question: str
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    """End the task FAILED with a reason the caller can read.
+
+    `kind` names the class of failure (an exception's type name when the handler raised):
+    the repeated-failure rule counts failures of one kind per context.
+    """
+
+    reason: str
+    kind: str = "failed"
+
+
+@dataclass(frozen=True, slots=True)
+class Rejected:
+    """Refuse the task: it ends REJECTED with the reason."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Handoff:
+    """Give the task to another agent: it ends TRANSFERRED, pointing at the successor task.
+
+    `target` is a route name the agent was configured with (or an agent URL); `context` is
+    the transfer context — a bounded, typed summary, never the raw transcript.
+    `required` capabilities must be offered by the target and allowed by this agent's scope.
+    """
+
+    target: str
+    reason: str
+    context: Mapping[str, Any] = field(default_factory=dict)
+    required: tuple[str, ...] = ()
+    next_skill: str | None = None
+    continuation_token: str | None = None
+    kind: str = "handoff"  # "escalation" to a human agent, "return" of its decision
+
+    @classmethod
+    def to_human(
+        cls, escalation: Escalation, *, blocking: bool = True, reason: str | None = None
+    ) -> Handoff:
+        """An escalation as a handoff to the human agent: blocking (kind `escalation`: the
+        task waits for the decision) or not (kind `notice`: the task goes on)."""
+        said = "escalated" if blocking else "for your information"
+        return cls(
+            target=escalation.target,
+            reason=reason or f"{said} ({escalation.trigger}): {escalation.what_is_needed}",
+            context={
+                "escalation": escalation.to_json("blocking" if blocking else "non-blocking"),
+                "resume": dict(escalation.resume),
+                "summary": escalation.what_happened,
+            },
+            kind="escalation" if blocking else "notice",
+        )
+
+
+Outcome = Completed | InputRequired | Failed | Rejected | Handoff | Escalate

@@ -1,0 +1,185 @@
+"""The agent card: its wire models, and `build_card()` with the defaults this library serves.
+
+A card says where the agent is served (`supportedInterfaces`), what it can do
+(`capabilities`, with the handoff extension declaring the capabilities it offers to agents
+handing tasks to it), its skills, and its security schemes when authentication is on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI
+from a2a_handoff.protocol.models import WireModel, exactly_one
+
+__all__ = [
+    "AgentCapabilities",
+    "AgentCard",
+    "AgentExtension",
+    "AgentInterface",
+    "AgentProvider",
+    "AgentSkill",
+    "ApiKeySecurityScheme",
+    "HttpAuthSecurityScheme",
+    "SecurityRequirement",
+    "SecurityScheme",
+    "StringList",
+    "build_card",
+    "handoff_extension",
+    "skill",
+]
+
+
+class AgentInterface(WireModel):
+    url: str
+    protocol_binding: str = "JSONRPC"
+    protocol_version: str = "1.0"
+    tenant: str | None = None
+
+
+class AgentProvider(WireModel):
+    organization: str
+    url: str
+
+
+class AgentExtension(WireModel):
+    uri: str
+    description: str | None = None
+    required: bool | None = None
+    params: dict[str, Any] | None = None
+
+
+class AgentCapabilities(WireModel):
+    streaming: bool | None = None
+    push_notifications: bool | None = None
+    extensions: list[AgentExtension] | None = None
+    extended_agent_card: bool | None = None
+
+
+_Strings = list[str]
+
+
+class StringList(WireModel):
+    list: _Strings = Field(default_factory=_Strings)
+
+
+class SecurityRequirement(WireModel):
+    schemes: dict[str, StringList]
+
+
+class AgentSkill(WireModel):
+    id: str
+    name: str
+    description: str
+    tags: list[str] = Field(default_factory=list)
+    examples: list[str] | None = None
+    input_modes: list[str] | None = None
+    output_modes: list[str] | None = None
+    security_requirements: list[SecurityRequirement] | None = None
+
+
+class ApiKeySecurityScheme(WireModel):
+    location: Literal["header", "query", "cookie"] = "header"
+    name: str = "X-API-Key"
+    description: str | None = None
+
+
+class HttpAuthSecurityScheme(WireModel):
+    scheme: str = "Bearer"
+    bearer_format: str | None = None
+    description: str | None = None
+
+
+class SecurityScheme(WireModel):
+    """A oneof; the OAuth, OpenID Connect and mTLS members are carried as plain objects."""
+
+    api_key_security_scheme: ApiKeySecurityScheme | None = None
+    http_auth_security_scheme: HttpAuthSecurityScheme | None = None
+    oauth2_security_scheme: dict[str, Any] | None = None
+    open_id_connect_security_scheme: dict[str, Any] | None = None
+    mtls_security_scheme: dict[str, Any] | None = None
+
+    @model_validator(mode="after")
+    def _one_member(self) -> SecurityScheme:
+        exactly_one(
+            self,
+            (
+                "api_key_security_scheme",
+                "http_auth_security_scheme",
+                "oauth2_security_scheme",
+                "open_id_connect_security_scheme",
+                "mtls_security_scheme",
+            ),
+            "a security scheme",
+        )
+        return self
+
+
+class AgentCard(WireModel):
+    name: str
+    description: str
+    supported_interfaces: list[AgentInterface] = Field(min_length=1)
+    version: str
+    capabilities: AgentCapabilities
+    default_input_modes: list[str] = Field(default_factory=lambda: ["text/plain"])
+    default_output_modes: list[str] = Field(default_factory=lambda: ["text/plain"])
+    skills: list[AgentSkill] = Field(default_factory=list)
+    provider: AgentProvider | None = None
+    documentation_url: str | None = None
+    security_schemes: dict[str, SecurityScheme] | None = None
+    security_requirements: list[SecurityRequirement] | None = None
+    signatures: list[dict[str, Any]] | None = None
+    icon_url: str | None = None
+
+    @property
+    def url(self) -> str:
+        """The URL of the first (preferred) interface."""
+        return self.supported_interfaces[0].url
+
+
+def handoff_extension(
+    capabilities: list[str] | None = None, contracts: list[dict[str, Any]] | None = None
+) -> AgentExtension:
+    """The card entry declaring the extension and what this agent accepts."""
+    return AgentExtension(
+        uri=HANDOFF_EXTENSION_URI,
+        description="Atomic task handoff between agents; TRANSFERRED state and transfer pointer",
+        required=False,
+        params={"capabilities": sorted(capabilities or []), "contracts": contracts or []},
+    )
+
+
+def skill(skill_id: str, description: str, *tags: str, name: str | None = None) -> AgentSkill:
+    """A skill entry; the name defaults to the id."""
+    return AgentSkill(id=skill_id, name=name or skill_id, description=description, tags=list(tags))
+
+
+def build_card(
+    name: str,
+    url: str,
+    *,
+    description: str = "",
+    skills: Sequence[AgentSkill] = (),
+    capabilities: Sequence[str] = (),
+    version: str = "1.0.0",
+) -> AgentCard:
+    """A card for an agent served at `url`: JSON-RPC 1.0, streaming, the handoff extension.
+
+    `capabilities` are what the agent offers to agents handing tasks to it (the handoff
+    extension's `params.capabilities`).
+    """
+    return AgentCard(
+        name=name,
+        description=description or name,
+        version=version,
+        supported_interfaces=[AgentInterface(url=url)],
+        capabilities=AgentCapabilities(
+            streaming=True,
+            push_notifications=False,
+            extensions=[handoff_extension(list(capabilities))],
+        ),
+        skills=list(skills),
+    )

@@ -1,0 +1,59 @@
+"""A task's steps as wire objects: agent messages, status changes and their stream events.
+
+Every status change goes through `states.transition()` (via `with_status`), so no step built
+here can be an illegal move.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from a2a_handoff.ids import new_id
+from a2a_handoff.protocol.models import (
+    Message,
+    Part,
+    Role,
+    StreamResponse,
+    Task,
+    TaskStatus,
+    TaskStatusUpdateEvent,
+    utc_now,
+)
+from a2a_handoff.protocol.states import TaskState, transition
+
+
+def agent_message(text: str, task: Task | None = None, **metadata: Any) -> Message:
+    """A message from the agent, bound to a task when given."""
+    return Message(
+        message_id=new_id(),
+        role=Role.AGENT,
+        parts=[Part(text=text)],
+        task_id=task.id if task else None,
+        context_id=task.context_id if task else None,
+        metadata=metadata or None,
+    )
+
+
+def status_event(task: Task, metadata: dict[str, Any] | None = None) -> StreamResponse:
+    """The stream event announcing the task's current status."""
+    return StreamResponse(
+        status_update=TaskStatusUpdateEvent(
+            task_id=task.id, context_id=task.context_id, status=task.status, metadata=metadata
+        )
+    )
+
+
+def with_status(task: Task, state: TaskState, message: Message | None = None) -> Task:
+    """A copy of `task` in `state` (checked by the transition table), the message appended."""
+    transition(task.status.state, state)
+    history = task.history or []
+    if message is not None:
+        history = [*history, message]
+    status = TaskStatus(state=state, message=message, timestamp=utc_now())
+    return task.model_copy(update={"status": status, "history": history})
+
+
+def status_text(task: Task) -> str:
+    """The text of the task's status message, else its state's name."""
+    message = task.status.message
+    return message.text if message is not None else task.status.state.name

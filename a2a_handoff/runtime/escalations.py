@@ -1,0 +1,81 @@
+"""The runtime's side of escalation: which outcomes become handoffs to the human agent.
+
+A blocking escalation (`Escalate`) is a handoff of kind `escalation`; a non-blocking one
+(`ctx.inform`) a message of kind `notice` that does not end the task
+(`Handoff.to_human`); the same class of
+failure `repeated_failures` times in one context escalates on its own, listing the failures
+as what was tried. (What an escalation must say, and the policy, are `a2a_handoff.escalation`.)
+"""
+
+from __future__ import annotations
+
+from a2a_handoff.agent import TaskContext
+from a2a_handoff.errors import IncompleteEscalationError
+from a2a_handoff.escalation import Escalate, Escalation, EscalationPolicy, Need, Trigger
+from a2a_handoff.outcomes import Failed, Handoff
+from a2a_handoff.protocol.events import status_text
+from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI
+from a2a_handoff.protocol.models import Task
+from a2a_handoff.protocol.states import TaskState
+from a2a_handoff.stores.base import Store, TaskQuery, TaskRecord
+
+
+def escalation_handoff(outcome: Escalate, policy: EscalationPolicy) -> Handoff | Failed:
+    """A blocking escalation is a handoff to the human agent, as durable as any."""
+    escalation = outcome.escalation
+    declared = (Trigger.VALUE_UNCERTAINTY, Trigger.KNOWLEDGE_GAP)
+    if escalation.trigger in declared and not policy.declarations:
+        return Failed(f"escalation on {escalation.trigger} is turned off for this agent")
+    return Handoff.to_human(escalation)
+
+
+async def repeated_failure(
+    store: Store, ctx: TaskContext, failure: Failed, policy: EscalationPolicy
+) -> Escalate | None:
+    """The same class of failure `repeated_failures` times in `ctx`'s context escalates."""
+    limit = policy.repeated_failures
+    if not limit:
+        return None
+    task = ctx.task
+    earlier: list[TaskRecord] = []
+    token: str | None = None
+    while token != "":
+        page = await store.list_tasks(
+            TaskQuery(
+                owner=None,
+                context_id=task.context_id,
+                state=TaskState.FAILED,
+                page_size=100,
+                page_token=token,
+            )
+        )
+        earlier += [r for r in page.records if failure_kind(r.task) == failure.kind]
+        token = page.next_page_token
+    if len(earlier) + 1 < limit:
+        return None
+    earlier.sort(key=lambda r: r.updated_at)
+    tried = [f"task {r.id}: {status_text(r.task)}" for r in earlier[-(limit - 1) :]]
+    tried.append(f"task {task.id} (this one): {failure.reason}")
+    try:
+        escalation = Escalation(
+            f"The same failure ({failure.kind}) happened {len(tried)} times in this"
+            " conversation; retrying again is unlikely to help.",
+            tried,
+            "a decision on how to go on, or the information that is missing",
+            Need.DECISION,
+            Trigger.REPEATED_FAILURE,
+            resume=ctx.transfer_context,
+            target=policy.target,
+        )
+    except IncompleteEscalationError:
+        return None
+    return Escalate(escalation)
+
+
+def failure_kind(task: Task) -> str | None:
+    """The class of failure a FAILED task recorded (see `Failed.kind`)."""
+    message = task.status.message
+    ext = (message.metadata or {}).get(HANDOFF_EXTENSION_URI) if message else None
+    failure = ext.get("failure") if isinstance(ext, dict) else None
+    kind = failure.get("kind") if isinstance(failure, dict) else None
+    return kind if isinstance(kind, str) else None

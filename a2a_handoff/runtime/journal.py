@@ -1,0 +1,259 @@
+"""A task's journal: the events its handler emitted and not yet written, and their writes.
+
+Invariants:
+- what a handler emits before it next yields is one store write (the events of one step go
+  in one transaction); the first write creates the task — with its dedupe key, and with the
+  ledger row of the handoff that created it, in the same transaction;
+- callers are answered only from committed records (`created`, `settled`), so what a client
+  saw is never lost by a crash;
+- a write that loses a check-and-set ends the run with the state another process gave the
+  task, or with an error: never with a silently dropped event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import Protocol
+
+from a2a_handoff.errors import ConflictError, InternalError, RpcError
+from a2a_handoff.failpoints import failpoint
+from a2a_handoff.handoff.envelope import HandoffEnvelope
+from a2a_handoff.protocol.events import status_event, with_status
+from a2a_handoff.protocol.models import Message, StreamResponse, Task, utc_now
+from a2a_handoff.protocol.states import TaskState
+from a2a_handoff.stores.base import OutboxEntry, ReceivedEntry, Store, TaskRecord
+
+log = logging.getLogger("a2a_handoff.runtime")
+
+
+@dataclass(slots=True)
+class Submission:
+    """What a SendMessage started (or found, for a repeated message id).
+
+    A stream of it starts with `head` (a Task snapshot, when set) and goes on with the
+    task's events after seq `after`.
+    """
+
+    task_id: str
+    created: asyncio.Future[TaskRecord]
+    settled: asyncio.Future[TaskRecord]
+    head: Task | None
+    after: int
+    duplicate: bool = False
+
+
+def resolved(record: TaskRecord, duplicate: bool = False) -> Submission:
+    """A submission for a task already stored (nothing runs for it here)."""
+    loop = asyncio.get_running_loop()
+    created: asyncio.Future[TaskRecord] = loop.create_future()
+    created.set_result(record)
+    settled: asyncio.Future[TaskRecord] = loop.create_future()
+    settled.set_result(record)
+    return Submission(record.id, created, settled, record.task, record.version, duplicate)
+
+
+class JournalHost(Protocol):
+    """What a journal needs from the task manager that runs it."""
+
+    @property
+    def store(self) -> Store: ...
+
+    def created(self, run: Journal) -> None:
+        """The run's task is stored: from now on the store answers for its dedupe key."""
+
+    def forget(self, run: Journal) -> None:
+        """The run is over (settled or aborted)."""
+
+    def free_task(self, task_id: str) -> None:
+        """Release the task's runner lease (replicas)."""
+
+
+class Journal:
+    """One step of one task: the events not yet written, and the futures callers wait on."""
+
+    def __init__(
+        self,
+        host: JournalHost,
+        task: Task,
+        owner: str,
+        *,
+        committed: TaskRecord | None,
+        dedupe_key: str | None,
+        first: StreamResponse,
+        envelope: HandoffEnvelope | None = None,
+    ) -> None:
+        loop = asyncio.get_running_loop()
+        self.host = host
+        self.envelope = envelope
+        self.delegate = (envelope.on_behalf_of or "") if envelope else ""
+        self.task = task
+        self.owner = owner
+        self.committed = committed
+        self.dedupe_key = dedupe_key
+        self.pending: list[StreamResponse] = [first]
+        self.created: asyncio.Future[TaskRecord] = loop.create_future()
+        self.settled: asyncio.Future[TaskRecord] = loop.create_future()
+        self.start: tuple[Task, int] | None = None
+        if committed is not None:  # a resumed task: streams start from the resumed snapshot
+            self.start = (task, committed.version + 1)
+        self.dedupe_ttl: float | None = None  # a contract's replay window for the key
+        self.received: ReceivedEntry | None = None  # the ledger row of the handoff creating it
+        self.driver: asyncio.Task[None] | None = None  # the handler's task (see TaskRun)
+        self.flusher: asyncio.Task[None] | None = None
+        self._flushing = False
+        self._kicked = False
+
+    @property
+    def submission(self) -> Submission:
+        if self.start is None:  # a new task: its log starts with the Task itself
+            return Submission(self.task.id, self.created, self.settled, None, 0)
+        head, after = self.start
+        return Submission(self.task.id, self.created, self.settled, head, after)
+
+    def emit(self, task: Task, item: StreamResponse) -> None:
+        """Record a step's event; it is written once the handler yields."""
+        self.task = task
+        self.pending.append(item)
+        self.kick()
+
+    def kick(self) -> None:
+        if not self._kicked:
+            self._kicked = True
+            asyncio.get_running_loop().call_soon(self._schedule_flush)
+
+    def _schedule_flush(self) -> None:
+        """Runs once the handler yields: everything it emitted until then is one write."""
+        self._kicked = False
+        if not self._flushing and self.pending:
+            self._flushing = True
+            self.flusher = asyncio.create_task(self._flush())
+
+    async def _flush(self) -> None:
+        try:
+            while self.pending:
+                items, self.pending = self.pending, []
+                task = self.task
+                if not await self._write(task, items):
+                    return
+        except ConflictError:
+            # Another replica moved the task (a cancel, say): end this run with its state.
+            stored = await self.host.store.get(self.task.id)
+            if stored is not None and stored.state.terminal:
+                self.abort(None, answer=stored)
+            else:
+                log.error("task %s changed under its running handler", self.task.id)
+                self.abort(InternalError("the task was changed by another process"))
+        except Exception as exc:
+            log.exception("could not store task %s", self.task.id)
+            self.abort(InternalError(f"the task store failed: {type(exc).__name__}"))
+        finally:
+            self._flushing = False
+
+    async def _write(self, task: Task, items: list[StreamResponse]) -> bool:
+        if self.committed is None:
+            created = await self._create(task, items)
+            if created is None:
+                return False
+            record = created
+        else:
+            previous = self.committed
+            record = previous.advanced(task, len(items), utc_now(), task.dump_json())
+            await self.host.store.update(record, items, expected_version=previous.version)
+        self._committed(record)
+        state = record.state
+        if (state.terminal or state.interrupted) and not self.pending:
+            self.settle(record)
+        return True
+
+    async def _create(
+        self, task: Task, items: list[StreamResponse], outbox: OutboxEntry | None = None
+    ) -> TaskRecord | None:
+        """The first write: the task, its events (and `outbox`, when handing off at once);
+        None if another process created this message's task first — the run is then
+        answered with that one."""
+        now = utc_now()
+        record = TaskRecord(task, self.owner, len(items), now, now, self.delegate, task.dump_json())
+        stored = await self.host.store.create(
+            record,
+            items,
+            dedupe_key=self.dedupe_key,
+            outbox=outbox,
+            dedupe_ttl=self.dedupe_ttl,
+            received=self.received,
+        )
+        if stored.id != record.id:
+            self.abort(None, answer=stored)
+            return None
+        if self.envelope is not None:
+            failpoint("receive.after_create")
+        return record
+
+    def _committed(self, record: TaskRecord) -> None:
+        self.committed = record
+        if not self.created.done():
+            self.created.set_result(record)
+            # Created: from now on the store answers for this key (a replay is a duplicate).
+            self.host.created(self)
+
+    async def create_with(self, task: Task, event: StreamResponse, entry: OutboxEntry) -> bool:
+        """Create the task as `task` — what is pending, then `event` — together with the
+        outbox entry `entry`, in ONE transaction; False if the message turned out to belong
+        to a task created elsewhere (the run is then answered with that one)."""
+        items, self.pending = self.pending, []
+        record = await self._create(task, [*items, event], outbox=entry)
+        if record is None:
+            return False
+        failpoint("handoff.after_checkpoint")
+        self.task = task
+        self._committed(record)
+        return True
+
+    async def drain(self) -> None:
+        """Wait until everything emitted so far is committed."""
+        while True:
+            if self.flusher is not None and not self.flusher.done():
+                await asyncio.shield(self.flusher)
+            elif self.pending and not self.settled.done():
+                self._flushing = True  # do not wait for the scheduled kick
+                self.flusher = asyncio.create_task(self._flush())
+            else:
+                return
+
+    @property
+    def writing(self) -> bool:
+        """Whether a write of this journal is under way."""
+        return self._flushing
+
+    def settle(self, record: TaskRecord) -> None:
+        """The step is over: `record` answers the callers waiting for it."""
+        self.host.forget(self)
+        self.host.free_task(record.id)
+        if not self.settled.done():
+            self.settled.set_result(record)
+
+    def abort(self, error: RpcError | None, answer: TaskRecord | None = None) -> None:
+        """Stop the run: its work cannot be stored (error) or belongs to another task."""
+        self.pending.clear()
+        if self.driver is not None and not self.driver.done():
+            self.driver.cancel()
+        self.host.forget(self)
+        for future in (self.created, self.settled):
+            if future.done():
+                continue
+            if answer is not None:
+                future.set_result(answer)
+            else:
+                future.set_exception(error or InternalError())
+                future.exception()  # retrieved here: a caller may not be waiting any more
+
+
+async def write_state(
+    store: Store, record: TaskRecord, state: TaskState, message: Message | None = None
+) -> TaskRecord:
+    """Move a task that no handler is running, with check-and-set (ConflictError if moved)."""
+    task = with_status(record.task, state, message)
+    updated = record.advanced(task, 1, utc_now())
+    await store.update(updated, [status_event(task)], expected_version=record.version)
+    return updated

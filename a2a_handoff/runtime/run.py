@@ -1,0 +1,209 @@
+"""One task's run: its handler driven to an outcome, and the outcome carried out.
+
+Invariants:
+- every state change goes through `states.transition()` (via `protocol.events.with_status`);
+- a handler's exception fails the task with its message; it never crashes a request;
+- a cancel requested while the handler runs cancels it and ends the task CANCELED; once the
+  handler returned, the step ends on its own (a cancel waits for it);
+- a handoff (or a blocking escalation, a handoff to the human agent) is checkpointed before
+  anything is sent, and the task settles only when the delivery terminated it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Protocol
+
+from a2a_handoff.agent import Agent, TaskContext
+from a2a_handoff.errors import GateRefused, InternalError
+from a2a_handoff.escalation import Escalate, Escalation, EscalationPolicy
+from a2a_handoff.handoff.handoffs import Handoffs
+from a2a_handoff.outcomes import Completed, Failed, Handoff, InputRequired, Outcome, Rejected
+from a2a_handoff.protocol.events import agent_message, status_event, with_status
+from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI
+from a2a_handoff.protocol.models import (
+    Artifact,
+    Message,
+    StreamResponse,
+    TaskArtifactUpdateEvent,
+)
+from a2a_handoff.protocol.states import TaskState
+from a2a_handoff.runtime.escalations import escalation_handoff, repeated_failure
+from a2a_handoff.runtime.journal import Journal, JournalHost
+
+log = logging.getLogger("a2a_handoff.runtime")
+
+
+class RunHost(JournalHost, Protocol):
+    """What a task's run needs from the task manager."""
+
+    @property
+    def agent(self) -> Agent: ...
+
+    @property
+    def policy(self) -> EscalationPolicy: ...
+
+    @property
+    def handoffs(self) -> Handoffs: ...
+
+    async def claim_task(self, task_id: str) -> None:
+        """Take the task's runner lease (replicas)."""
+
+
+class TaskRun(Journal):
+    """One step of one task: its handler, and the events not yet written."""
+
+    host: RunHost
+    cancel_requested = False  # cancel() asked: the handler's cancellation ends it CANCELED
+    handler_done = False  # the handler returned: the step ends on its own
+    handing_off = False  # the handoff is being checkpointed or delivered: not cancelable
+    notices = 0  # non-blocking escalations sent, each with a key of its own
+
+    def run(self, message: Message) -> None:
+        """Start the handler on `message` (a follow-up starts with an event already pending)."""
+        self.driver = asyncio.create_task(self._drive(message), name=f"task-{self.task.id}")
+        self.kick()
+
+    async def _drive(self, message: Message) -> None:
+        host = self.host
+        try:
+            if host.store.shared:
+                # Replicas share the store: claim the task for this replica, and run the
+                # handler only once the task is committed — a concurrent duplicate created
+                # on another replica must never run a second handler.
+                await host.claim_task(self.task.id)
+                if self.committed is None:
+                    await asyncio.shield(self.created)
+            if self.task.status.state is not TaskState.WORKING:
+                self.emit_state(TaskState.WORKING)
+            ctx = TaskContext(
+                message=message,
+                task=self.task,
+                _emit_status=self._on_status,
+                _emit_artifact=self._on_artifact,
+                envelope=self.envelope,
+                policy=host.policy,
+                _inform=self._inform,
+            )
+            try:
+                outcome = await host.agent.handle(ctx)
+            except Exception as exc:
+                log.warning("handler of task %s raised %s", self.task.id, type(exc).__name__)
+                outcome = Failed(str(exc) or type(exc).__name__, kind=type(exc).__name__)
+            # From here on the step ends on its own: a cancel waits for it (see cancel()).
+            self.handler_done = True
+            if isinstance(outcome, Failed):
+                outcome = await repeated_failure(host.store, ctx, outcome, host.policy) or outcome
+            if isinstance(outcome, Escalate):
+                outcome = escalation_handoff(outcome, host.policy)
+            if isinstance(outcome, Handoff):
+                await self._hand_off(outcome)
+            else:
+                self.finish(outcome)
+        except asyncio.CancelledError:
+            if not self.cancel_requested:
+                raise
+            self.emit_state(TaskState.CANCELED, agent_message("Task canceled.", self.task))
+        except Exception as exc:
+            # A handler that returned something unusable, or a handoff that could not be
+            # prepared: the task fails with the reason rather than hanging its callers.
+            log.warning("task %s failed after its handler: %r", self.task.id, exc)
+            if not self.task.status.state.terminal and not self.handing_off:
+                self.finish(Failed(f"{type(exc).__name__}: {exc}"))
+
+    async def _inform(self, escalation: Escalation) -> str:
+        """A non-blocking escalation: delivered (durably taken by the human agent) first."""
+        self.notices += 1
+        handoffs = self.host.handoffs
+        envelope, envelope_json = await handoffs.sender.prepare(
+            self.task,
+            Handoff.to_human(escalation, blocking=False),
+            self.owner,
+            key_salt=f"notice:{self.notices}",
+        )
+        created = await handoffs.delivery.notify(envelope, envelope_json)
+        await self._on_status(
+            f"Informed {envelope.target.agent} (task {created.id}): {escalation.what_is_needed}"
+        )
+        return created.id
+
+    async def _hand_off(self, decision: Handoff) -> None:
+        handoffs = self.host.handoffs
+        try:
+            envelope, envelope_json = await handoffs.sender.prepare(self.task, decision, self.owner)
+        except GateRefused as exc:
+            self.finish(Failed(str(exc)))
+            return
+        if self.committed is None and not self.writing and not self.host.store.shared:
+            # Nothing written yet (a handler that handed off at once): create the task and
+            # checkpoint the handoff in ONE transaction — one commit fewer on the path.
+            self.handing_off = True
+            task, event, entry = handoffs.sender.handing_off(
+                self.task, envelope, envelope_json, self.owner
+            )
+            try:
+                created = await self.create_with(task, event, entry)
+            except Exception as exc:
+                log.exception("handoff checkpoint of new task %s failed", self.task.id)
+                self.abort(InternalError(f"the handoff could not be checkpointed: {exc}"))
+                return
+            if created:
+                handoffs.outbox.spawn(
+                    entry, self.settle, True, envelope=envelope, source=self.committed
+                )
+            return
+        await self.drain()
+        if self.pending or self.committed is None or self.settled.done():
+            self.finish(Failed("the task could not be stored before the handoff"))
+            return
+        self.handing_off = True
+        try:
+            record, entry = await handoffs.sender.checkpoint(
+                self.committed, envelope, envelope_json
+            )
+        except Exception as exc:
+            log.exception("handoff checkpoint of task %s failed", self.task.id)
+            self.abort(InternalError(f"the handoff could not be checkpointed: {exc}"))
+            return
+        self.committed = record
+        self.task = record.task
+        handoffs.outbox.spawn(entry, self.settle, True, envelope=envelope, source=record)
+
+    def finish(self, outcome: Outcome | None) -> None:
+        """End the step as `outcome` says (None completes the task)."""
+        match outcome:
+            case None:
+                self.emit_state(TaskState.COMPLETED)
+            case Completed(message=text):
+                msg = agent_message(text, self.task) if text else None
+                self.emit_state(TaskState.COMPLETED, msg)
+            case InputRequired(question=question):
+                self.emit_state(TaskState.INPUT_REQUIRED, agent_message(question, self.task))
+            case Failed(reason=reason, kind=kind):
+                failure = {HANDOFF_EXTENSION_URI: {"failure": {"kind": kind}}}
+                self.emit_state(TaskState.FAILED, agent_message(reason, self.task, **failure))
+            case Rejected(reason=reason):
+                self.emit_state(TaskState.REJECTED, agent_message(reason, self.task))
+            case Handoff() | Escalate():
+                raise TypeError("a handoff is carried out by the driver, not finish()")
+            case _:
+                raise TypeError(f"the handler returned {type(outcome).__name__}, not an outcome")
+
+    def emit_state(self, state: TaskState, message: Message | None = None) -> None:
+        task = with_status(self.task, state, message)
+        self.emit(task, status_event(task))
+
+    async def _on_status(self, text: str) -> None:
+        self.emit_state(TaskState.WORKING, agent_message(text, self.task))
+
+    async def _on_artifact(self, artifact: Artifact) -> None:
+        task = self.task.model_copy(update={"artifacts": [*(self.task.artifacts or []), artifact]})
+        self.emit(
+            task,
+            StreamResponse(
+                artifact_update=TaskArtifactUpdateEvent(
+                    task_id=task.id, context_id=task.context_id, artifact=artifact
+                )
+            ),
+        )

@@ -1,0 +1,308 @@
+"""The task manager: creates, continues, cancels and looks up one agent's tasks.
+
+Invariants:
+- one task has at most one running handler in this process, and a message id creates at
+  most one task (a repeat returns the task the first one created);
+- a caller sees only its own tasks (another owner's task answers -32001, as if absent);
+- a message to a task that is working, or terminal, is refused with the reason; terminal
+  tasks are immutable;
+- a received handoff is refused, recognised as a replay, or created once per key (the
+  decisions are `handoff.receiver`'s; this module creates the task).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+from a2a_handoff.agent import Agent
+from a2a_handoff.client.client import AgentClient
+from a2a_handoff.errors import (
+    ConflictError,
+    HandoffProcessingError,
+    InternalError,
+    InvalidParamsError,
+    TaskNotCancelableError,
+    TaskNotFoundError,
+    UnsupportedOperationError,
+)
+from a2a_handoff.escalation import EscalationPolicy
+from a2a_handoff.handoff.envelope import HandoffEnvelope
+from a2a_handoff.handoff.handoffs import Handoffs
+from a2a_handoff.handoff.ledger import received_entry
+from a2a_handoff.handoff.receiver import receive_metadata
+from a2a_handoff.handoff.settings import HandoffSettings
+from a2a_handoff.ids import new_id
+from a2a_handoff.protocol.events import agent_message, status_event, with_status
+from a2a_handoff.protocol.extension import HANDING_OFF, HANDOFF_EXTENSION_URI, ext_metadata
+from a2a_handoff.protocol.models import Message, Role, StreamResponse, Task, TaskStatus, utc_now
+from a2a_handoff.protocol.states import TaskState
+from a2a_handoff.runtime.journal import Journal, Submission, resolved, write_state
+from a2a_handoff.runtime.leases import Leases
+from a2a_handoff.runtime.local import LocalTasks
+from a2a_handoff.runtime.orphans import fail_orphans
+from a2a_handoff.runtime.run import TaskRun
+from a2a_handoff.stores.base import Store, TaskRecord
+
+log = logging.getLogger("a2a_handoff.runtime")
+
+
+def dedupe_key(owner: str, message: Message) -> str:
+    """Message ids are unique per owner and context (or per owner, without a context)."""
+    return "\x1f".join((owner, message.context_id or "", message.message_id))
+
+
+class TaskManager:
+    """Starts, resumes, cancels and looks up tasks for one agent."""
+
+    def __init__(
+        self,
+        agent: Agent,
+        store: Store,
+        settings: HandoffSettings,
+        client: AgentClient,
+        policy: EscalationPolicy | None = None,
+    ) -> None:
+        self.agent = agent
+        self.store = store
+        self.policy = policy or EscalationPolicy()
+        self.leases = Leases(store, settings, self.recover)
+        self.handoffs = Handoffs.build(settings, store, client, self.leases.hold)
+        self._runs: dict[str, TaskRun] = {}
+        self._creating: dict[str, TaskRun] = {}
+        self._job: asyncio.Task[None] | None = None
+
+    # -- what a run needs (runtime.run.RunHost) -------------------------------------------
+
+    def created(self, run: Journal) -> None:
+        if run.dedupe_key is not None and self._creating.get(run.dedupe_key) is run:
+            del self._creating[run.dedupe_key]
+
+    def forget(self, run: Journal) -> None:
+        if self._runs.get(run.task.id) is run:
+            del self._runs[run.task.id]
+        if run.dedupe_key is not None and self._creating.get(run.dedupe_key) is run:
+            del self._creating[run.dedupe_key]
+
+    def free_task(self, task_id: str) -> None:
+        self.leases.free_task(task_id)
+
+    async def claim_task(self, task_id: str) -> None:
+        await self.leases.claim_task(task_id)
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    async def recover(self) -> int:
+        """Fail tasks a previous process (or a dead replica) left running; how many."""
+        return await fail_orphans(self.store, self._runs, self.leases)
+
+    def start_background(self) -> None:
+        """Run the agent's own background job (`agent.background(tasks)`), if it has one."""
+        job = getattr(self.agent, "background", None)
+        if job is None:
+            return
+
+        async def run() -> None:
+            try:
+                await job(LocalTasks(self.store, self._follow_up))
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("the agent's background job failed")
+
+        self._job = asyncio.create_task(run(), name="agent-background")
+
+    async def aclose(self) -> None:
+        """Stop running handlers; their tasks are failed by `recover()` at the next start."""
+        await self.leases.aclose()
+        if self._job is not None:
+            self._job.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._job
+        await self.handoffs.aclose()
+        runs = list(self._runs.values())
+        for run in runs:
+            if run.driver is not None:
+                run.driver.cancel()
+        for run in runs:
+            for job in (run.driver, run.flusher):
+                if job is not None:
+                    with contextlib.suppress(asyncio.CancelledError, Exception):
+                        await job
+
+    # -- operations -----------------------------------------------------------------------
+
+    async def send(self, message: Message, owner: str) -> Submission:
+        if message.role is not Role.USER:
+            raise InvalidParamsError("message.role: a caller's message must be ROLE_USER")
+        if message.task_id:
+            return await self._follow_up(message, owner)
+        if message.metadata and HANDOFF_EXTENSION_URI in message.metadata:
+            return await self._receive(message, owner)
+        return await self._create(message, owner, dedupe_key(owner, message))
+
+    async def _receive(self, message: Message, owner: str) -> Submission:
+        """A handoff: refused (REJECTED) or created at most once per idempotency key."""
+        assert message.metadata is not None
+        receiver = self.handoffs.receiver
+        envelope, size = receiver.parse(message.metadata[HANDOFF_EXTENSION_URI])
+        key, window = receiver.dedupe_for(envelope)
+        if key in self._creating:
+            raise HandoffProcessingError()
+        existing_id = await self.store.find(key)
+        if key in self._creating:
+            raise HandoffProcessingError()
+        if existing_id is not None:
+            record = await self.store.get(existing_id)
+            if record is not None:
+                receiver.check_replay(record, envelope)
+                self.handoffs.ledger.duplicate(envelope, record.id)
+                return resolved(record, duplicate=True)
+        bound = message.model_copy(update={"context_id": envelope.context_id})
+        refusal = receiver.refusal(envelope, size)
+        if refusal is not None:
+            stored, duplicate = await receiver.reject(bound, owner, key, envelope, *refusal)
+            if duplicate:
+                self.handoffs.ledger.duplicate(envelope, stored.id)
+            return resolved(stored, duplicate=duplicate)
+        if key in self._creating:
+            raise HandoffProcessingError()
+        submission = self._start(bound, owner, key, envelope, window)
+        record = await asyncio.shield(submission.created)
+        if record.id != submission.task_id:  # another replica created it first
+            self.handoffs.ledger.duplicate(envelope, record.id)
+        return submission
+
+    async def _create(
+        self,
+        message: Message,
+        owner: str,
+        key: str,
+        envelope: HandoffEnvelope | None = None,
+    ) -> Submission:
+        running = self._creating.get(key)
+        if running is not None:
+            return running.submission
+        existing_id = await self.store.find(key)
+        running = self._creating.get(key)  # it may have started while we read
+        if running is not None:
+            return running.submission
+        if existing_id is not None:
+            record = await self.store.get(existing_id)
+            if record is not None:
+                return (
+                    self._runs[record.id].submission
+                    if record.id in self._runs
+                    else resolved(record)
+                )
+        return self._start(message, owner, key, envelope)
+
+    def _start(
+        self,
+        message: Message,
+        owner: str,
+        key: str,
+        envelope: HandoffEnvelope | None,
+        dedupe_ttl: float | None = None,
+    ) -> Submission:
+        """Create a task and run its handler; synchronous so the key is claimed atomically."""
+        task_id = new_id()
+        context_id = message.context_id or new_id()
+        bound = message.model_copy(update={"task_id": task_id, "context_id": context_id})
+        task = Task(
+            id=task_id,
+            context_id=context_id,
+            status=TaskStatus(state=TaskState.SUBMITTED, timestamp=utc_now()),
+            history=[bound],
+            metadata={HANDOFF_EXTENSION_URI: receive_metadata(envelope)} if envelope else None,
+        )
+        run = TaskRun(
+            self,
+            task,
+            owner,
+            committed=None,
+            dedupe_key=key,
+            first=StreamResponse(task=task),
+            envelope=envelope,
+        )
+        run.dedupe_ttl = dedupe_ttl
+        if envelope is not None:
+            run.received = received_entry(envelope, task_id, "accepted", "")
+        self._creating[key] = run
+        self._runs[task_id] = run
+        run.run(bound)
+        return run.submission
+
+    async def _follow_up(self, message: Message, owner: str) -> Submission:
+        assert message.task_id is not None
+        record = await self.owned(message.task_id, owner)
+        task = record.task
+        if message.context_id and message.context_id != task.context_id:
+            raise InvalidParamsError(
+                f"message.contextId: task {task.id} belongs to context {task.context_id}"
+            )
+        running = self._runs.get(task.id)
+        if any(m.message_id == message.message_id for m in task.history or ()):
+            return running.submission if running is not None else resolved(record)
+        if running is not None:
+            if any(m.message_id == message.message_id for m in running.task.history or ()):
+                return running.submission
+            raise UnsupportedOperationError(
+                f"task {task.id} is still working; send a follow-up when it asks for input"
+            )
+        if task.status.state.terminal:
+            raise UnsupportedOperationError(
+                f"task {task.id} is {task.status.state.name} and cannot take messages;"
+                " start a new task in the same context with referenceTaskIds"
+            )
+        if not task.status.state.interrupted:
+            raise UnsupportedOperationError(f"task {task.id} is not waiting for input")
+        bound = message.model_copy(update={"context_id": task.context_id})
+        resumed = with_status(
+            task.model_copy(update={"history": [*(task.history or []), bound]}),
+            TaskState.WORKING,
+        )
+        run = TaskRun(
+            self, resumed, owner, committed=record, dedupe_key=None, first=status_event(resumed)
+        )
+        self._runs[task.id] = run
+        run.run(bound)
+        return run.submission
+
+    async def owned(self, task_id: str, owner: str) -> TaskRecord:
+        """The committed task if `owner` may see it; -32001 exactly as if absent otherwise."""
+        record = await self.store.get(task_id)
+        if record is None or not record.visible_to(owner):
+            raise TaskNotFoundError(f"task {task_id} not found")
+        return record
+
+    async def cancel(self, task_id: str, owner: str) -> TaskRecord:
+        record = await self.owned(task_id, owner)
+        for _ in range(3):
+            if record.state.terminal:
+                raise TaskNotCancelableError(
+                    f"task {task_id} is {record.state.name}, a terminal state"
+                )
+            if ext_metadata(record.task).get("state") == HANDING_OFF:
+                raise TaskNotCancelableError(f"task {task_id} is being handed off")
+            run = self._runs.get(task_id)
+            if run is not None and run.handing_off:
+                raise TaskNotCancelableError(f"task {task_id} is being handed off")
+            if run is not None and run.driver is not None and not run.driver.done():
+                if not run.handler_done:
+                    run.cancel_requested = True
+                    run.driver.cancel()
+                record = await asyncio.shield(run.settled)
+                if record.state is TaskState.CANCELED:
+                    return record
+                continue
+            if run is not None:
+                record = await asyncio.shield(run.settled)
+                continue
+            try:
+                canceled = agent_message("Task canceled.", record.task)
+                return await write_state(self.store, record, TaskState.CANCELED, canceled)
+            except ConflictError:
+                record = await self.owned(task_id, owner)
+        raise InternalError(f"task {task_id} kept changing; try again")

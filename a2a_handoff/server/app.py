@@ -1,0 +1,189 @@
+"""`create_app()`: an agent served as an A2A 1.0 service on Starlette.
+
+Routes: `POST /` (JSON-RPC; SSE for the streaming methods, see `server.jsonrpc` and
+`server.methods`), `GET /.well-known/agent-card.json` (`server.card`) and `GET /health`
+(`server.health`). The store is opened, handoffs a previous process left pending are
+replayed, and tasks it left running are recovered, in the lifespan before the first request
+is served; everything is closed when the app stops.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import urllib.request
+from collections.abc import AsyncIterator, Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import httpx
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+from a2a_handoff.agent import Agent
+from a2a_handoff.auth import ApiKeyAuth
+from a2a_handoff.client.client import AgentClient
+from a2a_handoff.client.transport import Http11Transport
+from a2a_handoff.escalation import EscalationPolicy
+from a2a_handoff.handoff.settings import HandoffSettings
+from a2a_handoff.protocol.agent_card import AgentCard
+from a2a_handoff.protocol.extension import (
+    DEFAULT_MAX_HOPS,
+    DEFAULT_TTL_SECONDS,
+    HANDOFF_EXTENSION_URI,
+)
+from a2a_handoff.runtime.tasks import TaskManager
+from a2a_handoff.server.card import CARD_PATH, CardRoute
+from a2a_handoff.server.health import STALE_AFTER_SECONDS, Health
+from a2a_handoff.server.jsonrpc import DEFAULT_MAX_BODY, JsonRpcEndpoint
+from a2a_handoff.server.methods import A2AMethods
+from a2a_handoff.stores.base import Store
+
+if TYPE_CHECKING:  # imported when contracts are used: jsonschema is slow to import
+    from a2a_handoff.contracts.catalog import Catalog
+
+log = logging.getLogger("a2a_handoff.server")
+
+
+@dataclass(frozen=True, slots=True)
+class Served:
+    """What one app serves (`app.state.a2a`): its card, store, client and task manager."""
+
+    card: AgentCard
+    store: Store
+    client: AgentClient
+    manager: TaskManager
+
+
+def _default_client(credentials: Mapping[str, str] | None) -> AgentClient:
+    """The client for this agent's calls to others: over our HTTP/1.1 transport, unless the
+    environment names an HTTP proxy (HTTP_PROXY, ALL_PROXY), which only httpx's own honours."""
+    timeout = httpx.Timeout(10.0, connect=2.0)
+    if urllib.request.getproxies().keys() & {"http", "all"}:
+        return AgentClient(httpx.AsyncClient(timeout=timeout), credentials=credentials)
+    transport = Http11Transport()
+    http = httpx.AsyncClient(timeout=timeout, transport=transport)
+    return AgentClient(http, direct=transport, credentials=credentials)
+
+
+def _with_contracts(card: AgentCard, accepted: list[dict[str, Any]]) -> AgentCard:
+    """The card with the handoff extension listing the contracts this agent accepts."""
+    extensions = []
+    for ext in card.capabilities.extensions or []:
+        if ext.uri == HANDOFF_EXTENSION_URI:
+            ext = ext.model_copy(update={"params": {**(ext.params or {}), "contracts": accepted}})
+        extensions.append(ext)
+    capabilities = card.capabilities.model_copy(update={"extensions": extensions})
+    return card.model_copy(update={"capabilities": capabilities})
+
+
+class _A2AStarlette(Starlette):
+    """Starlette, with `POST /` dispatched straight to the JSON-RPC handler.
+
+    The handler answers every failure itself, so the error and routing middleware in between
+    would only cost time on the hot path (measured: about a tenth of a request's CPU).
+    """
+
+    def __init__(self, endpoint: JsonRpcEndpoint, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._endpoint = endpoint
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] == "/":
+            scope["app"] = self
+            response = await self._endpoint.rpc(Request(scope, receive))
+            await response(scope, receive, send)
+            return
+        await super().__call__(scope, receive, send)
+
+
+def create_app(
+    agent: Agent,
+    card: AgentCard,
+    store: Store,
+    *,
+    auth: ApiKeyAuth | None = None,
+    routes: Mapping[str, str] | None = None,
+    scope: Iterable[str] | None = None,
+    credentials: Mapping[str, str] | None = None,
+    client: AgentClient | None = None,
+    max_hops: int = DEFAULT_MAX_HOPS,
+    ttl_seconds: int = DEFAULT_TTL_SECONDS,
+    recovery_interval: float = 2.0,
+    max_body: int = DEFAULT_MAX_BODY,
+    sse_ping: float = 15.0,
+    stale_after: float = STALE_AFTER_SECONDS,
+    escalation: EscalationPolicy | None = None,
+    contracts: Catalog | None = None,
+) -> Starlette:
+    """Serve `agent` over A2A JSON-RPC; the app opens and closes `store` in its lifespan.
+
+    Handoffs: `routes` maps target names to agent URLs, `scope` lists the capabilities this
+    agent may delegate (None: any), `credentials` maps target URLs to the API key presented
+    to them. `client` (with an injected httpx client) is built when not given.
+    `escalation` sets the rules that escalate to the human agent (route `human` by default).
+    `contracts` (a `Catalog`) turns handoff contracts on: every handoff needs one, sent and
+    received; the card lists the contracts this agent accepts.
+    """
+    if auth is not None and not card.security_schemes:
+        card = card.model_copy(
+            update={
+                "security_schemes": auth.security_schemes(),
+                "security_requirements": auth.security_requirements(),
+            }
+        )
+    if contracts is not None:
+        card = _with_contracts(card, contracts.accepted_by(card.name))
+    settings = HandoffSettings(
+        agent_name=card.name,
+        agent_url=card.url,
+        routes=dict(routes or {}),
+        scope=frozenset(scope) if scope is not None else None,
+        max_hops=max_hops,
+        ttl_seconds=ttl_seconds,
+        recovery_interval=recovery_interval,
+        contracts=contracts,
+    )
+    own_client = client is None
+    if client is None:
+        client = _default_client(credentials)
+    manager = TaskManager(agent, store, settings, client, escalation)
+    endpoint = JsonRpcEndpoint(A2AMethods(manager, sse_ping).table(), auth, max_body)
+    served = Served(card, store, client, manager)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await store.open()
+        handoffs = manager.handoffs
+        try:
+            # Before serving: finish handoffs a previous process left pending, then fail
+            # the tasks it left running (with replicas: those whose runner is gone).
+            await manager.leases.start()
+            replayed = await handoffs.outbox.recover(wait_seconds=5.0)
+            if replayed:
+                log.warning("replaying %d pending handoff(s)", replayed)
+            recovered = await manager.recover()
+            if recovered:
+                log.warning("failed %d task(s) left running by a previous process", recovered)
+            handoffs.outbox.start()
+            manager.start_background()
+            yield
+        finally:
+            await manager.aclose()
+            if own_client:
+                await client.aclose()
+            await store.aclose()
+
+    app = _A2AStarlette(
+        endpoint,
+        routes=[
+            Route("/", endpoint.rpc, methods=["POST"]),
+            Route(CARD_PATH, CardRoute(card).get, methods=["GET"]),
+            Route("/health", Health(store, client, stale_after).get, methods=["GET"]),
+        ],
+        lifespan=lifespan,
+    )
+    app.state.a2a = served
+    return app

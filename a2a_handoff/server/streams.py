@@ -1,0 +1,146 @@
+"""Task streams over Server-Sent Events: what a stream carries, and a lean response for it.
+
+A task stream starts with a Task snapshot (when it has one) and goes on with the task's
+committed events, each framed with its sequence number (`id:`), until the task ends or waits
+for its caller. TRANSFERRED is rendered per client (see `protocol.extension`).
+
+The response: one watcher task per stream, nothing more.
+
+Each open stream costs memory for as long as a task runs (a subscriber may wait minutes), so
+this writer keeps to the request's own task plus one small watcher that reads the client's
+`http.disconnect` and sends the keep-alive comment when the stream has been quiet. A gone
+client cancels the stream, which unsubscribes it at once. (sse-starlette's response does the
+same with a task group of several tasks: about 20 KiB more per open stream, measured.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
+
+from a2a_handoff.errors import InternalError, RpcError
+from a2a_handoff.protocol.extension import render_item
+from a2a_handoff.protocol.models import StreamResponse, Task
+from a2a_handoff.protocol.sse import PING, frame
+from a2a_handoff.server.jsonrpc import Call, error_body, protocol_headers, result_body
+from a2a_handoff.stores.base import Store, TaskEvent
+
+log = logging.getLogger("a2a_handoff.server")
+
+Items = AsyncGenerator[tuple[int, StreamResponse], None]
+"""A stream's items, each with its event sequence number."""
+
+
+class SseResponse(Response):
+    """Streams `frames` (ready-made SSE bytes) as `text/event-stream`."""
+
+    media_type = "text/event-stream"
+
+    def __init__(
+        self,
+        frames: AsyncIterator[bytes],
+        *,
+        ping: float = 15.0,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(
+            None,
+            status_code=200,
+            headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no", **(headers or {})},
+        )
+        self.frames = frames
+        self.ping = ping
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = [(k, v) for k, v in self.raw_headers if k != b"content-length"]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        stream = asyncio.current_task()
+        assert stream is not None
+        gone = False
+
+        async def watch() -> None:
+            nonlocal gone
+            while True:
+                try:
+                    async with asyncio.timeout(self.ping):
+                        message = await receive()
+                except TimeoutError:
+                    # A whole chunk is written at once, so a ping never splits a frame.
+                    await send({"type": "http.response.body", "body": PING, "more_body": True})
+                    continue
+                if message["type"] == "http.disconnect":
+                    gone = True
+                    stream.cancel()
+                    return
+
+        watcher = asyncio.create_task(watch())
+        try:
+            async for chunk in self.frames:
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        except asyncio.CancelledError:
+            if not gone:
+                raise
+            # The client went away: nothing left to send, and the stream's resources are
+            # released by the frames' own clean-up (the generator is closed below).
+            stream.uncancel()
+        finally:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
+            aclose = getattr(self.frames, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
+
+async def task_stream(store: Store, task_id: str, head: Task | None, after: int) -> Items:
+    """`head` (if any) then the task's events after `after`, until it ends or pauses."""
+    if head is not None:
+        done = head.status.state.terminal or head.status.state.interrupted
+        first = StreamResponse(task=head)
+        head = None  # an open stream keeps no snapshot alive
+        yield after, first
+        if done:
+            return
+    event: TaskEvent
+    async with contextlib.aclosing(store.follow(task_id, after)) as events:
+        async for event in events:
+            yield event.seq, event.item
+            if pauses(event.item):
+                return
+
+
+def pauses(item: StreamResponse) -> bool:
+    """Whether a stream ends after this item: the task ended or waits for its caller."""
+    status = item.status_update.status if item.status_update else None
+    if status is None and item.task is not None:
+        status = item.task.status
+    return status is not None and (status.state.terminal or status.state.interrupted)
+
+
+def sse_answer(call: Call, items: Items, ping: float) -> SseResponse:
+    """The call's answer as an SSE stream of `items`, each a JSON-RPC result frame; an
+    error while streaming ends the stream with a JSON-RPC error frame."""
+    visible = call.transfers_visible
+    call_id = call.id
+
+    async def frames() -> AsyncIterator[bytes]:
+        try:
+            async for seq, item in items:
+                result = render_item(item, visible).dump_json()
+                yield frame(result_body(call_id, result).decode(), seq)
+        except RpcError as error:
+            yield frame(json.dumps(error_body(call_id, error)))
+        except Exception:
+            log.exception("stream of a task failed")
+            yield frame(json.dumps(error_body(call_id, InternalError())))
+        finally:
+            await items.aclose()
+
+    return SseResponse(frames(), ping=ping, headers=protocol_headers(call.extensions))

@@ -1,0 +1,119 @@
+"""The package's shape: imports point one way (server → runtime → handoff → protocol, stores),
+and no module imports itself back through others.
+
+Every import counts — at the top, inside functions, under `TYPE_CHECKING`: a lazy or
+type-only import that dodges a circle is still a circle.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import a2a_handoff
+
+PACKAGE = Path(a2a_handoff.__file__).parent
+
+# Rooms from the bottom up: a module may import its own room and rooms listed before its own,
+# never a room after it, nor a sibling on the same line.
+LAYERS: list[set[str]] = [
+    {"ids", "failpoints", "errors"},
+    {"protocol"},
+    {"stores", "client", "contracts", "auth", "escalation"},
+    {"outcomes"},
+    {"handoff"},
+    {"agent"},
+    {"runtime"},
+    {"server"},
+    {"__init__", "__main__"},
+]
+RANK = {room: rank for rank, rooms in enumerate(LAYERS) for room in rooms}
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__" and len(parts) > 1:
+        parts.pop()
+    return ".".join(parts)
+
+
+def room_of(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def imports_of(path: Path) -> Iterator[tuple[int, str]]:
+    """(line, module) of every import of a package module in the file, wherever it stands."""
+    name = module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("a2a_handoff"):
+                    yield node.lineno, alias.name
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                base = f"{anchor}.{base}" if base else anchor
+            if not base.startswith("a2a_handoff"):
+                continue
+            for alias in node.names:  # `from pkg import module` imports the module
+                candidate = f"{base}.{alias.name}"
+                yield node.lineno, candidate if candidate in MODULES else base
+
+
+MODULES = {module_name(p) for p in PACKAGE.rglob("*.py")}
+GRAPH: dict[str, set[str]] = {
+    module_name(p): {m for _, m in imports_of(p) if m in MODULES} for p in PACKAGE.rglob("*.py")
+}
+
+
+def test_the_graph_sees_every_module_and_its_imports() -> None:
+    # A guard on the test itself: a parser that found nothing would pass everything below.
+    assert "a2a_handoff.runtime.tasks" in GRAPH
+    assert "a2a_handoff.handoff.handoffs" in GRAPH["a2a_handoff.runtime.tasks"]
+    assert "a2a_handoff.protocol.models" in GRAPH["a2a_handoff.handoff.envelope"]
+
+
+@pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=module_name)
+def test_imports_point_down(path: Path) -> None:
+    importer = module_name(path)
+    room = room_of(importer)
+    assert room in RANK, f"{importer}: room {room!r} has no place in LAYERS"
+    upward = [
+        f"line {line}: {target}"
+        for line, target in imports_of(path)
+        if room_of(target) != room and RANK[room_of(target)] >= RANK[room]
+    ]
+    assert not upward, f"{importer} imports upward or sideways: {upward}"
+
+
+def test_no_module_imports_itself_back() -> None:
+    cycles: list[list[str]] = []
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(module: str) -> None:
+        state[module] = 1
+        path.append(module)
+        for target in sorted(GRAPH.get(module, ())):
+            if state.get(target) == 1:
+                cycles.append([*path[path.index(target) :], target])
+            elif target not in state:
+                visit(target)
+        path.pop()
+        state[module] = 2
+
+    for module in sorted(GRAPH):
+        if module not in state:
+            visit(module)
+    assert not cycles, "import circles: " + "; ".join(" → ".join(c) for c in cycles)
+
+
+def test_layers_name_every_room() -> None:
+    rooms = {room_of(m) for m in MODULES}
+    assert rooms <= set(RANK), f"rooms without a layer: {sorted(rooms - set(RANK))}"
