@@ -19,12 +19,22 @@ from a2a_handoff.agent import Agent, TaskContext
 from a2a_handoff.errors import GateRefused, InternalError
 from a2a_handoff.escalation import Escalate, Escalation, EscalationPolicy
 from a2a_handoff.handoff.handoffs import Handoffs
-from a2a_handoff.outcomes import Completed, Failed, Handoff, InputRequired, Outcome, Rejected
-from a2a_handoff.protocol.events import agent_message, status_event, with_status
+from a2a_handoff.ids import new_id
+from a2a_handoff.outcomes import (
+    Completed,
+    Failed,
+    Handoff,
+    InputRequired,
+    Outcome,
+    Rejected,
+    Reply,
+)
+from a2a_handoff.protocol.events import agent_message, appended, status_event, with_status
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI
 from a2a_handoff.protocol.models import (
     Artifact,
     Message,
+    Role,
     StreamResponse,
     TaskArtifactUpdateEvent,
 )
@@ -85,6 +95,7 @@ class TaskRun(Journal):
                 envelope=self.envelope,
                 policy=host.policy,
                 _inform=self._inform,
+                _emit_chunk=self._on_chunk,
             )
             try:
                 outcome = await host.agent.handle(ctx)
@@ -99,6 +110,8 @@ class TaskRun(Journal):
                 outcome = escalation_handoff(outcome, host.policy)
             if isinstance(outcome, Handoff):
                 await self._hand_off(outcome)
+            elif isinstance(outcome, Reply) and self.direct:
+                self.reply(self._message(outcome))
             else:
                 self.finish(outcome)
         except asyncio.CancelledError:
@@ -170,6 +183,21 @@ class TaskRun(Journal):
         self.task = record.task
         handoffs.outbox.spawn(entry, self.settle, True, envelope=envelope, source=record)
 
+    @property
+    def direct(self) -> bool:
+        """Whether a `Reply` can still be a direct Message: a new task, nothing written."""
+        return self.unwritten and self.start is None and self.envelope is None
+
+    def _message(self, reply: Reply) -> Message:
+        """The agent's reply as a Message (in the task's context, bound to it if it exists)."""
+        return Message(
+            message_id=new_id(),
+            role=Role.AGENT,
+            parts=reply.all_parts(),
+            context_id=self.task.context_id,
+            task_id=None if self.direct else self.task.id,
+        )
+
     def finish(self, outcome: Outcome | None) -> None:
         """End the step as `outcome` says (None completes the task)."""
         match outcome:
@@ -185,6 +213,8 @@ class TaskRun(Journal):
                 self.emit_state(TaskState.FAILED, agent_message(reason, self.task, **failure))
             case Rejected(reason=reason):
                 self.emit_state(TaskState.REJECTED, agent_message(reason, self.task))
+            case Reply():  # the task exists already: the reply completes it
+                self.emit_state(TaskState.COMPLETED, self._message(outcome))
             case Handoff() | Escalate():
                 raise TypeError("a handoff is carried out by the driver, not finish()")
             case _:
@@ -204,6 +234,33 @@ class TaskRun(Journal):
             StreamResponse(
                 artifact_update=TaskArtifactUpdateEvent(
                     task_id=task.id, context_id=task.context_id, artifact=artifact
+                )
+            ),
+        )
+
+    async def _on_chunk(self, chunk: Artifact, append: bool, last_chunk: bool) -> None:
+        """An artifact (or a piece of one) with an id the handler chose: appended to the
+        artifact of that id, or replacing it; the event carries just the chunk."""
+        artifacts = list(self.task.artifacts or [])
+        index = next(
+            (i for i, a in enumerate(artifacts) if a.artifact_id == chunk.artifact_id), None
+        )
+        if append and index is None:
+            raise ValueError(f"append: this task has no artifact {chunk.artifact_id!r}")
+        if index is None:
+            artifacts.append(chunk)
+        else:
+            artifacts[index] = appended(artifacts[index], chunk) if append else chunk
+        task = self.task.model_copy(update={"artifacts": artifacts})
+        self.emit(
+            task,
+            StreamResponse(
+                artifact_update=TaskArtifactUpdateEvent(
+                    task_id=task.id,
+                    context_id=task.context_id,
+                    artifact=chunk,
+                    append=append or None,
+                    last_chunk=last_chunk,
                 )
             ),
         )

@@ -2,7 +2,9 @@
 
 Invariants:
 - one task has at most one running handler in this process, and a message id creates at
-  most one task (a repeat returns the task the first one created);
+  most one task (a repeat returns the task the first one created) — unless message-id
+  deduplication is switched off (`dedupe_message_ids=False`, for clients that reuse ids,
+  such as the conformance kit); handoffs deduplicate on their own keys either way;
 - a caller sees only its own tasks (another owner's task answers -32001, as if absent);
 - a message to a task that is working, or terminal, is refused with the reason; terminal
   tasks are immutable;
@@ -63,8 +65,11 @@ class TaskManager:
         settings: HandoffSettings,
         client: AgentClient,
         policy: EscalationPolicy | None = None,
+        *,
+        dedupe_message_ids: bool = True,
     ) -> None:
         self.agent = agent
+        self.dedupe_message_ids = dedupe_message_ids
         self.store = store
         self.policy = policy or EscalationPolicy()
         self.leases = Leases(store, settings, self.recover)
@@ -140,6 +145,8 @@ class TaskManager:
             return await self._follow_up(message, owner)
         if message.metadata and HANDOFF_EXTENSION_URI in message.metadata:
             return await self._receive(message, owner)
+        if not self.dedupe_message_ids:
+            return self._start(message, owner, None, None)
         return await self._create(message, owner, dedupe_key(owner, message))
 
     async def _receive(self, message: Message, owner: str) -> Submission:
@@ -202,7 +209,7 @@ class TaskManager:
         self,
         message: Message,
         owner: str,
-        key: str,
+        key: str | None,
         envelope: HandoffEnvelope | None,
         dedupe_ttl: float | None = None,
     ) -> Submission:
@@ -229,7 +236,8 @@ class TaskManager:
         run.dedupe_ttl = dedupe_ttl
         if envelope is not None:
             run.received = received_entry(envelope, task_id, "accepted", "")
-        self._creating[key] = run
+        if key is not None:
+            self._creating[key] = run
         self._runs[task_id] = run
         run.run(bound)
         return run.submission
@@ -243,10 +251,12 @@ class TaskManager:
                 f"message.contextId: task {task.id} belongs to context {task.context_id}"
             )
         running = self._runs.get(task.id)
-        if any(m.message_id == message.message_id for m in task.history or ()):
+        dedupe = self.dedupe_message_ids
+        if dedupe and any(m.message_id == message.message_id for m in task.history or ()):
             return running.submission if running is not None else resolved(record)
         if running is not None:
-            if any(m.message_id == message.message_id for m in running.task.history or ()):
+            history = running.task.history or ()
+            if dedupe and any(m.message_id == message.message_id for m in history):
                 return running.submission
             raise UnsupportedOperationError(
                 f"task {task.id} is still working; send a follow-up when it asks for input"
@@ -274,7 +284,7 @@ class TaskManager:
         """The committed task if `owner` may see it; -32001 exactly as if absent otherwise."""
         record = await self.store.get(task_id)
         if record is None or not record.visible_to(owner):
-            raise TaskNotFoundError(f"task {task_id} not found")
+            raise TaskNotFoundError(f"task {task_id} not found", metadata={"taskId": task_id})
         return record
 
     async def cancel(self, task_id: str, owner: str) -> TaskRecord:
@@ -282,13 +292,18 @@ class TaskManager:
         for _ in range(3):
             if record.state.terminal:
                 raise TaskNotCancelableError(
-                    f"task {task_id} is {record.state.name}, a terminal state"
+                    f"task {task_id} is {record.state.name}, a terminal state",
+                    metadata={"taskId": task_id},
                 )
             if ext_metadata(record.task).get("state") == HANDING_OFF:
-                raise TaskNotCancelableError(f"task {task_id} is being handed off")
+                raise TaskNotCancelableError(
+                    f"task {task_id} is being handed off", metadata={"taskId": task_id}
+                )
             run = self._runs.get(task_id)
             if run is not None and run.handing_off:
-                raise TaskNotCancelableError(f"task {task_id} is being handed off")
+                raise TaskNotCancelableError(
+                    f"task {task_id} is being handed off", metadata={"taskId": task_id}
+                )
             if run is not None and run.driver is not None and not run.driver.done():
                 if not run.handler_done:
                     run.cancel_requested = True

@@ -10,6 +10,7 @@ is served; everything is closed when the app stops.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import logging
 import urllib.request
 from collections.abc import AsyncIterator, Iterable, Mapping
@@ -117,6 +118,7 @@ def create_app(
     stale_after: float = STALE_AFTER_SECONDS,
     escalation: EscalationPolicy | None = None,
     contracts: Catalog | None = None,
+    dedupe_message_ids: bool = True,
 ) -> Starlette:
     """Serve `agent` over A2A JSON-RPC; the app opens and closes `store` in its lifespan.
 
@@ -126,7 +128,15 @@ def create_app(
     `escalation` sets the rules that escalate to the human agent (route `human` by default).
     `contracts` (a `Catalog`) turns handoff contracts on: every handoff needs one, sent and
     received; the card lists the contracts this agent accepts.
+    `dedupe_message_ids=False` runs every message as new, even one whose id was seen before
+    (the conformance kit reuses ids); keep the default anywhere else: a retried send must
+    not start the work twice. Handoffs deduplicate on their own keys either way.
     """
+    if not inspect.iscoroutinefunction(getattr(agent, "handle", None)):
+        raise TypeError(
+            f"{type(agent).__name__}.handle must be an async method (async def handle(self,"
+            " ctx)): the server awaits it for every task step"
+        )
     if auth is not None and not card.security_schemes:
         card = card.model_copy(
             update={
@@ -149,7 +159,9 @@ def create_app(
     own_client = client is None
     if client is None:
         client = _default_client(credentials)
-    manager = TaskManager(agent, store, settings, client, escalation)
+    manager = TaskManager(
+        agent, store, settings, client, escalation, dedupe_message_ids=dedupe_message_ids
+    )
     endpoint = JsonRpcEndpoint(A2AMethods(manager, sse_ping).table(), auth, max_body)
     served = Served(card, store, client, manager)
 
