@@ -3,9 +3,10 @@
 The handler reads the context (the message, the task, its history), emits progress through
 it (`status`, `artifact`, and `artifact_stream` for an artifact sent in chunks, such as a
 language model's tokens), and ends by returning an outcome — or None, which completes the
-task; `Reply` answers with a direct Message instead of a task. An exception ends the task FAILED with its message; cancelling the task cancels the
-handler. Emitting never waits for the disk: the library groups a step's events into one
-durable write, and answers callers only once that write is committed.
+task; `Reply` answers with a direct Message instead of a task. An exception ends the task
+FAILED with its message; cancelling the task cancels the handler. Emitting never waits for
+the disk: the library groups a step's events into one durable write, and answers callers
+only once that write is committed.
 """
 
 from __future__ import annotations
@@ -40,12 +41,12 @@ from a2a_handoff.protocol.models import Artifact, Message, Part, Task
 
 __all__ = [
     "Agent",
+    "ArtifactStream",
     "Completed",
     "Failed",
     "Handoff",
     "InputRequired",
     "Outcome",
-    "ArtifactStream",
     "Rejected",
     "Reply",
     "TaskContext",

@@ -28,7 +28,7 @@ from a2a_handoff.stores.base import OutboxEntry, ReceivedEntry, Store, TaskRecor
 log = logging.getLogger("a2a_handoff.runtime")
 
 
-class Replied(Exception):  # noqa: N818 - a signal, not an error: the run answered with a Message
+class Replied(Exception):
     """What a submission's futures raise when its handler replied with a direct Message
     (`outcomes.Reply`): the task was never created; `message` is the answer."""
 

@@ -40,7 +40,6 @@ from a2a_handoff.server.call import Call, validate
 from a2a_handoff.server.streams import one_item, sse_answer, task_stream
 from a2a_handoff.stores.base import Store, TaskQuery
 
-
 Handler = Callable[[Call], Awaitable[Response]]
 """An A2A method: the call in, the answer out (JSON, or an SSE stream)."""
 

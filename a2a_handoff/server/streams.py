@@ -26,8 +26,8 @@ from starlette.types import Receive, Scope, Send
 from a2a_handoff.errors import InternalError, RpcError
 from a2a_handoff.protocol.extension import render_item
 from a2a_handoff.protocol.models import StreamResponse, Task
-from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.protocol.sse import PING
+from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.server.call import Call, protocol_headers
 from a2a_handoff.stores.base import Store, TaskEvent
 
