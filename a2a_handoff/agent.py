@@ -230,8 +230,10 @@ class ArtifactStream:
         self.chunks = 0
         self.closed = False
 
-    async def write(self, text: str | None = None, *parts: Part, data: Any = None) -> None:
-        """Send a chunk: a text, parts, or data."""
+    async def write(
+        self, text: str | None = None, *parts: Part, data: Any = None, last: bool = False
+    ) -> None:
+        """Send a chunk: a text, parts, or data; `last=True` makes it the last chunk."""
         if self.closed:
             raise RuntimeError(f"artifact {self.artifact_id} is complete: nothing more to write")
         first = self.chunks == 0
@@ -243,9 +245,10 @@ class ArtifactStream:
             description=self.description if first else None,
             artifact_id=self.artifact_id,
             append=not first,
-            last_chunk=False,
+            last_chunk=last,
         )
         self.chunks += 1
+        self.closed = last
 
     async def close(self) -> None:
         """Send the last chunk (an empty text: every chunk needs a part)."""

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
 
-from a2a_handoff.errors import InvalidParamsError, RpcError
+from a2a_handoff.errors import InvalidParamsError, PayloadTooLargeError, RpcError
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI
 from a2a_handoff.protocol.models import StreamResponse
 
@@ -96,3 +96,18 @@ def is_json_media_type(content_type: str | None) -> bool:
         return False
     media = content_type.split(";", 1)[0].strip().lower()
     return media == "application/json" or media.endswith("+json")
+
+
+async def read_body(request: Request, max_body: int) -> bytes:
+    """The request body, refused (-32100, HTTP 413) as soon as it is over `max_body`."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > max_body:
+        raise PayloadTooLargeError(f"request body over {max_body} bytes")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > max_body:
+            raise PayloadTooLargeError(f"request body over {max_body} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)

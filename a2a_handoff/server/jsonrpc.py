@@ -45,6 +45,7 @@ from a2a_handoff.server.call import (
     is_json_media_type,
     is_v03,
     protocol_headers,
+    read_body,
     supported_version,
 )
 
@@ -144,24 +145,11 @@ class JsonRpcEndpoint:
         self.max_body = max_body
         self.legacy = legacy
 
-    async def _body(self, request: Request) -> bytes:
-        declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_body:
-            raise PayloadTooLargeError(f"request body over {self.max_body} bytes")
-        chunks: list[bytes] = []
-        size = 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > self.max_body:
-                raise PayloadTooLargeError(f"request body over {self.max_body} bytes")
-            chunks.append(chunk)
-        return b"".join(chunks)
-
     async def rpc(self, request: Request) -> Response:
         call_id: str | int | None = None
         extensions = SUPPORTED_EXTENSIONS & parse_extensions(request.headers.get("a2a-extensions"))
         try:
-            body = await self._body(request)
+            body = await read_body(request, self.max_body)
             principal = ""
             if self.auth is not None:
                 found = self.auth.authenticate(request.headers)
@@ -177,7 +165,7 @@ class JsonRpcEndpoint:
                     version = request.query_params.get("A2A-Version")
                 if is_v03(version) and self.legacy is not None and "/" in method:
                     if b"\\ud" in body or b"\\uD" in body:
-                        _refuse_lone_surrogates(params, "params")
+                        refuse_lone_surrogates(params, "params")
                     return await self.legacy(call_id, method, params, principal, request)
                 if version is None or not supported_version(version):
                     raise VersionNotSupportedError(
@@ -191,7 +179,7 @@ class JsonRpcEndpoint:
                     raise PushNotificationNotSupportedError()
                 raise MethodNotFoundError(f"method {_printable(method)!r} not found")
             if b"\\ud" in body or b"\\uD" in body:  # JSON escapes that may be lone surrogates
-                _refuse_lone_surrogates(params, "params")
+                refuse_lone_surrogates(params, "params")
             return await handler(Call(call_id, params, principal, extensions, request, JSON_RPC))
         except RpcError as error:
             return error_response(call_id, error, extensions)
@@ -217,7 +205,7 @@ def error_response(
     return Response(body, status_code=status, headers=headers, media_type="application/json")
 
 
-def _refuse_constant(name: str) -> Any:
+def refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
@@ -226,7 +214,7 @@ def _parse_json(body: bytes, request: Request) -> Any:
     is not JSON, sent as something else than JSON, is refused for its content type (-32005):
     the header is read only then, so a valid JSON body is served whatever it says."""
     try:
-        return json.loads(body, parse_constant=_refuse_constant)
+        return json.loads(body, parse_constant=refuse_constant)
     except RecursionError:
         raise ParseError("Parse error: the JSON is nested too deeply") from None
     except (ValueError, UnicodeDecodeError) as exc:
@@ -252,7 +240,7 @@ def _printable(text: str) -> str:
     return text.encode("utf-8", "backslashreplace").decode("utf-8")[:100]
 
 
-def _refuse_lone_surrogates(value: Any, where: str) -> None:
+def refuse_lone_surrogates(value: Any, where: str) -> None:
     """Strings that cannot be stored as UTF-8 are refused, naming where they are."""
     if isinstance(value, str):
         try:
@@ -261,11 +249,11 @@ def _refuse_lone_surrogates(value: Any, where: str) -> None:
             raise InvalidParamsError(f"{where}: a string holds a lone surrogate") from None
     elif isinstance(value, dict):
         for key, item in value.items():
-            _refuse_lone_surrogates(key, where)
-            _refuse_lone_surrogates(item, f"{where}.{_printable(str(key))}")
+            refuse_lone_surrogates(key, where)
+            refuse_lone_surrogates(item, f"{where}.{_printable(str(key))}")
     elif isinstance(value, list):
         for index, item in enumerate(value):
-            _refuse_lone_surrogates(item, f"{where}.{index}")
+            refuse_lone_surrogates(item, f"{where}.{index}")
 
 
 def _parse_envelope(payload: Any) -> tuple[str, dict[str, Any]]:
