@@ -29,6 +29,7 @@ import asyncio
 import os
 
 import uvicorn
+from starlette.applications import Starlette
 
 from a2a_handoff import (
     Completed,
@@ -43,7 +44,6 @@ from a2a_handoff import (
     open_store,
     skill,
 )
-from starlette.applications import Starlette
 
 STREAMING_TIMEOUT = float(os.environ.get("TCK_STREAMING_TIMEOUT", "2.0"))
 FILE = {"filename": "output.txt", "media_type": "text/plain"}
@@ -59,7 +59,7 @@ _STREAMED_TEXT = {
 class TckAgent:
     """One branch per scenario prefix."""
 
-    async def handle(self, ctx: TaskContext) -> Outcome | None:  # noqa: C901, PLR0911
+    async def handle(self, ctx: TaskContext) -> Outcome | None:
         mid = ctx.message.message_id
         if mid.startswith("tck-message-response"):
             return Reply("Direct message response")
