@@ -194,6 +194,13 @@ class Conversation:
                 async with asyncio.timeout_at(deadline):
                     async for _, item in stream:
                         self._apply(cursor, item)
+                        if cursor.state is not None and cursor.state.interrupted:
+                            # A subscription stays open while the task waits for input
+                            # (spec §3.1.6); this turn is over: the user answers next.
+                            aclose = getattr(stream, "aclose", None)
+                            if aclose is not None:
+                                await aclose()
+                            break
             except TimeoutError:
                 return await self._pending(cursor)
             except (UnavailableError, CircuitOpenError):

@@ -5,14 +5,15 @@ JSON-RPC endpoint hands its slash-named methods here. Each is the 1.0 method of
 `server.methods` — the same runtime, the same store — with its params converted from 0.3
 and its answer converted to 0.3 (`protocol.v03`): `message/send`, `message/stream`,
 `tasks/get`, `tasks/cancel`, `tasks/resubscribe`. Push-notification methods answer -32003,
-the authenticated extended card -32007. A 0.3 client never sees TRANSFERRED: a handed-off
+the authenticated extended card -32007. An error of a streaming method is sent as a stream
+of one error event, as 0.3 clients expect. A 0.3 client never sees TRANSFERRED: a handed-off
 task is `completed`, with the transfer pointer in `metadata` (the handoff extension's).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 from starlette.requests import Request
@@ -31,6 +32,7 @@ from a2a_handoff.protocol.v03 import result_to_v03, send_params_from_v03, stream
 from a2a_handoff.server.call import Call
 from a2a_handoff.server.jsonrpc import JsonAnswer, error_body, result_body
 from a2a_handoff.server.methods import Handler
+from a2a_handoff.server.streams import SseResponse
 
 _PUSH = frozenset(
     {
@@ -98,4 +100,18 @@ class V03Methods:
             raise MethodNotFoundError(f"method {method[:100]!r} not found (A2A 0.3)")
         name, convert = known
         call = Call(call_id, convert(params), principal, frozenset(), request, V03)
-        return await self.methods[name](call)
+        if name not in _STREAMING:
+            return await self.methods[name](call)
+        try:
+            return await self.methods[name](call)
+        except RpcError as error:
+            # A 0.3 client reads a streaming method's answer as SSE whatever it holds: an
+            # error before the first event is a stream of that one error.
+            return SseResponse(_one(V03.stream_error(call, error)))
+
+
+_STREAMING = frozenset({"SendStreamingMessage", "SubscribeToTask"})
+
+
+async def _one(chunk: bytes) -> AsyncIterator[bytes]:
+    yield chunk

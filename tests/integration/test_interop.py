@@ -121,11 +121,14 @@ async def test_sdk_resolves_and_parses_the_agent_card(echo_agent: AgentProcess) 
     assert card.capabilities.streaming is True
     assert card.capabilities.push_notifications is False
     assert [s.id for s in card.skills] == ["echo"]
-    assert len(card.supported_interfaces) == 1
-    interface = card.supported_interfaces[0]
+    assert len(card.supported_interfaces) == 2
+    interface, rest = card.supported_interfaces
     assert interface.protocol_binding == "JSONRPC"
     assert interface.url == echo_agent.url
     assert interface.protocol_version == "1.0"
+    assert rest.protocol_binding == "HTTP+JSON"
+    assert rest.url == echo_agent.url.rstrip("/")
+    assert rest.protocol_version == "1.0"
 
     # The SDK's own entry point, with its default config and its own HTTP client.
     client = await create_client(echo_agent.url, ClientConfig(streaming=False))

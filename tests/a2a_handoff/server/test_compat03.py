@@ -101,8 +101,12 @@ async def test_stream_and_resubscribe_carry_kinds_and_final(http: httpx.AsyncCli
     asked = (await call(http, "message/send", send_params("ask: name?")))["result"]
     sub_params = {"id": asked["id"]}
     await call(http, "tasks/cancel", sub_params)
-    done = await call(http, "tasks/resubscribe", sub_params)
-    assert done["error"]["code"] == -32004
+    # A 0.3 client reads a stream whatever it holds: the error is one SSE event.
+    body = {"jsonrpc": "2.0", "id": 9, "method": "tasks/resubscribe", "params": sub_params}
+    async with http.stream("POST", URL, json=body) as response:
+        assert response.headers["content-type"].startswith("text/event-stream")
+        lines = [line async for line in response.aiter_lines() if line.startswith("data:")]
+    assert [json.loads(line[5:])["error"]["code"] for line in lines] == [-32004]
 
 
 @pytest.mark.parametrize(
