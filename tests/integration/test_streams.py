@@ -202,3 +202,65 @@ def test_kill_9_loses_nothing_committed(echo_agent: AgentProcess) -> None:
     orphan = echo_agent.rpc("GetTask", {"id": running_id})["result"]
     assert orphan["status"]["state"] == "TASK_STATE_FAILED"  # type: ignore[index]
     assert orphan["status"]["message"]["parts"][0]["text"] == RESTART_REASON  # type: ignore[index]
+
+
+async def test_subscribe_stays_open_while_the_task_waits_for_input(
+    echo_agent: AgentProcess,
+) -> None:
+    task_id = await start(echo_agent, "ask: who?")
+    async with httpx.AsyncClient(timeout=30) as http:
+        frames: list[tuple[int | None, dict[str, Any]]] = []
+        closed = anyio.Event()
+
+        async def subscribe() -> None:
+            frames.extend(await sse(http, echo_agent.url, "SubscribeToTask", {"id": task_id}))
+            closed.set()
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(subscribe)
+            await anyio.sleep(0.5)
+            assert not closed.is_set()  # still open: the task waits for input, it has not ended
+            answer = send_params("Ada")
+            answer["message"]["taskId"] = task_id
+            body = {"jsonrpc": "2.0", "id": 3, "method": "SendMessage", "params": answer}
+            await http.post(echo_agent.url, json=body, headers=A2A_HEADERS)
+    states = [state_of(f) for _, f in frames]
+    assert states[0] == "TASK_STATE_INPUT_REQUIRED"
+    assert states[-1] == "TASK_STATE_COMPLETED"
+    assert "TASK_STATE_WORKING" in states
+
+
+async def test_last_event_id_resume_gets_the_artifact_chunks_missed(
+    echo_agent: AgentProcess,
+) -> None:
+    words = [f"w{i}" for i in range(8)]
+    task_id = await start(echo_agent, "tokens: " + " ".join(words))
+    async with httpx.AsyncClient(timeout=30) as http:
+        head = await sse(http, echo_agent.url, "SubscribeToTask", {"id": task_id}, limit=3)
+        last_id = head[-1][0]
+        assert last_id is not None
+        await anyio.sleep(0.3)  # chunks are written while we are away
+        rest = await sse(
+            http,
+            echo_agent.url,
+            "SubscribeToTask",
+            {"id": task_id},
+            headers={"Last-Event-ID": str(last_id)},
+        )
+        stored = await http.post(
+            echo_agent.url,
+            json={"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": task_id}},
+            headers=A2A_HEADERS,
+        )
+    frames = [f["result"] for _, f in head[1:] + rest]  # the head's Task snapshot aside
+    snapshot = head[0][1]["result"]["task"]
+    before = [p["text"] for a in snapshot.get("artifacts", []) for p in a["parts"]]
+    chunks = [f["artifactUpdate"] for f in frames if "artifactUpdate" in f]
+    assert [i for i, _ in rest] == list(range(last_id + 1, last_id + 1 + len(rest)))
+    assert chunks[-1]["lastChunk"] is True
+    assert len({c["artifact"]["artifactId"] for c in chunks}) == 1
+    assert "".join(before) + "".join(c["artifact"]["parts"][0]["text"] for c in chunks) == (
+        " ".join(words)
+    )
+    [artifact] = stored.json()["result"]["artifacts"]
+    assert [p["text"] for p in artifact["parts"]] == [" ".join(words)]
