@@ -10,6 +10,7 @@ runtime.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
@@ -17,7 +18,13 @@ from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
 
-from a2a_handoff.errors import InvalidParamsError, PayloadTooLargeError, RpcError
+from a2a_handoff.auth import ApiKeyAuth
+from a2a_handoff.errors import (
+    AuthenticationError,
+    InvalidParamsError,
+    PayloadTooLargeError,
+    RpcError,
+)
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI
 from a2a_handoff.protocol.models import StreamResponse
 
@@ -57,6 +64,9 @@ class Call:
         return HANDOFF_EXTENSION_URI in self.extensions
 
 
+Handler = Callable[[Call], Awaitable[Response]]
+"""An A2A method: the call in, the answer out (JSON, or an SSE stream)."""
+
 M = TypeVar("M", bound=BaseModel)
 
 
@@ -71,9 +81,9 @@ def validate(model: type[M], params: dict[str, Any]) -> M:
         raise InvalidParamsError(f"{field}: {first['msg']}{more}") from None
 
 
-def protocol_headers(extensions: frozenset[str], version: str = PROTOCOL_VERSION) -> dict[str, str]:
+def protocol_headers(extensions: frozenset[str]) -> dict[str, str]:
     """The A2A headers of an answer: the version, and the extensions active for it."""
-    headers = {"A2A-Version": version}
+    headers = {"A2A-Version": PROTOCOL_VERSION}
     if extensions:
         headers["A2A-Extensions"] = ",".join(sorted(extensions))
     return headers
@@ -111,3 +121,13 @@ async def read_body(request: Request, max_body: int) -> bytes:
             raise PayloadTooLargeError(f"request body over {max_body} bytes")
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+def principal_of(auth: ApiKeyAuth | None, request: Request) -> str:
+    """The caller's principal ("" without auth); -32101 (HTTP 401) without valid credentials."""
+    if auth is None:
+        return ""
+    found = auth.authenticate(request.headers)
+    if found is None:
+        raise AuthenticationError()
+    return found

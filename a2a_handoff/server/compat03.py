@@ -29,9 +29,8 @@ from a2a_handoff.errors import (
 from a2a_handoff.protocol.models import StreamResponse
 from a2a_handoff.protocol.sse import frame
 from a2a_handoff.protocol.v03 import result_to_v03, send_params_from_v03, stream_item_to_v03
-from a2a_handoff.server.call import Call
+from a2a_handoff.server.call import Call, Handler
 from a2a_handoff.server.jsonrpc import JsonAnswer, error_body, result_body
-from a2a_handoff.server.methods import Handler
 from a2a_handoff.server.streams import SseResponse
 
 _PUSH = frozenset(

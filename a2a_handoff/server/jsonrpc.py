@@ -42,8 +42,10 @@ from a2a_handoff.server.call import (
     PROTOCOL_VERSION,
     SUPPORTED_EXTENSIONS,
     Call,
+    Handler,
     is_json_media_type,
     is_v03,
+    principal_of,
     protocol_headers,
     read_body,
     supported_version,
@@ -61,9 +63,6 @@ _PUSH_METHODS = frozenset(
     }
 )
 
-
-Handler = Callable[[Call], Awaitable[Response]]
-"""An A2A method: the call in, the HTTP response out (JSON, or an SSE stream)."""
 
 Legacy = Callable[[str | int | None, str, dict[str, Any], str, Request], Awaitable[Response]]
 """The A2A 0.3 binding: (id, method, params, principal, request) → the answer."""
@@ -150,12 +149,7 @@ class JsonRpcEndpoint:
         extensions = SUPPORTED_EXTENSIONS & parse_extensions(request.headers.get("a2a-extensions"))
         try:
             body = await read_body(request, self.max_body)
-            principal = ""
-            if self.auth is not None:
-                found = self.auth.authenticate(request.headers)
-                if found is None:
-                    raise AuthenticationError()
-                principal = found
+            principal = principal_of(self.auth, request)
             payload = _parse_json(body, request)
             call_id = _call_id(payload)
             method, params = _parse_envelope(payload)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -36,12 +35,9 @@ from a2a_handoff.protocol.models import (
 from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.runtime.journal import Replied
 from a2a_handoff.runtime.tasks import TaskManager
-from a2a_handoff.server.call import Call, validate
+from a2a_handoff.server.call import Call, Handler, validate
 from a2a_handoff.server.streams import one_item, sse_answer, task_stream
 from a2a_handoff.stores.base import Store, TaskQuery
-
-Handler = Callable[[Call], Awaitable[Response]]
-"""An A2A method: the call in, the answer out (JSON, or an SSE stream)."""
 
 
 class ListHandoffsRequest(WireModel):

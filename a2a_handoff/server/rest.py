@@ -45,13 +45,14 @@ from a2a_handoff.server.call import (
     PROTOCOL_VERSION,
     SUPPORTED_EXTENSIONS,
     Call,
+    Handler,
     is_json_media_type,
+    principal_of,
     protocol_headers,
     read_body,
     supported_version,
 )
 from a2a_handoff.server.jsonrpc import refuse_constant, refuse_lone_surrogates
-from a2a_handoff.server.methods import Handler
 
 log = logging.getLogger("a2a_handoff.server")
 
@@ -219,12 +220,7 @@ class RestEndpoint:
         extensions = SUPPORTED_EXTENSIONS & parse_extensions(request.headers.get("a2a-extensions"))
         try:
             body = await read_body(request, self.max_body)
-            principal = ""
-            if self.auth is not None:
-                found = self.auth.authenticate(request.headers)
-                if found is None:
-                    raise AuthenticationError()
-                principal = found
+            principal = principal_of(self.auth, request)
             version = request.headers.get("a2a-version") or request.query_params.get("A2A-Version")
             if version is None or not supported_version(version):
                 raise VersionNotSupportedError(

@@ -140,7 +140,7 @@ async def one_item(item: StreamResponse) -> Items:
     yield 0, item
 
 
-def sse_answer(call: Call, items: Items, ping: float, version: str = "1.0") -> SseResponse:
+def sse_answer(call: Call, items: Items, ping: float) -> SseResponse:
     """The call's answer as an SSE stream of `items`, each framed by the call's binding; an
     error while streaming ends the stream with the binding's error event."""
     visible = call.transfers_visible
@@ -158,4 +158,4 @@ def sse_answer(call: Call, items: Items, ping: float, version: str = "1.0") -> S
         finally:
             await items.aclose()
 
-    return SseResponse(frames(), ping=ping, headers=protocol_headers(call.extensions, version))
+    return SseResponse(frames(), ping=ping, headers=protocol_headers(call.extensions))

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
-from pathlib import Path
 
 import anyio
 import httpx
@@ -36,7 +35,7 @@ from a2a.utils.errors import JSON_RPC_ERROR_CODE_MAP, TaskNotCancelableError
 from google.protobuf import json_format
 
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI as URI
-from tests.integration.handoff_support import REFUND, running
+from tests.integration.handoff_support import REFUND, Agents, running
 from tests.support import AgentProcess
 
 pytestmark = pytest.mark.anyio
@@ -446,25 +445,32 @@ async def test_input_required_round_trip_streaming(echo_agent: AgentProcess) -> 
 # -- 9. a handed-off task, and a direct reply ---------------------------------------------
 
 
+@pytest.fixture(scope="module")
+def handoff_agents(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Agents]:
+    """Triage → billing / logistics, shared by the bindings' handoff tests."""
+    with running(tmp_path_factory.mktemp("interop-handoff")) as agents:
+        yield agents
+
+
 @BINDINGS
-async def test_a_handed_off_task_and_its_successor(tmp_path: Path, binding: str) -> None:
-    with running(tmp_path) as agents:
-        async with connect(agents.triage, streaming=False, binding=binding) as client:
-            source = await send_for_task(client, REFUND)
-        # No extension activated: TRANSFERRED is shown as COMPLETED, the pointer in metadata.
-        assert source.status.state == TaskState.TASK_STATE_COMPLETED
-        ext = json_format.MessageToDict(source.metadata)[URI]
-        assert ext["state"] == "TRANSFERRED"
-        pointer = ext["transfer"]
-        assert pointer["agentName"] == "billing"
-        async with connect(agents.billing, streaming=False, binding=binding) as client:
-            successor = await client.get_task(GetTaskRequest(id=pointer["taskId"]))
-            assert successor.context_id == source.context_id
-            assert successor.status.state == TaskState.TASK_STATE_COMPLETED
-            refund = json_format.MessageToDict(successor.artifacts[0].parts[0].data)
-            assert refund["orderId"] == "12345"
-            listed = await client.list_tasks(ListTasksRequest(context_id=source.context_id))
-            assert [t.id for t in listed.tasks] == [successor.id]
+async def test_a_handed_off_task_and_its_successor(handoff_agents: Agents, binding: str) -> None:
+    agents = handoff_agents
+    async with connect(agents.triage, streaming=False, binding=binding) as client:
+        source = await send_for_task(client, REFUND)
+    # No extension activated: TRANSFERRED is shown as COMPLETED, the pointer in metadata.
+    assert source.status.state == TaskState.TASK_STATE_COMPLETED
+    ext = json_format.MessageToDict(source.metadata)[URI]
+    assert ext["state"] == "TRANSFERRED"
+    pointer = ext["transfer"]
+    assert pointer["agentName"] == "billing"
+    async with connect(agents.billing, streaming=False, binding=binding) as client:
+        successor = await client.get_task(GetTaskRequest(id=pointer["taskId"]))
+        assert successor.context_id == source.context_id
+        assert successor.status.state == TaskState.TASK_STATE_COMPLETED
+        refund = json_format.MessageToDict(successor.artifacts[0].parts[0].data)
+        assert refund["orderId"] == "12345"
+        listed = await client.list_tasks(ListTasksRequest(context_id=source.context_id))
+        assert [t.id for t in listed.tasks] == [successor.id]
 
 
 @BINDINGS

@@ -540,6 +540,17 @@ async def test_body_over_the_limit_without_a_length_is_cut_short(small: Caller) 
     assert pulled <= 4
 
 
+async def test_our_errors_carry_error_info_in_our_domain(small: Caller) -> None:
+    error = rpc_error(await small.raw("x" * 2048), -32100, status=413)
+    assert error["data"] == [
+        {
+            "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+            "reason": "PAYLOAD_TOO_LARGE",
+            "domain": "a2a-handoff",
+        }
+    ]
+
+
 async def test_body_limit_boundary(small: Caller) -> None:
     def padded(size: int) -> bytes:
         head = b'{"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}'

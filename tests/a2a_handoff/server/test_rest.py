@@ -98,8 +98,12 @@ async def test_send_get_list_and_cancel(http: httpx.AsyncClient) -> None:
     assert body["totalSize"] == 1
     by_enum = await http.get("/tasks", params={"status": "TASK_STATE_COMPLETED"})
     assert [t["id"] for t in by_enum.json()["tasks"]] == [task["id"]]
-    with_artifacts = await http.get("/tasks", params={"includeArtifacts": "true", "pageSize": 1})
-    assert "artifacts" in with_artifacts.json()["tasks"][0] or waiting["id"]
+    for flag, shown in (("true", True), ("false", False)):
+        page = await http.get(
+            "/tasks", params={"contextId": task["contextId"], "includeArtifacts": flag}
+        )
+        [listed_task] = page.json()["tasks"]
+        assert ("artifacts" in listed_task) is shown
 
     canceled = await http.post(f"/tasks/{waiting['id']}:cancel")
     assert canceled.json()["status"]["state"] == "TASK_STATE_CANCELED"
