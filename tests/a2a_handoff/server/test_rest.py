@@ -156,6 +156,8 @@ async def test_subscribe_stays_open_through_input_required_until_terminal(
         ("DELETE", "/tasks/t/pushNotificationConfigs/c", 400, "PUSH_NOTIFICATION_NOT_SUPPORTED"),
         ("GET", "/extendedAgentCard", 400, "EXTENDED_AGENT_CARD_NOT_CONFIGURED"),
         ("GET", "/no/such/route", 404, None),
+        ("GET", "/message:send", 405, None),
+        ("DELETE", "/tasks/t", 405, None),
         ("GET", "/tasks?pageSize=many", 400, None),
         ("GET", "/tasks?includeArtifacts=perhaps", 400, None),
     ],
