@@ -64,13 +64,14 @@ class Reply:
     """Answer with a direct Message (A2A's message-only answer): no task is created.
 
     `SendMessage` answers `{"message": …}`, `SendStreamingMessage` a stream of that one
-    Message. Only a new task's first step can reply before the task exists: one whose handler
-    returns `Reply` before anything of the task was written — before it emitted a status or
-    artifact and before it first waited on anything (the task is written when the handler
-    first yields to the event loop), on a store that is not shared by replicas, and not a
-    task received by handoff. Otherwise the task already exists, and a `Reply` completes it
-    with the message as its status message. A direct reply is not stored, so the same message
-    id sent again runs the handler again.
+    Message. It must come before the handler emitted anything (a status, an artifact, a
+    notice) on a new task that was not received by handoff. For a blocking `SendMessage` the
+    new task is written only once its handler emits something or ends, so the handler may
+    await (a model, say) and then reply. A stream or a `returnImmediately` caller gets the task
+    as soon as the handler first waits: reply before that. With a store shared by replicas the
+    task is always written before the handler runs. Where the task exists already (and on a
+    follow-up), a `Reply` completes it with the message as its status message. A direct reply
+    is not stored, so the same message id sent again runs the handler again.
     """
 
     text: str | None = None

@@ -111,6 +111,9 @@ class Journal:
         self.received: ReceivedEntry | None = None  # the ledger row of the handoff creating it
         self.driver: asyncio.Task[None] | None = None  # the handler's task (see TaskRun)
         self.flusher: asyncio.Task[None] | None = None
+        # A new task the handler may still answer with a direct Message: nothing is written
+        # until it emits something or ends (see `TaskRun.run`).
+        self.deferred = False
         self._flushing = False
         self._kicked = False
 
@@ -125,6 +128,7 @@ class Journal:
         """Record a step's event; it is written once the handler yields."""
         self.task = task
         self.pending.append(item)
+        self.deferred = False
         self.kick()
 
     def kick(self) -> None:

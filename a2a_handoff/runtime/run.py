@@ -69,11 +69,20 @@ class TaskRun(Journal):
     handler_done = False  # the handler returned: the step ends on its own
     handing_off = False  # the handoff is being checkpointed or delivered: not cancelable
     notices = 0  # non-blocking escalations sent, each with a key of its own
+    spoke = False  # the handler emitted a status or an artifact: no direct Message any more
 
-    def run(self, message: Message) -> None:
-        """Start the handler on `message` (a follow-up starts with an event already pending)."""
+    def run(self, message: Message, *, defer: bool = False) -> None:
+        """Start the handler on `message` (a follow-up starts with an event already pending).
+
+        `defer` (a new task whose caller waits for the outcome anyway): nothing is written
+        until the handler emits something or ends, so that it may still answer with a direct
+        Message (`Reply`) after awaiting, say, a model. Not with a shared store: there the
+        handler runs only once its task is committed.
+        """
+        self.deferred = defer and self.direct
         self.driver = asyncio.create_task(self._drive(message), name=f"task-{self.task.id}")
-        self.kick()
+        if not self.deferred:
+            self.kick()
 
     async def _drive(self, message: Message) -> None:
         host = self.host
@@ -86,7 +95,11 @@ class TaskRun(Journal):
                 if self.committed is None:
                     await asyncio.shield(self.created)
             if self.task.status.state is not TaskState.WORKING:
-                self.emit_state(TaskState.WORKING)
+                if self.deferred:  # held back with the Task itself, written with what follows
+                    self.task = with_status(self.task, TaskState.WORKING)
+                    self.pending.append(status_event(self.task))
+                else:
+                    self.emit_state(TaskState.WORKING)
             ctx = TaskContext(
                 message=message,
                 task=self.task,
@@ -127,6 +140,7 @@ class TaskRun(Journal):
 
     async def _inform(self, escalation: Escalation) -> str:
         """A non-blocking escalation: delivered (durably taken by the human agent) first."""
+        self.spoke = True
         self.notices += 1
         handoffs = self.host.handoffs
         envelope, envelope_json = await handoffs.sender.prepare(
@@ -185,8 +199,9 @@ class TaskRun(Journal):
 
     @property
     def direct(self) -> bool:
-        """Whether a `Reply` can still be a direct Message: a new task, nothing written."""
-        return self.unwritten and self.start is None and self.envelope is None
+        """Whether a `Reply` can still be a direct Message: a new task, nothing written, no
+        task state emitted by the handler."""
+        return self.unwritten and not self.spoke and self.start is None and self.envelope is None
 
     def _message(self, reply: Reply) -> Message:
         """The agent's reply as a Message (in the task's context, bound to it if it exists)."""
@@ -225,9 +240,11 @@ class TaskRun(Journal):
         self.emit(task, status_event(task))
 
     async def _on_status(self, text: str) -> None:
+        self.spoke = True
         self.emit_state(TaskState.WORKING, agent_message(text, self.task))
 
     async def _on_artifact(self, artifact: Artifact) -> None:
+        self.spoke = True
         task = self.task.model_copy(update={"artifacts": [*(self.task.artifacts or []), artifact]})
         self.emit(
             task,
@@ -241,6 +258,7 @@ class TaskRun(Journal):
     async def _on_chunk(self, chunk: Artifact, append: bool, last_chunk: bool) -> None:
         """An artifact (or a piece of one) with an id the handler chose: appended to the
         artifact of that id, or replacing it; the event carries just the chunk."""
+        self.spoke = True
         artifacts = list(self.task.artifacts or [])
         index = next(
             (i for i, a in enumerate(artifacts) if a.artifact_id == chunk.artifact_id), None

@@ -138,7 +138,10 @@ class TaskManager:
 
     # -- operations -----------------------------------------------------------------------
 
-    async def send(self, message: Message, owner: str) -> Submission:
+    async def send(self, message: Message, owner: str, *, prompt: bool = True) -> Submission:
+        """Start, continue or receive a task. `prompt=False`: the caller waits for the outcome
+        (a blocking SendMessage), so a new task is written only once its handler emits
+        something or ends — and a handler that replies with a Message never makes one."""
         if message.role is not Role.USER:
             raise InvalidParamsError("message.role: a caller's message must be ROLE_USER")
         if message.task_id:
@@ -146,8 +149,8 @@ class TaskManager:
         if message.metadata and HANDOFF_EXTENSION_URI in message.metadata:
             return await self._receive(message, owner)
         if not self.dedupe_message_ids:
-            return self._start(message, owner, None, None)
-        return await self._create(message, owner, dedupe_key(owner, message))
+            return self._start(message, owner, None, None, defer=not prompt)
+        return await self._create(message, owner, dedupe_key(owner, message), defer=not prompt)
 
     async def _receive(self, message: Message, owner: str) -> Submission:
         """A handoff: refused (REJECTED) or created at most once per idempotency key."""
@@ -187,6 +190,8 @@ class TaskManager:
         owner: str,
         key: str,
         envelope: HandoffEnvelope | None = None,
+        *,
+        defer: bool = False,
     ) -> Submission:
         running = self._creating.get(key)
         if running is not None:
@@ -203,7 +208,7 @@ class TaskManager:
                     if record.id in self._runs
                     else resolved(record)
                 )
-        return self._start(message, owner, key, envelope)
+        return self._start(message, owner, key, envelope, defer=defer)
 
     def _start(
         self,
@@ -212,6 +217,8 @@ class TaskManager:
         key: str | None,
         envelope: HandoffEnvelope | None,
         dedupe_ttl: float | None = None,
+        *,
+        defer: bool = False,
     ) -> Submission:
         """Create a task and run its handler; synchronous so the key is claimed atomically."""
         task_id = new_id()
@@ -239,7 +246,7 @@ class TaskManager:
         if key is not None:
             self._creating[key] = run
         self._runs[task_id] = run
-        run.run(bound)
+        run.run(bound, defer=defer)
         return run.submission
 
     async def _follow_up(self, message: Message, owner: str) -> Submission:

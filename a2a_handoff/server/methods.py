@@ -100,8 +100,9 @@ class A2AMethods:
         config = request.configuration
         if config is not None and config.task_push_notification_config is not None:
             raise PushNotificationNotSupportedError()
-        submission = await self.manager.send(request.message, call.principal)
-        waiting = submission.created if config and config.return_immediately else submission.settled
+        immediately = bool(config and config.return_immediately)
+        submission = await self.manager.send(request.message, call.principal, prompt=immediately)
+        waiting = submission.created if immediately else submission.settled
         try:
             record = await asyncio.shield(waiting)
         except Replied as replied:

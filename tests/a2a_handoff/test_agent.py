@@ -43,7 +43,10 @@ class Replier:
         if ctx.text == "reply":
             return Reply("just a message", data={"n": 1})
         if ctx.text == "late":
-            await asyncio.sleep(0.01)  # the task is written while the handler waits
+            await asyncio.sleep(0.05)  # e.g. a model thinking: nothing emitted yet
+            return Reply("after a wait")
+        if ctx.text == "emitted":
+            await ctx.status("thinking")  # task state emitted: the task exists now
             return Reply("too late for a message")
         if ctx.text == "chunks":
             async with ctx.artifact_stream("answer", description="streamed") as stream:
@@ -92,12 +95,25 @@ async def test_a_streamed_reply_is_one_message_then_the_stream_closes() -> None:
         assert items[0]["message"]["parts"][0] == {"text": "just a message"}
 
 
+async def test_a_blocking_send_may_be_replied_after_the_handler_waited() -> None:
+    async for client in serve(Replier(), MemoryTaskStore()):
+        result = (await client.send("late"))["result"]
+        assert result["message"]["parts"] == [{"text": "after a wait"}]
+        assert (await client.call("ListTasks", {}))["result"]["totalSize"] == 0
+
+
 async def test_a_reply_after_the_task_was_written_completes_it_with_the_message() -> None:
     async for client in serve(Replier(), MemoryTaskStore()):
-        task = (await client.send("late"))["result"]["task"]
+        task = (await client.send("emitted"))["result"]["task"]
         assert task["status"]["state"] == "TASK_STATE_COMPLETED"
         assert task["status"]["message"]["parts"] == [{"text": "too late for a message"}]
         assert task["status"]["message"]["taskId"] == task["id"]
+        # returnImmediately answers with the task at once: a later reply completes it.
+        started = (await client.send("late", returnImmediately=True))["result"]["task"]
+        await asyncio.sleep(0.2)
+        done = await client.task(started["id"])
+        assert done["status"]["state"] == "TASK_STATE_COMPLETED"
+        assert done["status"]["message"]["parts"] == [{"text": "after a wait"}]
 
 
 async def test_a_reply_to_a_follow_up_completes_the_task() -> None:
