@@ -1,6 +1,6 @@
 """a2a-handoff: A2A 1.0 agents as HTTP services, with atomic handoff between them."""
 
-from a2a_handoff.agent import Agent, TaskContext
+from a2a_handoff.agent import Agent, ArtifactStream, TaskContext
 from a2a_handoff.auth import ApiKeyAuth
 from a2a_handoff.client.breaker import BreakerState, CircuitBreaker
 from a2a_handoff.client.client import AgentClient
@@ -35,8 +35,16 @@ from a2a_handoff.outcomes import (
     InputRequired,
     Outcome,
     Rejected,
+    Reply,
 )
-from a2a_handoff.protocol.agent_card import AgentCard, build_card, skill
+from a2a_handoff.protocol.agent_card import (
+    AgentCard,
+    AgentInterface,
+    AgentProvider,
+    AgentSkill,
+    build_card,
+    skill,
+)
 from a2a_handoff.protocol.events import agent_message
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI
 from a2a_handoff.protocol.models import (
@@ -63,8 +71,12 @@ __all__ = [  # noqa: RUF022 - plain sorted(), as the export test checks
     "Agent",
     "AgentCard",
     "AgentClient",
+    "AgentInterface",
+    "AgentProvider",
+    "AgentSkill",
     "ApiKeyAuth",
     "Artifact",
+    "ArtifactStream",
     "BreakerState",
     "CircuitBreaker",
     "CircuitOpenError",
@@ -91,6 +103,7 @@ __all__ = [  # noqa: RUF022 - plain sorted(), as the export test checks
     "Part",
     "Rejected",
     "RemoteError",
+    "Reply",
     "RetryPolicy",
     "Role",
     "RpcError",

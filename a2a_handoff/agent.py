@@ -1,15 +1,18 @@
 """The agent API: an agent is a small object with one async `handle(ctx)` method.
 
 The handler reads the context (the message, the task, its history), emits progress through
-it (`status`, `artifact`), and ends by returning an outcome — or None, which completes the
-task. An exception ends the task FAILED with its message; cancelling the task cancels the
-handler. Emitting never waits for the disk: the library groups a step's events into one
-durable write, and answers callers only once that write is committed.
+it (`status`, `artifact`, and `artifact_stream` for an artifact sent in chunks, such as a
+language model's tokens), and ends by returning an outcome — or None, which completes the
+task; `Reply` answers with a direct Message instead of a task. An exception ends the task
+FAILED with its message; cancelling the task cancels the handler. Emitting never waits for
+the disk: the library groups a step's events into one durable write, and answers callers
+only once that write is committed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -30,6 +33,7 @@ from a2a_handoff.outcomes import (
     InputRequired,
     Outcome,
     Rejected,
+    Reply,
 )
 from a2a_handoff.protocol.events import agent_message
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI
@@ -37,12 +41,14 @@ from a2a_handoff.protocol.models import Artifact, Message, Part, Task
 
 __all__ = [
     "Agent",
+    "ArtifactStream",
     "Completed",
     "Failed",
     "Handoff",
     "InputRequired",
     "Outcome",
     "Rejected",
+    "Reply",
     "TaskContext",
     "agent_message",
 ]
@@ -67,6 +73,9 @@ class TaskContext:
     envelope: HandoffEnvelope | None = None
     policy: EscalationPolicy = field(default_factory=EscalationPolicy)
     _inform: Callable[[Escalation], Awaitable[str]] | None = field(default=None, repr=False)
+    _emit_chunk: Callable[[Artifact, bool, bool], Awaitable[None]] | None = field(
+        default=None, repr=False
+    )
 
     @property
     def transfer_context(self) -> dict[str, Any]:
@@ -163,8 +172,17 @@ class TaskContext:
         data: Any = None,
         name: str | None = None,
         description: str | None = None,
+        artifact_id: str | None = None,
+        append: bool = False,
+        last_chunk: bool | None = None,
     ) -> Artifact:
-        """Publish an artifact made of `parts`, or of a text and/or a data part."""
+        """Publish an artifact made of `parts`, or of a text and/or a data part.
+
+        A chunk of an artifact sent in pieces: `append=True` adds the parts to the artifact
+        `artifact_id` published before (the task stores one artifact), `last_chunk=True`
+        says it is complete (`artifact_stream()` does both for you). Publishing again an
+        `artifact_id` without `append` replaces that artifact.
+        """
         all_parts = list(parts)
         if text is not None:
             all_parts.append(Part(text=text))
@@ -172,8 +190,77 @@ class TaskContext:
             all_parts.append(Part(data=data))  # validated: bounded depth
         if not all_parts:
             raise ValueError("an artifact needs at least one part")
+        if append and not artifact_id:
+            raise ValueError("append needs the artifact_id of the artifact to append to")
         artifact = Artifact(
-            artifact_id=new_id(), parts=all_parts, name=name, description=description
+            artifact_id=artifact_id or new_id(),
+            parts=all_parts,
+            name=name,
+            description=description,
         )
-        await self._emit_artifact(artifact)
+        if (append or last_chunk is not None or artifact_id) and self._emit_chunk is not None:
+            await self._emit_chunk(artifact, append, bool(last_chunk))
+        else:
+            await self._emit_artifact(artifact)
         return artifact
+
+    @contextlib.asynccontextmanager
+    async def artifact_stream(
+        self, name: str | None = None, *, description: str | None = None
+    ) -> AsyncIterator[ArtifactStream]:
+        """An artifact written in chunks: `async with ctx.artifact_stream("answer") as a:
+        await a.write(token)`. Each write is an artifact update (`append` after the first);
+        leaving the block sends the last chunk (`lastChunk`). The task keeps one artifact,
+        its text chunks joined. An exception inside the block leaves it unfinished."""
+        stream = ArtifactStream(self, new_id(), name, description)
+        yield stream
+        await stream.close()
+
+
+class ArtifactStream:
+    """One artifact being written in chunks (see `TaskContext.artifact_stream`)."""
+
+    def __init__(
+        self, ctx: TaskContext, artifact_id: str, name: str | None, description: str | None
+    ) -> None:
+        self.ctx = ctx
+        self.artifact_id = artifact_id
+        self.name = name
+        self.description = description
+        self.chunks = 0
+        self.closed = False
+
+    async def write(
+        self, text: str | None = None, *parts: Part, data: Any = None, last: bool = False
+    ) -> None:
+        """Send a chunk: a text, parts, or data; `last=True` makes it the last chunk."""
+        if self.closed:
+            raise RuntimeError(f"artifact {self.artifact_id} is complete: nothing more to write")
+        first = self.chunks == 0
+        await self.ctx.artifact(
+            *parts,
+            text=text,
+            data=data,
+            name=self.name if first else None,
+            description=self.description if first else None,
+            artifact_id=self.artifact_id,
+            append=not first,
+            last_chunk=last,
+        )
+        self.chunks += 1
+        self.closed = last
+
+    async def close(self) -> None:
+        """Send the last chunk (an empty text: every chunk needs a part)."""
+        if self.closed:
+            return
+        self.closed = True
+        first = self.chunks == 0
+        await self.ctx.artifact(
+            text="",
+            name=self.name if first else None,
+            description=self.description if first else None,
+            artifact_id=self.artifact_id,
+            append=not first,
+            last_chunk=True,
+        )

@@ -30,12 +30,21 @@
     ├── ConflictError                 a check-and-set lost against a concurrent write
     └── StoreError                    a backend failed or was misconfigured
 
-`RpcError.code` is the table mapping errors to JSON-RPC codes: one class attribute each.
+`RpcError` subclasses are the table mapping errors to the wire, one class attribute each:
+`code` (JSON-RPC), `http_status` and `status` (the HTTP+JSON binding's status and its
+`google.rpc.Code` name, spec §5.4), and `reason` (the `google.rpc.ErrorInfo` reason, spec §9.5:
+every A2A error -32001…-32009 carries one in `error.data`, domain `a2a-protocol.org`; ours carry
+one in the domain `a2a-handoff`; the standard JSON-RPC errors carry none).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar
+
+A2A_ERROR_DOMAIN = "a2a-protocol.org"
+OUR_ERROR_DOMAIN = "a2a-handoff"
+ERROR_INFO_TYPE = "type.googleapis.com/google.rpc.ErrorInfo"
 
 
 class HandoffError(Exception):
@@ -43,112 +52,200 @@ class HandoffError(Exception):
 
 
 class RpcError(HandoffError):
-    """An error that is answered to the caller as a JSON-RPC error object."""
+    """An error that is answered to the caller as a JSON-RPC error object (or, over
+    HTTP+JSON, as an AIP-193 error with `http_status`)."""
 
     code: ClassVar[int] = -32603
     default_message: ClassVar[str] = "Internal error"
+    http_status: ClassVar[int] = 500
+    status: ClassVar[str] = "INTERNAL"
+    reason: ClassVar[str] = ""  # the ErrorInfo reason; "" for the standard JSON-RPC errors
+    domain: ClassVar[str] = A2A_ERROR_DOMAIN
 
-    def __init__(self, message: str | None = None, *, data: Any = None) -> None:
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        data: Any = None,
+        metadata: Mapping[str, str] | None = None,
+    ) -> None:
         self.message = message or self.default_message
         self.data = data
+        self.metadata = dict(metadata) if metadata else None
         super().__init__(self.message)
 
+    def error_info(self) -> dict[str, Any] | None:
+        """The `google.rpc.ErrorInfo` (ProtoJSON `Any`) naming this error, if it has one."""
+        if not self.reason:
+            return None
+        info: dict[str, Any] = {"@type": ERROR_INFO_TYPE, "reason": self.reason}
+        info["domain"] = self.domain
+        if self.metadata:
+            info["metadata"] = self.metadata
+        return info
+
     def to_dict(self) -> dict[str, Any]:
-        """The JSON-RPC `error` member."""
+        """The JSON-RPC `error` member: `data` is [ErrorInfo, data?] when there is a reason."""
         error: dict[str, Any] = {"code": self.code, "message": self.message}
-        if self.data is not None:
+        info = self.error_info()
+        if info is not None:
+            error["data"] = [info] if self.data is None else [info, self.data]
+        elif self.data is not None:
             error["data"] = self.data
         return error
+
+    def to_status(self) -> dict[str, Any]:
+        """The HTTP+JSON error body (AIP-193 `google.rpc.Status`, spec §11.6)."""
+        info = self.error_info()
+        error: dict[str, Any] = {
+            "code": self.http_status,
+            "status": self.status,
+            "message": self.message,
+        }
+        if info is not None:
+            error["details"] = [info]
+        return {"error": error}
 
 
 class ParseError(RpcError):
     code = -32700
     default_message = "Parse error: the body is not valid JSON"
+    http_status = 400
+    status = "INVALID_ARGUMENT"
 
 
 class InvalidRequestError(RpcError):
     code = -32600
     default_message = "Invalid request: not a JSON-RPC 2.0 request"
+    http_status = 400
+    status = "INVALID_ARGUMENT"
 
 
 class MethodNotFoundError(RpcError):
     code = -32601
     default_message = "Method not found"
+    http_status = 404
+    status = "NOT_FOUND"
 
 
 class InvalidParamsError(RpcError):
     code = -32602
     default_message = "Invalid params"
+    http_status = 400
+    status = "INVALID_ARGUMENT"
 
 
 class InternalError(RpcError):
     code = -32603
     default_message = "Internal error"
+    http_status = 500
 
 
 class TaskNotFoundError(RpcError):
     code = -32001
     default_message = "Task not found"
+    http_status = 404
+    status = "NOT_FOUND"
+    reason = "TASK_NOT_FOUND"
 
 
 class TaskNotCancelableError(RpcError):
     code = -32002
     default_message = "Task cannot be canceled"
+    http_status = 409
+    status = "FAILED_PRECONDITION"
+    reason = "TASK_NOT_CANCELABLE"
 
 
 class PushNotificationNotSupportedError(RpcError):
     code = -32003
     default_message = "Push notifications are not supported"
+    http_status = 400
+    status = "UNIMPLEMENTED"
+    reason = "PUSH_NOTIFICATION_NOT_SUPPORTED"
 
 
 class UnsupportedOperationError(RpcError):
     code = -32004
     default_message = "This operation is not supported"
+    http_status = 400
+    status = "UNIMPLEMENTED"
+    reason = "UNSUPPORTED_OPERATION"
 
 
 class ContentTypeNotSupportedError(RpcError):
     code = -32005
     default_message = "Content type not supported"
+    http_status = 415
+    status = "INVALID_ARGUMENT"
+    reason = "CONTENT_TYPE_NOT_SUPPORTED"
 
 
 class InvalidAgentResponseError(RpcError):
     code = -32006
     default_message = "Invalid agent response"
+    http_status = 502
+    reason = "INVALID_AGENT_RESPONSE"
 
 
 class ExtendedCardNotConfiguredError(RpcError):
     code = -32007
     default_message = "Extended agent card is not configured"
+    http_status = 400
+    status = "FAILED_PRECONDITION"
+    reason = "EXTENDED_AGENT_CARD_NOT_CONFIGURED"
 
 
 class ExtensionSupportRequiredError(RpcError):
     code = -32008
     default_message = "A required extension was not activated"
+    http_status = 400
+    status = "FAILED_PRECONDITION"
+    reason = "EXTENSION_SUPPORT_REQUIRED"
 
 
 class VersionNotSupportedError(RpcError):
     code = -32009
     default_message = "A2A protocol version not supported; send 'A2A-Version: 1.0'"
+    http_status = 400
+    status = "UNIMPLEMENTED"
+    reason = "VERSION_NOT_SUPPORTED"
 
 
 class PayloadTooLargeError(RpcError):
     code = -32100
     default_message = "Request body too large"
+    http_status = 413
+    status = "INVALID_ARGUMENT"
+    reason = "PAYLOAD_TOO_LARGE"
+    domain = OUR_ERROR_DOMAIN
 
 
 class AuthenticationError(RpcError):
     code = -32101
     default_message = "Authentication required: missing or invalid credentials"
+    http_status = 401
+    status = "UNAUTHENTICATED"
+    reason = "UNAUTHENTICATED"
+    domain = OUR_ERROR_DOMAIN
 
 
 class HandoffProcessingError(RpcError):
     code = -32102
     default_message = "processing: this handoff is still being created; retry shortly"
+    http_status = 409
+    status = "ABORTED"
+    reason = "HANDOFF_PROCESSING"
+    domain = OUR_ERROR_DOMAIN
 
 
 class IdempotencyConflictError(RpcError):
     code = -32103
     default_message = "this idempotency key was used with a different envelope"
+    http_status = 409
+    status = "ALREADY_EXISTS"
+    reason = "IDEMPOTENCY_CONFLICT"
+    domain = OUR_ERROR_DOMAIN
 
 
 class IllegalTransitionError(HandoffError):

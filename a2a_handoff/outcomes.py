@@ -2,16 +2,18 @@
 
 Plain frozen data. The runtime carries them out: `Completed`, `InputRequired`, `Failed` and
 `Rejected` become the task's state; a `Handoff` (or an `Escalate`, a handoff to the human
-agent) runs the three-phase handoff.
+agent) runs the three-phase handoff; a `Reply` answers with a direct Message and no task —
+when nothing of the task was written yet (see `Reply`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from a2a_handoff.escalation import Escalate, Escalation
+from a2a_handoff.protocol.models import Part
 
 __all__ = [
     "Completed",
@@ -20,6 +22,7 @@ __all__ = [
     "InputRequired",
     "Outcome",
     "Rejected",
+    "Reply",
 ]
 
 
@@ -54,6 +57,37 @@ class Rejected:
     """Refuse the task: it ends REJECTED with the reason."""
 
     reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """Answer with a direct Message (A2A's message-only answer): no task is created.
+
+    `SendMessage` answers `{"message": …}`, `SendStreamingMessage` a stream of that one
+    Message. It must come before the handler emitted anything (a status, an artifact, a
+    notice) on a new task that was not received by handoff. For a blocking `SendMessage` the
+    new task is written only once its handler emits something or ends, so the handler may
+    await (a model, say) and then reply. A stream or a `returnImmediately` caller gets the task
+    as soon as the handler first waits: reply before that. With a store shared by replicas the
+    task is always written before the handler runs. Where the task exists already (and on a
+    follow-up), a `Reply` completes it with the message as its status message. A direct reply
+    is not stored, so the same message id sent again runs the handler again.
+    """
+
+    text: str | None = None
+    parts: Sequence[Part] = ()
+    data: Any = None
+
+    def all_parts(self) -> list[Part]:
+        """The message's parts: `parts`, then the text, then the data."""
+        parts = list(self.parts)
+        if self.text is not None:
+            parts.append(Part(text=self.text))
+        if self.data is not None:
+            parts.append(Part(data=self.data))
+        if not parts:
+            raise ValueError("a reply needs a text, data or at least one part")
+        return parts
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,4 +126,4 @@ class Handoff:
         )
 
 
-Outcome = Completed | InputRequired | Failed | Rejected | Handoff | Escalate
+Outcome = Completed | InputRequired | Failed | Rejected | Reply | Handoff | Escalate

@@ -84,6 +84,7 @@ class _Cursor:
     escalation: dict[str, Any] | None = None  # the task is an escalation at a human agent
     told_escalation: bool = False
     shown: set[str] = field(default_factory=set)  # artifact ids already told
+    replied: bool = False  # the agent answered with a direct Message (no task)
 
     @property
     def awaiting_operator(self) -> bool:
@@ -194,6 +195,13 @@ class Conversation:
                 async with asyncio.timeout_at(deadline):
                     async for _, item in stream:
                         self._apply(cursor, item)
+                        if cursor.state is not None and cursor.state.interrupted:
+                            # A subscription stays open while the task waits for input
+                            # (spec §3.1.6); this turn is over: the user answers next.
+                            aclose = getattr(stream, "aclose", None)
+                            if aclose is not None:
+                                await aclose()
+                            break
             except TimeoutError:
                 return await self._pending(cursor)
             except (UnavailableError, CircuitOpenError):
@@ -214,8 +222,8 @@ class Conversation:
                     }
                 )
                 return Exit.FAILED
-            if cursor.task_id is None:
-                return Exit.FAILED
+            if cursor.task_id is None:  # no task: a direct Message is a complete answer
+                return Exit.COMPLETED if cursor.replied else Exit.FAILED
             if cursor.state is None or not (cursor.state.terminal or cursor.state.interrupted):
                 # The stream ended early (a dropped connection): ask for the task itself.
                 task = await self.client.get_task(cursor.url, cursor.task_id)
@@ -331,6 +339,7 @@ class Conversation:
         elif item.artifact_update is not None:
             self._artifact(cursor, item.artifact_update.artifact)
         elif item.message is not None:
+            cursor.replied = True
             self.emit({"event": "message", "agent": cursor.name, "text": item.message.text})
 
     def _artifact(self, cursor: _Cursor, artifact: Artifact) -> None:

@@ -2,6 +2,8 @@
 
 - `ask: QUESTION` → INPUT_REQUIRED with the question; the follow-up completes the task.
 - `sleep:N` → WORKING for N seconds with one status update a second, then COMPLETED.
+- `reply: TEXT` → a direct Message saying TEXT (no task).
+- `tokens: WORDS` → the words streamed as one artifact, a chunk each 0.1 s apart, COMPLETED.
 - anything else → an artifact echoing the text, COMPLETED.
 """
 
@@ -9,7 +11,16 @@ from __future__ import annotations
 
 import asyncio
 
-from a2a_handoff import AgentCard, Completed, InputRequired, Outcome, TaskContext, build_card, skill
+from a2a_handoff import (
+    AgentCard,
+    Completed,
+    InputRequired,
+    Outcome,
+    Reply,
+    TaskContext,
+    build_card,
+    skill,
+)
 
 
 class EchoAgent:
@@ -20,6 +31,14 @@ class EchoAgent:
         if len(ctx.history) > 1:  # the answer to our question
             await ctx.artifact(text=text, name="echo")
             return Completed(f"Thanks, you said: {text}")
+        if text.startswith("reply:"):
+            return Reply(text[len("reply:") :].strip() or "hello")
+        if text.startswith("tokens:"):
+            async with ctx.artifact_stream("tokens") as stream:
+                for i, word in enumerate(text[len("tokens:") :].split()):
+                    await asyncio.sleep(0.1)
+                    await stream.write(word if i == 0 else " " + word)
+            return None
         if text.startswith("ask:"):
             return InputRequired(text[len("ask:") :].strip() or "What do you want to say?")
         if text.startswith("sleep:"):
@@ -48,6 +67,15 @@ def echo_card(url: str) -> AgentCard:
     return build_card(
         "echo",
         url,
-        description="Echoes text back; 'ask: Q' asks Q, 'sleep:N' works for N seconds",
-        skills=[skill("echo", "Echo the message back as an artifact", "echo", "test")],
+        description="Echoes text back; 'ask: Q' asks Q, 'sleep:N' works for N seconds,"
+        " 'reply: T' answers T as a message, 'tokens: W…' streams the words",
+        skills=[
+            skill(
+                "echo",
+                "Echo the message back as an artifact",
+                "echo",
+                "test",
+                examples=["hello", "ask: What is your name?", "sleep:3", "tokens: one two"],
+            )
+        ],
     )

@@ -152,9 +152,26 @@ def handoff_extension(
     )
 
 
-def skill(skill_id: str, description: str, *tags: str, name: str | None = None) -> AgentSkill:
-    """A skill entry; the name defaults to the id."""
-    return AgentSkill(id=skill_id, name=name or skill_id, description=description, tags=list(tags))
+def skill(
+    skill_id: str,
+    description: str,
+    *tags: str,
+    name: str | None = None,
+    examples: Sequence[str] = (),
+    input_modes: Sequence[str] | None = None,
+    output_modes: Sequence[str] | None = None,
+) -> AgentSkill:
+    """A skill entry; the name defaults to the id. `examples` are sample prompts; the
+    modes, when given, override the card's defaults for this skill."""
+    return AgentSkill(
+        id=skill_id,
+        name=name or skill_id,
+        description=description,
+        tags=list(tags),
+        examples=list(examples) or None,
+        input_modes=list(input_modes) if input_modes is not None else None,
+        output_modes=list(output_modes) if output_modes is not None else None,
+    )
 
 
 def build_card(
@@ -165,21 +182,46 @@ def build_card(
     skills: Sequence[AgentSkill] = (),
     capabilities: Sequence[str] = (),
     version: str = "1.0.0",
+    input_modes: Sequence[str] = ("text/plain",),
+    output_modes: Sequence[str] = ("text/plain",),
+    provider: AgentProvider | None = None,
+    documentation_url: str | None = None,
+    icon_url: str | None = None,
+    streaming: bool = True,
+    push_notifications: bool = False,
+    extended_agent_card: bool | None = None,
+    http_json: bool = True,
 ) -> AgentCard:
-    """A card for an agent served at `url`: JSON-RPC 1.0, streaming, the handoff extension.
+    """A card for an agent served at `url`: JSON-RPC and HTTP+JSON (A2A 1.0, both at `url`,
+    as `create_app` serves them; `http_json=False` declares JSON-RPC only), streaming, the
+    handoff extension.
 
     `capabilities` are what the agent offers to agents handing tasks to it (the handoff
-    extension's `params.capabilities`).
+    extension's `params.capabilities`). `input_modes` / `output_modes` are the media types
+    the agent takes and gives; `provider` (`AgentProvider(organization=…, url=…)`),
+    `documentation_url` and `icon_url` describe it. The capability flags are declarations:
+    this library's server streams, and answers push-notification configs and the extended
+    card as not supported — declare those only when something in front of it serves them.
     """
+    interfaces = [AgentInterface(url=url)]
+    if http_json:
+        # REST paths are appended to it (`{url}/message:send`): no trailing slash.
+        interfaces.append(AgentInterface(url=url.rstrip("/"), protocol_binding="HTTP+JSON"))
     return AgentCard(
         name=name,
         description=description or name,
         version=version,
-        supported_interfaces=[AgentInterface(url=url)],
+        supported_interfaces=interfaces,
         capabilities=AgentCapabilities(
-            streaming=True,
-            push_notifications=False,
+            streaming=streaming,
+            push_notifications=push_notifications,
             extensions=[handoff_extension(list(capabilities))],
+            extended_agent_card=extended_agent_card,
         ),
+        default_input_modes=list(input_modes),
+        default_output_modes=list(output_modes),
         skills=list(skills),
+        provider=provider,
+        documentation_url=documentation_url,
+        icon_url=icon_url,
     )

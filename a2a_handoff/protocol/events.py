@@ -10,6 +10,7 @@ from typing import Any
 
 from a2a_handoff.ids import new_id
 from a2a_handoff.protocol.models import (
+    Artifact,
     Message,
     Part,
     Role,
@@ -57,3 +58,23 @@ def status_text(task: Task) -> str:
     """The text of the task's status message, else its state's name."""
     message = task.status.message
     return message.text if message is not None else task.status.state.name
+
+
+def _plain_text(part: Part) -> bool:
+    return part.text is not None and part.metadata is None and part.media_type is None
+
+
+def appended(artifact: Artifact, chunk: Artifact) -> Artifact:
+    """`artifact` with `chunk`'s parts added (an `append` artifact update), as one artifact.
+
+    Plain text running on from plain text is joined into one part, so a reply streamed
+    token by token is stored as its text, not as thousands of parts.
+    """
+    parts = list(artifact.parts)
+    for part in chunk.parts:
+        last = parts[-1] if parts else None
+        if last is not None and _plain_text(last) and _plain_text(part):
+            parts[-1] = last.model_copy(update={"text": (last.text or "") + (part.text or "")})
+        else:
+            parts.append(part)
+    return artifact.model_copy(update={"parts": parts})

@@ -177,7 +177,8 @@ class Role(StrEnum):
 
 
 class Part(WireModel):
-    """One piece of content: exactly one of `text`, `data`, `url` or `raw` (base64)."""
+    """One piece of content: exactly one of `text`, `data`, `url` or `raw` (base64 on the
+    wire; `Part(raw=b"...")` takes the bytes themselves and encodes them)."""
 
     text: str | None = None
     data: JsonData = None  # None: no data member; JSON_NULL: the member, holding null
@@ -198,6 +199,18 @@ class Part(WireModel):
                 + (f" (found {', '.join(present)})" if present else "")
             )
         return self
+
+    @field_validator("raw", mode="before")
+    @classmethod
+    def _encode_bytes(cls, value: Any) -> Any:
+        if isinstance(value, bytes | bytearray | memoryview):
+            return base64.b64encode(value).decode("ascii")
+        return value
+
+    @property
+    def raw_bytes(self) -> bytes | None:
+        """The decoded content of a `raw` part (None for other parts)."""
+        return None if self.raw is None else base64.b64decode(self.raw)
 
     @field_validator("raw")
     @classmethod

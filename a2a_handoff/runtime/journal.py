@@ -28,6 +28,15 @@ from a2a_handoff.stores.base import OutboxEntry, ReceivedEntry, Store, TaskRecor
 log = logging.getLogger("a2a_handoff.runtime")
 
 
+class Replied(Exception):
+    """What a submission's futures raise when its handler replied with a direct Message
+    (`outcomes.Reply`): the task was never created; `message` is the answer."""
+
+    def __init__(self, message: Message) -> None:
+        super().__init__("replied with a message")
+        self.message = message
+
+
 @dataclass(slots=True)
 class Submission:
     """What a SendMessage started (or found, for a repeated message id).
@@ -102,6 +111,9 @@ class Journal:
         self.received: ReceivedEntry | None = None  # the ledger row of the handoff creating it
         self.driver: asyncio.Task[None] | None = None  # the handler's task (see TaskRun)
         self.flusher: asyncio.Task[None] | None = None
+        # A new task the handler may still answer with a direct Message: nothing is written
+        # until it emits something or ends (see `TaskRun.run`).
+        self.deferred = False
         self._flushing = False
         self._kicked = False
 
@@ -116,6 +128,7 @@ class Journal:
         """Record a step's event; it is written once the handler yields."""
         self.task = task
         self.pending.append(item)
+        self.deferred = False
         self.kick()
 
     def kick(self) -> None:
@@ -232,6 +245,20 @@ class Journal:
         self.host.free_task(record.id)
         if not self.settled.done():
             self.settled.set_result(record)
+
+    @property
+    def unwritten(self) -> bool:
+        """Whether nothing of this (new) task was written yet, nor is being written."""
+        return self.committed is None and not self._flushing and not self.host.store.shared
+
+    def reply(self, message: Message) -> None:
+        """End an unwritten run with a direct Message: the task is never created."""
+        self.pending.clear()
+        self.host.forget(self)
+        for future in (self.created, self.settled):
+            if not future.done():
+                future.set_exception(Replied(message))
+                future.exception()  # retrieved here: a caller may not be waiting any more
 
     def abort(self, error: RpcError | None, answer: TaskRecord | None = None) -> None:
         """Stop the run: its work cannot be stored (error) or belongs to another task."""

@@ -19,12 +19,22 @@ from a2a_handoff.agent import Agent, TaskContext
 from a2a_handoff.errors import GateRefused, InternalError
 from a2a_handoff.escalation import Escalate, Escalation, EscalationPolicy
 from a2a_handoff.handoff.handoffs import Handoffs
-from a2a_handoff.outcomes import Completed, Failed, Handoff, InputRequired, Outcome, Rejected
-from a2a_handoff.protocol.events import agent_message, status_event, with_status
+from a2a_handoff.ids import new_id
+from a2a_handoff.outcomes import (
+    Completed,
+    Failed,
+    Handoff,
+    InputRequired,
+    Outcome,
+    Rejected,
+    Reply,
+)
+from a2a_handoff.protocol.events import agent_message, appended, status_event, with_status
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI
 from a2a_handoff.protocol.models import (
     Artifact,
     Message,
+    Role,
     StreamResponse,
     TaskArtifactUpdateEvent,
 )
@@ -59,11 +69,20 @@ class TaskRun(Journal):
     handler_done = False  # the handler returned: the step ends on its own
     handing_off = False  # the handoff is being checkpointed or delivered: not cancelable
     notices = 0  # non-blocking escalations sent, each with a key of its own
+    spoke = False  # the handler emitted a status or an artifact: no direct Message any more
 
-    def run(self, message: Message) -> None:
-        """Start the handler on `message` (a follow-up starts with an event already pending)."""
+    def run(self, message: Message, *, defer: bool = False) -> None:
+        """Start the handler on `message` (a follow-up starts with an event already pending).
+
+        `defer` (a new task whose caller waits for the outcome anyway): nothing is written
+        until the handler emits something or ends, so that it may still answer with a direct
+        Message (`Reply`) after awaiting, say, a model. Not with a shared store: there the
+        handler runs only once its task is committed.
+        """
+        self.deferred = defer and self.direct
         self.driver = asyncio.create_task(self._drive(message), name=f"task-{self.task.id}")
-        self.kick()
+        if not self.deferred:
+            self.kick()
 
     async def _drive(self, message: Message) -> None:
         host = self.host
@@ -76,7 +95,11 @@ class TaskRun(Journal):
                 if self.committed is None:
                     await asyncio.shield(self.created)
             if self.task.status.state is not TaskState.WORKING:
-                self.emit_state(TaskState.WORKING)
+                if self.deferred:  # held back with the Task itself, written with what follows
+                    self.task = with_status(self.task, TaskState.WORKING)
+                    self.pending.append(status_event(self.task))
+                else:
+                    self.emit_state(TaskState.WORKING)
             ctx = TaskContext(
                 message=message,
                 task=self.task,
@@ -85,6 +108,7 @@ class TaskRun(Journal):
                 envelope=self.envelope,
                 policy=host.policy,
                 _inform=self._inform,
+                _emit_chunk=self._on_chunk,
             )
             try:
                 outcome = await host.agent.handle(ctx)
@@ -99,6 +123,8 @@ class TaskRun(Journal):
                 outcome = escalation_handoff(outcome, host.policy)
             if isinstance(outcome, Handoff):
                 await self._hand_off(outcome)
+            elif isinstance(outcome, Reply) and self.direct:
+                self.reply(self._message(outcome))
             else:
                 self.finish(outcome)
         except asyncio.CancelledError:
@@ -114,6 +140,7 @@ class TaskRun(Journal):
 
     async def _inform(self, escalation: Escalation) -> str:
         """A non-blocking escalation: delivered (durably taken by the human agent) first."""
+        self.spoke = True
         self.notices += 1
         handoffs = self.host.handoffs
         envelope, envelope_json = await handoffs.sender.prepare(
@@ -170,6 +197,22 @@ class TaskRun(Journal):
         self.task = record.task
         handoffs.outbox.spawn(entry, self.settle, True, envelope=envelope, source=record)
 
+    @property
+    def direct(self) -> bool:
+        """Whether a `Reply` can still be a direct Message: a new task, nothing written, no
+        task state emitted by the handler."""
+        return self.unwritten and not self.spoke and self.start is None and self.envelope is None
+
+    def _message(self, reply: Reply) -> Message:
+        """The agent's reply as a Message (in the task's context, bound to it if it exists)."""
+        return Message(
+            message_id=new_id(),
+            role=Role.AGENT,
+            parts=reply.all_parts(),
+            context_id=self.task.context_id,
+            task_id=None if self.direct else self.task.id,
+        )
+
     def finish(self, outcome: Outcome | None) -> None:
         """End the step as `outcome` says (None completes the task)."""
         match outcome:
@@ -185,6 +228,8 @@ class TaskRun(Journal):
                 self.emit_state(TaskState.FAILED, agent_message(reason, self.task, **failure))
             case Rejected(reason=reason):
                 self.emit_state(TaskState.REJECTED, agent_message(reason, self.task))
+            case Reply():  # the task exists already: the reply completes it
+                self.emit_state(TaskState.COMPLETED, self._message(outcome))
             case Handoff() | Escalate():
                 raise TypeError("a handoff is carried out by the driver, not finish()")
             case _:
@@ -195,15 +240,45 @@ class TaskRun(Journal):
         self.emit(task, status_event(task))
 
     async def _on_status(self, text: str) -> None:
+        self.spoke = True
         self.emit_state(TaskState.WORKING, agent_message(text, self.task))
 
     async def _on_artifact(self, artifact: Artifact) -> None:
+        self.spoke = True
         task = self.task.model_copy(update={"artifacts": [*(self.task.artifacts or []), artifact]})
         self.emit(
             task,
             StreamResponse(
                 artifact_update=TaskArtifactUpdateEvent(
                     task_id=task.id, context_id=task.context_id, artifact=artifact
+                )
+            ),
+        )
+
+    async def _on_chunk(self, chunk: Artifact, append: bool, last_chunk: bool) -> None:
+        """An artifact (or a piece of one) with an id the handler chose: appended to the
+        artifact of that id, or replacing it; the event carries just the chunk."""
+        self.spoke = True
+        artifacts = list(self.task.artifacts or [])
+        index = next(
+            (i for i, a in enumerate(artifacts) if a.artifact_id == chunk.artifact_id), None
+        )
+        if append and index is None:
+            raise ValueError(f"append: this task has no artifact {chunk.artifact_id!r}")
+        if index is None:
+            artifacts.append(chunk)
+        else:
+            artifacts[index] = appended(artifacts[index], chunk) if append else chunk
+        task = self.task.model_copy(update={"artifacts": artifacts})
+        self.emit(
+            task,
+            StreamResponse(
+                artifact_update=TaskArtifactUpdateEvent(
+                    task_id=task.id,
+                    context_id=task.context_id,
+                    artifact=chunk,
+                    append=append or None,
+                    last_chunk=last_chunk,
                 )
             ),
         )

@@ -2,7 +2,9 @@
 
 Invariants:
 - one task has at most one running handler in this process, and a message id creates at
-  most one task (a repeat returns the task the first one created);
+  most one task (a repeat returns the task the first one created) — unless message-id
+  deduplication is switched off (`dedupe_message_ids=False`, for clients that reuse ids,
+  such as the conformance kit); handoffs deduplicate on their own keys either way;
 - a caller sees only its own tasks (another owner's task answers -32001, as if absent);
 - a message to a task that is working, or terminal, is refused with the reason; terminal
   tasks are immutable;
@@ -63,8 +65,11 @@ class TaskManager:
         settings: HandoffSettings,
         client: AgentClient,
         policy: EscalationPolicy | None = None,
+        *,
+        dedupe_message_ids: bool = True,
     ) -> None:
         self.agent = agent
+        self.dedupe_message_ids = dedupe_message_ids
         self.store = store
         self.policy = policy or EscalationPolicy()
         self.leases = Leases(store, settings, self.recover)
@@ -133,14 +138,19 @@ class TaskManager:
 
     # -- operations -----------------------------------------------------------------------
 
-    async def send(self, message: Message, owner: str) -> Submission:
+    async def send(self, message: Message, owner: str, *, prompt: bool = True) -> Submission:
+        """Start, continue or receive a task. `prompt=False`: the caller waits for the outcome
+        (a blocking SendMessage), so a new task is written only once its handler emits
+        something or ends — and a handler that replies with a Message never makes one."""
         if message.role is not Role.USER:
             raise InvalidParamsError("message.role: a caller's message must be ROLE_USER")
         if message.task_id:
             return await self._follow_up(message, owner)
         if message.metadata and HANDOFF_EXTENSION_URI in message.metadata:
             return await self._receive(message, owner)
-        return await self._create(message, owner, dedupe_key(owner, message))
+        if not self.dedupe_message_ids:
+            return self._start(message, owner, None, None, defer=not prompt)
+        return await self._create(message, owner, dedupe_key(owner, message), defer=not prompt)
 
     async def _receive(self, message: Message, owner: str) -> Submission:
         """A handoff: refused (REJECTED) or created at most once per idempotency key."""
@@ -180,6 +190,8 @@ class TaskManager:
         owner: str,
         key: str,
         envelope: HandoffEnvelope | None = None,
+        *,
+        defer: bool = False,
     ) -> Submission:
         running = self._creating.get(key)
         if running is not None:
@@ -196,15 +208,17 @@ class TaskManager:
                     if record.id in self._runs
                     else resolved(record)
                 )
-        return self._start(message, owner, key, envelope)
+        return self._start(message, owner, key, envelope, defer=defer)
 
     def _start(
         self,
         message: Message,
         owner: str,
-        key: str,
+        key: str | None,
         envelope: HandoffEnvelope | None,
         dedupe_ttl: float | None = None,
+        *,
+        defer: bool = False,
     ) -> Submission:
         """Create a task and run its handler; synchronous so the key is claimed atomically."""
         task_id = new_id()
@@ -229,9 +243,10 @@ class TaskManager:
         run.dedupe_ttl = dedupe_ttl
         if envelope is not None:
             run.received = received_entry(envelope, task_id, "accepted", "")
-        self._creating[key] = run
+        if key is not None:
+            self._creating[key] = run
         self._runs[task_id] = run
-        run.run(bound)
+        run.run(bound, defer=defer)
         return run.submission
 
     async def _follow_up(self, message: Message, owner: str) -> Submission:
@@ -243,10 +258,12 @@ class TaskManager:
                 f"message.contextId: task {task.id} belongs to context {task.context_id}"
             )
         running = self._runs.get(task.id)
-        if any(m.message_id == message.message_id for m in task.history or ()):
+        dedupe = self.dedupe_message_ids
+        if dedupe and any(m.message_id == message.message_id for m in task.history or ()):
             return running.submission if running is not None else resolved(record)
         if running is not None:
-            if any(m.message_id == message.message_id for m in running.task.history or ()):
+            history = running.task.history or ()
+            if dedupe and any(m.message_id == message.message_id for m in history):
                 return running.submission
             raise UnsupportedOperationError(
                 f"task {task.id} is still working; send a follow-up when it asks for input"
@@ -274,7 +291,7 @@ class TaskManager:
         """The committed task if `owner` may see it; -32001 exactly as if absent otherwise."""
         record = await self.store.get(task_id)
         if record is None or not record.visible_to(owner):
-            raise TaskNotFoundError(f"task {task_id} not found")
+            raise TaskNotFoundError(f"task {task_id} not found", metadata={"taskId": task_id})
         return record
 
     async def cancel(self, task_id: str, owner: str) -> TaskRecord:
@@ -282,13 +299,18 @@ class TaskManager:
         for _ in range(3):
             if record.state.terminal:
                 raise TaskNotCancelableError(
-                    f"task {task_id} is {record.state.name}, a terminal state"
+                    f"task {task_id} is {record.state.name}, a terminal state",
+                    metadata={"taskId": task_id},
                 )
             if ext_metadata(record.task).get("state") == HANDING_OFF:
-                raise TaskNotCancelableError(f"task {task_id} is being handed off")
+                raise TaskNotCancelableError(
+                    f"task {task_id} is being handed off", metadata={"taskId": task_id}
+                )
             run = self._runs.get(task_id)
             if run is not None and run.handing_off:
-                raise TaskNotCancelableError(f"task {task_id} is being handed off")
+                raise TaskNotCancelableError(
+                    f"task {task_id} is being handed off", metadata={"taskId": task_id}
+                )
             if run is not None and run.driver is not None and not run.driver.done():
                 if not run.handler_done:
                     run.cancel_requested = True

@@ -1,8 +1,10 @@
 """`create_app()`: an agent served as an A2A 1.0 service on Starlette.
 
 Routes: `POST /` (JSON-RPC; SSE for the streaming methods, see `server.jsonrpc` and
-`server.methods`), `GET /.well-known/agent-card.json` (`server.card`) and `GET /health`
-(`server.health`). The store is opened, handoffs a previous process left pending are
+`server.methods`; A2A 0.3 requests are served there too, `server.compat03`), the HTTP+JSON
+routes (`server.rest`), `GET /.well-known/agent-card.json` (`server.card`; the 0.3 card at
+`/.well-known/agent.json`) and `GET /health` (`server.health`). Every binding calls the same
+methods on the same runtime. The store is opened, handoffs a previous process left pending are
 replayed, and tasks it left running are recovered, in the lifespan before the first request
 is served; everything is closed when the app stops.
 """
@@ -10,6 +12,7 @@ is served; everything is closed when the app stops.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import logging
 import urllib.request
 from collections.abc import AsyncIterator, Iterable, Mapping
@@ -35,10 +38,12 @@ from a2a_handoff.protocol.extension import (
     HANDOFF_EXTENSION_URI,
 )
 from a2a_handoff.runtime.tasks import TaskManager
-from a2a_handoff.server.card import CARD_PATH, CardRoute
+from a2a_handoff.server.card import CARD_PATH, V03_CARD_PATH, CardRoute
+from a2a_handoff.server.compat03 import V03Methods
 from a2a_handoff.server.health import STALE_AFTER_SECONDS, Health
 from a2a_handoff.server.jsonrpc import DEFAULT_MAX_BODY, JsonRpcEndpoint
 from a2a_handoff.server.methods import A2AMethods
+from a2a_handoff.server.rest import RestEndpoint, not_found
 from a2a_handoff.stores.base import Store
 
 if TYPE_CHECKING:  # imported when contracts are used: jsonschema is slow to import
@@ -117,6 +122,8 @@ def create_app(
     stale_after: float = STALE_AFTER_SECONDS,
     escalation: EscalationPolicy | None = None,
     contracts: Catalog | None = None,
+    dedupe_message_ids: bool = True,
+    card_v03_fields: bool = False,
 ) -> Starlette:
     """Serve `agent` over A2A JSON-RPC; the app opens and closes `store` in its lifespan.
 
@@ -126,7 +133,19 @@ def create_app(
     `escalation` sets the rules that escalate to the human agent (route `human` by default).
     `contracts` (a `Catalog`) turns handoff contracts on: every handoff needs one, sent and
     received; the card lists the contracts this agent accepts.
+    `dedupe_message_ids=False` runs every message as new, even one whose id was seen before
+    (the conformance kit reuses ids); keep the default anywhere else: a retried send must
+    not start the work twice. Handoffs deduplicate on their own keys either way.
+    The card at `/.well-known/agent-card.json` is pure A2A 1.0; the same card with the 0.3
+    members a 0.3 client needs (`url`, `preferredTransport`, `protocolVersion`) is served at
+    `/.well-known/agent.json`, and `card_v03_fields=True` adds them to the 1.0 path too (for
+    0.3 clients that read only that path — the 1.0 card schema forbids the extra members).
     """
+    if not inspect.iscoroutinefunction(getattr(agent, "handle", None)):
+        raise TypeError(
+            f"{type(agent).__name__}.handle must be an async method (async def handle(self,"
+            " ctx)): the server awaits it for every task step"
+        )
     if auth is not None and not card.security_schemes:
         card = card.model_copy(
             update={
@@ -149,8 +168,11 @@ def create_app(
     own_client = client is None
     if client is None:
         client = _default_client(credentials)
-    manager = TaskManager(agent, store, settings, client, escalation)
-    endpoint = JsonRpcEndpoint(A2AMethods(manager, sse_ping).table(), auth, max_body)
+    manager = TaskManager(
+        agent, store, settings, client, escalation, dedupe_message_ids=dedupe_message_ids
+    )
+    table = A2AMethods(manager, sse_ping).table()
+    endpoint = JsonRpcEndpoint(table, auth, max_body, legacy=V03Methods(table).dispatch)
     served = Served(card, store, client, manager)
 
     @contextlib.asynccontextmanager
@@ -180,9 +202,12 @@ def create_app(
         endpoint,
         routes=[
             Route("/", endpoint.rpc, methods=["POST"]),
-            Route(CARD_PATH, CardRoute(card).get, methods=["GET"]),
+            Route(CARD_PATH, CardRoute(card, v03_fields=card_v03_fields).get, methods=["GET"]),
+            Route(V03_CARD_PATH, CardRoute(card, v03_fields=True).get, methods=["GET"]),
             Route("/health", Health(store, client, stale_after).get, methods=["GET"]),
+            *RestEndpoint(table, auth, max_body).routes(),
         ],
+        exception_handlers={404: not_found, 405: not_found},
         lifespan=lifespan,
     )
     app.state.a2a = served

@@ -1,9 +1,14 @@
 """The JSON-RPC 2.0 binding: one POST endpoint, a dispatch table, errors as error objects.
 
 Input is checked in this order — body size, credentials, JSON, JSON-RPC shape, protocol
-version, method, params — and every failure is a JSON-RPC error object: never an HTTP 500,
-never a traceback. The methods themselves are `server.methods`'; this module only frames
-calls and answers.
+version, method, params — and every failure is a JSON-RPC error object (A2A's carrying a
+`google.rpc.ErrorInfo` in `error.data`): never an HTTP 500, never a traceback. A body that is
+not JSON is -32005 when its `Content-Type` is not JSON either (-32700 otherwise); valid JSON
+is served whatever the header says. A request without `A2A-Version` (or with `0.x`) is an
+A2A 0.3 request: its slash-named methods (`message/send`, …) go to the 0.3 binding
+(`server.compat03`), anything else answers -32009. The methods themselves are
+`server.methods`'; this module only frames calls and answers — nothing of this is on the
+path of a successful 1.0 call but the dictionary look-ups it always had.
 """
 
 from __future__ import annotations
@@ -11,16 +16,15 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
-from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
 
 from a2a_handoff.auth import ApiKeyAuth
 from a2a_handoff.errors import (
     AuthenticationError,
+    ContentTypeNotSupportedError,
     InternalError,
     InvalidParamsError,
     InvalidRequestError,
@@ -31,13 +35,25 @@ from a2a_handoff.errors import (
     RpcError,
     VersionNotSupportedError,
 )
-from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI, parse_extensions
+from a2a_handoff.protocol.extension import parse_extensions
+from a2a_handoff.protocol.models import StreamResponse
+from a2a_handoff.protocol.sse import frame
+from a2a_handoff.server.call import (
+    PROTOCOL_VERSION,
+    SUPPORTED_EXTENSIONS,
+    Call,
+    Handler,
+    is_json_media_type,
+    is_v03,
+    principal_of,
+    protocol_headers,
+    read_body,
+    supported_version,
+)
 
 log = logging.getLogger("a2a_handoff.server")
 
-PROTOCOL_VERSION = "1.0"
 DEFAULT_MAX_BODY = 1024 * 1024
-SUPPORTED_EXTENSIONS = frozenset({HANDOFF_EXTENSION_URI})
 _PUSH_METHODS = frozenset(
     {
         "CreateTaskPushNotificationConfig",
@@ -48,44 +64,8 @@ _PUSH_METHODS = frozenset(
 )
 
 
-@dataclass(slots=True)
-class Call:
-    """One JSON-RPC call being served."""
-
-    id: str | int | None
-    params: dict[str, Any]
-    principal: str
-    extensions: frozenset[str]
-    request: Request
-
-    @property
-    def transfers_visible(self) -> bool:
-        return HANDOFF_EXTENSION_URI in self.extensions
-
-
-Handler = Callable[[Call], Awaitable[Response]]
-"""A JSON-RPC method: the call in, the HTTP response out (JSON, or an SSE stream)."""
-
-M = TypeVar("M", bound=BaseModel)
-
-
-def validate(model: type[M], params: dict[str, Any]) -> M:
-    """Params as `model`, or -32602 naming the first offending field."""
-    try:
-        return model.model_validate(params)
-    except ValidationError as exc:
-        first = exc.errors(include_url=False, include_context=False, include_input=False)[0]
-        field = ".".join(str(part) for part in first["loc"]) or "params"
-        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-        raise InvalidParamsError(f"{field}: {first['msg']}{more}") from None
-
-
-def protocol_headers(extensions: frozenset[str]) -> dict[str, str]:
-    """The A2A headers of an answer: the version, and the extensions active for it."""
-    headers = {"A2A-Version": PROTOCOL_VERSION}
-    if extensions:
-        headers["A2A-Extensions"] = ",".join(sorted(extensions))
-    return headers
+Legacy = Callable[[str | int | None, str, dict[str, Any], str, Request], Awaitable[Response]]
+"""The A2A 0.3 binding: (id, method, params, principal, request) → the answer."""
 
 
 def result_body(call_id: str | int | None, result_json: str) -> bytes:
@@ -118,67 +98,83 @@ class JsonAnswer(Response):
 _RAW_HEADERS: dict[frozenset[str], list[tuple[bytes, bytes]]] = {}
 
 
+def raw_protocol_headers(extensions: frozenset[str]) -> list[tuple[bytes, bytes]]:
+    """`protocol_headers()` as raw ASGI headers, made once per set of active extensions."""
+    raw = _RAW_HEADERS.get(extensions)
+    if raw is None:  # one list per set of active extensions (a subset of ours)
+        headers = protocol_headers(extensions).items()
+        raw = [(k.lower().encode(), v.encode()) for k, v in headers]
+        _RAW_HEADERS[extensions] = raw
+    return raw
+
+
 def answer(call: Call, result_json: str) -> Response:
     """The JSON-RPC answer carrying `result_json`, with the protocol headers."""
-    raw = _RAW_HEADERS.get(call.extensions)
-    if raw is None:  # one list per set of active extensions (a subset of ours)
-        headers = protocol_headers(call.extensions).items()
-        raw = [(k.lower().encode(), v.encode()) for k, v in headers]
-        _RAW_HEADERS[call.extensions] = raw
-    return JsonAnswer(result_body(call.id, result_json), raw)
+    return JsonAnswer(result_body(call.id, result_json), raw_protocol_headers(call.extensions))
+
+
+class JsonRpcBinding:
+    """JSON-RPC 2.0 framing: results and stream items in a JSON-RPC response envelope."""
+
+    def answer(self, call: Call, result_json: str) -> Response:
+        return answer(call, result_json)
+
+    def event(self, call: Call, seq: int | None, item: StreamResponse) -> bytes:
+        return frame(result_body(call.id, item.dump_json()).decode(), seq)
+
+    def stream_error(self, call: Call, error: RpcError) -> bytes:
+        return frame(json.dumps(error_body(call.id, error)))
+
+
+JSON_RPC = JsonRpcBinding()
 
 
 class JsonRpcEndpoint:
     """`POST /`: authenticates, parses and dispatches a call to its method."""
 
     def __init__(
-        self, methods: Mapping[str, Handler], auth: ApiKeyAuth | None, max_body: int
+        self,
+        methods: Mapping[str, Handler],
+        auth: ApiKeyAuth | None,
+        max_body: int,
+        legacy: Legacy | None = None,
     ) -> None:
         self.methods = methods
         self.auth = auth
         self.max_body = max_body
-
-    async def _body(self, request: Request) -> bytes:
-        declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_body:
-            raise PayloadTooLargeError(f"request body over {self.max_body} bytes")
-        chunks: list[bytes] = []
-        size = 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > self.max_body:
-                raise PayloadTooLargeError(f"request body over {self.max_body} bytes")
-            chunks.append(chunk)
-        return b"".join(chunks)
+        self.legacy = legacy
 
     async def rpc(self, request: Request) -> Response:
         call_id: str | int | None = None
         extensions = SUPPORTED_EXTENSIONS & parse_extensions(request.headers.get("a2a-extensions"))
         try:
-            body = await self._body(request)
-            principal = ""
-            if self.auth is not None:
-                found = self.auth.authenticate(request.headers)
-                if found is None:
-                    raise AuthenticationError()
-                principal = found
-            payload = _parse_json(body)
+            body = await read_body(request, self.max_body)
+            principal = principal_of(self.auth, request)
+            payload = _parse_json(body, request)
             call_id = _call_id(payload)
             method, params = _parse_envelope(payload)
             version = request.headers.get("a2a-version")
-            if version is None or not _supported_version(version):
-                raise VersionNotSupportedError(
-                    f"A2A-Version {version!r} is not supported; this server speaks"
-                    f" {PROTOCOL_VERSION} (send the header 'A2A-Version: {PROTOCOL_VERSION}')"
-                )
+            if version is None or not supported_version(version):
+                if version is None:  # spec §3.6.1: the version may come as a query parameter
+                    version = request.query_params.get("A2A-Version")
+                if is_v03(version) and self.legacy is not None and "/" in method:
+                    if b"\\ud" in body or b"\\uD" in body:
+                        refuse_lone_surrogates(params, "params")
+                    return await self.legacy(call_id, method, params, principal, request)
+                if version is None or not supported_version(version):
+                    raise VersionNotSupportedError(
+                        f"A2A-Version {version!r} is not supported; this server speaks"
+                        f" {PROTOCOL_VERSION} (send the header 'A2A-Version: {PROTOCOL_VERSION}')"
+                        " and A2A 0.3 (no header, methods such as 'message/send')"
+                    )
             handler = self.methods.get(method)
             if handler is None:
                 if method in _PUSH_METHODS:
                     raise PushNotificationNotSupportedError()
                 raise MethodNotFoundError(f"method {_printable(method)!r} not found")
             if b"\\ud" in body or b"\\uD" in body:  # JSON escapes that may be lone surrogates
-                _refuse_lone_surrogates(params, "params")
-            return await handler(Call(call_id, params, principal, extensions, request))
+                refuse_lone_surrogates(params, "params")
+            return await handler(Call(call_id, params, principal, extensions, request, JSON_RPC))
         except RpcError as error:
             return error_response(call_id, error, extensions)
         except Exception:
@@ -203,17 +199,24 @@ def error_response(
     return Response(body, status_code=status, headers=headers, media_type="application/json")
 
 
-def _refuse_constant(name: str) -> Any:
+def refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-def _parse_json(body: bytes) -> Any:
-    """Strict JSON: no NaN or Infinity; too deep a nesting is a parse error too."""
+def _parse_json(body: bytes, request: Request) -> Any:
+    """Strict JSON: no NaN or Infinity; too deep a nesting is a parse error too. A body that
+    is not JSON, sent as something else than JSON, is refused for its content type (-32005):
+    the header is read only then, so a valid JSON body is served whatever it says."""
     try:
-        return json.loads(body, parse_constant=_refuse_constant)
+        return json.loads(body, parse_constant=refuse_constant)
     except RecursionError:
         raise ParseError("Parse error: the JSON is nested too deeply") from None
     except (ValueError, UnicodeDecodeError) as exc:
+        content_type = request.headers.get("content-type")
+        if content_type is not None and not is_json_media_type(content_type):
+            raise ContentTypeNotSupportedError(
+                f"Content-Type {_printable(content_type)!r} is not supported: send application/json"
+            ) from None
         detail = str(exc) if "not JSON" in str(exc) else "the body is not valid JSON"
         raise ParseError(f"Parse error: {detail}") from None
 
@@ -231,7 +234,7 @@ def _printable(text: str) -> str:
     return text.encode("utf-8", "backslashreplace").decode("utf-8")[:100]
 
 
-def _refuse_lone_surrogates(value: Any, where: str) -> None:
+def refuse_lone_surrogates(value: Any, where: str) -> None:
     """Strings that cannot be stored as UTF-8 are refused, naming where they are."""
     if isinstance(value, str):
         try:
@@ -240,11 +243,11 @@ def _refuse_lone_surrogates(value: Any, where: str) -> None:
             raise InvalidParamsError(f"{where}: a string holds a lone surrogate") from None
     elif isinstance(value, dict):
         for key, item in value.items():
-            _refuse_lone_surrogates(key, where)
-            _refuse_lone_surrogates(item, f"{where}.{_printable(str(key))}")
+            refuse_lone_surrogates(key, where)
+            refuse_lone_surrogates(item, f"{where}.{_printable(str(key))}")
     elif isinstance(value, list):
         for index, item in enumerate(value):
-            _refuse_lone_surrogates(item, f"{where}.{index}")
+            refuse_lone_surrogates(item, f"{where}.{index}")
 
 
 def _parse_envelope(payload: Any) -> tuple[str, dict[str, Any]]:
@@ -266,8 +269,3 @@ def _parse_envelope(payload: Any) -> tuple[str, dict[str, Any]]:
     if not isinstance(params, dict):
         raise InvalidParamsError("params must be an object")
     return method, params
-
-
-def _supported_version(version: str) -> bool:
-    parts = version.strip().split(".")
-    return len(parts) >= 2 and parts[0] == "1" and parts[1] == "0"

@@ -27,14 +27,16 @@ from a2a_handoff.protocol.models import (
     GetTaskRequest,
     ListTasksRequest,
     SendMessageRequest,
+    StreamResponse,
     SubscribeToTaskRequest,
     Task,
     WireModel,
 )
 from a2a_handoff.protocol.states import TaskState
+from a2a_handoff.runtime.journal import Replied
 from a2a_handoff.runtime.tasks import TaskManager
-from a2a_handoff.server.jsonrpc import Call, Handler, answer, validate
-from a2a_handoff.server.streams import sse_answer, task_stream
+from a2a_handoff.server.call import Call, Handler, validate
+from a2a_handoff.server.streams import one_item, sse_answer, task_stream
 from a2a_handoff.stores.base import Store, TaskQuery
 
 
@@ -91,16 +93,20 @@ class A2AMethods:
         else:
             rendered = render_task(task, call.transfers_visible)
             shown = trim_history(rendered, history_length).dump_json()
-        return answer(call, '{"task":' + shown + "}" if wrap else shown)
+        return call.binding.answer(call, '{"task":' + shown + "}" if wrap else shown)
 
     async def send_message(self, call: Call) -> Response:
         request = validate(SendMessageRequest, call.params)
         config = request.configuration
         if config is not None and config.task_push_notification_config is not None:
             raise PushNotificationNotSupportedError()
-        submission = await self.manager.send(request.message, call.principal)
-        waiting = submission.created if config and config.return_immediately else submission.settled
-        record = await asyncio.shield(waiting)
+        immediately = bool(config and config.return_immediately)
+        submission = await self.manager.send(request.message, call.principal, prompt=immediately)
+        waiting = submission.created if immediately else submission.settled
+        try:
+            record = await asyncio.shield(waiting)
+        except Replied as replied:
+            return call.binding.answer(call, '{"message":' + replied.message.dump_json() + "}")
         task = record.task
         if submission.duplicate:
             task = with_ext_metadata(task, duplicate=True)
@@ -114,7 +120,12 @@ class A2AMethods:
         if config is not None and config.task_push_notification_config is not None:
             raise PushNotificationNotSupportedError()
         submission = await self.manager.send(request.message, call.principal)
-        await asyncio.shield(submission.created)
+        try:
+            await asyncio.shield(submission.created)
+        except Replied as replied:
+            return sse_answer(
+                call, one_item(StreamResponse(message=replied.message)), self.sse_ping
+            )
         stream = task_stream(self.store, submission.task_id, submission.head, submission.after)
         return sse_answer(call, stream, self.sse_ping)
 
@@ -150,7 +161,7 @@ class A2AMethods:
             + json.dumps(page.next_page_token)
             + f',"pageSize":{page_size},"totalSize":{page.total_size}}}'
         )
-        return answer(call, result)
+        return call.binding.answer(call, result)
 
     async def cancel_task(self, call: Call) -> Response:
         request = validate(CancelTaskRequest, call.params)
@@ -162,13 +173,16 @@ class A2AMethods:
         record = await self.manager.owned(request.id, call.principal)
         if record.state.terminal:
             raise UnsupportedOperationError(
-                f"task {record.id} is {record.state.name}: a terminal task has no updates"
+                f"task {record.id} is {record.state.name}: a terminal task has no updates",
+                metadata={"taskId": record.id},
             )
         resume = _last_event_id(call.request)
         if resume is not None:
-            stream = task_stream(self.store, record.id, None, resume)
+            stream = task_stream(self.store, record.id, None, resume, until_terminal=True)
         else:
-            stream = task_stream(self.store, record.id, record.task, record.version)
+            stream = task_stream(
+                self.store, record.id, record.task, record.version, until_terminal=True
+            )
         return sse_answer(call, stream, self.sse_ping)
 
     async def get_extended_card(self, call: Call) -> Response:
@@ -193,7 +207,7 @@ class A2AMethods:
             if await self._visible(e.task_id, call.principal)
         ]
         result = json.dumps({"sent": sent, "received": received}, separators=(",", ":"))
-        return answer(call, result)
+        return call.binding.answer(call, result)
 
 
 def _last_event_id(request: Request) -> int | None:

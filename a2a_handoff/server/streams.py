@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 
@@ -27,8 +26,9 @@ from starlette.types import Receive, Scope, Send
 from a2a_handoff.errors import InternalError, RpcError
 from a2a_handoff.protocol.extension import render_item
 from a2a_handoff.protocol.models import StreamResponse, Task
-from a2a_handoff.protocol.sse import PING, frame
-from a2a_handoff.server.jsonrpc import Call, error_body, protocol_headers, result_body
+from a2a_handoff.protocol.sse import PING
+from a2a_handoff.protocol.states import TaskState
+from a2a_handoff.server.call import Call, protocol_headers
 from a2a_handoff.stores.base import Store, TaskEvent
 
 log = logging.getLogger("a2a_handoff.server")
@@ -99,10 +99,16 @@ class SseResponse(Response):
                 await aclose()
 
 
-async def task_stream(store: Store, task_id: str, head: Task | None, after: int) -> Items:
-    """`head` (if any) then the task's events after `after`, until it ends or pauses."""
+async def task_stream(
+    store: Store, task_id: str, head: Task | None, after: int, *, until_terminal: bool = False
+) -> Items:
+    """`head` (if any) then the task's events after `after`, until it ends or pauses.
+
+    `until_terminal` (SubscribeToTask, spec §3.1.6): the stream stays open while the task
+    waits for input, and closes only when it ends.
+    """
     if head is not None:
-        done = head.status.state.terminal or head.status.state.interrupted
+        done = ends(head.status.state, until_terminal)
         first = StreamResponse(task=head)
         head = None  # an open stream keeps no snapshot alive
         yield after, first
@@ -112,34 +118,43 @@ async def task_stream(store: Store, task_id: str, head: Task | None, after: int)
     async with contextlib.aclosing(store.follow(task_id, after)) as events:
         async for event in events:
             yield event.seq, event.item
-            if pauses(event.item):
+            if pauses(event.item, until_terminal):
                 return
 
 
-def pauses(item: StreamResponse) -> bool:
-    """Whether a stream ends after this item: the task ended or waits for its caller."""
+def ends(state: TaskState, until_terminal: bool = False) -> bool:
+    """Whether a stream closes once the task is in `state`."""
+    return state.terminal or (state.interrupted and not until_terminal)
+
+
+def pauses(item: StreamResponse, until_terminal: bool = False) -> bool:
+    """Whether a stream ends after this item: the task ended (or waits for its caller)."""
     status = item.status_update.status if item.status_update else None
     if status is None and item.task is not None:
         status = item.task.status
-    return status is not None and (status.state.terminal or status.state.interrupted)
+    return status is not None and ends(status.state, until_terminal)
+
+
+async def one_item(item: StreamResponse) -> Items:
+    """A stream of a single item (a direct Message reply) that closes after it."""
+    yield 0, item
 
 
 def sse_answer(call: Call, items: Items, ping: float) -> SseResponse:
-    """The call's answer as an SSE stream of `items`, each a JSON-RPC result frame; an
-    error while streaming ends the stream with a JSON-RPC error frame."""
+    """The call's answer as an SSE stream of `items`, each framed by the call's binding; an
+    error while streaming ends the stream with the binding's error event."""
     visible = call.transfers_visible
-    call_id = call.id
+    binding = call.binding
 
     async def frames() -> AsyncIterator[bytes]:
         try:
             async for seq, item in items:
-                result = render_item(item, visible).dump_json()
-                yield frame(result_body(call_id, result).decode(), seq)
+                yield binding.event(call, seq or None, render_item(item, visible))
         except RpcError as error:
-            yield frame(json.dumps(error_body(call_id, error)))
+            yield binding.stream_error(call, error)
         except Exception:
             log.exception("stream of a task failed")
-            yield frame(json.dumps(error_body(call_id, InternalError())))
+            yield binding.stream_error(call, InternalError())
         finally:
             await items.aclose()
 

@@ -2,14 +2,15 @@
 
 Every test talks to `python -m servers echo` through the SDK only — card resolution, transport
 choice, request encoding and response parsing are all the SDK's — so a reply the SDK cannot
-parse, or a state it does not expect, fails here.
+parse, or a state it does not expect, fails here. Tests marked with `binding` run over both
+JSON-RPC and HTTP+JSON (the SDK's REST transport). The 0.3 client is `test_interop03.py`.
 """
 
 from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 
 import anyio
@@ -31,7 +32,10 @@ from a2a.types.a2a_pb2 import (
     TaskState,
 )
 from a2a.utils.errors import JSON_RPC_ERROR_CODE_MAP, TaskNotCancelableError
+from google.protobuf import json_format
 
+from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI as URI
+from tests.integration.handoff_support import REFUND, Agents, running
 from tests.support import AgentProcess
 
 pytestmark = pytest.mark.anyio
@@ -44,13 +48,22 @@ TERMINAL = {
 }
 
 
+BINDINGS = pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON"])
+
+
 @asynccontextmanager
 async def connect(
-    agent: AgentProcess, *, streaming: bool, polling: bool = False
+    agent: AgentProcess, *, streaming: bool, polling: bool = False, binding: str = "JSONRPC"
 ) -> AsyncIterator[Client]:
-    """An SDK client resolved from the agent's URL (its card), with a generous HTTP timeout."""
+    """An SDK client resolved from the agent's URL (its card), with a generous HTTP timeout,
+    speaking `binding`."""
     async with httpx.AsyncClient(timeout=30.0) as http:
-        config = ClientConfig(streaming=streaming, polling=polling, httpx_client=http)
+        config = ClientConfig(
+            streaming=streaming,
+            polling=polling,
+            httpx_client=http,
+            supported_protocol_bindings=[binding],
+        )
         client = await create_client(agent.url, config)
         try:
             yield client
@@ -121,11 +134,14 @@ async def test_sdk_resolves_and_parses_the_agent_card(echo_agent: AgentProcess) 
     assert card.capabilities.streaming is True
     assert card.capabilities.push_notifications is False
     assert [s.id for s in card.skills] == ["echo"]
-    assert len(card.supported_interfaces) == 1
-    interface = card.supported_interfaces[0]
+    assert len(card.supported_interfaces) == 2
+    interface, rest = card.supported_interfaces
     assert interface.protocol_binding == "JSONRPC"
     assert interface.url == echo_agent.url
     assert interface.protocol_version == "1.0"
+    assert rest.protocol_binding == "HTTP+JSON"
+    assert rest.url == echo_agent.url.rstrip("/")
+    assert rest.protocol_version == "1.0"
 
     # The SDK's own entry point, with its default config and its own HTTP client.
     client = await create_client(echo_agent.url, ClientConfig(streaming=False))
@@ -140,8 +156,11 @@ async def test_sdk_resolves_and_parses_the_agent_card(echo_agent: AgentProcess) 
 # -- 1. blocking send -------------------------------------------------------------------
 
 
-async def test_blocking_send_completes_with_the_echo(echo_agent: AgentProcess) -> None:
-    async with connect(echo_agent, streaming=False) as client:
+@BINDINGS
+async def test_blocking_send_completes_with_the_echo(
+    echo_agent: AgentProcess, binding: str
+) -> None:
+    async with connect(echo_agent, streaming=False, binding=binding) as client:
         message = user_message("hello")
         events = await send(client, message)
         assert len(events) == 1
@@ -190,10 +209,12 @@ async def test_non_blocking_send_returns_at_once_then_completes(
 # -- 3. streaming send ------------------------------------------------------------------
 
 
+@BINDINGS
 async def test_streaming_send_yields_task_then_updates_then_completed(
     echo_agent: AgentProcess,
+    binding: str,
 ) -> None:
-    async with connect(echo_agent, streaming=True) as client:
+    async with connect(echo_agent, streaming=True, binding=binding) as client:
         events = await send(client, user_message("sleep:1"))
 
     assert len(events) >= 3, events
@@ -259,8 +280,11 @@ async def test_get_task_trims_history_to_history_length(echo_agent: AgentProcess
 # -- 5. list tasks ----------------------------------------------------------------------
 
 
-async def test_list_tasks_filters_by_context_and_pages(echo_agent: AgentProcess) -> None:
-    async with connect(echo_agent, streaming=False) as client:
+@BINDINGS
+async def test_list_tasks_filters_by_context_and_pages(
+    echo_agent: AgentProcess, binding: str
+) -> None:
+    async with connect(echo_agent, streaming=False, binding=binding) as client:
         first = await send_for_task(client, "one")
         second = await send_for_task(client, "two", context_id=first.context_id)
         other = await send_for_task(client, "three")
@@ -300,8 +324,11 @@ async def test_list_tasks_filters_by_context_and_pages(echo_agent: AgentProcess)
 # -- 6. cancel --------------------------------------------------------------------------
 
 
-async def test_cancel_running_task_then_cancel_again_is_32002(echo_agent: AgentProcess) -> None:
-    async with connect(echo_agent, streaming=False, polling=True) as client:
+@BINDINGS
+async def test_cancel_running_task_then_cancel_again_is_32002(
+    echo_agent: AgentProcess, binding: str
+) -> None:
+    async with connect(echo_agent, streaming=False, polling=True, binding=binding) as client:
         started = await send_for_task(client, "sleep:30")
         assert started.status.state not in TERMINAL
 
@@ -325,14 +352,16 @@ async def test_cancel_running_task_then_cancel_again_is_32002(echo_agent: AgentP
 # -- 7. subscribe -----------------------------------------------------------------------
 
 
+@BINDINGS
 async def test_subscribe_to_running_task_starts_with_task_and_ends_completed(
     echo_agent: AgentProcess,
+    binding: str,
 ) -> None:
-    async with connect(echo_agent, streaming=False, polling=True) as poller:
+    async with connect(echo_agent, streaming=False, polling=True, binding=binding) as poller:
         started = await send_for_task(poller, "sleep:2")
         assert started.status.state not in TERMINAL
 
-    async with connect(echo_agent, streaming=True) as client:
+    async with connect(echo_agent, streaming=True, binding=binding) as client:
         events = [e async for e in client.subscribe(SubscribeToTaskRequest(id=started.id))]
 
     assert len(events) >= 2, events
@@ -411,3 +440,45 @@ async def test_input_required_round_trip_streaming(echo_agent: AgentProcess) -> 
     assert artifact_texts(fetched) == ["Ada"]
     users = [m for m in fetched.history if m.role == Role.ROLE_USER]
     assert [m.message_id for m in users] == [question.message_id, answer.message_id]
+
+
+# -- 9. a handed-off task, and a direct reply ---------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def handoff_agents(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Agents]:
+    """Triage → billing / logistics, shared by the bindings' handoff tests."""
+    with running(tmp_path_factory.mktemp("interop-handoff")) as agents:
+        yield agents
+
+
+@BINDINGS
+async def test_a_handed_off_task_and_its_successor(handoff_agents: Agents, binding: str) -> None:
+    agents = handoff_agents
+    async with connect(agents.triage, streaming=False, binding=binding) as client:
+        source = await send_for_task(client, REFUND)
+    # No extension activated: TRANSFERRED is shown as COMPLETED, the pointer in metadata.
+    assert source.status.state == TaskState.TASK_STATE_COMPLETED
+    ext = json_format.MessageToDict(source.metadata)[URI]
+    assert ext["state"] == "TRANSFERRED"
+    pointer = ext["transfer"]
+    assert pointer["agentName"] == "billing"
+    async with connect(agents.billing, streaming=False, binding=binding) as client:
+        successor = await client.get_task(GetTaskRequest(id=pointer["taskId"]))
+        assert successor.context_id == source.context_id
+        assert successor.status.state == TaskState.TASK_STATE_COMPLETED
+        refund = json_format.MessageToDict(successor.artifacts[0].parts[0].data)
+        assert refund["orderId"] == "12345"
+        listed = await client.list_tasks(ListTasksRequest(context_id=source.context_id))
+        assert [t.id for t in listed.tasks] == [successor.id]
+
+
+@BINDINGS
+async def test_a_direct_reply_is_one_message(echo_agent: AgentProcess, binding: str) -> None:
+    for streaming in (False, True):
+        async with connect(echo_agent, streaming=streaming, binding=binding) as client:
+            events = await send(client, user_message("reply: just this"))
+        assert len(events) == 1
+        assert events[0].HasField("message"), events[0]
+        assert [p.text for p in events[0].message.parts] == ["just this"]
+        assert events[0].message.role == Role.ROLE_AGENT

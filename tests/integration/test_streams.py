@@ -80,6 +80,26 @@ async def start(agent: AgentProcess, text: str) -> str:
     return task_id
 
 
+async def drop_and_resume(
+    http: httpx.AsyncClient, url: str, task_id: str, *, first: int, away: float
+) -> tuple[list[tuple[int | None, dict[str, Any]]], list[tuple[int | None, dict[str, Any]]], int]:
+    """Subscribe, read `first` frames and drop the stream; `away` seconds later resume with
+    Last-Event-ID. (head, rest, the last id seen before the drop)."""
+    head = await sse(http, url, "SubscribeToTask", {"id": task_id}, limit=first)
+    last_id = head[-1][0]
+    assert last_id is not None
+    await anyio.sleep(away)  # events happen while we are away
+    headers = {"Last-Event-ID": str(last_id)}
+    rest = await sse(http, url, "SubscribeToTask", {"id": task_id}, headers=headers)
+    return head, rest, last_id
+
+
+async def get_task(http: httpx.AsyncClient, url: str, task_id: str) -> dict[str, Any]:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": task_id}}
+    task: dict[str, Any] = (await http.post(url, json=body, headers=A2A_HEADERS)).json()["result"]
+    return task
+
+
 async def test_streaming_send_replays_the_task_from_submission(echo_agent: AgentProcess) -> None:
     async with httpx.AsyncClient(timeout=30) as http:
         frames = await sse(http, echo_agent.url, "SendStreamingMessage", send_params("sleep:1"))
@@ -125,27 +145,13 @@ async def test_subscribers_see_every_event_in_the_same_order(echo_agent: AgentPr
 async def test_last_event_id_resumes_without_loss_or_repeat(echo_agent: AgentProcess) -> None:
     task_id = await start(echo_agent, "sleep:3")
     async with httpx.AsyncClient(timeout=30) as http:
-        head = await sse(http, echo_agent.url, "SubscribeToTask", {"id": task_id}, limit=2)
-        last_id = head[-1][0]
-        assert last_id is not None
-        await anyio.sleep(1.2)  # events happen while we are away
-        rest = await sse(
-            http,
-            echo_agent.url,
-            "SubscribeToTask",
-            {"id": task_id},
-            headers={"Last-Event-ID": str(last_id)},
-        )
-        full = await http.post(
-            echo_agent.url,
-            json={"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": task_id}},
-            headers=A2A_HEADERS,
-        )
+        _, rest, last_id = await drop_and_resume(http, echo_agent.url, task_id, first=2, away=1.2)
+        full = await get_task(http, echo_agent.url, task_id)
     resumed_ids = [i for i, _ in rest]
     assert resumed_ids == list(range(last_id + 1, last_id + 1 + len(rest)))
     assert "task" not in rest[0][1]["result"]  # a resume carries events only
     assert state_of(rest[-1][1]) == "TASK_STATE_COMPLETED"
-    assert full.json()["result"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert full["status"]["state"] == "TASK_STATE_COMPLETED"
 
 
 async def test_subscribe_to_a_terminal_task_is_refused(echo_agent: AgentProcess) -> None:
@@ -202,3 +208,53 @@ def test_kill_9_loses_nothing_committed(echo_agent: AgentProcess) -> None:
     orphan = echo_agent.rpc("GetTask", {"id": running_id})["result"]
     assert orphan["status"]["state"] == "TASK_STATE_FAILED"  # type: ignore[index]
     assert orphan["status"]["message"]["parts"][0]["text"] == RESTART_REASON  # type: ignore[index]
+
+
+async def test_subscribe_stays_open_while_the_task_waits_for_input(
+    echo_agent: AgentProcess,
+) -> None:
+    task_id = await start(echo_agent, "ask: who?")
+    async with httpx.AsyncClient(timeout=30) as http:
+        frames: list[tuple[int | None, dict[str, Any]]] = []
+        closed = anyio.Event()
+
+        async def subscribe() -> None:
+            frames.extend(await sse(http, echo_agent.url, "SubscribeToTask", {"id": task_id}))
+            closed.set()
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(subscribe)
+            await anyio.sleep(0.5)
+            assert not closed.is_set()  # still open: the task waits for input, it has not ended
+            answer = send_params("Ada")
+            answer["message"]["taskId"] = task_id
+            body = {"jsonrpc": "2.0", "id": 3, "method": "SendMessage", "params": answer}
+            await http.post(echo_agent.url, json=body, headers=A2A_HEADERS)
+    states = [state_of(f) for _, f in frames]
+    assert states[0] == "TASK_STATE_INPUT_REQUIRED"
+    assert states[-1] == "TASK_STATE_COMPLETED"
+    assert "TASK_STATE_WORKING" in states
+
+
+async def test_last_event_id_resume_gets_the_artifact_chunks_missed(
+    echo_agent: AgentProcess,
+) -> None:
+    words = [f"w{i}" for i in range(8)]
+    task_id = await start(echo_agent, "tokens: " + " ".join(words))
+    async with httpx.AsyncClient(timeout=30) as http:
+        head, rest, last_id = await drop_and_resume(
+            http, echo_agent.url, task_id, first=3, away=0.3
+        )
+        stored = await get_task(http, echo_agent.url, task_id)
+    frames = [f["result"] for _, f in head[1:] + rest]  # the head's Task snapshot aside
+    snapshot = head[0][1]["result"]["task"]
+    before = [p["text"] for a in snapshot.get("artifacts", []) for p in a["parts"]]
+    chunks = [f["artifactUpdate"] for f in frames if "artifactUpdate" in f]
+    assert [i for i, _ in rest] == list(range(last_id + 1, last_id + 1 + len(rest)))
+    assert chunks[-1]["lastChunk"] is True
+    assert len({c["artifact"]["artifactId"] for c in chunks}) == 1
+    assert "".join(before) + "".join(c["artifact"]["parts"][0]["text"] for c in chunks) == (
+        " ".join(words)
+    )
+    [artifact] = stored["artifacts"]
+    assert [p["text"] for p in artifact["parts"]] == [" ".join(words)]

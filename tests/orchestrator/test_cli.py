@@ -53,6 +53,12 @@ def test_input_required_round_trip_across_two_sends(agents: Agents, cli: Cli) ->
     assert after["state"] == "TASK_STATE_COMPLETED"
 
 
+def test_a_direct_reply_is_a_complete_answer(cli: Cli, echo_agent: AgentProcess) -> None:
+    code, out = cli.run("send", "--entry", echo_agent.url, "reply: nothing to track")
+    assert code == 0, out
+    assert "[echo] nothing to track" in out
+
+
 def test_chat_over_a_pipe(agents: Agents, cli: Cli) -> None:
     code, out = cli.run("chat", "--entry", agents.triage.url, stdin="I want a refund\norder 313\n")
     assert code == 0

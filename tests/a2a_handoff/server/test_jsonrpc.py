@@ -118,8 +118,22 @@ def send_params(
     return {"message": message}
 
 
+REASONS = {
+    -32001: "TASK_NOT_FOUND",
+    -32002: "TASK_NOT_CANCELABLE",
+    -32003: "PUSH_NOTIFICATION_NOT_SUPPORTED",
+    -32004: "UNSUPPORTED_OPERATION",
+    -32005: "CONTENT_TYPE_NOT_SUPPORTED",
+    -32006: "INVALID_AGENT_RESPONSE",
+    -32007: "EXTENDED_AGENT_CARD_NOT_CONFIGURED",
+    -32008: "EXTENSION_SUPPORT_REQUIRED",
+    -32009: "VERSION_NOT_SUPPORTED",
+}
+
+
 def rpc_error(response: httpx.Response, code: int, *, status: int = 200) -> Json:
-    """The JSON-RPC error of `response`, checked to be well formed and to carry `code`."""
+    """The JSON-RPC error of `response`, checked to be well formed and to carry `code` — an
+    A2A error with its `google.rpc.ErrorInfo` first in `data` (spec §9.5)."""
     assert response.status_code == status, (response.status_code, response.text)
     assert response.headers["content-type"].startswith("application/json")
     assert "Traceback" not in response.text
@@ -131,6 +145,11 @@ def rpc_error(response: httpx.Response, code: int, *, status: int = 200) -> Json
     assert error["code"] == code, body
     assert isinstance(error["message"], str)
     assert error["message"]
+    if code in REASONS:
+        info = error["data"][0]
+        assert info["@type"] == "type.googleapis.com/google.rpc.ErrorInfo", error
+        assert info["domain"] == "a2a-protocol.org"
+        assert info["reason"] == REASONS[code]
     return error
 
 
@@ -408,6 +427,62 @@ async def test_unsupported_protocol_version(caller: Caller, headers: dict[str, s
     rpc_error(response, -32009)
 
 
+async def test_version_may_come_as_a_query_parameter(caller: Caller) -> None:
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}})
+    response = await caller.http.post(URL + "?A2A-Version=1.0", content=body)
+    assert "result" in response.json(), response.text
+    wrong = await caller.http.post(URL + "?A2A-Version=2.0", content=body)
+    rpc_error(wrong, -32009)
+
+
+async def test_a_0_3_method_name_with_the_1_0_header_is_unknown(caller: Caller) -> None:
+    rpc_error(await caller.rpc("message/send", send_params("hi")), -32601)
+
+
+async def test_unknown_task_names_the_task_in_its_error_info(caller: Caller) -> None:
+    error = rpc_error(await caller.rpc("GetTask", {"id": "t-404"}), -32001)
+    assert error["data"] == [
+        {
+            "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+            "reason": "TASK_NOT_FOUND",
+            "domain": "a2a-protocol.org",
+            "metadata": {"taskId": "t-404"},
+        }
+    ]
+
+
+async def test_standard_json_rpc_errors_carry_no_error_info(caller: Caller) -> None:
+    error = rpc_error(await caller.rpc("NoSuchMethod", {}), -32601)
+    assert "data" not in error
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", "application/xml", "multipart/form-data"])
+async def test_a_body_that_is_not_json_sent_as_another_type_is_32005(
+    caller: Caller, content_type: str
+) -> None:
+    before = await caller.total()
+    body = str({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {}})
+    error = rpc_error(await caller.raw(body, {"Content-Type": content_type}), -32005)
+    assert content_type in error["message"]
+    assert await caller.total() == before
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded"])
+async def test_valid_json_is_served_whatever_the_content_type(
+    caller: Caller, content_type: str
+) -> None:
+    body = json.dumps(
+        {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": send_params("hi")}
+    )
+    response = await caller.raw(body, {"Content-Type": content_type})
+    assert response.json()["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+async def test_a_body_that_is_not_json_sent_as_json_stays_a_parse_error(caller: Caller) -> None:
+    for content_type in ("application/json", "application/a2a+json; charset=utf-8"):
+        rpc_error(await caller.raw("{not json", {"Content-Type": content_type}), -32700)
+
+
 async def test_version_header_is_case_insensitive(caller: Caller) -> None:
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}})
     response = await caller.http.post(URL, content=body, headers={"a2a-version": "1.0"})
@@ -463,6 +538,17 @@ async def test_body_over_the_limit_without_a_length_is_cut_short(small: Caller) 
     rpc_error(response, -32100, status=413)
     # 1024 bytes is two chunks: the server stops right after the one that crosses the limit.
     assert pulled <= 4
+
+
+async def test_our_errors_carry_error_info_in_our_domain(small: Caller) -> None:
+    error = rpc_error(await small.raw("x" * 2048), -32100, status=413)
+    assert error["data"] == [
+        {
+            "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+            "reason": "PAYLOAD_TOO_LARGE",
+            "domain": "a2a-handoff",
+        }
+    ]
 
 
 async def test_body_limit_boundary(small: Caller) -> None:

@@ -1,0 +1,96 @@
+"""Drives the official A2A 0.3 python client (a2a-sdk 0.3.x) against an agent; run by
+`tests/integration/test_interop03.py` with the interpreter of `.venv-a2a03`, where that
+client is installed (it cannot share a virtualenv with the 1.x SDK). Imports nothing of ours.
+
+    python client03.py URL COMMANDS_JSON
+
+COMMANDS_JSON is a list of [command, argument] pairs; each prints one line of JSON:
+`card` (the card as the 0.3 resolver parses it, read from /.well-known/agent.json),
+`send TEXT` (blocking), `send_nowait TEXT` (blocking false), `stream TEXT`, `get TASK_ID`,
+`cancel TASK_ID`, `resubscribe TASK_ID`, `answer [TASK_ID, TEXT]` (a follow-up, blocking).
+A client error prints {"error": type, "code": …, "message": …}.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import uuid
+from typing import Any
+
+import httpx
+from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
+from a2a.types import (
+    AgentCard,
+    Message,
+    MessageSendConfiguration,
+    Part,
+    Role,
+    TaskIdParams,
+    TaskQueryParams,
+    TextPart,
+)
+
+
+def dump(obj: Any) -> Any:
+    if isinstance(obj, tuple):  # (Task, update event or None)
+        return [dump(o) for o in obj]
+    if hasattr(obj, "model_dump"):
+        return {"type": type(obj).__name__, **obj.model_dump(mode="json", exclude_none=True)}
+    return obj
+
+
+def message(text: str, task_id: str | None = None, context_id: str | None = None) -> Message:
+    return Message(
+        role=Role.user,
+        message_id=f"m-{uuid.uuid4()}",
+        parts=[Part(root=TextPart(text=text))],
+        task_id=task_id,
+        context_id=context_id,
+    )
+
+
+async def run(url: str, commands: list[tuple[str, Any]]) -> None:
+    async with httpx.AsyncClient(timeout=30.0) as http:
+        resolver = A2ACardResolver(http, url, agent_card_path=".well-known/agent.json")
+        card: AgentCard = await resolver.get_agent_card()
+        blocking = ClientFactory(ClientConfig(streaming=False, httpx_client=http)).create(card)
+        streaming = ClientFactory(ClientConfig(streaming=True, httpx_client=http)).create(card)
+        for command, arg in commands:
+            try:
+                result: Any
+                if command == "card":
+                    result = dump(card)
+                elif command == "send":
+                    result = [dump(e) async for e in blocking.send_message(message(arg))]
+                elif command == "send_nowait":
+                    config = MessageSendConfiguration(blocking=False)
+                    events = blocking.send_message(message(arg), configuration=config)
+                    result = [dump(e) async for e in events]
+                elif command == "answer":
+                    task = await blocking.get_task(TaskQueryParams(id=arg[0]))
+                    follow_up = message(arg[1], task.id, task.context_id)
+                    result = [dump(e) async for e in blocking.send_message(follow_up)]
+                elif command == "stream":
+                    result = [dump(e) async for e in streaming.send_message(message(arg))]
+                elif command == "get":
+                    result = dump(await blocking.get_task(TaskQueryParams(id=arg)))
+                elif command == "cancel":
+                    result = dump(await blocking.cancel_task(TaskIdParams(id=arg)))
+                elif command == "resubscribe":
+                    result = [dump(e) async for e in streaming.resubscribe(TaskIdParams(id=arg))]
+                else:
+                    raise ValueError(f"unknown command {command!r}")
+            except Exception as exc:
+                error = getattr(exc, "error", None)
+                result = {
+                    "error": type(exc).__name__,
+                    "code": getattr(error, "code", None),
+                    "message": str(exc),
+                }
+            print(json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    asyncio.run(run(sys.argv[1], json.loads(sys.argv[2])))
