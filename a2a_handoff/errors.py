@@ -19,7 +19,9 @@
     │   ├── PayloadTooLargeError      -32100  (ours: -32100 and below)
     │   ├── AuthenticationError       -32101  sent with HTTP 401
     │   ├── HandoffProcessingError    -32102  that handoff is still being created: retry
-    │   └── IdempotencyConflictError  -32103  one key, two different envelopes
+    │   ├── IdempotencyConflictError  -32103  one key, two different envelopes
+    │   ├── TaskBusyError             -32104  another message to the task is being processed
+    │   └── StoreUnavailableError     -32105  the store cannot be reached or written (HTTP 503)
     ├── RemoteError                   another agent answered with a JSON-RPC error
     ├── UnavailableError (ConnectionError)  another agent could not be reached
     ├── CircuitOpenError (ConnectionError)  its breaker is open: the call was not made
@@ -29,6 +31,7 @@
     ├── IllegalTransitionError        a move the state machine forbids
     ├── ConflictError                 a check-and-set lost against a concurrent write
     └── StoreError                    a backend failed or was misconfigured
+        └── StoreDownError (ConnectionError)  the backend cannot be reached: may come back
 
 `RpcError.code` is the table mapping errors to JSON-RPC codes: one class attribute each.
 """
@@ -151,6 +154,16 @@ class IdempotencyConflictError(RpcError):
     default_message = "this idempotency key was used with a different envelope"
 
 
+class TaskBusyError(RpcError):
+    code = -32104
+    default_message = "the task is busy: another message to it is being processed; retry"
+
+
+class StoreUnavailableError(RpcError):
+    code = -32105
+    default_message = "the agent's store is unavailable; retry shortly"
+
+
 class IllegalTransitionError(HandoffError):
     """A task state change the transition table forbids."""
 
@@ -161,6 +174,10 @@ class ConflictError(HandoffError):
 
 class StoreError(HandoffError):
     """A store backend failed or was configured wrongly."""
+
+
+class StoreDownError(StoreError, ConnectionError):
+    """The backend did not answer (refused, timed out): a later call may succeed."""
 
 
 class RemoteError(HandoffError):

@@ -13,11 +13,13 @@ import json
 import time
 from collections.abc import AsyncGenerator, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from a2a_handoff.errors import InvalidParamsError
 from a2a_handoff.protocol.models import StreamResponse, Task
 from a2a_handoff.protocol.states import TaskState
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +79,7 @@ class TaskQuery:
     state: TaskState | None = None
     page_size: int = 50
     page_token: str | None = None
+    updated_after: str | None = None  # only tasks updated after this (a `utc_now()` stamp)
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +107,16 @@ class OutboxEntry:
     detail: str
     created_at: str
     updated_at: str
+
+
+@dataclass(frozen=True, slots=True)
+class HandoffStats:
+    """What /health reports of the outbox, each answered from an index or a kept value."""
+
+    pending: int = 0
+    stale: int = 0  # pending since before the `stale_before` asked about
+    oldest_pending: str | None = None
+    last_done: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,6 +201,11 @@ class TaskStore(Protocol):
         """Whether the store answers."""
         ...
 
+    async def problem(self) -> str | None:
+        """None while the store answers and takes writes; else what is wrong, in a few words
+        (`unreachable: …`, `failing writes: …`)."""
+        ...
+
     async def aclose(self) -> None:
         """Release connections; idempotent."""
         ...
@@ -225,6 +243,7 @@ def page_of(records: Iterable[TaskRecord], query: TaskQuery) -> TaskPage:
         if (query.owner is None or r.visible_to(query.owner))
         and (query.context_id is None or r.task.context_id == query.context_id)
         and (query.state is None or r.state == query.state)
+        and (query.updated_after is None or r.updated_at > query.updated_after)
     ]
     matching.sort(key=lambda r: (r.updated_at, r.id), reverse=True)
     start = 0
@@ -238,6 +257,14 @@ def page_of(records: Iterable[TaskRecord], query: TaskQuery) -> TaskPage:
     more = start + query.page_size < len(matching)
     token = encode_page_token(page[-1].updated_at, page[-1].id) if more and page else ""
     return TaskPage(records=page, next_page_token=token, total_size=len(matching))
+
+
+def ledger_page(rows: Sequence[T], after: str, limit: int) -> tuple[list[T], str]:
+    """A page of an append-only list, by position: for backends that keep the ledger in order."""
+    start = int(after) if after.isdigit() else 0
+    page = list(rows[start : start + limit])
+    more = start + limit < len(rows)
+    return page, str(start + limit) if more else ""
 
 
 def check_create(record: TaskRecord, events: Sequence[StreamResponse]) -> None:
@@ -298,6 +325,26 @@ class HandoffStore(Protocol):
 
     async def received(self, context_id: str | None = None) -> list[ReceivedEntry]:
         """Handoffs received, oldest first."""
+        ...
+
+    async def sent_page(
+        self, *, owner: str | None, context_id: str | None, after: str, limit: int
+    ) -> tuple[list[OutboxEntry], str]:
+        """Up to `limit` entries sent, oldest first, after the cursor `after` ("": from the
+        start), of `owner` (None: anyone's) and `context_id`; with the cursor after the last
+        one ("" when there is no more). Reads O(log n + limit) rows."""
+        ...
+
+    async def received_page(
+        self, *, context_id: str | None, after: str, limit: int
+    ) -> tuple[list[ReceivedEntry], str]:
+        """Up to `limit` handoffs received, oldest first, after the cursor `after`; with the
+        next cursor ("" when there is no more)."""
+        ...
+
+    async def handoff_stats(self, stale_before: str) -> HandoffStats:
+        """Pending entries (how many, how many created before `stale_before`, the oldest)
+        and the last one completed: from indexes or kept values, never a scan."""
         ...
 
 

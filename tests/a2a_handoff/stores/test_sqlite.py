@@ -91,9 +91,11 @@ async def test_reads_see_only_what_is_committed_while_a_batch_commits(tmp_path: 
     async with SqliteTaskStore(tmp_path / "reads.db") as store:
         record = await create(store)
         held = HeldCommits()
-        assert store._fsync is not None
-        store._fsync.shutdown()
-        store._fsync = held
+        writer = store._writer
+        assert writer is not None
+        assert writer._fsync is not None
+        writer._fsync.shutdown()
+        writer._fsync = held
         # Two writes make a batch whose COMMIT runs in the (held) fsync thread.
         writes = asyncio.gather(
             advance(store, record, TaskState.WORKING), create(store, key="late")
