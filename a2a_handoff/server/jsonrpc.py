@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
 from a2a_handoff.auth import ApiKeyAuth
@@ -29,6 +29,8 @@ from a2a_handoff.errors import (
     PayloadTooLargeError,
     PushNotificationNotSupportedError,
     RpcError,
+    StoreError,
+    StoreUnavailableError,
     VersionNotSupportedError,
 )
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI, parse_extensions
@@ -181,6 +183,11 @@ class JsonRpcEndpoint:
             return await handler(Call(call_id, params, principal, extensions, request))
         except RpcError as error:
             return error_response(call_id, error, extensions)
+        except StoreError as exc:  # unreachable, or failing writes: the caller may retry
+            log.warning("store failure serving a JSON-RPC call: %s", exc)
+            return error_response(call_id, StoreUnavailableError(str(exc)), extensions)
+        except ClientDisconnect:  # the body never came (the server's body timeout): no answer
+            return Response(status_code=400)
         except Exception:
             log.exception("internal error serving a JSON-RPC call")
             return error_response(call_id, InternalError(), extensions)
@@ -189,15 +196,18 @@ class JsonRpcEndpoint:
 def error_response(
     call_id: str | int | None, error: RpcError, extensions: frozenset[str] = frozenset()
 ) -> Response:
-    """The JSON-RPC error object as an HTTP answer (401 and 413 where HTTP has a status)."""
+    """The JSON-RPC error object as an HTTP answer (401, 413 and 503 where HTTP has a
+    status: a 503 tells clients and proxies to retry later)."""
     status = 200
+    headers = protocol_headers(extensions)
     if isinstance(error, AuthenticationError):
         status = 401
+        headers["WWW-Authenticate"] = 'Bearer realm="a2a"'
     elif isinstance(error, PayloadTooLargeError):
         status = 413
-    headers = protocol_headers(extensions)
-    if status == 401:
-        headers["WWW-Authenticate"] = 'Bearer realm="a2a"'
+    elif isinstance(error, StoreUnavailableError):
+        status = 503
+        headers["Retry-After"] = "1"
     # ensure_ascii: an id holding a lone surrogate still encodes (as an escape).
     body = json.dumps(error_body(call_id, error), separators=(",", ":"))
     return Response(body, status_code=status, headers=headers, media_type="application/json")

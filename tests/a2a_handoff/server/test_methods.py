@@ -329,14 +329,17 @@ class Asker:
         return InputRequired("why?")
 
 
-async def test_a_follow_up_while_working_is_refused() -> None:
+async def test_a_follow_up_while_working_is_refused_as_busy() -> None:
     agent = Recorder(block=True)
     async for client in serve(agent, MemoryTaskStore()):
         task = (await client.send("hi", returnImmediately=True))["result"]["task"]
         reply = await client.send("more", task_id=task["id"])
-        assert reply["error"]["code"] == -32004
+        assert reply["error"]["code"] == -32104
+        assert "busy" in reply["error"]["message"]
         assert "still working" in reply["error"]["message"]
         agent.release.set()
+        history = (await client.task(task["id"]))["history"]
+        assert [m["parts"][0]["text"] for m in history if m["role"] == "ROLE_USER"] == ["hi"]
 
 
 class Confused:
