@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -184,13 +185,33 @@ class JsonRpcEndpoint:
         except RpcError as error:
             return error_response(call_id, error, extensions)
         except StoreError as exc:  # unreachable, or failing writes: the caller may retry
-            log.warning("store failure serving a JSON-RPC call: %s", exc)
+            _store_failures.note(exc)
             return error_response(call_id, StoreUnavailableError(str(exc)), extensions)
         except ClientDisconnect:  # the body never came (the server's body timeout): no answer
             return Response(status_code=400)
         except Exception:
             log.exception("internal error serving a JSON-RPC call")
             return error_response(call_id, InternalError(), extensions)
+
+
+class _StoreFailures:
+    """Calls refused because the store failed: logged once per `every` seconds, with the count
+    (under load while the store is down, a line per call would flood the log)."""
+
+    def __init__(self, every: float = 10.0) -> None:
+        self.every = every
+        self.count = 0
+        self.last = -every
+
+    def note(self, exc: Exception) -> None:
+        self.count += 1
+        now = time.monotonic()
+        if now - self.last >= self.every:
+            log.warning("%d call(s) refused: the store failed (%s)", self.count, exc)
+            self.count, self.last = 0, now
+
+
+_store_failures = _StoreFailures()
 
 
 def error_response(
