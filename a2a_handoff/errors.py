@@ -21,7 +21,8 @@
     │   ├── HandoffProcessingError    -32102  that handoff is still being created: retry
     │   ├── IdempotencyConflictError  -32103  one key, two different envelopes
     │   ├── TaskBusyError             -32104  another message to the task is being processed
-    │   └── StoreUnavailableError     -32105  the store cannot be reached or written (HTTP 503)
+    │   ├── StoreUnavailableError     -32105  the store cannot be reached or written (HTTP 503)
+    │   └── TooManyStreamsError       -32106  the open-stream cap is reached (HTTP 503)
     ├── RemoteError                   another agent answered with a JSON-RPC error
     ├── UnavailableError (ConnectionError)  another agent could not be reached
     ├── CircuitOpenError (ConnectionError)  its breaker is open: the call was not made
@@ -162,6 +163,11 @@ class TaskBusyError(RpcError):
 class StoreUnavailableError(RpcError):
     code = -32105
     default_message = "the agent's store is unavailable; retry shortly"
+
+
+class TooManyStreamsError(RpcError):
+    code = -32106
+    default_message = "too many open streams on this agent; retry shortly"
 
 
 class IllegalTransitionError(HandoffError):

@@ -114,6 +114,7 @@ def create_app(
     recovery_interval: float = 2.0,
     max_body: int = DEFAULT_MAX_BODY,
     sse_ping: float = 15.0,
+    max_streams: int = 1000,
     stale_after: float = STALE_AFTER_SECONDS,
     escalation: EscalationPolicy | None = None,
     contracts: Catalog | None = None,
@@ -125,7 +126,9 @@ def create_app(
     to them. `client` (with an injected httpx client) is built when not given.
     `escalation` sets the rules that escalate to the human agent (route `human` by default).
     `contracts` (a `Catalog`) turns handoff contracts on: every handoff needs one, sent and
-    received; the card lists the contracts this agent accepts.
+    received; the card lists the contracts this agent accepts. `max_streams` caps the SSE
+    streams open at once (beyond: -32106, HTTP 503). The connection-level limits are the
+    HTTP server's: serve the app with `server.limits.LimitedHttpProtocol` (see there).
     """
     if auth is not None and not card.security_schemes:
         card = card.model_copy(
@@ -150,7 +153,8 @@ def create_app(
     if client is None:
         client = _default_client(credentials)
     manager = TaskManager(agent, store, settings, client, escalation)
-    endpoint = JsonRpcEndpoint(A2AMethods(manager, sse_ping).table(), auth, max_body)
+    methods = A2AMethods(manager, sse_ping, max_streams)
+    endpoint = JsonRpcEndpoint(methods.table(), auth, max_body)
     served = Served(card, store, client, manager)
 
     @contextlib.asynccontextmanager
@@ -181,7 +185,7 @@ def create_app(
         routes=[
             Route("/", endpoint.rpc, methods=["POST"]),
             Route(CARD_PATH, CardRoute(card).get, methods=["GET"]),
-            Route("/health", Health(store, client, stale_after).get, methods=["GET"]),
+            Route("/health", Health(store, client, stale_after, auth).get, methods=["GET"]),
         ],
         lifespan=lifespan,
     )

@@ -32,6 +32,7 @@ from a2a_handoff.errors import (
     RpcError,
     StoreError,
     StoreUnavailableError,
+    TooManyStreamsError,
     VersionNotSupportedError,
 )
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI, parse_extensions
@@ -226,7 +227,7 @@ def error_response(
         headers["WWW-Authenticate"] = 'Bearer realm="a2a"'
     elif isinstance(error, PayloadTooLargeError):
         status = 413
-    elif isinstance(error, StoreUnavailableError):
+    elif isinstance(error, StoreUnavailableError | TooManyStreamsError):
         status = 503
         headers["Retry-After"] = "1"
     # ensure_ascii: an id holding a lone surrogate still encodes (as an escape).
