@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -236,13 +237,21 @@ def error_response(
 
 
 def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
+    raise ValueError(f"{name} is not JSON: numbers must be finite")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):  # 1e999: valid JSON syntax, but no double holds it
+        raise ValueError(f"{text[:40]} is not JSON: numbers must be finite")
+    return value
 
 
 def _parse_json(body: bytes) -> Any:
-    """Strict JSON: no NaN or Infinity; too deep a nesting is a parse error too."""
+    """Strict JSON: no NaN or Infinity, nor a number that overflows to it (1e999 was stored
+    as null); too deep a nesting is a parse error too."""
     try:
-        return json.loads(body, parse_constant=_refuse_constant)
+        return json.loads(body, parse_constant=_refuse_constant, parse_float=_finite)
     except RecursionError:
         raise ParseError("Parse error: the JSON is nested too deeply") from None
     except (ValueError, UnicodeDecodeError) as exc:

@@ -48,7 +48,7 @@ class ListHandoffsRequest(WireModel):
     page_token: str | None = None
 
 
-def _updated_after(raw: str | None) -> str | None:
+def _status_after(raw: str | None) -> str | None:
     """`statusTimestampAfter` as a stored timestamp's format (UTC, milliseconds), so that
     comparing the strings compares the moments."""
     if raw is None:
@@ -157,7 +157,7 @@ class A2AMethods:
                 state=request.status,
                 page_size=page_size,
                 page_token=request.page_token or None,
-                updated_after=_updated_after(request.status_timestamp_after),
+                status_after=_status_after(request.status_timestamp_after),
             )
         )
         tasks = []
@@ -225,9 +225,10 @@ class A2AMethods:
             rows, next_received = await self.store.received_page(
                 context_id=context_id, after=received_after, limit=limit
             )
-            received = [
-                received_row(e) for e in rows if await self._visible(e.task_id, call.principal)
-            ]
+            ids = sorted({e.task_id for e in rows})
+            shown = await asyncio.gather(*(self._visible(i, call.principal) for i in ids))
+            visible = {i for i, ok in zip(ids, shown, strict=True) if ok}
+            received = [received_row(e) for e in rows if e.task_id in visible]
         token = _ledger_token(next_sent or None, next_received or None, context_id)
         result = {"sent": sent, "received": received, "nextPageToken": token}
         return answer(call, json.dumps(result, separators=(",", ":")))

@@ -79,7 +79,8 @@ class TaskQuery:
     state: TaskState | None = None
     page_size: int = 50
     page_token: str | None = None
-    updated_after: str | None = None  # only tasks updated after this (a `utc_now()` stamp)
+    status_after: str | None = None  # only tasks whose status changed after this (a stamp
+    # of `utc_now()`'s form); a status changes no later than its task's updated_at
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,7 +244,7 @@ def page_of(records: Iterable[TaskRecord], query: TaskQuery) -> TaskPage:
         if (query.owner is None or r.visible_to(query.owner))
         and (query.context_id is None or r.task.context_id == query.context_id)
         and (query.state is None or r.state == query.state)
-        and (query.updated_after is None or r.updated_at > query.updated_after)
+        and (query.status_after is None or _status_after(r, query.status_after))
     ]
     matching.sort(key=lambda r: (r.updated_at, r.id), reverse=True)
     start = 0
@@ -265,6 +266,10 @@ def ledger_page(rows: Sequence[T], after: str, limit: int) -> tuple[list[T], str
     page = list(rows[start : start + limit])
     more = start + limit < len(rows)
     return page, str(start + limit) if more else ""
+
+
+def _status_after(record: TaskRecord, stamp: str) -> bool:
+    return record.updated_at > stamp and (record.task.status.timestamp or "") > stamp
 
 
 def check_create(record: TaskRecord, events: Sequence[StreamResponse]) -> None:

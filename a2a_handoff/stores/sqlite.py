@@ -166,9 +166,11 @@ class SqliteTaskStore(SqliteLedger):
         if query.state is not None:
             where.append("state = ?")
             params.append(query.state.value)
-        if query.updated_after is not None:
-            where.append("updated_at > ?")
-            params.append(query.updated_after)
+        if query.status_after is not None:
+            # The index narrows by updated_at (never before the status changed), the body
+            # decides: only the tasks updated since then are looked into.
+            where.append("updated_at > ? AND json_extract(body, '$.status.timestamp') > ?")
+            params += [query.status_after, query.status_after]
         filters = " AND ".join(where)
         total_rows = await self._read(f"SELECT COUNT(*) FROM tasks WHERE {filters}", params)
         page_where, page_params = filters, list(params)

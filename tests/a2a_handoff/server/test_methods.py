@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -389,3 +390,30 @@ async def test_a_replayed_handoff_is_a_duplicate_while_its_task_still_runs() -> 
         assert again["metadata"][URI]["duplicate"] is True
         assert agent.runs == 1
         agent.release.set()
+
+
+@pytest.mark.parametrize("backend", ["memory", "sqlite"])
+async def test_list_tasks_filters_by_status_timestamp_after(tmp_path: Path, backend: str) -> None:
+    store = MemoryTaskStore() if backend == "memory" else SqliteTaskStore(tmp_path / "t.db")
+    async for echo in serve(EchoAgent(), store):
+        await check_status_timestamp_after(echo)
+
+
+async def check_status_timestamp_after(echo: Client) -> None:
+    older = [(await echo.send(f"old {i}"))["result"]["task"]["id"] for i in range(3)]
+    await asyncio.sleep(0.01)
+    cut = (await echo.task(older[-1]))["status"]["timestamp"]
+    await asyncio.sleep(0.01)
+    newer = [(await echo.send(f"new {i}"))["result"]["task"]["id"] for i in range(2)]
+    listed = await echo.call("ListTasks", {"statusTimestampAfter": cut})
+    assert sorted(t["id"] for t in listed["result"]["tasks"]) == sorted(newer)
+    assert listed["result"]["totalSize"] == 2
+    # Any ISO-8601 form of the same moment filters the same way (here: +02:00, no Z).
+    moment = datetime.fromisoformat(cut.replace("Z", "+00:00")).astimezone(
+        timezone(timedelta(hours=2))
+    )
+    again = await echo.call("ListTasks", {"statusTimestampAfter": moment.isoformat()})
+    assert sorted(t["id"] for t in again["result"]["tasks"]) == sorted(newer)
+    bad = await echo.call("ListTasks", {"statusTimestampAfter": "yesterday"})
+    assert bad["error"]["code"] == -32602
+    assert "statusTimestampAfter" in bad["error"]["message"]
