@@ -19,7 +19,15 @@ from pathlib import Path
 
 import uvicorn
 
-from a2a_handoff import Agent, AgentCard, ApiKeyAuth, HandoffError, create_app, open_store
+from a2a_handoff import (
+    Agent,
+    AgentCard,
+    ApiKeyAuth,
+    HandoffError,
+    SqliteTaskStore,
+    create_app,
+    open_store,
+)
 from a2a_handoff.contracts.catalog import Catalog
 from a2a_handoff.escalation import EscalationPolicy
 from a2a_handoff.server.limits import ServerLimits, return_freed_memory
@@ -152,6 +160,8 @@ def serve(name: str, args: argparse.Namespace) -> int:
         keys = _pairs(args.credential, "--credential")
         credentials = {routes[n]: key for n, key in keys.items() if n in routes}
         store = open_store(args.store or f"sqlite:///data/{name}.db")
+        if isinstance(store, SqliteTaskStore):
+            store.check_free()  # another process serving the file: say so, do not start
         contracts = Catalog.load(args.contracts) if args.contracts else None
     except (HandoffError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)

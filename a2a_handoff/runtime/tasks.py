@@ -77,6 +77,7 @@ class TaskManager:
         self._runs: dict[str, TaskRun] = {}
         self._creating: dict[str, TaskRun] = {}
         self._stranded: set[str] = set()  # runs the store failed: their tasks to fail
+        self._recovered = False  # the start-up sweep is done (a failing store delays it)
         self._job: asyncio.Task[None] | None = None
 
     # -- what a run needs (runtime.run.RunHost) -------------------------------------------
@@ -104,7 +105,9 @@ class TaskManager:
 
     async def recover(self) -> int:
         """Fail tasks a previous process (or a dead replica) left running; how many."""
-        return await fail_orphans(self.store, self._runs, self.leases)
+        failed = await fail_orphans(self.store, self._runs, self.leases)
+        self._recovered = True
+        return failed
 
     async def sweep(self, others: bool) -> int:
         """The heartbeat's sweep: fail the tasks this process stranded, and with `others` the
@@ -112,8 +115,8 @@ class TaskManager:
         failed = 0
         if self._stranded:
             failed += await fail_stranded(self.store, self._stranded, self._runs)
-        if others:
-            failed += await fail_orphans(self.store, self._runs, self.leases)
+        if others or not self._recovered:
+            failed += await self.recover()
         if failed:
             log.warning("failed %d task(s) whose runner was lost", failed)
         return failed

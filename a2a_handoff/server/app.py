@@ -26,6 +26,7 @@ from a2a_handoff.agent import Agent
 from a2a_handoff.auth import ApiKeyAuth
 from a2a_handoff.client.client import AgentClient
 from a2a_handoff.client.transport import Http11Transport
+from a2a_handoff.errors import StoreError
 from a2a_handoff.escalation import EscalationPolicy
 from a2a_handoff.handoff.settings import HandoffSettings
 from a2a_handoff.protocol.agent_card import AgentCard
@@ -164,13 +165,18 @@ def create_app(
         try:
             # Before serving: finish handoffs a previous process left pending, then fail
             # the tasks it left running (with replicas: those whose runner is gone).
+            # A store that fails reads here (a damaged file) is served degraded rather than
+            # not at all: /health says what is wrong, and the heartbeat tries again.
             await manager.leases.start()
-            replayed = await handoffs.outbox.recover(wait_seconds=5.0)
-            if replayed:
-                log.warning("replaying %d pending handoff(s)", replayed)
-            recovered = await manager.recover()
-            if recovered:
-                log.warning("failed %d task(s) left running by a previous process", recovered)
+            try:
+                replayed = await handoffs.outbox.recover(wait_seconds=5.0)
+                if replayed:
+                    log.warning("replaying %d pending handoff(s)", replayed)
+                recovered = await manager.recover()
+                if recovered:
+                    log.warning("failed %d task(s) left running by a previous process", recovered)
+            except StoreError as exc:
+                log.error("start-up recovery failed, serving degraded: %s", exc)
             handoffs.outbox.start()
             manager.start_background()
             yield

@@ -53,6 +53,13 @@ class SqliteFile(LocalLeases):
 
     # -- lifecycle ------------------------------------------------------------------------
 
+    def check_free(self) -> None:
+        """Raise StoreError naming the process that serves the file, if one does (unless
+        shared); what `open()` would refuse, said before a server starts."""
+        if not self.shared and self._writer is None:
+            self._owner.acquire()
+            self._owner.release()
+
     async def open(self) -> SqliteFile:
         """Take the file (unless shared), create the schema and start the writer; idempotent."""
         if self._writer is not None:

@@ -39,7 +39,7 @@ class OwnerLock:
             handle.seek(0)
             owner = _describe(handle.read())
             handle.close()
-            database = self.path.name.removesuffix("-owner")
+            database = str(self.path)[: -len("-owner")]
             raise StoreError(
                 f"the SQLite file {database} is already served by another process ({owner});"
                 " stop that one first, or open the store with ?shared=1 if several processes"
