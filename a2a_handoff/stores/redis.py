@@ -54,6 +54,7 @@ from a2a_handoff.stores.base import (
     check_update,
     page_of,
 )
+from a2a_handoff.stores.event_log import from_log, log_json, needs_snapshot
 from a2a_handoff.stores.redis_ledger import RedisBase, guarded, score
 from a2a_handoff.stores.redis_scripts import ALL as SCRIPTS
 from a2a_handoff.stores.redis_scripts import LAYOUT
@@ -228,7 +229,7 @@ class RedisTaskStore(RedisBase):
             record.id, record.owner, record.delegate, record.task.context_id,
             record.state.value, record.version, record.created_at, record.updated_at,
             record.task_json(), max(1, int(ttl * 1000)), self._key(f"n:{record.id}"),
-            len(events), *(item.dump_json() for item in events),
+            len(events), *(log_json(item, record.task) for item in events),
         ]  # fmt: skip
         if outbox is not None:
             args += [json.dumps(asdict(outbox)), score(outbox.created_at)]
@@ -273,7 +274,7 @@ class RedisTaskStore(RedisBase):
         args: list[Any] = [
             record.id, expected_version, record.version, record.state.value, record.updated_at,
             record.task_json(), self._key(f"n:{record.id}"), len(events),
-            *(item.dump_json() for item in events), *extra,
+            *(log_json(item, record.task) for item in events), *extra,
         ]  # fmt: skip
         if not extra:
             args.append("")
@@ -335,8 +336,12 @@ class RedisTaskStore(RedisBase):
     @guarded
     async def events(self, task_id: str, after: int = 0) -> list[TaskEvent]:
         entries = await self._redis.xrange(self._key(f"ev:{task_id}"), f"{after + 1}-0", "+")
+        snapshot = None
+        if needs_snapshot([fields["e"] for _, fields in entries]):
+            record = await self._get(task_id)  # read after the events: every ref resolves
+            snapshot = record.task if record is not None else None
         return [
-            TaskEvent(int(entry_id.split("-")[0]), StreamResponse.model_validate_json(fields["e"]))
+            TaskEvent(int(entry_id.split("-")[0]), from_log(fields["e"], snapshot))
             for entry_id, fields in entries
         ]
 

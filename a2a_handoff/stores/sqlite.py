@@ -39,6 +39,7 @@ from a2a_handoff.stores.base import (
     decode_page_token,
     encode_page_token,
 )
+from a2a_handoff.stores.event_log import from_log, log_json, needs_snapshot
 from a2a_handoff.stores.sqlite_ledger import SqliteLedger
 from a2a_handoff.stores.sqlite_schema import INSERT_OUTBOX, INSERT_RECEIVED, TASK_COLUMNS, row_of
 
@@ -91,7 +92,7 @@ class SqliteTaskStore(SqliteLedger):
         check_create(record, events)
         logged = [TaskEvent(seq, item) for seq, item in enumerate(events, start=1)]
         task_row = _task_row(record)
-        event_rows = [(record.id, e.seq, e.item.dump_json()) for e in logged]
+        event_rows = [(record.id, e.seq, log_json(e.item, record.task)) for e in logged]
         entry_row = row_of(outbox) if outbox is not None else None
         received_row = row_of(received) if received is not None else None
 
@@ -194,7 +195,11 @@ class SqliteTaskStore(SqliteLedger):
             "SELECT seq, body FROM task_events WHERE task_id = ? AND seq > ? ORDER BY seq",
             (task_id, after),
         )
-        return [TaskEvent(seq, StreamResponse.model_validate_json(body)) for seq, body in rows]
+        snapshot = None
+        if needs_snapshot([body for _, body in rows]):
+            record = await self.get(task_id)
+            snapshot = record.task if record is not None else None
+        return [TaskEvent(seq, from_log(body, snapshot)) for seq, body in rows]
 
     def follow(self, task_id: str, after: int = 0) -> AsyncGenerator[TaskEvent, None]:
         poll = SHARED_POLL_SECONDS if self.shared else None

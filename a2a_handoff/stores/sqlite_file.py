@@ -26,6 +26,7 @@ from a2a_handoff.errors import ConflictError, StoreError
 from a2a_handoff.protocol.models import StreamResponse
 from a2a_handoff.stores._hub import EventHub
 from a2a_handoff.stores.base import LocalLeases, TaskEvent, TaskRecord, check_update
+from a2a_handoff.stores.event_log import log_json
 from a2a_handoff.stores.sqlite_owner import OwnerLock
 from a2a_handoff.stores.sqlite_schema import prepare
 from a2a_handoff.stores.sqlite_writer import GroupCommit, Publish
@@ -161,7 +162,7 @@ class SqliteFile(LocalLeases):
             record.id,
             expected_version,
         )
-        event_rows = [(record.id, e.seq, e.item.dump_json()) for e in logged]
+        event_rows = [(record.id, e.seq, log_json(e.item, record.task)) for e in logged]
 
         def apply(conn: sqlite3.Connection) -> None:
             cursor = conn.execute(

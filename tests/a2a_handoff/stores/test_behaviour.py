@@ -22,11 +22,13 @@ from a2a_handoff.errors import (
 from a2a_handoff.handoff.settings import HandoffSettings
 from a2a_handoff.outcomes import InputRequired
 from a2a_handoff.protocol.models import (
+    Artifact,
     Message,
     Part,
     Role,
     StreamResponse,
     Task,
+    TaskArtifactUpdateEvent,
     TaskStatus,
     TaskStatusUpdateEvent,
     utc_now,
@@ -333,3 +335,26 @@ async def test_concurrent_follow_ups_from_two_replicas_are_serialized(store: Sto
     finally:
         if other is not store:
             await other.aclose()
+
+
+async def test_logged_events_read_back_as_emitted_though_stored_once(store: Store) -> None:
+    task = new_task()
+    now = utc_now()
+    first = StreamResponse(task=task)
+    record = await store.create(TaskRecord(task, "alice", 1, now, now), [first])
+    events: list[StreamResponse] = []
+    for i in range(3):  # artifacts added one a step, as a handler's would be
+        artifact = Artifact(artifact_id=f"a{i}", parts=[Part(text="x" * 1000 + str(i))])
+        task = task.model_copy(update={"artifacts": [*(task.artifacts or []), artifact]})
+        update = TaskArtifactUpdateEvent(task_id=task.id, context_id=task.context_id,
+                                         artifact=artifact, last_chunk=True)  # fmt: skip
+        events.append(StreamResponse(artifact_update=update))
+        step = record.advanced(task, 1, utc_now())
+        await store.update(step, [events[-1]], expected_version=record.version)
+        record = step
+    done = moved(task, TaskState.COMPLETED)
+    await store.update(record.advanced(done, 1, utc_now()), [status(done)], expected_version=4)
+    logged = [e.item for e in await store.events(task.id)]
+    assert logged == [first, *events, status(done)]
+    assert logged[0].task is not None
+    assert logged[0].task.artifacts is None  # the task as created, not as it is now

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sqlite3
 import threading
@@ -183,3 +184,35 @@ async def test_a_damaged_file_fails_writes_with_a_clear_error_and_health_says_so
         assert health.status_code == 503
         assert health.json()["status"] == "degraded"
         assert health.json()["store"].startswith("failing writes: ")
+
+
+async def test_a_request_is_stored_in_at_most_twice_its_size(tmp_path: Path) -> None:
+    """1 MiB to the echo agent, whose artifact copies the text: the task holds it twice (the
+    message and the artifact); the event log holds references, not third and fourth copies."""
+    path = tmp_path / "size.db"
+    app = create_app(EchoAgent(), echo_card("http://echo.test/"), SqliteTaskStore(path))
+    message = {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "é" * 500_000}]}
+    call = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message}}
+    body = json.dumps(call, ensure_ascii=False)  # 1 MB: raw UTF-8, as most clients send it
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://echo.test/"
+        ) as http,
+    ):
+        reply = await http.post("/", content=body, headers={"A2A-Version": "1.0"})
+        task = reply.json()["result"]["task"]
+        assert task["artifacts"][0]["parts"] == [{"text": "é" * 500_000}]
+        with sqlite3.connect(path) as conn:
+            stored = sum(
+                conn.execute(
+                    f"SELECT COALESCE(SUM(LENGTH(CAST(body AS BLOB))), 0) FROM {t}"
+                ).fetchone()[0]
+                for t in ("tasks", "task_events")
+            )
+        # Two copies of the text (its message and the echo's artifact), plus ~1 KiB of ids,
+        # timestamps and event references (four copies before).
+        assert stored <= 2 * len(body.encode()) + 4096
+        events = [e.item for e in await app.state.a2a.store.events(task["id"])]
+        assert events[0].task is not None
+        assert events[0].task.history[0].text == "é" * 500_000  # rebuilt from the snapshot
