@@ -6,14 +6,13 @@ the number of pending handoffs, the oldest one, the last completed one and the c
 breakers of the agents this one calls.
 
 Cheap whatever the ledger's size: the figures come from the store's indexes and kept values
-(`handoff_stats`), never from reading the ledger, and a report is reused for `cache_for`
-seconds, so pollers cannot load the store. With API keys on, a caller without a valid key
-gets the status only: the details (peers' URLs among them) need a key.
+(`handoff_stats`), never from reading the ledger — a report costs about what a GetTask does,
+so pollers load the agent no more than any other caller. With API keys on, a caller without
+a valid key gets the status only: the details (peers' URLs among them) need a key.
 """
 
 from __future__ import annotations
 
-import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -37,29 +36,18 @@ class Health:
         client: AgentClient,
         stale_after: float,
         auth: ApiKeyAuth | None = None,
-        cache_for: float = 0.25,
     ) -> None:
         self.store = store
         self.client = client
         self.stale_after = stale_after
         self.auth = auth
-        self.cache_for = cache_for
-        self._report: tuple[float, bool, dict[str, Any]] | None = None
 
     async def get(self, request: Request) -> Response:
-        healthy, report = await self._current()
+        healthy, report = await self._measure()
         status = 200 if healthy else 503
         if self.auth is not None and self.auth.authenticate(request.headers) is None:
             return JSONResponse({"status": report["status"]}, status_code=status)
         return JSONResponse(report, status_code=status)
-
-    async def _current(self) -> tuple[bool, dict[str, Any]]:
-        now = time.monotonic()
-        if self._report is not None and now - self._report[0] < self.cache_for:
-            return self._report[1], self._report[2]
-        healthy, report = await self._measure()
-        self._report = (time.monotonic(), healthy, report)
-        return healthy, report
 
     async def _measure(self) -> tuple[bool, dict[str, Any]]:
         problem = await self.store.problem()

