@@ -8,10 +8,11 @@ as long as the client keeps the connection). An ASGI middleware cannot add these
 only once a head is complete and never sees the transport — so `LimitedHttpProtocol`
 extends uvicorn's httptools protocol, given to uvicorn as its `http` class:
 
-- head: complete within `header_timeout` of the connection (or of the previous answer),
-  else `408` (a silent connection is just closed); over `max_head_bytes`: `431`;
-- body: complete within `body_timeout` of its head (time the app is not reading excluded),
-  else `408`;
+- head: complete within `header_timeout` of the connection or of its first bytes, else
+  `408` (a silent new connection is just closed; an idle one after an answer is uvicorn's
+  keep-alive's); over `max_head_bytes`: `431`;
+- body: complete within `body_timeout` of the read that left it incomplete (time the app is
+  not reading excluded), else `408`;
 - idle keep-alive: uvicorn's own `timeout_keep_alive`;
 - connections: beyond `max_connections` a new one is answered `503` with `Retry-After: 1`
   at once, its request never read (at most `max_refusing` at a time; beyond, reset);
@@ -117,6 +118,7 @@ class LimitedHttpProtocol(HttpToolsProtocol):
         self._write_mark = 0
         self._fd = -1
         self._head_bytes = -1  # bytes of a head received so far; -1: not waiting for one
+        self._reading_body = False  # a head came, its body is not complete yet
         self._refused = False
         self._draining_refusal = False
 
@@ -131,7 +133,7 @@ class LimitedHttpProtocol(HttpToolsProtocol):
                 with contextlib.suppress(OSError):
                     sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.limits.send_buffer)
         if len(self.connections) <= self.limits.max_connections:
-            self._expect_head()
+            self._expect_head(silent_for=self.limits.header_timeout)
             return
         self._refuse()
 
@@ -160,8 +162,15 @@ class LimitedHttpProtocol(HttpToolsProtocol):
         if self._head_bytes >= 0:
             self._head_bytes += len(data)
         super().data_received(data)
-        if self._head_bytes > self.limits.max_head_bytes:  # still no complete head
-            self._reject(HEAD_TOO_LARGE)
+        # Timers only for what this data left incomplete: a whole request in one read (the
+        # usual case) arms none, so the limits cost nothing per request.
+        if self._head_bytes > 0:
+            if self._head_bytes > self.limits.max_head_bytes:  # still no complete head
+                self._reject(HEAD_TOO_LARGE)
+            elif self._head_timer is None and not self.transport.is_closing():
+                self._head_timer = self.loop.call_later(self.limits.header_timeout, self._head_late)
+        elif self._reading_body and self._body_timer is None:
+            self._body_timer = self.loop.call_later(self.limits.body_timeout, self._body_late)
 
     def connection_lost(self, exc: Exception | None) -> None:
         for timer in (self._head_timer, self._body_timer, self._write_timer):
@@ -175,10 +184,12 @@ class LimitedHttpProtocol(HttpToolsProtocol):
 
     # -- reading: the head, then the body -----------------------------------------------------
 
-    def _expect_head(self) -> None:
+    def _expect_head(self, silent_for: float | None = None) -> None:
+        """Count the next head's bytes; `silent_for`: also close the connection if nothing
+        comes within that long (after an answer, uvicorn's keep-alive timeout does that)."""
         self._head_bytes = 0
-        if self._head_timer is None:
-            self._head_timer = self.loop.call_later(self.limits.header_timeout, self._head_late)
+        if silent_for is not None and self._head_timer is None:
+            self._head_timer = self.loop.call_later(silent_for, self._head_late)
 
     def _head_late(self) -> None:
         self._head_timer = None
@@ -189,10 +200,11 @@ class LimitedHttpProtocol(HttpToolsProtocol):
         if self._head_timer is not None:
             self._head_timer.cancel()
             self._head_timer = None
+        self._reading_body = True
         super().on_headers_complete()
-        self._body_timer = self.loop.call_later(self.limits.body_timeout, self._body_late)
 
     def on_message_complete(self) -> None:
+        self._reading_body = False
         if self._body_timer is not None:
             self._body_timer.cancel()
             self._body_timer = None
