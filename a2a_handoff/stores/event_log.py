@@ -19,6 +19,8 @@ from typing import Any
 from a2a_handoff.protocol.models import StreamResponse, Task, TaskArtifactUpdateEvent
 
 _REF = '{"ref":'
+_TASK_CONTENT = {"history", "artifacts"}  # what a logged Task leaves to the snapshot
+_ARTIFACT = {"artifact"}
 
 
 def _prefix(snapshot: Sequence[Any] | None, part: Sequence[Any] | None) -> int | None:
@@ -40,16 +42,14 @@ def log_json(item: StreamResponse, snapshot: Task) -> str:
         history = _prefix(snapshot.history, task.history)
         artifacts = _prefix(snapshot.artifacts, task.artifacts)
         if history is not None and artifacts is not None:
-            rest = task.model_copy(update={"history": None, "artifacts": None}).dump_json()
+            rest = task.model_dump_json(exclude_none=True, exclude=_TASK_CONTENT)
             return f'{_REF}"task","history":{history},"artifacts":{artifacts},"task":{rest}}}'
     update = item.artifact_update
     if update is not None and update.task_id == snapshot.id and snapshot.artifacts:
         for index in range(len(snapshot.artifacts) - 1, -1, -1):
             held = snapshot.artifacts[index]
             if held is update.artifact or held == update.artifact:
-                fields = update.dump()
-                del fields["artifact"]
-                rest = json.dumps(fields, separators=(",", ":"))
+                rest = update.model_dump_json(exclude_none=True, exclude=_ARTIFACT)
                 return f'{_REF}"artifact","index":{index},"update":{rest}}}'
     return item.dump_json()
 
