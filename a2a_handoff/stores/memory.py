@@ -23,9 +23,8 @@ from a2a_handoff.stores.base import (
     TaskRecord,
     check_create,
     check_update,
-    ledger_page,
-    page_of,
 )
+from a2a_handoff.stores.pages import ledger_page, page_of
 
 
 class MemoryTaskStore(LocalLeases):

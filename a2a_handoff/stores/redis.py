@@ -26,15 +26,12 @@ Redis with different prefixes):
     n:<id>              pub/sub channel: "task <id> has new events"
     layout              the key layout's version (a store of an earlier one is migrated)
 
-`follow()` reads the stream (XRANGE) and waits for a notification on `n:<id>`, published
-by the writing script itself; a notification is only a hint — the stream is the truth, and
-a follower also re-reads after a quiet second — so a lost notification delays, never loses.
+The rooms: `stores.redis_ledger` (connection, lifecycle, outbox, ledger, leases),
+`stores.redis_follow` (followers), `stores.redis_scripts` (the Lua), this module (tasks).
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import asdict
@@ -52,17 +49,12 @@ from a2a_handoff.stores.base import (
     TaskRecord,
     check_create,
     check_update,
-    page_of,
 )
 from a2a_handoff.stores.event_log import from_log, log_json, needs_snapshot
+from a2a_handoff.stores.pages import page_of
 from a2a_handoff.stores.redis_ledger import RedisBase, guarded, score
-from a2a_handoff.stores.redis_scripts import ALL as SCRIPTS
-from a2a_handoff.stores.redis_scripts import LAYOUT
 
 DEFAULT_IDEMPOTENCY_TTL = 24 * 3600.0
-QUIET_SECONDS = 1.0  # a follower re-reads the stream after this long without a notification
-CONNECT_TIMEOUT = 1.0
-READ_TIMEOUT = 2.0
 
 
 class RedisTaskStore(RedisBase):
@@ -77,9 +69,6 @@ class RedisTaskStore(RedisBase):
     ) -> None:
         super().__init__(url, prefix)
         self.idempotency_ttl = idempotency_ttl
-        self._pubsub: Any = None
-        self._listener: asyncio.Task[None] | None = None
-        self._waiters: dict[str, set[asyncio.Event]] = {}
 
     @classmethod
     def from_url(cls, url: str) -> RedisTaskStore:
@@ -97,93 +86,12 @@ class RedisTaskStore(RedisBase):
             raise StoreError(f"idempotency_ttl must be a positive number of seconds in {url!r}")
         return cls(base, prefix=query.get("prefix", "a2a:"), idempotency_ttl=ttl)
 
-    # -- lifecycle ------------------------------------------------------------------------
-
     async def open(self) -> RedisTaskStore:
-        if self._client is not None:
-            return self
-        import redis.asyncio as aioredis
-        from redis.asyncio.retry import Retry
-        from redis.backoff import NoBackoff
-        from redis.exceptions import ConnectionError as RedisConnectionError
-
-        client = aioredis.Redis.from_url(
-            self.url,  # options in the URL (socket_timeout=…) take precedence
-            decode_responses=True,
-            socket_connect_timeout=CONNECT_TIMEOUT,
-            socket_timeout=READ_TIMEOUT,
-            health_check_interval=1,  # an idle pooled connection is pinged before use
-            # One immediate retry, only for a connection found broken (a restarted Redis):
-            # a timed-out call may still run, so it is never sent twice.
-            retry=Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,)),
-        )
-        try:
-            await client.ping()
-        except Exception as exc:
-            await client.aclose()
-            raise StoreError(f"cannot reach Redis at {self.url}: {exc}") from exc
-        self._client = client
-        for name, source in SCRIPTS.items():
-            self._scripts[name] = client.register_script(source)
-        keys = [self._key(k) for k in ("layout", "ob:pending", "ob:pend", "ob:ids", "rcv")]
-        await self._scripts["migrate"](
-            keys=[*keys, self._key("ob:last_done")], args=[self.prefix, LAYOUT]
-        )
-        self._pubsub = client.pubsub(ignore_subscribe_messages=True)
-        await self._pubsub.psubscribe(self._key("n:*"))
-        self._listener = asyncio.create_task(self._listen(), name="redis-notifications")
+        await super().open()
         return self
-
-    async def aclose(self) -> None:
-        if self._listener is not None:
-            self._listener.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._listener
-            self._listener = None
-        if self._pubsub is not None:
-            with contextlib.suppress(Exception):
-                await self._pubsub.aclose()
-            self._pubsub = None
-        if self._client is not None:
-            with contextlib.suppress(Exception):
-                await self._client.aclose()
-            self._client = None
 
     async def __aenter__(self) -> RedisTaskStore:
         return await self.open()
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-    async def ping(self) -> bool:
-        return await self.problem() is None
-
-    async def problem(self) -> str | None:
-        try:
-            await self._ping()
-        except StoreError as exc:
-            return f"unreachable: {exc}"
-        return None
-
-    @guarded
-    async def _ping(self) -> None:
-        await self._redis.ping()
-
-    async def _listen(self) -> None:
-        channel_start = len(self._key("n:"))
-        while True:
-            try:
-                message = await self._pubsub.get_message(timeout=1.0)
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                await asyncio.sleep(0.2)  # reconnecting; followers re-read meanwhile
-                continue
-            if message is None or message.get("type") != "pmessage":
-                continue
-            task_id = str(message["channel"])[channel_start:]
-            for waiter in self._waiters.get(task_id, ()):
-                waiter.set()
 
     # -- tasks ------------------------------------------------------------------------------
 
@@ -346,35 +254,7 @@ class RedisTaskStore(RedisBase):
         ]
 
     def follow(self, task_id: str, after: int = 0) -> AsyncGenerator[TaskEvent, None]:
-        return self._follow(task_id, after)
-
-    async def _follow(self, task_id: str, after: int) -> AsyncGenerator[TaskEvent, None]:
-        wakeup = asyncio.Event()
-        self._waiters.setdefault(task_id, set()).add(wakeup)
-        try:
-            last = after
-            first = True
-            while True:
-                batch = await self.events(task_id, last)
-                if first and not batch:
-                    record = await self.get(task_id)
-                    if record is None or (record.state.terminal and record.version <= last):
-                        return
-                first = False
-                for event in batch:
-                    yield event
-                    last = event.seq
-                    if event.final:
-                        return
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(wakeup.wait(), QUIET_SECONDS)
-                wakeup.clear()
-        finally:
-            waiters = self._waiters.get(task_id)
-            if waiters is not None:
-                waiters.discard(wakeup)
-                if not waiters:
-                    del self._waiters[task_id]
+        return self.followers.follow(task_id, after, self.events, self.get)
 
     # -- outbox steps (atomic with the task) ------------------------------------------
 

@@ -1,7 +1,8 @@
-"""The Redis store's connection, its outbox and ledger, and its leases.
+"""The Redis store's connection and lifecycle, its outbox and ledger, and its leases.
 
 `RedisBase` holds the client (with connect and read timeouts, and `StoreGuard` failing calls
-fast while Redis cannot be reached), the scripts, and everything about handoffs: the outbox
+fast while Redis cannot be reached; opening it loads the scripts and migrates a store of an
+earlier key layout), and everything about handoffs: the outbox
 (`ob:<id>` hashes, `ob:ids` and `ob:c:<context>` by creation, `ob:pend` the pending ones by
 creation, `ob:last_done`), the ledger of handoffs received (`rcv`, `rcv:c:<context>`), and
 the leases (`l:<name>`). Every question /health and ListHandoffs ask is answered from these
@@ -10,6 +11,7 @@ indexes: no read scans the ledger.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import asdict
@@ -18,6 +20,9 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 from a2a_handoff.errors import StoreDownError, StoreError
 from a2a_handoff.stores.base import HandoffStats, OutboxEntry, ReceivedEntry
 from a2a_handoff.stores.guard import StoreGuard
+from a2a_handoff.stores.redis_follow import RedisFollowers
+from a2a_handoff.stores.redis_scripts import ALL as SCRIPTS
+from a2a_handoff.stores.redis_scripts import LAYOUT
 
 try:
     import redis.asyncio as aioredis
@@ -34,6 +39,8 @@ UNREACHABLE: tuple[type[BaseException], ...] = (
     OSError,  # TimeoutError included
 )
 _ENTRY_FIELDS = tuple(OutboxEntry.__dataclass_fields__)
+CONNECT_TIMEOUT = 1.0
+READ_TIMEOUT = 2.0
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -75,8 +82,71 @@ class RedisBase:
         self.url = url
         self.prefix = prefix
         self.guard = StoreGuard(UNREACHABLE)
+        self.followers = RedisFollowers(prefix + "n:")
         self._client: Any = None
         self._scripts: dict[str, Any] = {}
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    async def open(self) -> RedisBase:
+        if self._client is not None:
+            return self
+        import redis.asyncio as aioredis
+        from redis.asyncio.retry import Retry
+        from redis.backoff import NoBackoff
+        from redis.exceptions import ConnectionError as RedisConnectionError
+
+        client = aioredis.Redis.from_url(
+            self.url,  # options in the URL (socket_timeout=…) take precedence
+            decode_responses=True,
+            socket_connect_timeout=CONNECT_TIMEOUT,
+            socket_timeout=READ_TIMEOUT,
+            health_check_interval=1,  # an idle pooled connection is pinged before use
+            # One immediate retry, only for a connection found broken (a restarted Redis):
+            # a timed-out call may still run, so it is never sent twice.
+            retry=Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,)),
+        )
+        try:
+            await client.ping()
+        except Exception as exc:
+            await client.aclose()
+            raise StoreError(f"cannot reach Redis at {self.url}: {exc}") from exc
+        self._client = client
+        for name, source in SCRIPTS.items():
+            self._scripts[name] = client.register_script(source)
+        keys = [self._key(k) for k in ("layout", "ob:pending", "ob:pend", "ob:ids", "rcv")]
+        await self._scripts["migrate"](
+            keys=[*keys, self._key("ob:last_done")], args=[self.prefix, LAYOUT]
+        )
+        await self.followers.start(client)
+        return self
+
+    async def aclose(self) -> None:
+        await self.followers.aclose()
+        if self._client is not None:
+            with contextlib.suppress(Exception):
+                await self._client.aclose()
+            self._client = None
+
+    async def __aenter__(self) -> RedisBase:
+        return await self.open()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def ping(self) -> bool:
+        return await self.problem() is None
+
+    async def problem(self) -> str | None:
+        try:
+            await self._ping()
+        except StoreError as exc:
+            return f"unreachable: {exc}"
+        return None
+
+    @guarded
+    async def _ping(self) -> None:
+        await self._redis.ping()
 
     @property
     def _redis(self) -> Any:

@@ -36,10 +36,9 @@ from a2a_handoff.stores.base import (
     TaskQuery,
     TaskRecord,
     check_create,
-    decode_page_token,
-    encode_page_token,
 )
 from a2a_handoff.stores.event_log import from_log, log_json, needs_snapshot
+from a2a_handoff.stores.pages import decode_page_token, encode_page_token
 from a2a_handoff.stores.sqlite_ledger import SqliteLedger
 from a2a_handoff.stores.sqlite_schema import INSERT_OUTBOX, INSERT_RECEIVED, TASK_COLUMNS, row_of
 
