@@ -14,7 +14,10 @@ from a2a_handoff.errors import (
     IncompleteEscalationError,
     RemoteError,
     RpcError,
+    StoreDownError,
     StoreError,
+    StoreUnavailableError,
+    TaskBusyError,
     UnavailableError,
 )
 from a2a_handoff.escalation import (
@@ -108,9 +111,12 @@ __all__ = [  # noqa: RUF022 - plain sorted(), as the export test checks
     "Role",
     "RpcError",
     "SqliteTaskStore",
+    "StoreDownError",
     "StoreError",
+    "StoreUnavailableError",
     "StreamResponse",
     "Task",
+    "TaskBusyError",
     "TaskContext",
     "TaskState",
     "TaskStatus",

@@ -19,7 +19,10 @@
     │   ├── PayloadTooLargeError      -32100  (ours: -32100 and below)
     │   ├── AuthenticationError       -32101  sent with HTTP 401
     │   ├── HandoffProcessingError    -32102  that handoff is still being created: retry
-    │   └── IdempotencyConflictError  -32103  one key, two different envelopes
+    │   ├── IdempotencyConflictError  -32103  one key, two different envelopes
+    │   ├── TaskBusyError             -32104  another message to the task is being processed
+    │   ├── StoreUnavailableError     -32105  the store cannot be reached or written (HTTP 503)
+    │   └── TooManyStreamsError       -32106  the open-stream cap is reached (HTTP 503)
     ├── RemoteError                   another agent answered with a JSON-RPC error
     ├── UnavailableError (ConnectionError)  another agent could not be reached
     ├── CircuitOpenError (ConnectionError)  its breaker is open: the call was not made
@@ -29,6 +32,7 @@
     ├── IllegalTransitionError        a move the state machine forbids
     ├── ConflictError                 a check-and-set lost against a concurrent write
     └── StoreError                    a backend failed or was misconfigured
+        └── StoreDownError (ConnectionError)  the backend cannot be reached: may come back
 
 `RpcError` subclasses are the table mapping errors to the wire, one class attribute each:
 `code` (JSON-RPC), `http_status` and `status` (the HTTP+JSON binding's status and its
@@ -248,6 +252,33 @@ class IdempotencyConflictError(RpcError):
     domain = OUR_ERROR_DOMAIN
 
 
+class TaskBusyError(RpcError):
+    code = -32104
+    default_message = "the task is busy: another message to it is being processed; retry"
+    http_status = 409
+    status = "ABORTED"
+    reason = "TASK_BUSY"
+    domain = OUR_ERROR_DOMAIN
+
+
+class StoreUnavailableError(RpcError):
+    code = -32105
+    default_message = "the agent's store is unavailable; retry shortly"
+    http_status = 503
+    status = "UNAVAILABLE"
+    reason = "STORE_UNAVAILABLE"
+    domain = OUR_ERROR_DOMAIN
+
+
+class TooManyStreamsError(RpcError):
+    code = -32106
+    default_message = "too many open streams on this agent; retry shortly"
+    http_status = 503
+    status = "UNAVAILABLE"
+    reason = "TOO_MANY_STREAMS"
+    domain = OUR_ERROR_DOMAIN
+
+
 class IllegalTransitionError(HandoffError):
     """A task state change the transition table forbids."""
 
@@ -258,6 +289,10 @@ class ConflictError(HandoffError):
 
 class StoreError(HandoffError):
     """A store backend failed or was configured wrongly."""
+
+
+class StoreDownError(StoreError, ConnectionError):
+    """The backend did not answer (refused, timed out): a later call may succeed."""
 
 
 class RemoteError(HandoffError):

@@ -24,6 +24,7 @@ from a2a_handoff.client.client import AgentClient
 from a2a_handoff.handoff.delivery import Delivery
 from a2a_handoff.server.jsonrpc import JsonRpcEndpoint
 from a2a_handoff.stores.sqlite import SqliteTaskStore
+from a2a_handoff.stores.sqlite_writer import GroupCommit
 
 TIMES: dict[str, list[float]] = defaultdict(list)
 
@@ -55,7 +56,7 @@ def main() -> int:
     JsonRpcEndpoint.rpc = timed("rpc", JsonRpcEndpoint.rpc)  # type: ignore[method-assign]
     for method in ("create", "update", "checkpoint", "terminate"):
         setattr(SqliteTaskStore, method, timed(f"store.{method}", getattr(SqliteTaskStore, method)))
-    SqliteTaskStore._commit = timed("sqlite.batch", SqliteTaskStore._commit)  # type: ignore[method-assign]
+    GroupCommit._commit = timed("sqlite.batch", GroupCommit._commit)  # type: ignore[method-assign]
     AgentClient.call_json = timed("client.call", AgentClient.call_json)  # type: ignore[method-assign]
     Delivery.deliver = timed("handoff.deliver", Delivery.deliver)  # type: ignore[method-assign]
     signal.signal(signal.SIGUSR2, report)

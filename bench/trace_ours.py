@@ -4,8 +4,8 @@
 
 Serves exactly what `python -m servers echo --store sqlite:///FILE` serves, and measures:
 - the SQLite group commit: batches, writes per batch, time in the writer thread per batch
-  (all of `_run_batch`, and its `COMMIT` alone = the fsync), and the time a write waits from
-  `_submit` to its result (queueing + thread hops + commit);
+  (all of `sqlite_writer.run_batch`, and its `COMMIT` alone = the fsync), and the time a write
+  waits from `_submit` to its result (queueing + thread hops + commit);
 - reads (`find`, `get`): count and time from call to result (one thread hop each);
 - `rpc` time per JSON-RPC call inside the app.
 `kill -USR2 PID` writes `stats-N.json` to DIR and resets the counters (one file per phase).
@@ -61,8 +61,9 @@ STATS = Stats()
 def instrument() -> None:
     from a2a_handoff.server import jsonrpc as jsonrpc_mod
     from a2a_handoff.stores import sqlite as sqlite_mod
+    from a2a_handoff.stores import sqlite_writer
 
-    original_batch = sqlite_mod._run_batch
+    original_batch = sqlite_writer.run_batch
 
     class TimedConn:
         """Wraps the writer's sqlite3 connection to time COMMIT (writer thread)."""
@@ -90,7 +91,7 @@ def instrument() -> None:
             STATS.add("batch_thread_ms", (time.perf_counter() - t) * 1000)
             STATS.add("batch_size", len(batch))
 
-    sqlite_mod._run_batch = run_batch
+    sqlite_writer.run_batch = run_batch
 
     store_cls = sqlite_mod.SqliteTaskStore
     original_submit = store_cls._submit

@@ -19,9 +19,18 @@ from pathlib import Path
 
 import uvicorn
 
-from a2a_handoff import Agent, AgentCard, ApiKeyAuth, HandoffError, create_app, open_store
+from a2a_handoff import (
+    Agent,
+    AgentCard,
+    ApiKeyAuth,
+    HandoffError,
+    SqliteTaskStore,
+    create_app,
+    open_store,
+)
 from a2a_handoff.contracts.catalog import Catalog
 from a2a_handoff.escalation import EscalationPolicy
+from a2a_handoff.server.limits import ServerLimits, return_freed_memory
 from servers.billing import POLICY as BILLING_POLICY
 from servers.billing import BillingAgent, billing_card
 from servers.echo import EchoAgent, echo_card
@@ -118,7 +127,24 @@ def _agent_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--contracts", type=Path, default=None, help="enforce the handoff contracts of DIR"
     )
+    limits = parser.add_argument_group("server limits (see README: The server defends itself)")
+    defaults = ServerLimits()
+    limits.add_argument("--max-connections", type=int, default=defaults.max_connections)
+    limits.add_argument("--max-streams", type=int, default=1000, help="open SSE streams")
+    limits.add_argument("--header-timeout", type=float, default=defaults.header_timeout)
+    limits.add_argument("--body-timeout", type=float, default=defaults.body_timeout)
+    limits.add_argument("--write-timeout", type=float, default=defaults.write_timeout)
+    limits.add_argument("--keep-alive", type=float, default=5.0, help="idle keep-alive, s")
     parser.add_argument("--log-level", default="warning")
+
+
+def server_limits(args: argparse.Namespace) -> ServerLimits:
+    return ServerLimits(
+        header_timeout=args.header_timeout,
+        body_timeout=args.body_timeout,
+        write_timeout=args.write_timeout,
+        max_connections=args.max_connections,
+    ).fitted()
 
 
 def serve(name: str, args: argparse.Namespace) -> int:
@@ -134,6 +160,8 @@ def serve(name: str, args: argparse.Namespace) -> int:
         keys = _pairs(args.credential, "--credential")
         credentials = {routes[n]: key for n, key in keys.items() if n in routes}
         store = open_store(args.store or f"sqlite:///data/{name}.db")
+        if isinstance(store, SqliteTaskStore):
+            store.check_free()  # another process serving the file: say so, do not start
         contracts = Catalog.load(args.contracts) if args.contracts else None
     except (HandoffError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -157,7 +185,10 @@ def serve(name: str, args: argparse.Namespace) -> int:
         recovery_interval=args.recovery_interval,
         escalation=policy,
         contracts=contracts,
+        max_streams=args.max_streams,
     )
+    limits = server_limits(args)
+    return_freed_memory()
     # Long-lived server: move start-up objects out of the collector's way, and collect the
     # young generation less often (request objects die young; cycles are rare).
     gc.collect()
@@ -170,6 +201,8 @@ def serve(name: str, args: argparse.Namespace) -> int:
         log_level=args.log_level,
         access_log=False,
         proxy_headers=False,  # served directly: no X-Forwarded-* to trust
+        http=limits.protocol(),  # timeouts, connection cap, slow readers dropped
+        timeout_keep_alive=args.keep_alive,
         # A blocking SendMessage whose handoff target is down would hold shutdown for the
         # envelope's whole TTL: give in-flight requests a few seconds, then stop.
         timeout_graceful_shutdown=5,

@@ -64,7 +64,7 @@ def sent_row(entry: OutboxEntry, contracts: Catalog | None) -> dict[str, Any]:
         "contextId": entry.context_id,
         "target": {"agent": entry.target_name, "url": entry.target_url},
         "status": entry.status,
-        "detail": entry.detail,
+        "detail": _detail(entry.detail),
         "createdAt": entry.created_at,
         "updatedAt": entry.updated_at,
         **_contract_of(entry.envelope, contracts),
@@ -83,6 +83,18 @@ def received_row(entry: ReceivedEntry) -> dict[str, Any]:
         "reason": entry.reason,
         "at": entry.at,
     }
+
+
+def _detail(text: str) -> dict[str, Any]:
+    """A sent handoff's detail as an object: the transfer pointer of a completed one, the
+    reason of a failed one (`{"reason": …}`), nothing yet for a pending one."""
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = None
+    return value if isinstance(value, dict) else {"reason": text}
 
 
 def _contract_of(envelope_json: str, contracts: Catalog | None) -> dict[str, Any]:

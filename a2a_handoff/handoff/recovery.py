@@ -16,6 +16,7 @@ import logging
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 
+from a2a_handoff.errors import StoreError
 from a2a_handoff.handoff.delivery import Delivery
 from a2a_handoff.handoff.envelope import HandoffEnvelope
 from a2a_handoff.handoff.sender import PENDING
@@ -112,12 +113,19 @@ class Outbox:
         self._periodic = asyncio.create_task(self._recover_forever(), name="handoff-recovery")
 
     async def _recover_forever(self) -> None:
+        failing = False
         while True:
             await asyncio.sleep(self.settings.recovery_interval)
             try:
                 await self.recover()
+            except StoreError as exc:  # the store is down: said once, tried again next time
+                if not failing:
+                    log.warning("handoff recovery: the store failed (%s); retrying", exc)
+                failing = True
             except Exception:
                 log.exception("handoff recovery failed")
+            else:
+                failing = False
 
     async def aclose(self) -> None:
         jobs = [j for j in (self._periodic, *self.delivery.in_flight.values()) if j is not None]

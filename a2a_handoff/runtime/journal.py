@@ -7,17 +7,32 @@ Invariants:
 - callers are answered only from committed records (`created`, `settled`), so what a client
   saw is never lost by a crash;
 - a write that loses a check-and-set ends the run with the state another process gave the
-  task, or with an error: never with a silently dropped event.
+  task, or with an error: never with a silently dropped event. A follow-up's first write is
+  its acceptance: when another message got in first, the run ends "task is busy" and its
+  message is not stored;
+- once a task is acknowledged, a write the store cannot take (it is unreachable) is retried
+  for `STORE_RETRY_SECONDS`, so an outage shorter than that only delays the task; a write
+  that may have landed before its answer was lost is recognised, never applied twice. A run
+  that still cannot write is stranded: the task manager fails its task once the store is back.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from dataclasses import dataclass
 from typing import Protocol
 
-from a2a_handoff.errors import ConflictError, InternalError, RpcError
+from a2a_handoff.errors import (
+    ConflictError,
+    InternalError,
+    RpcError,
+    StoreDownError,
+    StoreError,
+    StoreUnavailableError,
+    TaskBusyError,
+)
 from a2a_handoff.failpoints import failpoint
 from a2a_handoff.handoff.envelope import HandoffEnvelope
 from a2a_handoff.protocol.events import status_event, with_status
@@ -26,6 +41,9 @@ from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.stores.base import OutboxEntry, ReceivedEntry, Store, TaskRecord
 
 log = logging.getLogger("a2a_handoff.runtime")
+
+STORE_RETRY_SECONDS = 15.0
+"""How long an acknowledged task's run retries a write while the store is unreachable."""
 
 
 class Replied(Exception):
@@ -78,6 +96,9 @@ class JournalHost(Protocol):
     def free_task(self, task_id: str) -> None:
         """Release the task's runner lease (replicas)."""
 
+    def strand(self, task_id: str) -> None:
+        """The run stopped because the store failed: fail the task once it takes writes."""
+
 
 class Journal:
     """One step of one task: the events not yet written, and the futures callers wait on."""
@@ -114,6 +135,7 @@ class Journal:
         # A new task the handler may still answer with a direct Message: nothing is written
         # until it emits something or ends (see `TaskRun.run`).
         self.deferred = False
+        self.aborted = False
         self._flushing = False
         self._kicked = False
 
@@ -126,6 +148,8 @@ class Journal:
 
     def emit(self, task: Task, item: StreamResponse) -> None:
         """Record a step's event; it is written once the handler yields."""
+        if self.aborted:
+            return
         self.task = task
         self.pending.append(item)
         self.deferred = False
@@ -148,9 +172,18 @@ class Journal:
             while self.pending:
                 items, self.pending = self.pending, []
                 task = self.task
-                if not await self._write(task, items):
+                if not await self._write_retrying(task, items):
                     return
         except ConflictError:
+            if self.committed is not None and not self.created.done():
+                # A follow-up's acceptance lost the check-and-set: another message got in.
+                self.abort(
+                    TaskBusyError(
+                        f"task {self.task.id} is busy: another message to it was accepted"
+                        " first; send this one again when the task asks for input"
+                    )
+                )
+                return
             # Another replica moved the task (a cancel, say): end this run with its state.
             stored = await self.host.store.get(self.task.id)
             if stored is not None and stored.state.terminal:
@@ -158,11 +191,47 @@ class Journal:
             else:
                 log.error("task %s changed under its running handler", self.task.id)
                 self.abort(InternalError("the task was changed by another process"))
+        except StoreError as exc:
+            log.warning("could not store task %s: %s", self.task.id, exc)
+            self.host.strand(self.task.id)  # it may exist: failed once the store is back
+            self.abort(StoreUnavailableError(f"the task could not be stored: {exc}"))
         except Exception as exc:
             log.exception("could not store task %s", self.task.id)
             self.abort(InternalError(f"the task store failed: {type(exc).__name__}"))
         finally:
             self._flushing = False
+
+    async def _write_retrying(self, task: Task, items: list[StreamResponse]) -> bool:
+        """`_write`, retried while the store is unreachable — once the task is acknowledged
+        (before, the caller is better told at once)."""
+        deadline = time.monotonic() + STORE_RETRY_SECONDS
+        delay = 0.1
+        uncertain = False  # a failed attempt may have been applied all the same
+        while True:
+            try:
+                return await self._write(task, items)
+            except StoreDownError:
+                if not self.created.done() or time.monotonic() + delay > deadline:
+                    raise
+                uncertain = True
+            except ConflictError:
+                if uncertain and self.committed is not None:
+                    landed = await self._landed(task, len(items))
+                    if landed is not None:
+                        self._wrote(landed)
+                        return True
+                raise
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 1.0)
+
+    async def _landed(self, task: Task, events: int) -> TaskRecord | None:
+        """The stored record, if it is exactly what the uncertain write would have made."""
+        assert self.committed is not None
+        stored = await self.host.store.get(task.id)
+        expected = self.committed.version + events
+        if stored is not None and stored.version == expected and stored.task == task:
+            return stored
+        return None
 
     async def _write(self, task: Task, items: list[StreamResponse]) -> bool:
         if self.committed is None:
@@ -174,11 +243,14 @@ class Journal:
             previous = self.committed
             record = previous.advanced(task, len(items), utc_now(), task.dump_json())
             await self.host.store.update(record, items, expected_version=previous.version)
+        self._wrote(record)
+        return True
+
+    def _wrote(self, record: TaskRecord) -> None:
         self._committed(record)
         state = record.state
         if (state.terminal or state.interrupted) and not self.pending:
             self.settle(record)
-        return True
 
     async def _create(
         self, task: Task, items: list[StreamResponse], outbox: OutboxEntry | None = None
@@ -262,10 +334,12 @@ class Journal:
 
     def abort(self, error: RpcError | None, answer: TaskRecord | None = None) -> None:
         """Stop the run: its work cannot be stored (error) or belongs to another task."""
+        self.aborted = True
         self.pending.clear()
         if self.driver is not None and not self.driver.done():
             self.driver.cancel()
         self.host.forget(self)
+        self.host.free_task(self.task.id)
         for future in (self.created, self.settled):
             if future.done():
                 continue

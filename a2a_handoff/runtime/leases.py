@@ -1,10 +1,18 @@
-"""Leases, when replicas share the store (no-ops otherwise): who is alive, who runs what.
+"""Leases, when replicas share the store (no-ops otherwise), and the heartbeat that sweeps.
 
-- `replica:<id>`: this replica is alive; renewed every `interval`, lapses `ttl` after a crash;
-- `task:<task id>`: the replica running the task's handler, until the step settles;
+- `task:<task id>`: the replica running the task's handler. Taken before the run writes
+  anything (a follow-up's run that cannot take it answers "task is busy"), renewed every
+  `interval` while the run lives, released when it settles or aborts; it lapses `ttl`
+  seconds (a few) after its replica died or lost the store;
 - `outbox:<handoff id>`: the replica delivering a pending handoff (see `handoff.recovery`).
-A task whose runner is no longer alive is an orphan: any replica fails it (check-and-set, so
-one does). A handoff whose deliverer died is taken over, with the same key.
+
+A task whose runner lease lapsed is an orphan: any replica fails it (check-and-set, so one
+does). A replica that could not reach the store sweeps again only once it has reached it for
+`ttl` seconds: every live runner has renewed its leases by then, so a store that comes back
+never has its live runs failed under them.
+
+The heartbeat runs with every store: with one the process owns, it only fails the tasks this
+process stranded (their writes failed; see `TaskManager.sweep`).
 """
 
 from __future__ import annotations
@@ -12,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 
@@ -24,52 +33,96 @@ log = logging.getLogger("a2a_handoff.runtime")
 
 
 class Leases:
-    """This replica's leases (see the module docstring)."""
+    """This replica's leases and heartbeat (see the module docstring)."""
 
     def __init__(
-        self, store: Store, settings: HandoffSettings, sweep: Callable[[], Awaitable[object]]
+        self, store: Store, settings: HandoffSettings, sweep: Callable[[bool], Awaitable[object]]
     ) -> None:
         self.store = store
-        self.sweep = sweep  # run on every heartbeat: fail the tasks whose runner died
+        self.sweep = sweep  # sweep(others): fail stranded tasks, and orphans when `others`
         self.me = f"{settings.agent_name}:{new_id()}"
         self.interval = max(0.1, settings.recovery_interval / 2)
         self.ttl = max(1.0, self.interval * 3)
         self.grace = self.ttl * 2  # a task younger than this may not have its runner yet
+        self._held: set[str] = set()  # tasks whose runner lease this replica holds
+        self._releasing: dict[str, asyncio.Task[None]] = {}
+        self._reached_since: float | None = None  # the store answers since then
         self._beat: asyncio.Task[None] | None = None
-        self._freeing: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
-        if not self.store.shared:
-            return
-        await self.store.acquire(f"replica:{self.me}", self.me, self.ttl)
-        self._beat = asyncio.create_task(self._heartbeat(), name="replica-heartbeat")
+        if self.store.shared:
+            self._reached_since = time.monotonic() - self.ttl  # open() just reached it
+        self._beat = asyncio.create_task(self._heartbeat(), name="heartbeat")
 
     async def _heartbeat(self) -> None:
+        failing = False
         while True:
             await asyncio.sleep(self.interval)
             try:
-                await self.store.acquire(f"replica:{self.me}", self.me, self.ttl)
-                await self.sweep()
-            except Exception:
-                log.exception("replica heartbeat failed")
+                if self.store.shared:
+                    await self._renew()
+                    if self._reached_since is None:
+                        self._reached_since = time.monotonic()
+                    steady = time.monotonic() - self._reached_since >= self.ttl
+                    await self.sweep(steady)
+                else:
+                    await self.sweep(False)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                self._reached_since = None
+                if not failing:
+                    log.warning("heartbeat: the store failed (%s); retrying", exc)
+                failing = True
+            else:
+                if failing:
+                    log.warning("heartbeat: the store answers again")
+                failing = False
 
-    async def claim_task(self, task_id: str) -> None:
-        await self.store.acquire(f"task:{task_id}", self.me, 86400.0)
+    async def _renew(self) -> None:
+        held = list(self._held)
+        if held:
+            await asyncio.gather(
+                *(self.store.acquire(f"task:{task_id}", self.me, self.ttl) for task_id in held)
+            )
+
+    async def claim_task(self, task_id: str) -> bool:
+        """Take the task's runner lease; False while another replica's run holds it."""
+        if not self.store.shared:
+            return True
+        releasing = self._releasing.get(task_id)
+        if releasing is not None:  # this replica's last run of it is letting go: wait
+            with contextlib.suppress(Exception):
+                await asyncio.shield(releasing)
+        if not await self.store.acquire(f"task:{task_id}", self.me, self.ttl):
+            return False
+        self._held.add(task_id)
+        return True
 
     def free_task(self, task_id: str) -> None:
-        if not self.store.shared:
+        """Release the task's runner lease (in the background; it lapses anyway)."""
+        if not self.store.shared or task_id not in self._held:
             return
-        job = asyncio.create_task(self.store.release(f"task:{task_id}", self.me))
-        self._freeing.add(job)
-        job.add_done_callback(self._freeing.discard)
+        self._held.discard(task_id)
+        job = asyncio.create_task(self._release(f"task:{task_id}"))
+        self._releasing[task_id] = job
+
+        def done(_: asyncio.Task[None]) -> None:
+            if self._releasing.get(task_id) is job:
+                del self._releasing[task_id]
+
+        job.add_done_callback(done)
+
+    async def _release(self, name: str) -> None:
+        with contextlib.suppress(Exception):  # unreachable: the lease lapses in `ttl`
+            await self.store.release(name, self.me)
 
     async def runner_alive(self, record: TaskRecord) -> bool:
         """Whether the task's handler may still be running on some replica."""
-        runner = await self.store.holder(f"task:{record.id}")
-        if runner is None:
-            age = datetime.now(UTC) - parse_time(record.updated_at)
-            return age.total_seconds() < self.grace
-        return await self.store.holder(f"replica:{runner}") is not None
+        if await self.store.holder(f"task:{record.id}") is not None:
+            return True
+        age = datetime.now(UTC) - parse_time(record.updated_at)
+        return age.total_seconds() < self.grace
 
     @contextlib.asynccontextmanager
     async def hold(self, name: str) -> AsyncIterator[bool]:
@@ -91,16 +144,14 @@ class Leases:
             renewer.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await renewer
-            with contextlib.suppress(Exception):
-                await self.store.release(name, self.me)
+            await self._release(name)
 
     async def aclose(self) -> None:
         if self._beat is not None:
             self._beat.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._beat
-        if self._freeing:
-            await asyncio.wait(self._freeing, timeout=2)
-        if self.store.shared:
-            with contextlib.suppress(Exception):
-                await self.store.release(f"replica:{self.me}", self.me)
+        for task_id in list(self._held):
+            self.free_task(task_id)
+        if self._releasing:
+            await asyncio.wait(list(self._releasing.values()), timeout=2)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
-from a2a_handoff.errors import UnsupportedOperationError
+from a2a_handoff.errors import TaskBusyError, UnsupportedOperationError
 from a2a_handoff.protocol.models import Message, Role, Task
 from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.runtime.journal import Submission
@@ -49,7 +49,7 @@ class LocalTasks:
         bound = message.model_copy(update={"task_id": task_id, "role": Role.USER})
         try:
             submission = await self._follow_up(bound, record.owner)
-        except UnsupportedOperationError:
+        except (TaskBusyError, UnsupportedOperationError):
             return False
         await asyncio.shield(submission.created)
         return True

@@ -16,7 +16,13 @@ import logging
 from typing import Protocol
 
 from a2a_handoff.agent import Agent, TaskContext
-from a2a_handoff.errors import GateRefused, InternalError
+from a2a_handoff.errors import (
+    GateRefused,
+    InternalError,
+    StoreError,
+    StoreUnavailableError,
+    TaskBusyError,
+)
 from a2a_handoff.escalation import Escalate, Escalation, EscalationPolicy
 from a2a_handoff.handoff.handoffs import Handoffs
 from a2a_handoff.ids import new_id
@@ -57,8 +63,8 @@ class RunHost(JournalHost, Protocol):
     @property
     def handoffs(self) -> Handoffs: ...
 
-    async def claim_task(self, task_id: str) -> None:
-        """Take the task's runner lease (replicas)."""
+    async def claim_task(self, task_id: str) -> bool:
+        """Take the task's runner lease (replicas); False while another replica's run has it."""
 
 
 class TaskRun(Journal):
@@ -81,19 +87,42 @@ class TaskRun(Journal):
         """
         self.deferred = defer and self.direct
         self.driver = asyncio.create_task(self._drive(message), name=f"task-{self.task.id}")
-        if not self.deferred:
+        if self.deferred:
+            return
+        if not (self.host.store.shared and self.committed is not None):
+            self.kick()  # a follow-up on a shared store writes once the task is claimed
+
+    async def _claim(self) -> bool:
+        """Replicas share the store: take the task's runner lease before anything is written
+        for a follow-up (only one replica's message gets in), and run the handler only once
+        the task is committed — a message refused, or a duplicate created on another
+        replica, must never run a handler. False: the run is over (aborted with the reason)."""
+        try:
+            claimed = await self.host.claim_task(self.task.id)
+        except StoreError as exc:
+            self.abort(StoreUnavailableError(f"the task could not be claimed: {exc}"))
+            return False
+        if not claimed:
+            self.abort(
+                TaskBusyError(
+                    f"task {self.task.id} is busy: another replica is processing a message"
+                    " to it; send this one again when the task asks for input"
+                )
+            )
+            return False
+        if self.committed is not None:
             self.kick()
+        try:
+            await asyncio.shield(self.created)
+        except Exception:
+            return False  # not stored: the run was aborted with the reason
+        return True
 
     async def _drive(self, message: Message) -> None:
         host = self.host
         try:
-            if host.store.shared:
-                # Replicas share the store: claim the task for this replica, and run the
-                # handler only once the task is committed — a concurrent duplicate created
-                # on another replica must never run a second handler.
-                await host.claim_task(self.task.id)
-                if self.committed is None:
-                    await asyncio.shield(self.created)
+            if host.store.shared and not await self._claim():
+                return
             if self.task.status.state is not TaskState.WORKING:
                 if self.deferred:  # held back with the Task itself, written with what follows
                     self.task = with_status(self.task, TaskState.WORKING)

@@ -6,8 +6,12 @@ Invariants:
   deduplication is switched off (`dedupe_message_ids=False`, for clients that reuse ids,
   such as the conformance kit); handoffs deduplicate on their own keys either way;
 - a caller sees only its own tasks (another owner's task answers -32001, as if absent);
-- a message to a task that is working, or terminal, is refused with the reason; terminal
-  tasks are immutable;
+- follow-ups to one task are serialized, across replicas too: each one accepted is in the
+  history in the order of acceptance; one sent while the task works, or while another
+  follow-up is being accepted, gets "task is busy" (-32104) and nothing is stored; a message
+  to a terminal task is refused (terminal tasks are immutable);
+- every acknowledged task is run to its end or failed with the reason: a run the store
+  failed is stranded, and its task failed once the store takes writes again;
 - a received handoff is refused, recognised as a replay, or created once per key (the
   decisions are `handoff.receiver`'s; this module creates the task).
 """
@@ -25,6 +29,7 @@ from a2a_handoff.errors import (
     HandoffProcessingError,
     InternalError,
     InvalidParamsError,
+    TaskBusyError,
     TaskNotCancelableError,
     TaskNotFoundError,
     UnsupportedOperationError,
@@ -43,7 +48,7 @@ from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.runtime.journal import Journal, Submission, resolved, write_state
 from a2a_handoff.runtime.leases import Leases
 from a2a_handoff.runtime.local import LocalTasks
-from a2a_handoff.runtime.orphans import fail_orphans
+from a2a_handoff.runtime.orphans import fail_orphans, fail_stranded
 from a2a_handoff.runtime.run import TaskRun
 from a2a_handoff.stores.base import Store, TaskRecord
 
@@ -72,10 +77,12 @@ class TaskManager:
         self.dedupe_message_ids = dedupe_message_ids
         self.store = store
         self.policy = policy or EscalationPolicy()
-        self.leases = Leases(store, settings, self.recover)
+        self.leases = Leases(store, settings, self.sweep)
         self.handoffs = Handoffs.build(settings, store, client, self.leases.hold)
         self._runs: dict[str, TaskRun] = {}
         self._creating: dict[str, TaskRun] = {}
+        self._stranded: set[str] = set()  # runs the store failed: their tasks to fail
+        self._recovered = False  # the start-up sweep is done (a failing store delays it)
         self._job: asyncio.Task[None] | None = None
 
     # -- what a run needs (runtime.run.RunHost) -------------------------------------------
@@ -93,14 +100,31 @@ class TaskManager:
     def free_task(self, task_id: str) -> None:
         self.leases.free_task(task_id)
 
-    async def claim_task(self, task_id: str) -> None:
-        await self.leases.claim_task(task_id)
+    async def claim_task(self, task_id: str) -> bool:
+        return await self.leases.claim_task(task_id)
+
+    def strand(self, task_id: str) -> None:
+        self._stranded.add(task_id)
 
     # -- lifecycle ------------------------------------------------------------------------
 
     async def recover(self) -> int:
         """Fail tasks a previous process (or a dead replica) left running; how many."""
-        return await fail_orphans(self.store, self._runs, self.leases)
+        failed = await fail_orphans(self.store, self._runs, self.leases)
+        self._recovered = True
+        return failed
+
+    async def sweep(self, others: bool) -> int:
+        """The heartbeat's sweep: fail the tasks this process stranded, and with `others` the
+        orphans of dead replicas; how many."""
+        failed = 0
+        if self._stranded:
+            failed += await fail_stranded(self.store, self._stranded, self._runs)
+        if others or not self._recovered:
+            failed += await self.recover()
+        if failed:
+            log.warning("failed %d task(s) whose runner was lost", failed)
+        return failed
 
     def start_background(self) -> None:
         """Run the agent's own background job (`agent.background(tasks)`), if it has one."""
@@ -265,8 +289,9 @@ class TaskManager:
             history = running.task.history or ()
             if dedupe and any(m.message_id == message.message_id for m in history):
                 return running.submission
-            raise UnsupportedOperationError(
-                f"task {task.id} is still working; send a follow-up when it asks for input"
+            raise TaskBusyError(
+                f"task {task.id} is busy: it is still working on an earlier message; send"
+                " this one when it asks for input"
             )
         if task.status.state.terminal:
             raise UnsupportedOperationError(
@@ -274,7 +299,10 @@ class TaskManager:
                 " start a new task in the same context with referenceTaskIds"
             )
         if not task.status.state.interrupted:
-            raise UnsupportedOperationError(f"task {task.id} is not waiting for input")
+            raise TaskBusyError(
+                f"task {task.id} is busy: it is {task.status.state.name}, not waiting for"
+                " input; send this message when it asks for input"
+            )
         bound = message.model_copy(update={"context_id": task.context_id})
         resumed = with_status(
             task.model_copy(update={"history": [*(task.history or []), bound]}),

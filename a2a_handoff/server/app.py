@@ -29,6 +29,7 @@ from a2a_handoff.agent import Agent
 from a2a_handoff.auth import ApiKeyAuth
 from a2a_handoff.client.client import AgentClient
 from a2a_handoff.client.transport import Http11Transport
+from a2a_handoff.errors import StoreError
 from a2a_handoff.escalation import EscalationPolicy
 from a2a_handoff.handoff.settings import HandoffSettings
 from a2a_handoff.protocol.agent_card import AgentCard
@@ -119,6 +120,7 @@ def create_app(
     recovery_interval: float = 2.0,
     max_body: int = DEFAULT_MAX_BODY,
     sse_ping: float = 15.0,
+    max_streams: int = 1000,
     stale_after: float = STALE_AFTER_SECONDS,
     escalation: EscalationPolicy | None = None,
     contracts: Catalog | None = None,
@@ -132,7 +134,9 @@ def create_app(
     to them. `client` (with an injected httpx client) is built when not given.
     `escalation` sets the rules that escalate to the human agent (route `human` by default).
     `contracts` (a `Catalog`) turns handoff contracts on: every handoff needs one, sent and
-    received; the card lists the contracts this agent accepts.
+    received; the card lists the contracts this agent accepts. `max_streams` caps the SSE
+    streams open at once (beyond: -32106, HTTP 503). The connection-level limits are the
+    HTTP server's: serve the app with `server.limits.LimitedHttpProtocol` (see there).
     `dedupe_message_ids=False` runs every message as new, even one whose id was seen before
     (the conformance kit reuses ids); keep the default anywhere else: a retried send must
     not start the work twice. Handoffs deduplicate on their own keys either way.
@@ -171,7 +175,7 @@ def create_app(
     manager = TaskManager(
         agent, store, settings, client, escalation, dedupe_message_ids=dedupe_message_ids
     )
-    table = A2AMethods(manager, sse_ping).table()
+    table = A2AMethods(manager, sse_ping, max_streams).table()
     endpoint = JsonRpcEndpoint(table, auth, max_body, legacy=V03Methods(table).dispatch)
     served = Served(card, store, client, manager)
 
@@ -182,13 +186,18 @@ def create_app(
         try:
             # Before serving: finish handoffs a previous process left pending, then fail
             # the tasks it left running (with replicas: those whose runner is gone).
+            # A store that fails reads here (a damaged file) is served degraded rather than
+            # not at all: /health says what is wrong, and the heartbeat tries again.
             await manager.leases.start()
-            replayed = await handoffs.outbox.recover(wait_seconds=5.0)
-            if replayed:
-                log.warning("replaying %d pending handoff(s)", replayed)
-            recovered = await manager.recover()
-            if recovered:
-                log.warning("failed %d task(s) left running by a previous process", recovered)
+            try:
+                replayed = await handoffs.outbox.recover(wait_seconds=5.0)
+                if replayed:
+                    log.warning("replaying %d pending handoff(s)", replayed)
+                recovered = await manager.recover()
+                if recovered:
+                    log.warning("failed %d task(s) left running by a previous process", recovered)
+            except StoreError as exc:
+                log.error("start-up recovery failed, serving degraded: %s", exc)
             handoffs.outbox.start()
             manager.start_background()
             yield
@@ -204,7 +213,7 @@ def create_app(
             Route("/", endpoint.rpc, methods=["POST"]),
             Route(CARD_PATH, CardRoute(card, v03_fields=card_v03_fields).get, methods=["GET"]),
             Route(V03_CARD_PATH, CardRoute(card, v03_fields=True).get, methods=["GET"]),
-            Route("/health", Health(store, client, stale_after).get, methods=["GET"]),
+            Route("/health", Health(store, client, stale_after, auth).get, methods=["GET"]),
             *RestEndpoint(table, auth, max_body).routes(),
         ],
         exception_handlers={404: not_found, 405: not_found},

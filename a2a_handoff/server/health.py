@@ -1,19 +1,27 @@
 """`GET /health`: is this agent able to do its work? 200 healthy, 503 degraded.
 
-It reports the store (does it answer), pending handoffs older than `stale_after` seconds (a
-target down, or a delivery stuck), the last completed handoff, and the circuit breakers of
-the agents this one calls.
+Degraded when the store cannot be reached or fails writes, or a handoff has been pending for
+longer than `stale_after` seconds (a target down, or a delivery stuck). The report also gives
+the number of pending handoffs, the oldest one, the last completed one and the circuit
+breakers of the agents this one calls.
+
+Cheap whatever the ledger's size: the figures come from the store's indexes and kept values
+(`handoff_stats`), never from reading the ledger — a report costs about what a GetTask does,
+so pollers load the agent no more than any other caller. With API keys on, a caller without
+a valid key gets the status only: the details (peers' URLs among them) need a key.
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from a2a_handoff.auth import ApiKeyAuth
 from a2a_handoff.client.client import AgentClient
-from a2a_handoff.protocol.models import parse_time
+from a2a_handoff.errors import StoreError
 from a2a_handoff.stores.base import Store
 
 STALE_AFTER_SECONDS = 60
@@ -22,28 +30,44 @@ STALE_AFTER_SECONDS = 60
 class Health:
     """The health route of one agent."""
 
-    def __init__(self, store: Store, client: AgentClient, stale_after: float) -> None:
+    def __init__(
+        self,
+        store: Store,
+        client: AgentClient,
+        stale_after: float,
+        auth: ApiKeyAuth | None = None,
+    ) -> None:
         self.store = store
         self.client = client
         self.stale_after = stale_after
+        self.auth = auth
 
     async def get(self, request: Request) -> Response:
-        """Store reachable, stale pending handoffs, last completed handoff: 200 or 503."""
-        store_ok = await self.store.ping()
-        stale: list[str] = []
-        last_done: str | None = None
-        if store_ok:
-            cutoff = (datetime.now(UTC) - timedelta(seconds=self.stale_after)).isoformat()
-            pending = await self.store.outbox(status="pending")
-            stale = [e.handoff_id for e in pending if parse_time(e.created_at).isoformat() < cutoff]
-            done = await self.store.outbox(status="done")
-            last_done = max((e.updated_at for e in done), default=None)
-        healthy = store_ok and not stale
-        body = {
-            "status": "healthy" if healthy else "degraded",
-            "store": "ok" if store_ok else "unreachable",
-            "stalePendingHandoffs": len(stale),
-            "lastCompletedHandoff": last_done,
-            "breakers": self.client.breakers(),
-        }
-        return JSONResponse(body, status_code=200 if healthy else 503)
+        healthy, report = await self._measure()
+        status = 200 if healthy else 503
+        if self.auth is not None and self.auth.authenticate(request.headers) is None:
+            return JSONResponse({"status": report["status"]}, status_code=status)
+        return JSONResponse(report, status_code=status)
+
+    async def _measure(self) -> tuple[bool, dict[str, Any]]:
+        problem = await self.store.problem()
+        report: dict[str, Any] = {"store": problem or "ok"}
+        stale = 0
+        if problem is None or problem.startswith("failing writes"):
+            cutoff = datetime.now(UTC) - timedelta(seconds=self.stale_after)
+            try:
+                stats = await self.store.handoff_stats(cutoff.strftime("%Y-%m-%dT%H:%M:%S.000Z"))
+            except StoreError as exc:
+                problem = report["store"] = f"unreachable: {exc}"
+            else:
+                stale = stats.stale
+                report |= {
+                    "pendingHandoffs": stats.pending,
+                    "stalePendingHandoffs": stats.stale,
+                    "oldestPendingHandoff": stats.oldest_pending,
+                    "lastCompletedHandoff": stats.last_done,
+                }
+        healthy = problem is None and not stale
+        report = {"status": "healthy" if healthy else "degraded", **report}
+        report["breakers"] = self.client.breakers()
+        return healthy, report

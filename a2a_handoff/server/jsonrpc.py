@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import json
 import logging
+import math
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
 from a2a_handoff.auth import ApiKeyAuth
@@ -33,6 +35,9 @@ from a2a_handoff.errors import (
     PayloadTooLargeError,
     PushNotificationNotSupportedError,
     RpcError,
+    StoreError,
+    StoreUnavailableError,
+    TooManyStreamsError,
     VersionNotSupportedError,
 )
 from a2a_handoff.protocol.extension import parse_extensions
@@ -177,38 +182,76 @@ class JsonRpcEndpoint:
             return await handler(Call(call_id, params, principal, extensions, request, JSON_RPC))
         except RpcError as error:
             return error_response(call_id, error, extensions)
+        except StoreError as exc:  # unreachable, or failing writes: the caller may retry
+            _store_failures.note(exc)
+            return error_response(call_id, StoreUnavailableError(str(exc)), extensions)
+        except ClientDisconnect:  # the body never came (the server's body timeout): no answer
+            return Response(status_code=400)
         except Exception:
             log.exception("internal error serving a JSON-RPC call")
             return error_response(call_id, InternalError(), extensions)
 
 
+class _StoreFailures:
+    """Calls refused because the store failed: logged once per `every` seconds, with the count
+    (under load while the store is down, a line per call would flood the log)."""
+
+    def __init__(self, every: float = 10.0) -> None:
+        self.every = every
+        self.count = 0
+        self.last = -every
+
+    def note(self, exc: Exception) -> None:
+        self.count += 1
+        now = time.monotonic()
+        if now - self.last >= self.every:
+            log.warning("%d call(s) refused: the store failed (%s)", self.count, exc)
+            self.count, self.last = 0, now
+
+
+_store_failures = _StoreFailures()
+
+
 def error_response(
     call_id: str | int | None, error: RpcError, extensions: frozenset[str] = frozenset()
 ) -> Response:
-    """The JSON-RPC error object as an HTTP answer (401 and 413 where HTTP has a status)."""
+    """The JSON-RPC error object as an HTTP answer (401, 413 and 503 where HTTP has a
+    status: a 503 tells clients and proxies to retry later)."""
     status = 200
+    headers = protocol_headers(extensions)
     if isinstance(error, AuthenticationError):
         status = 401
+        headers["WWW-Authenticate"] = 'Bearer realm="a2a"'
     elif isinstance(error, PayloadTooLargeError):
         status = 413
-    headers = protocol_headers(extensions)
-    if status == 401:
-        headers["WWW-Authenticate"] = 'Bearer realm="a2a"'
+    elif isinstance(error, StoreUnavailableError | TooManyStreamsError):
+        status = 503
+        headers["Retry-After"] = "1"
     # ensure_ascii: an id holding a lone surrogate still encodes (as an escape).
     body = json.dumps(error_body(call_id, error), separators=(",", ":"))
     return Response(body, status_code=status, headers=headers, media_type="application/json")
 
 
 def refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
+    raise ValueError(f"{name} is not JSON: numbers must be finite")
+
+
+def finite(text: str) -> float:
+    """A JSON number as a float, refusing one that overflows (1e999: valid JSON syntax, but
+    no double holds it; it was stored as null)."""
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"{text[:40]} is not JSON: numbers must be finite")
+    return value
 
 
 def _parse_json(body: bytes, request: Request) -> Any:
-    """Strict JSON: no NaN or Infinity; too deep a nesting is a parse error too. A body that
-    is not JSON, sent as something else than JSON, is refused for its content type (-32005):
-    the header is read only then, so a valid JSON body is served whatever it says."""
+    """Strict JSON: no NaN or Infinity, nor a number that overflows to it; too deep a nesting
+    is a parse error too. A body that is not JSON, sent as something else than JSON, is
+    refused for its content type (-32005): the header is read only then, so a valid JSON
+    body is served whatever it says."""
     try:
-        return json.loads(body, parse_constant=refuse_constant)
+        return json.loads(body, parse_constant=refuse_constant, parse_float=finite)
     except RecursionError:
         raise ParseError("Parse error: the JSON is nested too deeply") from None
     except (ValueError, UnicodeDecodeError) as exc:

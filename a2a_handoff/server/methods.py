@@ -9,8 +9,11 @@ error object. `SendMessage` blocks until the task ends or waits for input, unles
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
+from datetime import UTC
 
+from pydantic import Field
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -31,17 +34,32 @@ from a2a_handoff.protocol.models import (
     SubscribeToTaskRequest,
     Task,
     WireModel,
+    parse_time,
 )
 from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.runtime.journal import Replied
 from a2a_handoff.runtime.tasks import TaskManager
 from a2a_handoff.server.call import Call, Handler, validate
-from a2a_handoff.server.streams import one_item, sse_answer, task_stream
+from a2a_handoff.server.streams import StreamSlots, one_item, sse_answer, task_stream
 from a2a_handoff.stores.base import Store, TaskQuery
 
 
 class ListHandoffsRequest(WireModel):
     context_id: str | None = None
+    page_size: int | None = Field(default=None, ge=1, le=1000)
+    page_token: str | None = None
+
+
+def _status_after(raw: str | None) -> str | None:
+    """`statusTimestampAfter` as a stored timestamp's format (UTC, milliseconds), so that
+    comparing the strings compares the moments."""
+    if raw is None:
+        return None
+    try:
+        moment = parse_time(raw).astimezone(UTC)
+    except ValueError:
+        raise InvalidParamsError("statusTimestampAfter: not an ISO-8601 timestamp") from None
+    return f"{moment:%Y-%m-%dT%H:%M:%S}.{moment.microsecond // 1000:03d}Z"
 
 
 def trim_history(task: Task, history_length: int | None) -> Task:
@@ -54,10 +72,11 @@ def trim_history(task: Task, history_length: int | None) -> Task:
 class A2AMethods:
     """The methods `POST /` dispatches to."""
 
-    def __init__(self, manager: TaskManager, sse_ping: float) -> None:
+    def __init__(self, manager: TaskManager, sse_ping: float, max_streams: int = 1000) -> None:
         self.manager = manager
         self.store: Store = manager.store
         self.sse_ping = sse_ping
+        self.streams = StreamSlots(max_streams)
 
     def table(self) -> dict[str, Handler]:
         """Method name → handler."""
@@ -119,15 +138,18 @@ class A2AMethods:
         config = request.configuration
         if config is not None and config.task_push_notification_config is not None:
             raise PushNotificationNotSupportedError()
-        submission = await self.manager.send(request.message, call.principal)
+        self.streams.take()  # refused before the task is created
         try:
+            submission = await self.manager.send(request.message, call.principal)
             await asyncio.shield(submission.created)
         except Replied as replied:
-            return sse_answer(
-                call, one_item(StreamResponse(message=replied.message)), self.sse_ping
-            )
+            item = one_item(StreamResponse(message=replied.message))
+            return sse_answer(call, item, self.sse_ping, self.streams)
+        except BaseException:
+            self.streams.give()
+            raise
         stream = task_stream(self.store, submission.task_id, submission.head, submission.after)
-        return sse_answer(call, stream, self.sse_ping)
+        return sse_answer(call, stream, self.sse_ping, self.streams)
 
     async def get_task(self, call: Call) -> Response:
         request = validate(GetTaskRequest, call.params)
@@ -144,6 +166,7 @@ class A2AMethods:
                 state=request.status,
                 page_size=page_size,
                 page_token=request.page_token or None,
+                status_after=_status_after(request.status_timestamp_after),
             )
         )
         tasks = []
@@ -177,13 +200,14 @@ class A2AMethods:
                 metadata={"taskId": record.id},
             )
         resume = _last_event_id(call.request)
+        self.streams.take()
         if resume is not None:
             stream = task_stream(self.store, record.id, None, resume, until_terminal=True)
         else:
             stream = task_stream(
                 self.store, record.id, record.task, record.version, until_terminal=True
             )
-        return sse_answer(call, stream, self.sse_ping)
+        return sse_answer(call, stream, self.sse_ping, self.streams)
 
     async def get_extended_card(self, call: Call) -> Response:
         raise ExtendedCardNotConfiguredError()
@@ -193,21 +217,56 @@ class A2AMethods:
         return record is not None and record.visible_to(principal)
 
     async def list_handoffs(self, call: Call) -> Response:
-        """Ours: the handoff ledger of a context — sent (the outbox) and received."""
+        """Ours: the handoff ledger — sent (the outbox) and received — oldest first, a page
+        of each at a time (`pageSize`, default 50, at most 1000; `pageToken`)."""
         request = validate(ListHandoffsRequest, call.params)
+        limit = request.page_size or 50
+        context_id = request.context_id
+        sent_after, received_after = _ledger_cursors(request.page_token, context_id)
         contracts = self.manager.handoffs.settings.contracts
-        sent = [
-            sent_row(e, contracts)
-            for e in await self.store.outbox(context_id=request.context_id)
-            if e.owner == call.principal
-        ]
-        received = [
-            received_row(e)
-            for e in await self.store.received(request.context_id)
-            if await self._visible(e.task_id, call.principal)
-        ]
-        result = json.dumps({"sent": sent, "received": received}, separators=(",", ":"))
-        return call.binding.answer(call, result)
+        sent: list[dict[str, object]] = []
+        next_sent: str | None = None
+        if sent_after is not None:
+            entries, next_sent = await self.store.sent_page(
+                owner=call.principal, context_id=context_id, after=sent_after, limit=limit
+            )
+            sent = [sent_row(e, contracts) for e in entries]
+        received: list[dict[str, object]] = []
+        next_received: str | None = None
+        if received_after is not None:
+            rows, next_received = await self.store.received_page(
+                context_id=context_id, after=received_after, limit=limit
+            )
+            ids = sorted({e.task_id for e in rows})
+            shown = await asyncio.gather(*(self._visible(i, call.principal) for i in ids))
+            visible = {i for i, ok in zip(ids, shown, strict=True) if ok}
+            received = [received_row(e) for e in rows if e.task_id in visible]
+        token = _ledger_token(next_sent or None, next_received or None, context_id)
+        result = {"sent": sent, "received": received, "nextPageToken": token}
+        return call.binding.answer(call, json.dumps(result, separators=(",", ":")))
+
+
+def _ledger_token(sent: str | None, received: str | None, context_id: str | None) -> str:
+    """The next page's token: where each list goes on (None: that list is done)."""
+    if sent is None and received is None:
+        return ""
+    raw = json.dumps([sent, received, context_id], separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _ledger_cursors(token: str | None, context_id: str | None) -> tuple[str | None, str | None]:
+    """(sent cursor, received cursor) a ListHandoffs token names ("" from the start, None:
+    that list is done); -32602 when it is not one of ours, or was for another context."""
+    if not token:
+        return "", ""
+    try:
+        value = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+        sent, received, context = value
+        if context == context_id and all(c is None or isinstance(c, str) for c in value):
+            return sent, received
+    except (ValueError, TypeError):
+        pass
+    raise InvalidParamsError("pageToken: not a token this server issued for these params")
 
 
 def _last_event_id(request: Request) -> int | None:

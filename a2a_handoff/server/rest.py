@@ -52,7 +52,7 @@ from a2a_handoff.server.call import (
     read_body,
     supported_version,
 )
-from a2a_handoff.server.jsonrpc import refuse_constant, refuse_lone_surrogates
+from a2a_handoff.server.jsonrpc import finite, refuse_constant, refuse_lone_surrogates
 
 log = logging.getLogger("a2a_handoff.server")
 
@@ -246,7 +246,7 @@ def _json_object(body: bytes, content_type: str | None) -> dict[str, Any]:
             f"Content-Type {(content_type or '')[:100]!r} is not supported: send application/json"
         )
     try:
-        payload = json.loads(body, parse_constant=refuse_constant)
+        payload = json.loads(body, parse_constant=refuse_constant, parse_float=finite)
     except RecursionError:
         raise ParseError("Parse error: the JSON is nested too deeply") from None
     except (ValueError, UnicodeDecodeError):

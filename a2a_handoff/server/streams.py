@@ -4,7 +4,8 @@ A task stream starts with a Task snapshot (when it has one) and goes on with the
 committed events, each framed with its sequence number (`id:`), until the task ends or waits
 for its caller. TRANSFERRED is rendered per client (see `protocol.extension`).
 
-The response: one watcher task per stream, nothing more.
+The response: one watcher task per stream, nothing more. Open streams per process are capped
+(`StreamSlots`): beyond the cap a streaming call is refused before anything is done for it.
 
 Each open stream costs memory for as long as a task runs (a subscriber may wait minutes), so
 this writer keeps to the request's own task plus one small watcher that reads the client's
@@ -23,7 +24,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from a2a_handoff.errors import InternalError, RpcError
+from a2a_handoff.errors import InternalError, RpcError, TooManyStreamsError
 from a2a_handoff.protocol.extension import render_item
 from a2a_handoff.protocol.models import StreamResponse, Task
 from a2a_handoff.protocol.sse import PING
@@ -37,6 +38,26 @@ Items = AsyncGenerator[tuple[int, StreamResponse], None]
 """A stream's items, each with its event sequence number."""
 
 
+class StreamSlots:
+    """The open-stream cap of one process: a stream takes a slot before anything is done for
+    it (a refused SendStreamingMessage creates no task) and gives it back when it ends."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.open = 0
+
+    def take(self) -> None:
+        """A slot, or TooManyStreamsError (-32106, HTTP 503)."""
+        if self.open >= self.limit:
+            raise TooManyStreamsError(
+                f"this agent has {self.open} streams open, its limit; retry shortly"
+            )
+        self.open += 1
+
+    def give(self) -> None:
+        self.open -= 1
+
+
 class SseResponse(Response):
     """Streams `frames` (ready-made SSE bytes) as `text/event-stream`."""
 
@@ -48,6 +69,7 @@ class SseResponse(Response):
         *,
         ping: float = 15.0,
         headers: Mapping[str, str] | None = None,
+        slots: StreamSlots | None = None,
     ) -> None:
         super().__init__(
             None,
@@ -56,8 +78,17 @@ class SseResponse(Response):
         )
         self.frames = frames
         self.ping = ping
+        self.slots = slots  # the slot this stream took, given back when it ends
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await self._stream(receive, send)
+        finally:
+            if self.slots is not None:
+                self.slots.give()
+                self.slots = None
+
+    async def _stream(self, receive: Receive, send: Send) -> None:
         headers = [(k, v) for k, v in self.raw_headers if k != b"content-length"]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         stream = asyncio.current_task()
@@ -140,9 +171,12 @@ async def one_item(item: StreamResponse) -> Items:
     yield 0, item
 
 
-def sse_answer(call: Call, items: Items, ping: float) -> SseResponse:
+def sse_answer(
+    call: Call, items: Items, ping: float, slots: StreamSlots | None = None
+) -> SseResponse:
     """The call's answer as an SSE stream of `items`, each framed by the call's binding; an
-    error while streaming ends the stream with the binding's error event."""
+    error while streaming ends the stream with the binding's error event. `slots`: the cap
+    the stream took a slot of (given back when it ends)."""
     visible = call.transfers_visible
     binding = call.binding
 
@@ -158,4 +192,5 @@ def sse_answer(call: Call, items: Items, ping: float) -> SseResponse:
         finally:
             await items.aclose()
 
-    return SseResponse(frames(), ping=ping, headers=protocol_headers(call.extensions))
+    headers = protocol_headers(call.extensions)
+    return SseResponse(frames(), ping=ping, headers=headers, slots=slots)

@@ -4,7 +4,8 @@ Backends that live in one process (memory, SQLite) publish each batch of events 
 commits; followers subscribe *before* reading the backlog, so an event is either in the
 backlog or delivered live — and duplicates (in both) are dropped by seq. A follower that
 falls behind by more than `limit` events is marked lagged and re-reads from the store,
-so a slow reader costs bounded memory and loses nothing.
+so a slow reader costs bounded memory and loses nothing. When other processes write to the
+same store (a shared SQLite file), a follower also re-reads after a quiet `poll`.
 """
 
 from __future__ import annotations
@@ -71,8 +72,12 @@ async def follow(
     after: int,
     read_events: Callable[[str, int], Awaitable[list[TaskEvent]]],
     read_record: Callable[[str], Awaitable[TaskRecord | None]],
+    poll: float | None = None,
 ) -> AsyncGenerator[TaskEvent, None]:
-    """Backlog then live events of one task, ending after its terminal event."""
+    """Backlog then live events of one task, ending after its terminal event.
+
+    `poll`: also re-read the store after this many quiet seconds (other processes write to it).
+    """
     subscriber = hub.subscribe(task_id)
     try:
         last = after
@@ -89,7 +94,13 @@ async def follow(
             if record is None or (record.state.terminal and record.version <= last):
                 return
         while True:
-            await subscriber.wait()
+            if poll is None:
+                await subscriber.wait()
+            else:
+                try:
+                    await asyncio.wait_for(subscriber.wait(), poll)
+                except TimeoutError:
+                    subscriber.lagged = True
             if subscriber.lagged:
                 subscriber.lagged = False
                 batch: Iterable[TaskEvent] = await read_events(task_id, last)

@@ -8,14 +8,11 @@ produced go together, and the version is the sequence number of the task's last 
 
 from __future__ import annotations
 
-import base64
-import json
 import time
-from collections.abc import AsyncGenerator, Iterable, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from a2a_handoff.errors import InvalidParamsError
 from a2a_handoff.protocol.models import StreamResponse, Task
 from a2a_handoff.protocol.states import TaskState
 
@@ -77,6 +74,8 @@ class TaskQuery:
     state: TaskState | None = None
     page_size: int = 50
     page_token: str | None = None
+    status_after: str | None = None  # only tasks whose status changed after this (a stamp
+    # of `utc_now()`'s form); a status changes no later than its task's updated_at
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +103,16 @@ class OutboxEntry:
     detail: str
     created_at: str
     updated_at: str
+
+
+@dataclass(frozen=True, slots=True)
+class HandoffStats:
+    """What /health reports of the outbox, each answered from an index or a kept value."""
+
+    pending: int = 0
+    stale: int = 0  # pending since before the `stale_before` asked about
+    oldest_pending: str | None = None
+    last_done: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,56 +197,17 @@ class TaskStore(Protocol):
         """Whether the store answers."""
         ...
 
+    async def problem(self) -> str | None:
+        """None while the store answers and takes writes; else what is wrong, in a few words
+        (`unreachable: …`, `failing writes: …`)."""
+        ...
+
     async def aclose(self) -> None:
         """Release connections; idempotent."""
         ...
 
 
 # -- helpers shared by backends -------------------------------------------------------------
-
-
-def encode_page_token(updated_at: str, task_id: str) -> str:
-    raw = json.dumps([updated_at, task_id], separators=(",", ":")).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def decode_page_token(token: str) -> tuple[str, str]:
-    """The (updated_at, task_id) a page token names; -32602 when it is not one of ours."""
-    try:
-        padded = token + "=" * (-len(token) % 4)
-        value = json.loads(base64.urlsafe_b64decode(padded.encode()))
-        updated_at, task_id = value
-        if isinstance(updated_at, str) and isinstance(task_id, str):
-            return updated_at, task_id
-    except (ValueError, TypeError):
-        pass
-    raise InvalidParamsError("pageToken: not a token this server issued")
-
-
-def page_of(records: Iterable[TaskRecord], query: TaskQuery) -> TaskPage:
-    """`query` answered from candidate records in memory: filter, order, page.
-
-    For backends without a query engine (memory, Redis); SQLite does the same in SQL.
-    """
-    matching = [
-        r
-        for r in records
-        if (query.owner is None or r.visible_to(query.owner))
-        and (query.context_id is None or r.task.context_id == query.context_id)
-        and (query.state is None or r.state == query.state)
-    ]
-    matching.sort(key=lambda r: (r.updated_at, r.id), reverse=True)
-    start = 0
-    if query.page_token:
-        cursor = decode_page_token(query.page_token)
-        start = next(
-            (i for i, r in enumerate(matching) if (r.updated_at, r.id) < cursor),
-            len(matching),
-        )
-    page = matching[start : start + query.page_size]
-    more = start + query.page_size < len(matching)
-    token = encode_page_token(page[-1].updated_at, page[-1].id) if more and page else ""
-    return TaskPage(records=page, next_page_token=token, total_size=len(matching))
 
 
 def check_create(record: TaskRecord, events: Sequence[StreamResponse]) -> None:
@@ -298,6 +268,26 @@ class HandoffStore(Protocol):
 
     async def received(self, context_id: str | None = None) -> list[ReceivedEntry]:
         """Handoffs received, oldest first."""
+        ...
+
+    async def sent_page(
+        self, *, owner: str | None, context_id: str | None, after: str, limit: int
+    ) -> tuple[list[OutboxEntry], str]:
+        """Up to `limit` entries sent, oldest first, after the cursor `after` ("": from the
+        start), of `owner` (None: anyone's) and `context_id`; with the cursor after the last
+        one ("" when there is no more). Reads O(log n + limit) rows."""
+        ...
+
+    async def received_page(
+        self, *, context_id: str | None, after: str, limit: int
+    ) -> tuple[list[ReceivedEntry], str]:
+        """Up to `limit` handoffs received, oldest first, after the cursor `after`; with the
+        next cursor ("" when there is no more)."""
+        ...
+
+    async def handoff_stats(self, stale_before: str) -> HandoffStats:
+        """Pending entries (how many, how many created before `stale_before`, the oldest)
+        and the last one completed: from indexes or kept values, never a scan."""
         ...
 
 

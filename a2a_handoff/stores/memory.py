@@ -1,4 +1,7 @@
-"""In-memory store: the reference semantics in the fewest lines, for unit tests only."""
+"""In-memory store: the reference semantics in the fewest lines, for unit tests only.
+
+Scans where the other backends use indexes: it never holds much.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ from a2a_handoff.errors import ConflictError
 from a2a_handoff.protocol.models import StreamResponse
 from a2a_handoff.stores._hub import EventHub, follow
 from a2a_handoff.stores.base import (
+    HandoffStats,
     LocalLeases,
     OutboxEntry,
     ReceivedEntry,
@@ -19,8 +23,8 @@ from a2a_handoff.stores.base import (
     TaskRecord,
     check_create,
     check_update,
-    page_of,
 )
+from a2a_handoff.stores.pages import ledger_page, page_of
 
 
 class MemoryTaskStore(LocalLeases):
@@ -169,11 +173,37 @@ class MemoryTaskStore(LocalLeases):
     async def received(self, context_id: str | None = None) -> list[ReceivedEntry]:
         return [e for e in self._received if context_id is None or e.context_id == context_id]
 
+    async def sent_page(
+        self, *, owner: str | None, context_id: str | None, after: str, limit: int
+    ) -> tuple[list[OutboxEntry], str]:
+        entries = [
+            e for e in await self.outbox(context_id=context_id) if owner is None or e.owner == owner
+        ]
+        return ledger_page(entries, after, limit)
+
+    async def received_page(
+        self, *, context_id: str | None, after: str, limit: int
+    ) -> tuple[list[ReceivedEntry], str]:
+        return ledger_page(await self.received(context_id), after, limit)
+
+    async def handoff_stats(self, stale_before: str) -> HandoffStats:
+        pending = [e.created_at for e in self._outbox.values() if e.status == "pending"]
+        done = [e.updated_at for e in self._outbox.values() if e.status == "done"]
+        return HandoffStats(
+            pending=len(pending),
+            stale=sum(1 for created in pending if created < stale_before),
+            oldest_pending=min(pending, default=None),
+            last_done=max(done, default=None),
+        )
+
     async def open(self) -> MemoryTaskStore:
         return self
 
     async def ping(self) -> bool:
         return True
+
+    async def problem(self) -> str | None:
+        return None
 
     async def aclose(self) -> None:
         return None

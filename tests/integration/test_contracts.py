@@ -182,7 +182,7 @@ def test_on_reject_human_escalates_the_task(tmp_path: Path, started: list[AgentP
     assert "permission_check: billing does not hold refunds.issue" in escalation["whatHappened"]
     first, second = sent(triage, context)
     assert (first["status"], second["status"]) == ("failed", "done")
-    assert "on_reject → human" in first["detail"]
+    assert "on_reject → human" in first["detail"]["reason"]
 
 
 def test_on_reject_can_name_a_fallback_agent(tmp_path: Path, started: list[AgentProcess]) -> None:
@@ -229,8 +229,8 @@ def test_on_error_follows_after_max_retries(tmp_path: Path, started: list[AgentP
     assert ext(source)["transfer"]["agentUrl"] == backup.url
     assert _http().get(broken.url + "count").json()["SendMessage"] == 3  # 1 + max_retries
     first, _ = sent(triage, context)
-    assert "failed 3 time(s)" in first["detail"]
-    assert "on_error → backup" in first["detail"]
+    assert "failed 3 time(s)" in first["detail"]["reason"]
+    assert "on_error → backup" in first["detail"]["reason"]
 
 
 def test_on_timeout_when_the_target_stays_unreachable(
@@ -252,8 +252,8 @@ def test_on_timeout_when_the_target_stays_unreachable(
     task = result(triage.rpc("SendMessage", message(REFUND, context)))["task"]
     assert ext(task)["transfer"]["agentUrl"] == backup.url
     first, second = sent(triage, context)
-    assert "unreachable for over 800 ms" in first["detail"]
-    assert "on_timeout → backup" in first["detail"]
+    assert "unreachable for over 800 ms" in first["detail"]["reason"]
+    assert "on_timeout → backup" in first["detail"]["reason"]
     assert second["status"] == "done"
 
 

@@ -98,8 +98,11 @@ def test_the_ledgers_list_the_handoff_on_both_sides(agents: Agents) -> None:
     ctx = f"ctx-{uuid.uuid4()}"
     source = result(agents.triage.rpc("SendMessage", message(REFUND, ctx)))["task"]
     handoff_id = ext(source)["transfer"]["handoffId"]
-    sent = result(agents.triage.rpc("ListHandoffs", {"contextId": ctx}))["sent"]
+    ledger = result(agents.triage.rpc("ListHandoffs", {"contextId": ctx}))
+    sent = ledger["sent"]
     assert [(e["handoffId"], e["status"]) for e in sent] == [(handoff_id, "done")]
+    assert sent[0]["detail"]["taskId"] == ext(source)["transfer"]["taskId"]  # an object
+    assert ledger["nextPageToken"] == ""
     received = wait_for(
         lambda: result(agents.billing.rpc("ListHandoffs", {"contextId": ctx}))["received"]
     )  # the receiving ledger is written right after the reply

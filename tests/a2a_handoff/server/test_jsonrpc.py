@@ -613,12 +613,26 @@ ODD_MESSAGES = {
     # NaN is not JSON (RFC 8259 §6), although Python's parser reads it.
     "nan-data": '{"data": NaN}',
     "infinity-data": '{"data": {"x": -Infinity}}',
+    # Numbers too large for a double are infinite once parsed: refused alike.
+    "overflow-data": '{"data": {"x": 1e999}}',
+    "negative-overflow-data": '{"data": [-1.5e400]}',
     # Valid JSON, nested deeper than the serializer goes but well within the parser's reach.
     "deep-data": '{"data": ' + nested(300) + "}",
     # Valid JSON whose string cannot be encoded as UTF-8.
     "lone-surrogate-text": '{"text": "caf\\udce9"}',
 }
-MUST_BE_REFUSED = {"nan-data", "infinity-data"}
+MUST_BE_REFUSED = {"nan-data", "infinity-data", "overflow-data", "negative-overflow-data"}
+
+
+@pytest.mark.parametrize("number", ["NaN", "Infinity", "-Infinity", "1e999", "-2E+400"])
+async def test_non_finite_numbers_are_refused_alike(caller: Caller, number: str) -> None:
+    body = (
+        '{"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": '
+        '{"messageId": "nf", "role": "ROLE_USER", "parts": [{"data": {"x": ' + number + "}}]}}}"
+    )
+    error = rpc_error(await caller.raw(body), -32700)
+    assert "finite" in error["message"] or "not JSON" in error["message"]
+    assert await caller.total() == 0
 
 
 @pytest.mark.parametrize("store_kind", ["memory", "sqlite"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -329,14 +330,17 @@ class Asker:
         return InputRequired("why?")
 
 
-async def test_a_follow_up_while_working_is_refused() -> None:
+async def test_a_follow_up_while_working_is_refused_as_busy() -> None:
     agent = Recorder(block=True)
     async for client in serve(agent, MemoryTaskStore()):
         task = (await client.send("hi", returnImmediately=True))["result"]["task"]
         reply = await client.send("more", task_id=task["id"])
-        assert reply["error"]["code"] == -32004
+        assert reply["error"]["code"] == -32104
+        assert "busy" in reply["error"]["message"]
         assert "still working" in reply["error"]["message"]
         agent.release.set()
+        history = (await client.task(task["id"]))["history"]
+        assert [m["parts"][0]["text"] for m in history if m["role"] == "ROLE_USER"] == ["hi"]
 
 
 class Confused:
@@ -386,3 +390,30 @@ async def test_a_replayed_handoff_is_a_duplicate_while_its_task_still_runs() -> 
         assert again["metadata"][URI]["duplicate"] is True
         assert agent.runs == 1
         agent.release.set()
+
+
+@pytest.mark.parametrize("backend", ["memory", "sqlite"])
+async def test_list_tasks_filters_by_status_timestamp_after(tmp_path: Path, backend: str) -> None:
+    store = MemoryTaskStore() if backend == "memory" else SqliteTaskStore(tmp_path / "t.db")
+    async for echo in serve(EchoAgent(), store):
+        await check_status_timestamp_after(echo)
+
+
+async def check_status_timestamp_after(echo: Client) -> None:
+    older = [(await echo.send(f"old {i}"))["result"]["task"]["id"] for i in range(3)]
+    await asyncio.sleep(0.01)
+    cut = (await echo.task(older[-1]))["status"]["timestamp"]
+    await asyncio.sleep(0.01)
+    newer = [(await echo.send(f"new {i}"))["result"]["task"]["id"] for i in range(2)]
+    listed = await echo.call("ListTasks", {"statusTimestampAfter": cut})
+    assert sorted(t["id"] for t in listed["result"]["tasks"]) == sorted(newer)
+    assert listed["result"]["totalSize"] == 2
+    # Any ISO-8601 form of the same moment filters the same way (here: +02:00, no Z).
+    moment = datetime.fromisoformat(cut.replace("Z", "+00:00")).astimezone(
+        timezone(timedelta(hours=2))
+    )
+    again = await echo.call("ListTasks", {"statusTimestampAfter": moment.isoformat()})
+    assert sorted(t["id"] for t in again["result"]["tasks"]) == sorted(newer)
+    bad = await echo.call("ListTasks", {"statusTimestampAfter": "yesterday"})
+    assert bad["error"]["code"] == -32602
+    assert "statusTimestampAfter" in bad["error"]["message"]

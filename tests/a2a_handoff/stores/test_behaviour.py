@@ -7,21 +7,35 @@ import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import httpx
 import pytest
 
-from a2a_handoff.errors import ConflictError, InvalidParamsError, StoreError
+from a2a_handoff.agent import TaskContext
+from a2a_handoff.client.client import AgentClient
+from a2a_handoff.errors import (
+    ConflictError,
+    InvalidParamsError,
+    RpcError,
+    StoreError,
+    TaskBusyError,
+)
+from a2a_handoff.handoff.settings import HandoffSettings
+from a2a_handoff.outcomes import InputRequired
 from a2a_handoff.protocol.models import (
+    Artifact,
     Message,
     Part,
     Role,
     StreamResponse,
     Task,
+    TaskArtifactUpdateEvent,
     TaskStatus,
     TaskStatusUpdateEvent,
     utc_now,
 )
 from a2a_handoff.protocol.states import TaskState
-from a2a_handoff.stores import SqliteTaskStore, TaskStore, open_store
+from a2a_handoff.runtime.tasks import TaskManager
+from a2a_handoff.stores import SqliteTaskStore, Store, TaskStore, open_store
 from a2a_handoff.stores.base import TaskEvent, TaskQuery, TaskRecord
 from a2a_handoff.stores.redis import RedisTaskStore
 from tests.redis_support import RedisServer
@@ -253,3 +267,94 @@ async def test_open_store_reads_prefix_and_window_from_a_redis_url(
     kept = open_store(f"{base}?prefix=x:&socket_timeout=5")
     assert isinstance(kept, RedisTaskStore)
     assert kept.url == f"{base}?socket_timeout=5"
+
+
+class AskAgain:
+    """Takes every message and asks for the next one (the task waits for input each time)."""
+
+    async def handle(self, ctx: TaskContext) -> InputRequired:
+        await asyncio.sleep(0.01)  # a little work, so concurrent follow-ups overlap it
+        return InputRequired(f"got {ctx.text}; next?")
+
+
+def user_message(text: str, task_id: str | None = None) -> Message:
+    return Message(message_id=str(uuid.uuid4()), role=Role.USER, parts=[Part(text=text)],
+                   task_id=task_id)  # fmt: skip
+
+
+async def replica_of(store: Store) -> Store:
+    """Another replica's view of the same store: its own connection for Redis, the same
+    object otherwise (two task managers on one store, as two processes sharing it would be)."""
+    if isinstance(store, RedisTaskStore):
+        return await RedisTaskStore(store.url, prefix=store.prefix).open()
+    return store
+
+
+async def outcome(manager: TaskManager, message: Message) -> TaskRecord | RpcError:
+    try:
+        submission = await manager.send(message, "alice")
+        return await asyncio.shield(submission.settled)
+    except RpcError as error:
+        return error
+
+
+async def test_concurrent_follow_ups_from_two_replicas_are_serialized(store: Store) -> None:
+    other = await replica_of(store)
+    settings = HandoffSettings(agent_name="asker", agent_url="http://127.0.0.1:1/")
+    async with httpx.AsyncClient() as http:
+        client = AgentClient(http)
+        replicas = [TaskManager(AskAgain(), s, settings, client) for s in (store, other)]
+        first = await outcome(replicas[0], user_message("start"))
+        assert isinstance(first, TaskRecord), first
+        accepted: list[tuple[int, str]] = []  # (the version it left, its text)
+        refused: list[str] = []
+        for round_ in range(6):
+            texts = [f"answer {round_}.{i}" for i in range(6)]
+            results = await asyncio.gather(
+                *(outcome(replicas[i % 2], user_message(t, first.id)) for i, t in enumerate(texts))
+            )
+            for text, result in zip(texts, results, strict=True):
+                if isinstance(result, TaskRecord):
+                    assert result.state is TaskState.INPUT_REQUIRED
+                    accepted.append((result.version, text))
+                else:
+                    assert isinstance(result, TaskBusyError), result
+                    assert "busy" in result.message
+                    refused.append(text)
+        for replica in replicas:
+            await replica.aclose()
+    try:
+        stored = await store.get(first.id)
+        assert stored is not None
+        users = [m.text for m in stored.task.history or () if m.role is Role.USER]
+        # Every message answered with success is there, in the order it was accepted; no
+        # refused one is.
+        assert users == ["start", *(text for _, text in sorted(accepted))]
+        assert len(accepted) >= 6  # one a round at least
+        assert refused  # the rounds did overlap
+    finally:
+        if other is not store:
+            await other.aclose()
+
+
+async def test_logged_events_read_back_as_emitted_though_stored_once(store: Store) -> None:
+    task = new_task()
+    now = utc_now()
+    first = StreamResponse(task=task)
+    record = await store.create(TaskRecord(task, "alice", 1, now, now), [first])
+    events: list[StreamResponse] = []
+    for i in range(3):  # artifacts added one a step, as a handler's would be
+        artifact = Artifact(artifact_id=f"a{i}", parts=[Part(text="x" * 1000 + str(i))])
+        task = task.model_copy(update={"artifacts": [*(task.artifacts or []), artifact]})
+        update = TaskArtifactUpdateEvent(task_id=task.id, context_id=task.context_id,
+                                         artifact=artifact, last_chunk=True)  # fmt: skip
+        events.append(StreamResponse(artifact_update=update))
+        step = record.advanced(task, 1, utc_now())
+        await store.update(step, [events[-1]], expected_version=record.version)
+        record = step
+    done = moved(task, TaskState.COMPLETED)
+    await store.update(record.advanced(done, 1, utc_now()), [status(done)], expected_version=4)
+    logged = [e.item for e in await store.events(task.id)]
+    assert logged == [first, *events, status(done)]
+    assert logged[0].task is not None
+    assert logged[0].task.artifacts is None  # the task as created, not as it is now

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import sqlite3
 import threading
 from collections.abc import Callable
@@ -10,11 +12,15 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
+from a2a_handoff import create_app
+from a2a_handoff.errors import StoreError
 from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.stores import SqliteTaskStore
 from a2a_handoff.stores.base import TaskQuery
+from servers.echo import EchoAgent, echo_card
 from tests.a2a_handoff.stores.test_behaviour import advance, create
 
 pytestmark = pytest.mark.anyio
@@ -91,9 +97,11 @@ async def test_reads_see_only_what_is_committed_while_a_batch_commits(tmp_path: 
     async with SqliteTaskStore(tmp_path / "reads.db") as store:
         record = await create(store)
         held = HeldCommits()
-        assert store._fsync is not None
-        store._fsync.shutdown()
-        store._fsync = held
+        writer = store._writer
+        assert writer is not None
+        assert writer._fsync is not None
+        writer._fsync.shutdown()
+        writer._fsync = held
         # Two writes make a batch whose COMMIT runs in the (held) fsync thread.
         writes = asyncio.gather(
             advance(store, record, TaskState.WORKING), create(store, key="late")
@@ -109,3 +117,102 @@ async def test_reads_see_only_what_is_committed_while_a_batch_commits(tmp_path: 
         assert after is not None
         assert after.version == 2
         assert await store.find("late") is not None
+
+
+async def test_a_second_opener_of_a_served_file_is_refused_naming_the_owner(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "owned.db"
+    async with SqliteTaskStore(path) as first:
+        record = await create(first)
+        second = SqliteTaskStore(path)
+        with pytest.raises(
+            StoreError, match=rf"already served by another process \(pid {os.getpid()}"
+        ):
+            await second.open()
+        with pytest.raises(StoreError, match="shared=1"):
+            second.check_free()
+        assert await first.get(record.id) is not None  # the owner goes on undisturbed
+    async with SqliteTaskStore(path) as again:  # the owner closed: free again
+        assert await again.get(record.id) is not None
+
+
+async def test_a_file_opened_shared_takes_several_processes_and_holds_their_leases(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite:///{tmp_path / 'shared.db'}?shared=1"
+    one, two = SqliteTaskStore.from_url(url), SqliteTaskStore.from_url(url)
+    async with one, two:
+        assert one.shared
+        assert two.shared
+        assert await one.acquire("task:t1", "a", 30)
+        assert not await two.acquire("task:t1", "b", 30)  # held, in the file
+        assert await two.holder("task:t1") == "a"
+        record = await create(one)
+        assert (await two.get(record.id)) is not None
+        seen = asyncio.create_task(anext(two.follow(record.id, after=1)))
+        await advance(one, record, TaskState.WORKING)  # written by the other "process"
+        assert (await asyncio.wait_for(seen, 5)).seq == 2  # found by polling the file
+
+
+async def test_a_damaged_file_fails_writes_with_a_clear_error_and_health_says_so(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "damaged.db"
+    async with SqliteTaskStore(path) as store:
+        for i in range(200):
+            await create(store, key=f"k{i}")
+    size = path.stat().st_size
+    with path.open("r+b") as file:  # the last page overwritten with garbage
+        file.seek(size - 4096)
+        file.write(bytes(range(256)) * 16)
+    app = create_app(EchoAgent(), echo_card("http://echo.test/"), SqliteTaskStore(path))
+    body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {
+        "messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}}}  # fmt: skip
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://echo.test/"
+        ) as http,
+    ):
+        for _ in range(3):
+            reply = await http.post("/", json=body, headers={"A2A-Version": "1.0"})
+            assert reply.status_code == 503
+            assert reply.json()["error"]["code"] == -32105
+            assert "malformed" in reply.json()["error"]["message"]
+        health = await http.get("/health")
+        assert health.status_code == 503
+        assert health.json()["status"] == "degraded"
+        assert health.json()["store"].startswith("failing writes: ")
+
+
+async def test_a_request_is_stored_in_at_most_twice_its_size(tmp_path: Path) -> None:
+    """1 MiB to the echo agent, whose artifact copies the text: the task holds it twice (the
+    message and the artifact); the event log holds references, not third and fourth copies."""
+    path = tmp_path / "size.db"
+    app = create_app(EchoAgent(), echo_card("http://echo.test/"), SqliteTaskStore(path))
+    message = {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "é" * 500_000}]}
+    call = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message}}
+    body = json.dumps(call, ensure_ascii=False)  # 1 MB: raw UTF-8, as most clients send it
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://echo.test/"
+        ) as http,
+    ):
+        reply = await http.post("/", content=body, headers={"A2A-Version": "1.0"})
+        task = reply.json()["result"]["task"]
+        assert task["artifacts"][0]["parts"] == [{"text": "é" * 500_000}]
+        with sqlite3.connect(path) as conn:
+            stored = sum(
+                conn.execute(
+                    f"SELECT COALESCE(SUM(LENGTH(CAST(body AS BLOB))), 0) FROM {t}"
+                ).fetchone()[0]
+                for t in ("tasks", "task_events")
+            )
+        # Two copies of the text (its message and the echo's artifact), plus ~1 KiB of ids,
+        # timestamps and event references (four copies before).
+        assert stored <= 2 * len(body.encode()) + 4096
+        events = [e.item for e in await app.state.a2a.store.events(task["id"])]
+        assert events[0].task is not None
+        assert events[0].task.history[0].text == "é" * 500_000  # rebuilt from the snapshot

@@ -1,0 +1,151 @@
+"""The Redis store's Lua scripts: every write that checks something is one of them.
+
+A script runs atomically across replicas, so the snapshot, its events, its indexes and the
+outbox or ledger rows it touches change together or not at all. Key and argument lists are
+documented above each script; `stores.redis` builds them.
+"""
+
+from __future__ import annotations
+
+LAYOUT = "2"
+"""The key layout this code writes; `MIGRATE` brings a store of layout 1 to it."""
+
+# KEYS: task, events, dedupe|"", i:all, i:o, i:d|"", i:c, i:s, outbox|"", ob:ids, ob:pend,
+#       rcv|"", ob:c:<context>|"", rcv:c:<context>|""
+# ARGV: id owner delegate context state version created updated body ttl_ms channel
+#       n_events events… entry_json|"" created_score received_json|""
+CREATE = """
+if KEYS[3] ~= '' then
+  local found = redis.call('GET', KEYS[3])
+  if found then return {'dup', found} end
+end
+if redis.call('EXISTS', KEYS[1]) == 1 then return {'exists', ''} end
+if KEYS[9] ~= '' and redis.call('EXISTS', KEYS[9]) == 1 then return {'entry', ''} end
+if KEYS[3] ~= '' then redis.call('SET', KEYS[3], ARGV[1], 'PX', ARGV[10]) end
+redis.call('HSET', KEYS[1], 'owner', ARGV[2], 'delegate', ARGV[3], 'context', ARGV[4],
+  'state', ARGV[5], 'version', ARGV[6], 'created', ARGV[7], 'updated', ARGV[8], 'body', ARGV[9])
+local n = tonumber(ARGV[12])
+for i = 1, n do redis.call('XADD', KEYS[2], i .. '-0', 'e', ARGV[12 + i]) end
+redis.call('SADD', KEYS[4], ARGV[1])
+redis.call('SADD', KEYS[5], ARGV[1])
+if KEYS[6] ~= '' then redis.call('SADD', KEYS[6], ARGV[1]) end
+redis.call('SADD', KEYS[7], ARGV[1])
+redis.call('SADD', KEYS[8], ARGV[1])
+if KEYS[9] ~= '' then
+  local entry = cjson.decode(ARGV[13 + n])
+  for field, value in pairs(entry) do redis.call('HSET', KEYS[9], field, value) end
+  redis.call('ZADD', KEYS[10], ARGV[14 + n], entry['handoff_id'])
+  redis.call('ZADD', KEYS[11], ARGV[14 + n], entry['handoff_id'])
+  redis.call('ZADD', KEYS[13], ARGV[14 + n], entry['handoff_id'])
+end
+if KEYS[12] ~= '' then
+  redis.call('RPUSH', KEYS[12], ARGV[15 + n])
+  redis.call('RPUSH', KEYS[14], ARGV[15 + n])
+end
+redis.call('PUBLISH', ARGV[11], n)
+return {'ok', ''}
+"""
+
+# KEYS: task, events, i:s:<new state>, outbox|"", ob:pend, prefix-of-state-sets, ob:ids,
+#       closed outbox|"", ob:c:<context>|"", ob:last_done
+# ARGV: id expected new_version state updated body channel n_events events…
+#       mode ("" | "checkpoint" | "terminate")
+#       [entry_json created_score closed_id|"" status detail | status detail handoff_id]
+UPDATE = """
+local current = redis.call('HMGET', KEYS[1], 'version', 'state')
+if not current[1] then return 'missing' end
+if tonumber(current[1]) ~= tonumber(ARGV[2]) then return 'conflict' end
+local n = tonumber(ARGV[8])
+local mode = ARGV[9 + n]
+if mode == 'checkpoint' then
+  if redis.call('EXISTS', KEYS[4]) == 1 then return 'entry' end
+  if ARGV[12 + n] ~= '' and not redis.call('ZSCORE', KEYS[5], ARGV[12 + n]) then
+    return 'not_pending'
+  end
+elseif mode == 'terminate' then
+  if not redis.call('ZSCORE', KEYS[5], ARGV[12 + n]) then return 'not_pending' end
+end
+redis.call('HSET', KEYS[1], 'state', ARGV[4], 'version', ARGV[3], 'updated', ARGV[5],
+  'body', ARGV[6])
+local seq = tonumber(ARGV[2])
+for i = 1, n do redis.call('XADD', KEYS[2], (seq + i) .. '-0', 'e', ARGV[8 + i]) end
+if current[2] ~= ARGV[4] then
+  redis.call('SREM', KEYS[6] .. current[2], ARGV[1])
+  redis.call('SADD', KEYS[3], ARGV[1])
+end
+if mode == 'checkpoint' then
+  local entry = cjson.decode(ARGV[10 + n])
+  for field, value in pairs(entry) do redis.call('HSET', KEYS[4], field, value) end
+  redis.call('ZADD', KEYS[7], ARGV[11 + n], entry['handoff_id'])
+  redis.call('ZADD', KEYS[5], ARGV[11 + n], entry['handoff_id'])
+  redis.call('ZADD', KEYS[9], ARGV[11 + n], entry['handoff_id'])
+  if ARGV[12 + n] ~= '' then
+    redis.call('HSET', KEYS[8], 'status', ARGV[13 + n], 'detail', ARGV[14 + n],
+      'updated_at', ARGV[5])
+    redis.call('ZREM', KEYS[5], ARGV[12 + n])
+    if ARGV[13 + n] == 'done' then redis.call('SET', KEYS[10], ARGV[5]) end
+  end
+elseif mode == 'terminate' then
+  redis.call('HSET', KEYS[4], 'status', ARGV[10 + n], 'detail', ARGV[11 + n],
+    'updated_at', ARGV[5])
+  redis.call('ZREM', KEYS[5], ARGV[12 + n])
+  if ARGV[10 + n] == 'done' then redis.call('SET', KEYS[10], ARGV[5]) end
+end
+redis.call('PUBLISH', ARGV[7], n)
+return 'ok'
+"""
+
+# KEYS: rcv, rcv:c:<context>;  ARGV: the entry's JSON
+RECORD_RECEIVED = """
+redis.call('RPUSH', KEYS[1], ARGV[1])
+redis.call('RPUSH', KEYS[2], ARGV[1])
+return 1
+"""
+
+ACQUIRE = """
+local holder = redis.call('GET', KEYS[1])
+if holder and holder ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 1
+"""
+
+RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
+return 1
+"""
+
+# Layout 1 kept pending entries in a set and no per-context ledger indexes.
+# KEYS: layout, ob:pending (old set), ob:pend, ob:ids, rcv, ob:last_done;  ARGV: prefix, layout
+MIGRATE = """
+if redis.call('GET', KEYS[1]) == ARGV[2] then return 0 end
+local prefix = ARGV[1]
+if redis.call('TYPE', KEYS[2]).ok == 'set' then
+  for _, id in ipairs(redis.call('SMEMBERS', KEYS[2])) do
+    local score = redis.call('ZSCORE', KEYS[4], id)
+    if score then redis.call('ZADD', KEYS[3], score, id) end
+  end
+  redis.call('DEL', KEYS[2])
+end
+local last = ''
+local ids = redis.call('ZRANGE', KEYS[4], 0, -1, 'WITHSCORES')
+for i = 1, #ids, 2 do
+  local f = redis.call('HMGET', prefix .. 'ob:' .. ids[i], 'context_id', 'status', 'updated_at')
+  if f[1] then redis.call('ZADD', prefix .. 'ob:c:' .. f[1], ids[i + 1], ids[i]) end
+  if f[2] == 'done' and f[3] and f[3] > last then last = f[3] end
+end
+if last ~= '' then redis.call('SET', KEYS[6], last) end
+for _, row in ipairs(redis.call('LRANGE', KEYS[5], 0, -1)) do
+  redis.call('RPUSH', prefix .. 'rcv:c:' .. cjson.decode(row)['context_id'], row)
+end
+redis.call('SET', KEYS[1], ARGV[2])
+return 1
+"""
+
+ALL = {
+    "create": CREATE,
+    "update": UPDATE,
+    "record_received": RECORD_RECEIVED,
+    "acquire": ACQUIRE,
+    "release": RELEASE,
+    "migrate": MIGRATE,
+}

@@ -1,0 +1,163 @@
+"""The SQLite store's file layout: tables, indexes, pragmas, and the migrations of older files.
+
+Pages written per commit decide its cost (a write call each, and the fsync's length), so the
+layout keeps inserts at the right edge of every b-tree, where SQLite appends without
+rebalancing: indexes ascend in time (scanned backwards for newest-first pages; descending
+ones took every insert at their left edge: 3 extra pages a write), and events live in a
+rowid table (a WITHOUT ROWID row over ~1 KiB spills into overflow pages: a task snapshot
+event did). Files made before are migrated in place when opened (`prepare`).
+
+Every question /health and the ledger ask has an index that answers it without a scan:
+`outbox_by_status_time` gives the pending count, the oldest pending entry and the last
+completed one; the ledger pages by rowid.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import fields
+
+from a2a_handoff.stores.base import OutboxEntry, ReceivedEntry
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS tasks (
+    id          TEXT PRIMARY KEY,
+    context_id  TEXT NOT NULL,
+    owner       TEXT NOT NULL,
+    delegate    TEXT NOT NULL DEFAULT '',
+    state       TEXT NOT NULL,
+    version     INTEGER NOT NULL,
+    created_at  TEXT NOT NULL,
+    updated_at  TEXT NOT NULL,
+    body        TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS tasks_by_owner ON tasks (owner, updated_at, id);
+CREATE INDEX IF NOT EXISTS tasks_by_context ON tasks (owner, context_id, updated_at, id);
+CREATE INDEX IF NOT EXISTS tasks_by_delegate ON tasks (delegate, updated_at, id)
+    WHERE delegate != '';
+CREATE TABLE IF NOT EXISTS task_events (
+    task_id  TEXT NOT NULL,
+    seq      INTEGER NOT NULL,
+    body     TEXT NOT NULL,
+    PRIMARY KEY (task_id, seq)
+);
+CREATE TABLE IF NOT EXISTS outbox (
+    handoff_id   TEXT PRIMARY KEY,
+    task_id      TEXT NOT NULL,
+    context_id   TEXT NOT NULL,
+    owner        TEXT NOT NULL,
+    target_name  TEXT NOT NULL,
+    target_url   TEXT NOT NULL,
+    envelope     TEXT NOT NULL,
+    status       TEXT NOT NULL,
+    detail       TEXT NOT NULL,
+    created_at   TEXT NOT NULL,
+    updated_at   TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS outbox_by_status_time ON outbox (status, updated_at);
+CREATE INDEX IF NOT EXISTS outbox_by_context ON outbox (context_id, created_at);
+CREATE TABLE IF NOT EXISTS received (
+    seq             INTEGER PRIMARY KEY,
+    handoff_id      TEXT NOT NULL,
+    idempotency_key TEXT NOT NULL,
+    context_id      TEXT NOT NULL,
+    source_agent    TEXT NOT NULL,
+    source_task_id  TEXT NOT NULL,
+    task_id         TEXT NOT NULL,
+    outcome         TEXT NOT NULL,
+    reason          TEXT NOT NULL,
+    at              TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS received_by_context ON received (context_id, seq);
+CREATE TABLE IF NOT EXISTS dedupe (
+    key      TEXT PRIMARY KEY,
+    task_id  TEXT NOT NULL,
+    expires  REAL                -- unix time the key stops deduplicating; NULL: never
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS leases (  -- used only when several processes share the file
+    name     TEXT PRIMARY KEY,
+    holder   TEXT NOT NULL,
+    expires  REAL NOT NULL       -- unix time
+) WITHOUT ROWID;
+"""
+
+PRAGMAS = (
+    "PRAGMA journal_mode=WAL",
+    "PRAGMA synchronous=FULL",
+    "PRAGMA busy_timeout=5000",
+    "PRAGMA cache_size=-65536",  # 64 MiB of pages: inserts stay in memory
+    "PRAGMA mmap_size=268435456",  # reads through the page cache, not read()
+)
+
+# What an earlier layout left: descending task indexes, WITHOUT ROWID events, and the outbox
+# status index on creation time (pending entries keep created_at == updated_at, so the new
+# one on updated_at answers both the oldest pending and the last closed entry).
+_OLD_LAYOUT = (
+    "SELECT name FROM sqlite_master WHERE (type = 'index' AND name LIKE 'tasks_by_%'"
+    " AND sql LIKE '%DESC%') OR (name = 'task_events' AND sql LIKE '%WITHOUT ROWID%')"
+    " OR (type = 'index' AND name = 'outbox_by_status')"
+)
+
+TASK_COLUMNS = "body, owner, version, created_at, updated_at, delegate"
+OUTBOX_COLUMNS = ", ".join(f.name for f in fields(OutboxEntry))
+RECEIVED_COLUMNS = ", ".join(f.name for f in fields(ReceivedEntry))
+INSERT_RECEIVED = (
+    f"INSERT INTO received ({RECEIVED_COLUMNS})"
+    f" VALUES ({', '.join('?' * len(fields(ReceivedEntry)))})"
+)
+INSERT_OUTBOX = (
+    f"INSERT INTO outbox ({OUTBOX_COLUMNS}) VALUES ({', '.join('?' * len(fields(OutboxEntry)))})"
+)
+
+
+def prepare(conn: sqlite3.Connection) -> None:
+    """Pragmas, the schema, and the migration of a file of an earlier layout."""
+    for pragma in PRAGMAS:
+        conn.execute(pragma)
+    columns = conn.execute("PRAGMA table_info(tasks)").fetchall()
+    if columns and "delegate" not in {column[1] for column in columns}:
+        # A file from before task delegation: add the column in place.
+        conn.execute("ALTER TABLE tasks ADD COLUMN delegate TEXT NOT NULL DEFAULT ''")
+    conn.executescript(SCHEMA)
+    dedupe = {c[1] for c in conn.execute("PRAGMA table_info(dedupe)").fetchall()}
+    if "expires" not in dedupe:  # a file from before replay windows
+        conn.execute("ALTER TABLE dedupe ADD COLUMN expires REAL")
+    if migrate(conn):
+        conn.executescript(SCHEMA)  # the indexes it dropped, in their new layout
+
+
+def migrate(conn: sqlite3.Connection) -> bool:
+    """Move a file of an earlier layout (see `_OLD_LAYOUT`) to this one; whether it did.
+
+    One transaction rebuilds the event table and drops the old indexes; the caller then
+    creates the new ones (`CREATE INDEX IF NOT EXISTS`: a crash in between only delays it).
+    """
+    if not conn.execute(_OLD_LAYOUT).fetchall():
+        return False
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        # Again, under the write lock: another process opening the file may have done it.
+        for (name,) in conn.execute(_OLD_LAYOUT).fetchall():
+            if name == "task_events":
+                conn.execute("ALTER TABLE task_events RENAME TO task_events_old")
+                conn.execute(
+                    "CREATE TABLE task_events (task_id TEXT NOT NULL, seq INTEGER NOT NULL,"
+                    " body TEXT NOT NULL, PRIMARY KEY (task_id, seq))"
+                )
+                conn.execute(
+                    "INSERT INTO task_events (task_id, seq, body)"
+                    " SELECT task_id, seq, body FROM task_events_old ORDER BY task_id, seq"
+                )
+                conn.execute("DROP TABLE task_events_old")
+            else:
+                conn.execute(f"DROP INDEX {name}")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+    return True
+
+
+def row_of(entry: OutboxEntry | ReceivedEntry) -> tuple[object, ...]:
+    """A ledger entry's values in column order (`astuple` would deep-copy each)."""
+    return tuple(getattr(entry, name) for name in entry.__slots__)
