@@ -21,7 +21,7 @@ from a2a_handoff.escalation import Escalate, Escalation, EscalationPolicy
 from a2a_handoff.handoff.handoffs import Handoffs
 from a2a_handoff.outcomes import Completed, Failed, Handoff, InputRequired, Outcome, Rejected
 from a2a_handoff.protocol.events import agent_message, status_event, with_status
-from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI
+from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI, ext_metadata, with_ext_metadata
 from a2a_handoff.protocol.models import (
     Artifact,
     Message,
@@ -85,6 +85,7 @@ class TaskRun(Journal):
                 envelope=self.envelope,
                 policy=host.policy,
                 _inform=self._inform,
+                _use_approval=self._use_approval,
             )
             try:
                 outcome = await host.agent.handle(ctx)
@@ -111,6 +112,17 @@ class TaskRun(Journal):
             log.warning("task %s failed after its handler: %r", self.task.id, exc)
             if not self.task.status.state.terminal and not self.handing_off:
                 self.finish(Failed(f"{type(exc).__name__}: {exc}"))
+
+    def _use_approval(self, decision_id: str) -> bool:
+        """Record that an operator's approval was used (False: it was, already). Kept in the
+        task's metadata, written with the step's events — the receiver makes sure no other
+        task ever holds the same decision (it deduplicates returns on the decision's id)."""
+        used = ext_metadata(self.task).get("approvalsUsed") or []
+        if decision_id in used:
+            return False
+        task = with_ext_metadata(self.task, approvalsUsed=[*used, decision_id])
+        self.emit(task, status_event(task, {HANDOFF_EXTENSION_URI: {"approvalUsed": decision_id}}))
+        return True
 
     async def _inform(self, escalation: Escalation) -> str:
         """A non-blocking escalation: delivered (durably taken by the human agent) first."""

@@ -34,6 +34,7 @@ class MemoryTaskStore(LocalLeases):
         self._events: dict[str, list[TaskEvent]] = {}
         self._dedupe: dict[str, tuple[str, float | None]] = {}  # key → (task, expiry)
         self._hub = EventHub()
+        self._identities: dict[str, str] = {}
 
     async def create(
         self,
@@ -168,6 +169,15 @@ class MemoryTaskStore(LocalLeases):
 
     async def received(self, context_id: str | None = None) -> list[ReceivedEntry]:
         return [e for e in self._received if context_id is None or e.context_id == context_id]
+
+    async def load_identity(self, agent: str) -> str | None:
+        return self._identities.get(agent)
+
+    async def save_identity(self, agent: str, document: str, expected: str | None) -> bool:
+        if self._identities.get(agent) != expected:
+            return False
+        self._identities[agent] = document
+        return True
 
     async def open(self) -> MemoryTaskStore:
         return self

@@ -15,6 +15,7 @@ Redis with different prefixes):
     ob:<handoff id>     hash: an outbox entry;  ob:ids (zset by creation), ob:pending (set)
     rcv                 list of received-handoff ledger entries (JSON)
     l:<name>            string: a lease's holder, expiring with the lease
+    id:<agent>          string: the agent's identity document (its signing keys)
     n:<id>              pub/sub channel: "task <id> has new events"
 
 `follow()` reads the stream (XRANGE) and waits for a notification on `n:<id>`, published
@@ -145,6 +146,15 @@ return 1
 """
 
 _ENTRY_FIELDS = tuple(OutboxEntry.__dataclass_fields__)
+
+
+_SWAP = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('SET', KEYS[1], ARGV[2])
+  return 1
+end
+return 0
+"""
 
 
 def _score(stamp: str) -> float:
@@ -511,6 +521,20 @@ class RedisTaskStore:
         rows = await self._redis.lrange(self._key("rcv"), 0, -1)
         entries = [ReceivedEntry(**json.loads(row)) for row in rows]
         return [e for e in entries if context_id is None or e.context_id == context_id]
+
+    # -- the agent's identity ------------------------------------------------------------------
+
+    async def load_identity(self, agent: str) -> str | None:
+        found = await self._redis.get(self._key(f"id:{agent}"))
+        return str(found) if found is not None else None
+
+    async def save_identity(self, agent: str, document: str, expected: str | None) -> bool:
+        """Check-and-set: every replica of an agent shares one identity."""
+        key = self._key(f"id:{agent}")
+        if expected is None:
+            return bool(await self._redis.set(key, document, nx=True))
+        swapped = await self._redis.eval(_SWAP, 1, key, expected, document)
+        return bool(swapped)
 
     # -- leases -----------------------------------------------------------------------------
 

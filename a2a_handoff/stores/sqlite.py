@@ -51,6 +51,7 @@ from a2a_handoff.stores.base import (
     decode_page_token,
     encode_page_token,
 )
+from a2a_handoff.trust.keys import KeyFile
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS tasks (
@@ -207,6 +208,19 @@ class SqliteTaskStore(LocalLeases):
     @classmethod
     def from_url(cls, url: str) -> SqliteTaskStore:
         return cls(parse_sqlite_url(url))
+
+    # -- the agent's identity: a key file next to the database (mode 0600) -------------------
+
+    @property
+    def key_file(self) -> KeyFile:
+        """`billing.db` keeps its agent's keys in `billing.keys.json`, beside it."""
+        return KeyFile(self.path.with_name(self.path.stem + ".keys.json"))
+
+    async def load_identity(self, agent: str) -> str | None:
+        return self.key_file.read()
+
+    async def save_identity(self, agent: str, document: str, expected: str | None) -> bool:
+        return self.key_file.write_if(document, expected)
 
     # -- lifecycle ------------------------------------------------------------------------
 
