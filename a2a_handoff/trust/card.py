@@ -17,7 +17,7 @@ from joserfc.jwk import OKPKey
 
 from a2a_handoff.errors import SignatureError
 from a2a_handoff.trust.canonical import canonical
-from a2a_handoff.trust.signing import CARD_TYP, sign_detached, verify_detached
+from a2a_handoff.trust.signing import CARD_TYP, CARD_TYPS, sign_detached, verify_detached
 
 
 def _clean(value: Any) -> Any:
@@ -59,7 +59,7 @@ def verify_card(card: Mapping[str, Any], keys: Mapping[str, OKPKey]) -> str:
             continue
         token = f"{entry.get('protected')}..{entry.get('signature')}"
         try:
-            header = verify_detached(token, payload, keys, CARD_TYP)
+            header = verify_detached(token, payload, keys, CARD_TYPS)
         except SignatureError as exc:
             problems.append(str(exc))
             continue

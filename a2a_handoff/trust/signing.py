@@ -26,7 +26,8 @@ ALG = "EdDSA"
 ALGORITHMS = ("EdDSA", "Ed25519")
 ENVELOPE_TYP = "a2a-handoff-envelope+jws"
 DECISION_TYP = "a2a-handoff-decision+jws"
-CARD_TYP = "JOSE"  # what A2A 1.0 §8.4.2 asks of card signatures
+CARD_TYP = "JOSE"  # what A2A 1.0 §8.4.2 asks of card signatures (SHOULD)
+CARD_TYPS = ("JOSE", "JWT", None)  # accepted on cards: the SDK writes "JWT", others none
 
 # joserfc warns on every use of the name "EdDSA" (RFC 9864 prefers "Ed25519"); we keep the
 # name the official SDK verifies, so this one warning is expected. Narrow: that message only.
@@ -49,10 +50,10 @@ def sign_detached(payload: bytes, key: OKPKey, typ: str, **header: str) -> str:
 
 
 def verify_detached(
-    token: Any, payload: bytes, keys: Mapping[str, OKPKey], typ: str
+    token: Any, payload: bytes, keys: Mapping[str, OKPKey], typ: str | tuple[str | None, ...]
 ) -> dict[str, Any]:
     """The protected header of `token`, a valid signature of `payload` by one of `keys`
-    (kid → public key) of type `typ`; SignatureError otherwise."""
+    (kid → public key) of type `typ` (or one of several); SignatureError otherwise."""
     if not isinstance(token, str) or token.count(".") != 2 or len(token) > 4096:
         raise SignatureError("the signature is not a detached compact JWS")
     try:
@@ -63,7 +64,8 @@ def verify_detached(
     kid = header.get("kid")
     if not isinstance(kid, str) or not kid:
         raise SignatureError("the signature names no key (kid)")
-    if header.get("typ") != typ:
+    accepted = (typ,) if isinstance(typ, str) else typ
+    if header.get("typ") not in accepted:
         raise SignatureError(f"the signature is of type {header.get('typ')!r}, not {typ!r}")
     key = keys.get(kid)
     if key is None:

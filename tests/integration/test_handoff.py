@@ -22,8 +22,8 @@ from a2a_handoff.handoff.envelope import (
 )
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI as URI
 from tests.integration.handoff_support import (
-    TESTS,
     REFUND,
+    TESTS,
     Agents,
     ext,
     make_agents,
