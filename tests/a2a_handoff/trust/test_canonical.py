@@ -86,11 +86,20 @@ def test_the_fast_path_writes_what_rfc8785_writes_for_envelopes() -> None:
     assert canonical(envelope) == rfc8785.dumps(envelope)
 
 
+SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**53) + 1, 2**53 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text()
+)
 JSON = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**53) + 1, 2**53 - 1) | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    SCALARS,
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4)
+    ),
     max_leaves=20,
-)  # fmt: skip
+)
 
 
 @given(JSON)

@@ -145,7 +145,8 @@ def test_signed_claims_verify_and_any_changed_claim_does_not() -> None:
     key = rfc_key()
     signed = sign_claims({"verdict": "approved", "fp": "abc", "exp": 10}, key, DECISION_TYP)
     claims, kid = verify_claims(signed, public(key), DECISION_TYP)
-    assert claims["verdict"] == "approved" and kid == RFC_KID
+    assert claims["verdict"] == "approved"
+    assert kid == RFC_KID
     forged = {**signed, "claims": {**signed["claims"], "fp": "abd"}}
     with pytest.raises(SignatureError):
         verify_claims(forged, public(key), DECISION_TYP)

@@ -50,7 +50,8 @@ async def test_keys_are_fetched_on_first_use_pinned_and_logged(
         keys = await trust.keys("triage")
     assert set(keys) == set(triage.public_keys)
     assert jwks.asked == [("http://t/", ".well-known/jwks.json")]
-    assert "pinned triage's keys" in caplog.text and "trust on first use" in caplog.text
+    assert "pinned triage's keys" in caplog.text
+    assert "trust on first use" in caplog.text
     await trust.keys("triage")
     assert len(jwks.asked) == 1  # pinned: not fetched again
 
@@ -115,8 +116,10 @@ def test_trust_arguments_and_the_trust_file(tmp_path: Path) -> None:
         "  - {name: human, url: 'http://h/', jwks_file: human.jwks.json, approvals: true}\n"
     )
     triage, loaded = load_trust_file(tmp_path / "trust.yaml")
-    assert triage.caller == "svc-triage" and triage.pinned is None
-    assert loaded.approvals and set(loaded.pinned or {}) == set(human.public_keys)
+    assert triage.caller == "svc-triage"
+    assert triage.pinned is None
+    assert loaded.approvals
+    assert set(loaded.pinned or {}) == set(human.public_keys)
     (tmp_path / "bad.yaml").write_text("agents: [{name: x}]\n")
     with pytest.raises(TrustError, match="name and a url"):
         load_trust_file(tmp_path / "bad.yaml")
@@ -126,5 +129,6 @@ def test_urls_and_lookup_by_url() -> None:
     trust = TrustList([TrustedAgent("billing", "http://b1/,http://b2/")])
     assert trust.urls() == ["http://b1/", "http://b2/"]
     by_url = trust.by_url("http://b2")
-    assert by_url is not None and by_url.name == "billing"
+    assert by_url is not None
+    assert by_url.name == "billing"
     assert trust.by_url("http://elsewhere/") is None
