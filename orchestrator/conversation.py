@@ -491,7 +491,10 @@ async def chain_of(
                 )
             )
             successor = transfer.get("agentUrl")
-            if successor and successor not in queue:
-                if reach is None or await reach.allows(str(successor)):
-                    queue.append(successor)
+            if (
+                successor
+                and successor not in queue
+                and (reach is None or await reach.allows(str(successor)))
+            ):
+                queue.append(successor)
     return hops

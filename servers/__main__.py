@@ -95,7 +95,7 @@ def _agent_parser(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="NAME=KEY",
-        help="the API key presented to route NAME",
+        help="the API key presented to agent NAME (a route or a trusted agent)",
     )
     trust = parser.add_argument_group("trust")
     trust.add_argument(
@@ -180,7 +180,6 @@ def serve(name: str, args: argparse.Namespace) -> int:
             auth = ApiKeyAuth.from_env()
         routes = _pairs(args.route, "--route")
         keys = _pairs(args.credential, "--credential")
-        credentials = {routes[n]: key for n, key in keys.items() if n in routes}
         store = open_store(args.store or f"sqlite:///data/{name}.db")
         contracts = Catalog.load(args.contracts) if args.contracts else None
         trusted: list[TrustedAgent] = [parse_trust(t) for t in args.trust]
@@ -191,6 +190,13 @@ def serve(name: str, args: argparse.Namespace) -> int:
             identity = KeyFile(args.key_file)
         elif os.environ.get(KEY_ENV_VAR):
             identity = EnvIdentity(os.environ[KEY_ENV_VAR])
+        # --credential NAME=KEY: the key presented to the agent NAME (a route, or an agent
+        # on the trust list: the human agent returns decisions to those).
+        known = {**{t.name: t.url for t in trusted}, **routes}
+        unknown = sorted(set(keys) - set(known))
+        if unknown:
+            raise HandoffError(f"--credential names no route or trusted agent: {unknown}")
+        credentials = {known[n]: key for n, key in keys.items()}
     except (HandoffError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

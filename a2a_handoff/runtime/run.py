@@ -113,6 +113,13 @@ class TaskRun(Journal):
             if not self.task.status.state.terminal and not self.handing_off:
                 self.finish(Failed(f"{type(exc).__name__}: {exc}"))
 
+    @property
+    def acting_for(self) -> str:
+        """The principal a handoff of this task is made on behalf of (`onBehalfOf`): the user
+        its owner acts for, when the task was itself handed over — else its owner."""
+        committed = self.committed.delegate if self.committed is not None else ""
+        return self.delegate or committed or self.owner
+
     def _use_approval(self, decision_id: str) -> bool:
         """Record that an operator's approval was used (False: it was, already). Kept in the
         task's metadata, written with the step's events — the receiver makes sure no other
@@ -131,7 +138,7 @@ class TaskRun(Journal):
         envelope, envelope_json = await handoffs.sender.prepare(
             self.task,
             Handoff.to_human(escalation, blocking=False),
-            self.owner,
+            self.acting_for,
             key_salt=f"notice:{self.notices}",
         )
         created = await handoffs.delivery.notify(envelope, envelope_json)
@@ -143,7 +150,9 @@ class TaskRun(Journal):
     async def _hand_off(self, decision: Handoff) -> None:
         handoffs = self.host.handoffs
         try:
-            envelope, envelope_json = await handoffs.sender.prepare(self.task, decision, self.owner)
+            envelope, envelope_json = await handoffs.sender.prepare(
+                self.task, decision, self.acting_for
+            )
         except GateRefused as exc:
             self.finish(Failed(str(exc)))
             return
