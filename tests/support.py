@@ -150,5 +150,7 @@ def wire_trust(processes: Sequence[AgentProcess]) -> None:
             for url in arg.split("=", 2)[2].split(","):
                 target = by_url.get(url.strip())
                 trust = f"--trust={source.name}={source.url}"
-                if target is not None and target is not source and trust not in target.extra:
+                if target is None or target is source or target.module != "servers":
+                    continue  # test doubles take no --trust
+                if trust not in target.extra:
                     target.extra = (*target.extra, trust)
