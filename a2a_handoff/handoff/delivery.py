@@ -99,6 +99,7 @@ class Delivery:
             envelope = HandoffEnvelope.model_validate_json(entry.envelope)
             body = canonical(json.loads(entry.envelope)).decode()
         url = entry.target_url
+        signer = self.trust.signing_key
         params = _create_params(envelope, body, self.trust.sign_envelope(body.encode()))
         contract = self._contract_of(envelope)
         loop = asyncio.get_running_loop()
@@ -112,6 +113,9 @@ class Delivery:
                 if given_up is not None:
                     return given_up
             tries += 1
+            if self.trust.signing_key is not signer:  # keys rotated while it waited: re-sign
+                signer = self.trust.signing_key
+                params = _create_params(envelope, body, self.trust.sign_envelope(body.encode()))
             try:
                 card = await self.client.card(url)
                 problems = missing_capabilities(envelope.required_capabilities, card, None)

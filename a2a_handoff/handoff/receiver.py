@@ -79,6 +79,10 @@ class HandoffReceiver:
         """A task found by the envelope's key: -32103 when the key came with another envelope."""
         envelope = verified.envelope
         ext = ext_metadata(record.task)
+        if verified.decision is not None and ext.get("envelopeDigest") != verified.digest:
+            raise IdempotencyConflictError(
+                f"the operator's decision {verified.decision.id} was used already"
+            )
         same_key = ext.get("handoff", {}).get("idempotencyKey") == envelope.idempotency_key
         if same_key and ext.get("envelopeDigest") != verified.digest:
             raise IdempotencyConflictError(

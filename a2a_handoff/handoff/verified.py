@@ -90,13 +90,21 @@ async def verify(raw: Any, token: Any, caller: str, trust: TrustList, me: str) -
         raise EnvelopeRefused("untrusted_source", f"{signer} is not on {me}'s trust list", envelope)
     try:
         payload = canonical(raw)
+        fetches = trust.fetches(signer)
         keys = await trust.keys(signer)
         try:
             header = verify_detached(token, payload, keys, ENVELOPE_TYP)
         except SignatureError as exc:
-            if exc.unknown_kid is None:
-                raise
-            keys = await trust.keys(signer, unknown_kid=exc.unknown_kid)  # rotated?
+            kid = exc.unknown_kid
+            if kid is None or trust.pinned(signer) or trust.fetches(signer) != fetches:
+                raise  # a key it does not have, by what it publishes right now
+            keys = await trust.keys(signer, unknown_kid=kid)  # it may have rotated
+            if kid not in keys and trust.fetches(signer) == fetches:
+                # Its keys were fetched a moment ago: ask the sender to retry shortly
+                # rather than refuse a key it may have added since.
+                raise InternalError(
+                    f"key {kid!r} of {signer} is not known yet; retry in a few seconds"
+                ) from None
             header = verify_detached(token, payload, keys, ENVELOPE_TYP)
     except SignatureError as exc:
         raise EnvelopeRefused(

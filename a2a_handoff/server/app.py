@@ -177,7 +177,9 @@ def create_app(
     own_client = client is None
     if client is None:
         client = _default_client(credentials)
-    trust_list = TrustList(trusted, client.jwks, max_age=trust_max_age)
+    trust_list = TrustList(
+        trusted, client.jwks, max_age=trust_max_age, min_refresh=min(2.0, trust_max_age)
+    )
     if client.trust is None:
         client.trust = trust_list
     agent_trust = AgentTrust(card.name, identity or store, trust_list, reload_every=keys_reload)

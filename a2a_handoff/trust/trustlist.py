@@ -77,6 +77,16 @@ class TrustList:
         self.clock = clock
         self._keys: dict[str, tuple[float, dict[str, OKPKey]]] = {}
         self._locks: dict[str, asyncio.Lock] = {}
+        self._fetches: dict[str, int] = {}
+
+    def fetches(self, name: str) -> int:
+        """How many times the keys of `name` were fetched (to tell a fresh answer)."""
+        return self._fetches.get(name, 0)
+
+    def pinned(self, name: str) -> bool:
+        """Whether the keys of `name` are pinned in the configuration (never fetched)."""
+        agent = self.agents.get(name)
+        return agent is not None and agent.pinned is not None
 
     def get(self, name: str) -> TrustedAgent | None:
         return self.agents.get(name)
@@ -146,6 +156,7 @@ class TrustList:
             raise TrustError(
                 f"cannot fetch the keys of {agent.name} from {source}: {exc}"
             ) from None
+        self._fetches[agent.name] = self._fetches.get(agent.name, 0) + 1
         if cached is None:
             log.warning(
                 "trust: pinned %s's keys %s from %s (trust on first use)",

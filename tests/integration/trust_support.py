@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -160,7 +161,13 @@ def send(agent: AgentProcess, metadata: dict[str, Any], key: str, **config: Any)
     params: dict[str, Any] = {"message": message}
     if config:
         params["configuration"] = config
-    return agent.rpc("SendMessage", params, **as_user(key))
+    for _ in range(10):  # -32603: keys fetched a moment ago; a sender retries shortly
+        reply = agent.rpc("SendMessage", params, **as_user(key))
+        error = reply.get("error")
+        if not (isinstance(error, dict) and error.get("code") == -32603):
+            return reply
+        time.sleep(0.5)
+    return reply
 
 
 class Listener:
