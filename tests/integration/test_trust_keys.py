@@ -85,7 +85,7 @@ def test_a_handoff_in_flight_across_a_rotation_and_retirement_is_delivered(
                 "GetTask",
                 {"id": ext(source)["transfer"]["taskId"]},
                 **{"X-API-Key": "triage-at-billing"},
-            )  # fmt: skip
+            )
         )
         assert ext(successor)["handoff"]["kid"] == new
 
