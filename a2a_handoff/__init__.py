@@ -14,7 +14,9 @@ from a2a_handoff.errors import (
     IncompleteEscalationError,
     RemoteError,
     RpcError,
+    SignatureError,
     StoreError,
+    TrustError,
     UnavailableError,
 )
 from a2a_handoff.escalation import (
@@ -28,6 +30,7 @@ from a2a_handoff.escalation import (
     Verdict,
 )
 from a2a_handoff.handoff.envelope import HandoffEnvelope
+from a2a_handoff.handoff.verified import VerifiedEnvelope
 from a2a_handoff.outcomes import (
     Completed,
     Failed,
@@ -57,6 +60,8 @@ from a2a_handoff.stores import (
     TaskStore,
     open_store,
 )
+from a2a_handoff.trust.keys import Identity, KeyFile
+from a2a_handoff.trust.trustlist import TrustedAgent, load_trust_file
 
 __all__ = [  # noqa: RUF022 - plain sorted(), as the export test checks
     "Action",
@@ -80,9 +85,11 @@ __all__ = [  # noqa: RUF022 - plain sorted(), as the export test checks
     "HandoffEnvelope",
     "HandoffError",
     "Http11Transport",
+    "Identity",
     "IllegalTransitionError",
     "IncompleteEscalationError",
     "InputRequired",
+    "KeyFile",
     "LocalTasks",
     "MemoryTaskStore",
     "Message",
@@ -94,6 +101,7 @@ __all__ = [  # noqa: RUF022 - plain sorted(), as the export test checks
     "RetryPolicy",
     "Role",
     "RpcError",
+    "SignatureError",
     "SqliteTaskStore",
     "StoreError",
     "StreamResponse",
@@ -103,11 +111,15 @@ __all__ = [  # noqa: RUF022 - plain sorted(), as the export test checks
     "TaskStatus",
     "TaskStore",
     "Trigger",
+    "TrustError",
+    "TrustedAgent",
     "UnavailableError",
     "Verdict",
+    "VerifiedEnvelope",
     "agent_message",
     "build_card",
     "create_app",
+    "load_trust_file",
     "open_store",
     "skill",
     "transition",
