@@ -21,7 +21,7 @@ from a2a_handoff.protocol.models import (
     utc_now,
 )
 from a2a_handoff.protocol.states import TaskState
-from a2a_handoff.stores import SqliteTaskStore, TaskStore, open_store
+from a2a_handoff.stores import SqliteTaskStore, Store, TaskStore, open_store
 from a2a_handoff.stores.base import TaskEvent, TaskQuery, TaskRecord
 from a2a_handoff.stores.redis import RedisTaskStore
 from tests.redis_support import RedisServer
@@ -253,3 +253,24 @@ async def test_open_store_reads_prefix_and_window_from_a_redis_url(
     kept = open_store(f"{base}?prefix=x:&socket_timeout=5")
     assert isinstance(kept, RedisTaskStore)
     assert kept.url == f"{base}?socket_timeout=5"
+
+
+# -- the agent's identity ----------------------------------------------------------------------
+
+
+async def test_an_identity_is_kept_per_agent_and_changed_check_and_set(store: Store) -> None:
+    from a2a_handoff.trust.keys import Identity, load_or_create
+
+    agent = f"agent-{uuid.uuid4().hex[:6]}"
+    assert await store.load_identity(agent) is None
+    made = await load_or_create(store, agent)
+    again = await load_or_create(store, agent)
+    assert again.signing_key.kid == made.signing_key.kid
+    document = made.to_document()
+    rotated = made.rotated().to_document()
+    assert await store.save_identity(agent, rotated, document)
+    assert not await store.save_identity(agent, document, document)  # stale: refused
+    assert not await store.save_identity(agent, document, None)  # exists already
+    stored = await store.load_identity(agent)
+    assert stored is not None
+    assert len(Identity.from_document(stored).active) == 2
