@@ -14,10 +14,12 @@ from a2a_handoff.errors import (
     IncompleteEscalationError,
     RemoteError,
     RpcError,
+    SignatureError,
     StoreDownError,
     StoreError,
     StoreUnavailableError,
     TaskBusyError,
+    TrustError,
     UnavailableError,
 )
 from a2a_handoff.escalation import (
@@ -31,6 +33,7 @@ from a2a_handoff.escalation import (
     Verdict,
 )
 from a2a_handoff.handoff.envelope import HandoffEnvelope
+from a2a_handoff.handoff.verified import VerifiedEnvelope
 from a2a_handoff.outcomes import (
     Completed,
     Failed,
@@ -68,6 +71,8 @@ from a2a_handoff.stores import (
     TaskStore,
     open_store,
 )
+from a2a_handoff.trust.keys import Identity, KeyFile
+from a2a_handoff.trust.trustlist import TrustedAgent, load_trust_file
 
 __all__ = [  # noqa: RUF022 - plain sorted(), as the export test checks
     "Action",
@@ -95,9 +100,11 @@ __all__ = [  # noqa: RUF022 - plain sorted(), as the export test checks
     "HandoffEnvelope",
     "HandoffError",
     "Http11Transport",
+    "Identity",
     "IllegalTransitionError",
     "IncompleteEscalationError",
     "InputRequired",
+    "KeyFile",
     "LocalTasks",
     "MemoryTaskStore",
     "Message",
@@ -110,6 +117,7 @@ __all__ = [  # noqa: RUF022 - plain sorted(), as the export test checks
     "RetryPolicy",
     "Role",
     "RpcError",
+    "SignatureError",
     "SqliteTaskStore",
     "StoreDownError",
     "StoreError",
@@ -122,11 +130,15 @@ __all__ = [  # noqa: RUF022 - plain sorted(), as the export test checks
     "TaskStatus",
     "TaskStore",
     "Trigger",
+    "TrustError",
+    "TrustedAgent",
     "UnavailableError",
     "Verdict",
+    "VerifiedEnvelope",
     "agent_message",
     "build_card",
     "create_app",
+    "load_trust_file",
     "open_store",
     "skill",
     "transition",

@@ -25,6 +25,7 @@ from a2a_handoff.escalation import (
     Need,
 )
 from a2a_handoff.handoff.envelope import HandoffEnvelope
+from a2a_handoff.handoff.verified import VerifiedEnvelope
 from a2a_handoff.ids import new_id
 from a2a_handoff.outcomes import (
     Completed,
@@ -36,7 +37,7 @@ from a2a_handoff.outcomes import (
     Reply,
 )
 from a2a_handoff.protocol.events import agent_message
-from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI
+from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI, ext_metadata
 from a2a_handoff.protocol.models import Artifact, Message, Part, Task
 
 __all__ = [
@@ -70,21 +71,23 @@ class TaskContext:
     task: Task
     _emit_status: Callable[[str], Awaitable[None]] = field(repr=False)
     _emit_artifact: Callable[[Artifact], Awaitable[None]] = field(repr=False)
-    envelope: HandoffEnvelope | None = None
+    envelope: VerifiedEnvelope | None = None  # the proven handoff that started this step
     policy: EscalationPolicy = field(default_factory=EscalationPolicy)
     _inform: Callable[[Escalation], Awaitable[str]] | None = field(default=None, repr=False)
     _emit_chunk: Callable[[Artifact, bool, bool], Awaitable[None]] | None = field(
         default=None, repr=False
     )
+    _use_approval: Callable[[str], bool] | None = field(default=None, repr=False)
 
     @property
     def transfer_context(self) -> dict[str, Any]:
         """What the agent that handed this task over passed along (empty otherwise).
 
-        Kept across follow-ups: the handoff message, first in the history, carries it.
+        Kept across follow-ups: the handoff message, first in the history, carries it (it
+        was proven when it arrived, and the store keeps it as it was).
         """
         if self.envelope is not None:
-            return dict(self.envelope.transfer_context)
+            return self.envelope.transfer_context
         history = self.task.history or []
         carried = (history[0].metadata or {}).get(HANDOFF_EXTENSION_URI) if history else None
         if isinstance(carried, dict):
@@ -93,8 +96,14 @@ class TaskContext:
 
     @property
     def decision(self) -> Decision | None:
-        """The human decision this task was handed back with, after an escalation."""
-        return Decision.from_json(self.transfer_context.get("decision"))
+        """The operator's decision this task was handed back with, after an escalation.
+
+        Only a decision a trusted human agent signed, proven when it arrived (see
+        `handoff.verified`); never one read from the message's text or data.
+        """
+        if self.envelope is not None:
+            return self.envelope.decision
+        return Decision.from_stored(ext_metadata(self.task).get("decision"))
 
     def guard(
         self,
@@ -106,20 +115,29 @@ class TaskContext:
     ) -> Escalate | Rejected | None:
         """Hold `action` back until a human approved it, when the policy says so.
 
-        None: run it (no rule holds it, or an operator approved exactly this action).
+        None: run it (no rule holds it, or an operator approved exactly this action: by a
+        decision a trusted human agent signed, not expired, and not used before).
         `Escalate`: return it — the task goes to the human agent before anything runs.
-        `Rejected`: return it — the operator (or the timeout fallback) said no.
+        `Rejected`: return it — the operator (or the timeout fallback) said no, or the
+        approval was used already.
         """
         trigger = self.policy.held_back(action)
         if trigger is None:
             return None
         decision = self.decision
-        held = (decision.escalation.get("action") or {}) if decision else {}
-        if decision is not None and held.get("fingerprint") == action.fingerprint():
+        if decision is not None and decision.fingerprint == action.fingerprint():
             if decision.approves(action):
+                if self._use_approval is not None and not self._use_approval(decision.id):
+                    return Rejected(
+                        f"{action.name} not done: the approval {decision.id} was used already"
+                    )
                 return None
-            said = f": {decision.text}" if decision.text else ""
-            return Rejected(f"{action.name} not done: {decision.verdict} by {decision.by}{said}")
+            if not decision.approved:
+                said = f": {decision.text}" if decision.text else ""
+                return Rejected(
+                    f"{action.name} not done: {decision.verdict} by {decision.by}{said}"
+                )
+            what_happened = f"{what_happened} (The earlier approval expired before it was used.)"
         return Escalate(
             Escalation(
                 what_happened,

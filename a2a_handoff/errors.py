@@ -29,6 +29,8 @@
     ├── GateRefused                   the capability gate or a contract refused a handoff
     ├── IncompleteEscalationError (ValueError)  an escalation missing what it must say
     ├── ContractError (ValueError)    a handoff contract that cannot be loaded or used
+    ├── TrustError                    a key, a signature or the trust list refused something
+    │   └── SignatureError (ValueError)  a signature that does not verify (or cannot be made)
     ├── IllegalTransitionError        a move the state machine forbids
     ├── ConflictError                 a check-and-set lost against a concurrent write
     └── StoreError                    a backend failed or was misconfigured
@@ -324,3 +326,19 @@ class IncompleteEscalationError(HandoffError, ValueError):
 
 class ContractError(HandoffError, ValueError):
     """A contract file that cannot be read as a contract."""
+
+
+class TrustError(HandoffError):
+    """A key, a signature or the trust list refused something (see `a2a_handoff.trust`)."""
+
+
+class SignatureError(TrustError, ValueError):
+    """A signature that does not verify, or a value that cannot be signed.
+
+    `unknown_kid`: the key id the signature names, when no key known for the signer has it
+    (the signer may have rotated: its keys are worth fetching again once).
+    """
+
+    def __init__(self, message: str, *, unknown_kid: str | None = None) -> None:
+        super().__init__(message)
+        self.unknown_kid = unknown_kid

@@ -15,7 +15,8 @@ needed (a decision, an action, information, or permission) — "I'm stuck" is re
 
 The rules (`EscalationPolicy`), each one an agent turns on:
 - an action declared irreversible, or over `amount_limit`, escalates *before* it runs
-  (`ctx.guard(action)`), and runs only once an operator approved exactly that action;
+  (`ctx.guard(action)`), and runs only once an operator approved exactly that action — by
+  a decision a trusted human agent signed, not expired, used once;
 - the same class of failure `repeated_failures` times in one context escalates on its own,
   listing the failures as what was tried;
 - an agent's explicit declaration of value uncertainty or of a knowledge gap.
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -43,6 +45,8 @@ __all__ = [
     "Need",
     "Trigger",
     "Verdict",
+    "decision_claims",
+    "decision_from_claims",
 ]
 
 MIN_WORDS = 3  # "I am stuck" is not a description of what happened
@@ -221,24 +225,38 @@ class Escalate:
 
 @dataclass(frozen=True, slots=True)
 class Decision:
-    """The answer that came back to the agent that escalated."""
+    """An operator's answer to an escalation, as it came back to the agent that escalated.
+
+    Only a decision signed by a human agent on the trust list is ever made into one (see
+    `handoff.verified`): its `fingerprint` (the action it decides on), `expires` (Unix time),
+    `id` (used once) and `signer` come from the signed claims, never from the message text.
+    """
 
     verdict: Verdict
     text: str
     by: str  # "operator" or "fallback"
     escalation: Mapping[str, Any]
     at: str = ""
+    fingerprint: str | None = None
+    expires: float = 0.0
+    id: str = ""
+    signer: str = ""
+    escalation_task: str = ""
 
     @property
     def approved(self) -> bool:
         return self.verdict is Verdict.APPROVED
 
-    def approves(self, action: Action) -> bool:
-        """Whether this decision approved exactly `action` (same name, params and amount)."""
-        held = self.escalation.get("action") or {}
-        return self.approved and held.get("fingerprint") == action.fingerprint()
+    def expired(self, now: float | None = None) -> bool:
+        return (time.time() if now is None else now) >= self.expires
+
+    def approves(self, action: Action, now: float | None = None) -> bool:
+        """Whether this decision approves exactly `action` (same name, params and amount),
+        and is still valid."""
+        return self.approved and self.fingerprint == action.fingerprint() and not self.expired(now)
 
     def to_json(self) -> dict[str, Any]:
+        """What the human agent hands back (the library signs it on the way out)."""
         return {
             "verdict": str(self.verdict),
             "text": self.text,
@@ -247,22 +265,97 @@ class Decision:
             "at": self.at,
         }
 
+    def to_stored(self) -> dict[str, Any]:
+        """The verified decision as the receiving task keeps it (in its own metadata)."""
+        return {
+            **self.to_json(),
+            "fingerprint": self.fingerprint,
+            "expires": self.expires,
+            "id": self.id,
+            "signer": self.signer,
+            "escalationTask": self.escalation_task,
+        }
+
     @classmethod
-    def from_json(cls, data: Any) -> Decision | None:
+    def from_stored(cls, data: Any) -> Decision | None:
+        """A decision `to_stored` wrote (verified when it was received); None otherwise."""
         if not isinstance(data, Mapping):
             return None
         try:
             verdict = Verdict(str(data.get("verdict")))
-        except ValueError:
+            expires = float(data.get("expires") or 0)
+        except (TypeError, ValueError):
             return None
         escalation = data.get("escalation")
+        fingerprint = data.get("fingerprint")
         return cls(
             verdict,
             str(data.get("text") or ""),
             str(data.get("by") or "operator"),
             dict(escalation) if isinstance(escalation, Mapping) else {},
             str(data.get("at") or ""),
+            str(fingerprint) if fingerprint else None,
+            expires,
+            str(data.get("id") or ""),
+            str(data.get("signer") or ""),
+            str(data.get("escalationTask") or ""),
         )
+
+
+def decision_claims(
+    decision: Mapping[str, Any],
+    *,
+    issuer: str,
+    audience: str,
+    escalation_task: str,
+    decision_id: str,
+    ttl: float,
+    now: float | None = None,
+) -> dict[str, Any]:
+    """What a human agent signs about a decision: the verdict, the action's fingerprint,
+    the escalation's task, who it is for, and when it stops approving anything."""
+    issued = int(time.time() if now is None else now)
+    escalation = decision.get("escalation")
+    escalation = escalation if isinstance(escalation, Mapping) else {}
+    action = escalation.get("action")
+    source = escalation.get("source")
+    fingerprint = action.get("fingerprint") if isinstance(action, Mapping) else None
+    return {
+        "jti": decision_id,
+        "iss": issuer,
+        "aud": audience,
+        "sub": escalation_task,
+        "src": str(source.get("taskId") or "") if isinstance(source, Mapping) else "",
+        "fp": str(fingerprint) if fingerprint else None,
+        "verdict": str(decision.get("verdict") or ""),
+        "by": str(decision.get("by") or "operator"),
+        "text": str(decision.get("text") or ""),
+        "iat": issued,
+        "exp": issued + int(ttl),
+    }
+
+
+def decision_from_claims(
+    claims: Mapping[str, Any], signer: str, escalation: Mapping[str, Any], at: str = ""
+) -> Decision:
+    """The Decision signed claims describe (ValueError when they are not a decision)."""
+    verdict = Verdict(str(claims.get("verdict")))
+    expires = claims.get("exp")
+    if not isinstance(expires, int | float) or isinstance(expires, bool):
+        raise ValueError("a decision must say when it expires")
+    fingerprint = claims.get("fp")
+    return Decision(
+        verdict,
+        str(claims.get("text") or ""),
+        "fallback" if claims.get("by") == "fallback" else "operator",
+        dict(escalation),
+        at,
+        str(fingerprint) if fingerprint else None,
+        float(expires),
+        str(claims.get("jti") or ""),
+        signer,
+        str(claims.get("sub") or ""),
+    )
 
 
 @dataclass(frozen=True, slots=True)

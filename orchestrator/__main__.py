@@ -1,7 +1,9 @@
 """`python -m orchestrator`: talk to agents, following handoffs.
 
 send --entry URL TEXT     one message; exit 0 completed, 2 input required, 1 failed,
-                          3 an agent unreachable, 4 a handoff pending (or still working)
+                          3 an agent unreachable, 4 a handoff pending (or still working),
+                          5 a transfer pointer to an origin not reachable from the configured
+                          agents' trust lists (shown, not followed)
 chat --entry URL          an interactive loop over stdin (works when piped)
 watch TASK --agent URL    follow one task across transfers
 trace [--context C --agent URL]   the chain of the conversation
@@ -11,6 +13,10 @@ inbox --agent URL                 escalations waiting for an answer, oldest firs
 approve TASK [NOTE] --agent URL   approve what escalation TASK asks permission for
 deny TASK [NOTE] --agent URL      refuse it
 reply TASK TEXT --agent URL       answer it (a decision, information)
+
+Keys are per origin: --api-key (or $A2A_API_KEY) goes to the origin of the agent a command
+starts at (--entry, --agent); more origins by --keys-file (lines `http://host:port=KEY`) or
+$A2A_API_KEYS (`origin=key,…`). A key is never sent to another origin.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ from a2a_handoff import (
 )
 from orchestrator import operator
 from orchestrator.conversation import Conversation, Event, Exit, chain_of
+from orchestrator.reach import Reach, credentials
 from orchestrator.session import Hop, Session, default_session_path
 
 
@@ -72,11 +79,11 @@ def printer(as_json: bool) -> Callable[[Event], None]:
     return emit
 
 
-def _client(api_key: str | None) -> AgentClient:
+def _client(keys: dict[str, str]) -> AgentClient:
     http = httpx.AsyncClient(timeout=httpx.Timeout(30.0, connect=2.0))
     return AgentClient(
         http,
-        api_key=api_key,
+        credentials=keys,
         retry=RetryPolicy(attempts=3, total_seconds=5.0),
         extensions=[HANDOFF_EXTENSION_URI],
         breaker_threshold=3,
@@ -87,7 +94,14 @@ async def _run(args: argparse.Namespace) -> int:
     path: Path = args.session
     session = Session.load(path)
     emit = printer(args.json)
-    client = _client(args.api_key or os.environ.get("A2A_API_KEY"))
+    start = getattr(args, "entry", None) or getattr(args, "agent", None) or session.entry
+    try:
+        keys = credentials(start, args.api_key or os.environ.get("A2A_API_KEY"), args.keys_file)
+    except (OSError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 64
+    client = _client(keys)
+    reach = Reach(client, [start or "", *keys])
     try:
         if args.command in _OPERATOR:
             return await _operate(client, args)
@@ -103,6 +117,7 @@ async def _run(args: argparse.Namespace) -> int:
             save=lambda: session.save(path),
             max_hops=args.max_hops,
             wait=args.wait,
+            reach=reach,
         )
         if args.command == "send":
             code = await conversation.send(" ".join(args.text))
@@ -113,7 +128,7 @@ async def _run(args: argparse.Namespace) -> int:
         if args.command == "watch":
             code = await conversation.watch(args.agent, args.task)
             return int(code)
-        return await _trace(client, session, args)
+        return await _trace(client, session, args, reach)
     finally:
         await client.aclose()
 
@@ -163,12 +178,14 @@ async def _chat(conversation: Conversation, session: Session, path: Path, as_jso
         session.save(path)
 
 
-async def _trace(client: AgentClient, session: Session, args: argparse.Namespace) -> int:
+async def _trace(
+    client: AgentClient, session: Session, args: argparse.Namespace, reach: Reach
+) -> int:
     if args.context:
         if not args.agent:
             print("error: --context needs --agent URL", file=sys.stderr)
             return 64
-        hops: list[Hop] = await chain_of(client, args.agent, args.context)
+        hops: list[Hop] = await chain_of(client, args.agent, args.context, reach)
     else:
         hops = session.chain
     for hop in hops:
@@ -195,7 +212,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--json", action="store_true", help="one JSON object per event")
     parser.add_argument(
-        "--api-key", help="the key presented to agents that require one (or $A2A_API_KEY)"
+        "--api-key",
+        help="the key presented to the origin of --entry / --agent, and only there"
+        " (or $A2A_API_KEY)",
+    )
+    parser.add_argument(
+        "--keys-file",
+        type=Path,
+        help="keys for more origins: `http://host:port=KEY` lines (or $A2A_API_KEYS)",
     )
     parser.add_argument("--max-hops", type=int, default=8, help="transfers per user message")
     parser.add_argument(

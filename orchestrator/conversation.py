@@ -30,6 +30,7 @@ from a2a_handoff import (
     UnavailableError,
 )
 from a2a_handoff.protocol.models import TaskStatus, utc_now
+from orchestrator.reach import Reach
 from orchestrator.session import Hop, Session
 
 Event = dict[str, Any]
@@ -42,6 +43,7 @@ class Exit(IntEnum):
     INPUT_REQUIRED = 2
     UNREACHABLE = 3
     PENDING = 4  # a handoff waits in the source's outbox, or the work goes on: `watch` later
+    REFUSED = 5  # a pointer to an origin not reachable from the configured agents' trust lists
 
 
 _ENDINGS = {
@@ -103,6 +105,7 @@ class Conversation:
         save: Callable[[], None] = lambda: None,
         max_hops: int = 8,
         wait: float = 30.0,
+        reach: Reach | None = None,
     ) -> None:
         self.client = client
         self.session = session
@@ -110,6 +113,7 @@ class Conversation:
         self.save = save
         self.max_hops = max_hops
         self.wait = wait
+        self.reach = reach
         self._names: dict[str, str] = {}
 
     async def name_of(self, url: str) -> str:
@@ -284,6 +288,18 @@ class Conversation:
                     "reason": pointer.get("reason", ""),
                 }
             )
+            if self.reach is not None and not await self.reach.allows(pointer["agentUrl"]):
+                self.emit(
+                    {
+                        "event": "refused",
+                        "agent": cursor.name,
+                        "taskId": cursor.task_id,
+                        "url": pointer["agentUrl"],
+                        "message": f"not following the transfer to {pointer['agentUrl']}: that"
+                        " origin is not reachable from the configured agents' trust lists",
+                    }
+                )
+                return Exit.REFUSED
             self.session.context_id = pointer.get("contextId") or self.session.context_id
             cursor = _Cursor(pointer["agentUrl"], pointer["agentName"], pointer["taskId"])
             self._names[cursor.url] = cursor.name
@@ -446,8 +462,11 @@ def _settled(state: str) -> bool:
     return parsed.terminal or parsed.interrupted
 
 
-async def chain_of(client: AgentClient, url: str, context_id: str) -> list[Hop]:
-    """The tasks of a context, following transfer pointers across agents."""
+async def chain_of(
+    client: AgentClient, url: str, context_id: str, reach: Reach | None = None
+) -> list[Hop]:
+    """The tasks of a context, following transfer pointers across agents (only to origins
+    `reach` allows)."""
     hops: list[Hop] = []
     seen: set[tuple[str, str]] = set()
     queue = [url]
@@ -480,6 +499,11 @@ async def chain_of(client: AgentClient, url: str, context_id: str) -> list[Hop]:
                     task.status.timestamp or "",
                 )
             )
-            if transfer.get("agentUrl") and transfer["agentUrl"] not in queue:
-                queue.append(transfer["agentUrl"])
+            successor = transfer.get("agentUrl")
+            if (
+                successor
+                and successor not in queue
+                and (reach is None or await reach.allows(str(successor)))
+            ):
+                queue.append(successor)
     return hops

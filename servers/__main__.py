@@ -1,7 +1,10 @@
 """Run the example agents.
 
-python -m servers NAME --port P --store URL [--route NAME=URL …]
+python -m servers NAME --port P --store URL [--route NAME=URL …] [--trust NAME=URL …]
 python -m servers all --base-port P --data-dir DIR   (triage, billing, logistics, human)
+
+Every agent signs what it hands off (its keys beside its store: `keys list --store URL`) and
+accepts handoffs only from its routes and the agents `--trust` / `--trust-file` name.
 """
 
 from __future__ import annotations
@@ -9,6 +12,7 @@ from __future__ import annotations
 import argparse
 import gc
 import logging
+import os
 import signal
 import subprocess
 import sys
@@ -31,6 +35,9 @@ from a2a_handoff import (
 from a2a_handoff.contracts.catalog import Catalog
 from a2a_handoff.escalation import EscalationPolicy
 from a2a_handoff.server.limits import ServerLimits, return_freed_memory
+from a2a_handoff.trust.keys import ENV_VAR as KEY_ENV_VAR
+from a2a_handoff.trust.keys import EnvIdentity, IdentityStore, KeyFile
+from a2a_handoff.trust.trustlist import TrustedAgent, load_trust_file, parse_trust
 from servers.billing import POLICY as BILLING_POLICY
 from servers.billing import BillingAgent, billing_card
 from servers.echo import EchoAgent, echo_card
@@ -47,6 +54,7 @@ class Example:
     scope: tuple[str, ...] | None = None
     routes: tuple[str, ...] = field(default=())  # route names `all` wires up
     policy: EscalationPolicy | None = None
+    trusts: tuple[str, ...] = field(default=())  # agents `all` adds to its trust list
 
 
 def _human(args: argparse.Namespace) -> Agent:
@@ -55,10 +63,15 @@ def _human(args: argparse.Namespace) -> Agent:
 
 EXAMPLES: dict[str, Example] = {
     "echo": Example(lambda _: EchoAgent(), echo_card),
-    "triage": Example(lambda _: TriageAgent(), triage_card, TRIAGE_SCOPE, ("billing", "logistics")),
-    "billing": Example(lambda _: BillingAgent(), billing_card, None, ("human",), BILLING_POLICY),
-    "logistics": Example(lambda _: LogisticsAgent(), logistics_card),
-    "human": Example(_human, human_card),
+    # triage: its contracts' recovery paths may escalate to the human, whose answer returns
+    "triage": Example(
+        lambda _: TriageAgent(), triage_card, TRIAGE_SCOPE, ("billing", "logistics", "human")
+    ),
+    "billing": Example(
+        lambda _: BillingAgent(), billing_card, None, ("human",), BILLING_POLICY, ("triage",)
+    ),
+    "logistics": Example(lambda _: LogisticsAgent(), logistics_card, trusts=("triage",)),
+    "human": Example(_human, human_card, trusts=("billing", "triage")),
 }
 ALL = ("triage", "billing", "logistics", "human")
 
@@ -91,7 +104,42 @@ def _agent_parser(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="NAME=KEY",
-        help="the API key presented to route NAME",
+        help="the API key presented to agent NAME (a route or a trusted agent)",
+    )
+    trust = parser.add_argument_group("trust")
+    trust.add_argument(
+        "--trust",
+        action="append",
+        default=[],
+        metavar="NAME=URL",
+        help="accept handoffs from this agent too (routes are trusted already)",
+    )
+    trust.add_argument(
+        "--trust-file", type=Path, default=None, help="more trusted agents (YAML: agents: …)"
+    )
+    trust.add_argument(
+        "--key-file",
+        type=Path,
+        default=None,
+        help=f"this agent's keys (default: beside its store; or ${KEY_ENV_VAR})",
+    )
+    trust.add_argument(
+        "--operators",
+        default=None,
+        help="principals that see and answer this agent's escalations, comma-separated",
+    )
+    trust.add_argument(
+        "--trust-max-age",
+        type=float,
+        default=60.0,
+        help="seconds a trusted agent's fetched keys are used before fetching them again",
+    )
+    trust.add_argument("--keys-reload", type=float, default=2.0, help=argparse.SUPPRESS)
+    trust.add_argument(
+        "--return-give-up",
+        type=float,
+        default=None,
+        help="seconds a decision's return is retried before its task fails (default: --ttl)",
     )
     parser.add_argument("--ttl", type=int, default=300, help="handoff envelope TTL, seconds")
     parser.add_argument("--max-hops", type=int, default=8)
@@ -158,11 +206,25 @@ def serve(name: str, args: argparse.Namespace) -> int:
             auth = ApiKeyAuth.from_env()
         routes = _pairs(args.route, "--route")
         keys = _pairs(args.credential, "--credential")
-        credentials = {routes[n]: key for n, key in keys.items() if n in routes}
         store = open_store(args.store or f"sqlite:///data/{name}.db")
         if isinstance(store, SqliteTaskStore):
             store.check_free()  # another process serving the file: say so, do not start
         contracts = Catalog.load(args.contracts) if args.contracts else None
+        trusted: list[TrustedAgent] = [parse_trust(t) for t in args.trust]
+        if args.trust_file:
+            trusted += load_trust_file(args.trust_file)
+        identity: IdentityStore | None = None
+        if args.key_file:
+            identity = KeyFile(args.key_file)
+        elif os.environ.get(KEY_ENV_VAR):
+            identity = EnvIdentity(os.environ[KEY_ENV_VAR])
+        # --credential NAME=KEY: the key presented to the agent NAME (a route, or an agent
+        # on the trust list: the human agent returns decisions to those).
+        known = {**{t.name: t.url for t in trusted}, **routes}
+        unknown = sorted(set(keys) - set(known))
+        if unknown:
+            raise HandoffError(f"--credential names no route or trusted agent: {unknown}")
+        credentials = {known[n]: key for n, key in keys.items()}
     except (HandoffError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -186,6 +248,12 @@ def serve(name: str, args: argparse.Namespace) -> int:
         escalation=policy,
         contracts=contracts,
         max_streams=args.max_streams,
+        trust=trusted,
+        identity=identity,
+        operators=args.operators.split(",") if args.operators else (),
+        trust_max_age=args.trust_max_age,
+        keys_reload=args.keys_reload,
+        return_give_up=args.return_give_up,
     )
     limits = server_limits(args)
     return_freed_memory()
@@ -221,10 +289,11 @@ def run_all(
     try:
         for name in ALL:
             routes = [f"--route={r}={urls[r]}" for r in EXAMPLES[name].routes]
+            trusts = [f"--trust={t}={urls[t]}" for t in EXAMPLES[name].trusts]
             cmd = [
                 sys.executable, "-m", "servers", name, "--host", host,
-                "--port", str(ports[name]), "--store", f"sqlite:///{data_dir / name}.db", *routes,
-                *(["--contracts", str(contracts)] if contracts else []),
+                "--port", str(ports[name]), "--store", f"sqlite:///{data_dir / name}.db",
+                *routes, *trusts, *(["--contracts", str(contracts)] if contracts else []),
             ]  # fmt: skip
             procs.append(subprocess.Popen(cmd))
         for name in ALL:

@@ -1,9 +1,10 @@
 """The human agent: escalations wait here, INPUT_REQUIRED, until an operator answers.
 
-An escalation arrives as a handoff (blocking) or a notice (non-blocking). The operator's
-answer — `approve`, `deny` or a free reply, from `python -m orchestrator` — resumes the task,
-and the task goes back to the agent that escalated as a *return handoff* carrying the
-decision: this task ends TRANSFERRED, pointing at the new task there, so the user's
+An escalation arrives as a handoff (blocking) or a notice (non-blocking), from an agent on this
+agent's trust list. The operator's answer — `approve`, `deny` or a free reply, from `python -m
+orchestrator` — resumes the task, and the task goes back to the agent that escalated, as this
+agent's trust list knows it (by name), as a *return handoff* carrying the decision, which the
+library signs: this task ends TRANSFERRED, pointing at the new task there, so the user's
 conversation follows. A blocking escalation left unanswered for `answer_within` seconds
 follows the fallback: `deny`, or a hand-over to a named agent (a supervisor), and says so.
 Everything lives in the store: a restart loses nothing.
@@ -118,8 +119,10 @@ class HumanAgent:
             )
         resume = carried.get("resume") if isinstance(carried.get("resume"), dict) else {}
         said = f": {decision.text}" if decision.text else ""
+        # Back to the escalating agent as this agent knows it — by name, through its trust
+        # list: a URL the escalation carried is a claim, never an address to call.
         return Handoff(
-            target=str(return_to.get("url") or ""),
+            target=str(return_to.get("agent") or ""),
             reason=f"{decision.by} {decision.verdict}{said}",
             context={
                 **(resume or {}),

@@ -137,3 +137,20 @@ class Cli:
         out, _ = proc.communicate(timeout=timeout)
         lines = [line for line in out.splitlines() if line.startswith("{")]
         return proc.returncode, [json.loads(line) for line in lines]
+
+
+def wire_trust(processes: Sequence[AgentProcess]) -> None:
+    """Each agent that another routes to trusts that one (`--trust NAME=URL`), as an
+    operator configures them: a target accepts handoffs only from agents it trusts."""
+    by_url = {p.url: p for p in processes}
+    for source in processes:
+        for arg in source.extra:
+            if not arg.startswith("--route="):
+                continue
+            for url in arg.split("=", 2)[2].split(","):
+                target = by_url.get(url.strip())
+                trust = f"--trust={source.name}={source.url}"
+                if target is None or target is source or target.module != "servers":
+                    continue  # test doubles take no --trust
+                if trust not in target.extra:
+                    target.extra = (*target.extra, trust)

@@ -9,6 +9,7 @@ surfaced, never swallowed.
 
 from __future__ import annotations
 
+import base64
 import itertools
 import json
 import time
@@ -28,10 +29,18 @@ from a2a_handoff.client.retry import (
     request,
 )
 from a2a_handoff.client.transport import Http11Transport
-from a2a_handoff.errors import CircuitOpenError, RemoteError, UnavailableError
+from a2a_handoff.errors import (
+    CircuitOpenError,
+    RemoteError,
+    SignatureError,
+    TrustError,
+    UnavailableError,
+)
 from a2a_handoff.protocol.agent_card import AgentCard
 from a2a_handoff.protocol.models import Message, StreamResponse, Task
 from a2a_handoff.protocol.sse import read_events
+from a2a_handoff.trust.card import verify_card
+from a2a_handoff.trust.trustlist import TrustList
 
 CARD_PATH = ".well-known/agent-card.json"
 
@@ -58,11 +67,26 @@ def _result(url: str, answer: Answer) -> Any:
     return payload["result"]
 
 
+def _kid_of(signature: Any) -> str | None:
+    """The kid a card signature's protected header names (unverified: to pick keys)."""
+    try:
+        padded = str(signature["protected"]) + "=="
+        header = json.loads(base64.urlsafe_b64decode(padded))
+        kid = header.get("kid")
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
+    return kid if isinstance(kid, str) else None
+
+
 class AgentClient:
     """Calls agents: JSON-RPC and SSE, retries for idempotent calls, breakers, cached cards.
 
     `direct`: JSON-RPC calls to plain-http URLs go straight to this transport, past httpx's
     client layer (with `http`'s timeouts); cards and streams still go through `http`.
+    `credentials` maps agent URLs (or origins, `scheme://host:port`) to the key presented to
+    them, and to nothing else; `api_key` is presented to every URL (the orchestrator never
+    uses it: a key must not reach an origin it was not meant for). `trust`: the card of an
+    agent on this trust list whose keys are known must carry a signature by one of them.
     """
 
     def __init__(
@@ -78,8 +102,10 @@ class AgentClient:
         clock: Callable[[], float] = time.monotonic,
         extensions: Iterable[str] = (),
         api_key: str | None = None,
+        trust: TrustList | None = None,
     ) -> None:
         self.http = http
+        self.trust = trust
         self.direct = direct
         self.api_key = api_key
         self.credentials: dict[str, str] = {}
@@ -157,8 +183,50 @@ class AgentClient:
         if status != 200:
             raise UnavailableError(f"{url}: agent card answered HTTP {status}")
         card = AgentCard.model_validate_json(content)
+        await self._check_signature(url, content)
         self._cards[url] = (clock(), card)
         return card
+
+    async def _check_signature(self, url: str, content: bytes) -> None:
+        """A trusted agent's card must be signed by one of its keys, when they are known."""
+        agent = self.trust.by_url(url) if self.trust is not None else None
+        if agent is None or self.trust is None:
+            return
+        keys = self.trust.cached_keys(agent.name)
+        if not keys:
+            return  # no key for it yet: fetched (and pinned) with its first handoff
+        raw = json.loads(content)
+        try:
+            verify_card(raw, keys)
+        except SignatureError as exc:
+            try:  # it may have rotated since its keys were pinned
+                kids = [_kid_of(s) for s in raw.get("signatures") or []]
+                unknown = next((k for k in kids if k and k not in keys), None)
+                if unknown is None:
+                    raise
+                verify_card(raw, await self.trust.keys(agent.name, unknown_kid=unknown))
+            except (SignatureError, TrustError):
+                raise UnavailableError(
+                    f"{url}: the agent card of {agent.name} is not signed by its keys: {exc}"
+                ) from None
+
+    async def jwks(self, address: str, path: str) -> Any:
+        """The JSON document at `path` of a configured agent address (its JWKS)."""
+
+        async def get_one(one: str) -> Any:
+            target = one.rstrip("/") + "/" + path if path else one
+
+            async def get() -> Answer:
+                response = await self.http.get(target, headers={"A2A-Version": "1.0"})
+                return response.status_code, response.content
+
+            status, content = await request(self.breaker(one), self.retry, one, get,
+                                            idempotent=True)  # fmt: skip
+            if status != 200:
+                raise UnavailableError(f"{target}: answered HTTP {status}")
+            return json.loads(content)
+
+        return await failover(address, self._preferred, get_one, idempotent=True)
 
     async def call(
         self,

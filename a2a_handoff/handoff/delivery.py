@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from typing import Any
 
 import pydantic_core
 from pydantic import ValidationError
@@ -41,10 +42,12 @@ from a2a_handoff.handoff.terminate import failed, transferred
 from a2a_handoff.outcomes import Handoff
 from a2a_handoff.protocol.events import status_text
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI as URI
-from a2a_handoff.protocol.extension import ext_metadata, with_ext_metadata
-from a2a_handoff.protocol.models import Role, Task, utc_now
+from a2a_handoff.protocol.extension import SIGNATURE_KEY, ext_metadata, with_ext_metadata
+from a2a_handoff.protocol.models import Role, Task, parse_time, utc_now
 from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.stores.base import OutboxEntry, Store, TaskRecord
+from a2a_handoff.trust import AgentTrust
+from a2a_handoff.trust.canonical import canonical
 
 log = logging.getLogger("a2a_handoff.handoff")
 
@@ -57,14 +60,22 @@ class Delivery:
     """Delivers checkpointed handoffs (and notices) for one agent."""
 
     def __init__(
-        self, settings: HandoffSettings, store: Store, client: AgentClient, sender: HandoffSender
+        self,
+        settings: HandoffSettings,
+        store: Store,
+        client: AgentClient,
+        sender: HandoffSender,
+        trust: AgentTrust,
     ) -> None:
         self.settings = settings
         self.store = store
         self.client = client
         self.sender = sender
+        self.trust = trust
         # handoff id → the job delivering it in this process (see recovery.Outbox)
         self.in_flight: dict[str, asyncio.Task[TaskRecord | None]] = {}
+        self.returns_given_up = 0  # returns (decisions) this process gave up delivering
+        self.last_given_up: dict[str, Any] | None = None
 
     async def deliver(
         self,
@@ -86,16 +97,28 @@ class Delivery:
         it (`fresh`: this process checkpointed the entry, and every failure so far was a
         refused connection or an open breaker), so a successor can never be orphaned.
         """
-        if envelope is None:
+        body = entry.envelope
+        if envelope is None:  # a replay: the entry as stored (by any version: canonicalize)
             envelope = HandoffEnvelope.model_validate_json(entry.envelope)
+            body = canonical(json.loads(entry.envelope)).decode()
         url = entry.target_url
-        params = _create_params(envelope, entry.envelope)
+        signer = self.trust.signing_key
+        params = _create_params(envelope, body, self.trust.sign_envelope(body.encode()))
         contract = self._contract_of(envelope)
         loop = asyncio.get_running_loop()
         started = loop.time()
         may_have_arrived = not fresh
         errors = 0
+        tries = 0
         while True:
+            if tries and envelope.kind == "return":
+                given_up = await self._give_up_return(entry, envelope, tries)
+                if given_up is not None:
+                    return given_up
+            tries += 1
+            if self.trust.signing_key is not signer:  # keys rotated while it waited: re-sign
+                signer = self.trust.signing_key
+                params = _create_params(envelope, body, self.trust.sign_envelope(body.encode()))
             try:
                 card = await self.client.card(url)
                 problems = missing_capabilities(envelope.required_capabilities, card, None)
@@ -147,6 +170,36 @@ class Delivery:
                 reason = f"{entry.target_name} rejected the handoff: {status_text(created)}"
                 return await self._recover(entry, envelope, contract, "on_reject", reason)
             return await transferred(self.store, entry, envelope, created, source)
+
+    async def _give_up_return(
+        self, entry: OutboxEntry, envelope: HandoffEnvelope, tries: int
+    ) -> TaskRecord | None:
+        """A return is retried with backoff, and given up (FAILED) past its time."""
+        limit = self.settings.return_give_up or float(envelope.ttl_seconds)
+        age = (parse_time(utc_now()) - parse_time(entry.created_at)).total_seconds()
+        if age >= limit:
+            reason = (
+                f"return to {entry.target_name} given up after {tries} tries over {age:.0f} s"
+                f" (limit {limit:g} s): the decision did not reach it"
+            )
+            log.error("handoff %s: %s", entry.handoff_id, reason)
+            self.returns_given_up += 1
+            self.last_given_up = {
+                "handoffId": entry.handoff_id,
+                "taskId": entry.task_id,
+                "target": entry.target_name,
+                "reason": reason,
+                "at": utc_now(),
+            }
+            return await failed(self.store, entry, reason)
+        backoff = min(30.0, self.settings.retry_interval * 2 ** min(tries, 6))
+        await asyncio.sleep(min(backoff, max(0.0, limit - age)))
+        return None
+
+    def given_up_report(self) -> dict[str, Any]:
+        """The returns given up since this process started, for /health (their tasks ended
+        FAILED with the reason, durably)."""
+        return {"failedReturns": self.returns_given_up, "lastFailedReturn": self.last_given_up}
 
     def _contract_of(self, envelope: HandoffEnvelope) -> Contract | None:
         catalog = self.settings.contracts
@@ -248,7 +301,8 @@ class Delivery:
         raises HandoffError when the target refuses it or stays unreachable.
         """
         url = envelope.target.url
-        params = _create_params(envelope, envelope_json)
+        signature = self.trust.sign_envelope(envelope_json.encode())
+        params = _create_params(envelope, envelope_json, signature)
         deadline = asyncio.get_running_loop().time() + attempts_for
         while True:
             try:
@@ -284,12 +338,13 @@ def handoff_message_id(envelope: HandoffEnvelope) -> str:
     return f"handoff-{envelope.idempotency_key}"
 
 
-def _create_params(envelope: HandoffEnvelope, envelope_json: str) -> str:
+def _create_params(envelope: HandoffEnvelope, envelope_json: str, signature: str) -> str:
     """The SendMessage params that create the successor, as JSON.
 
-    The message carries the envelope in its metadata (`envelope_json`: as the outbox holds
-    it, so it is not encoded again) and points back at the source task. The source needs
-    only the successor's id and status back: `historyLength: 0`.
+    The message carries the envelope in its metadata (`envelope_json`: the canonical JSON
+    the outbox holds, so it is not encoded again) with its `signature` beside it, and points
+    back at the source task. The source needs only the successor's id and status back:
+    `historyLength: 0`.
     """
     summary = str(envelope.transfer_context.get("summary") or envelope.reason)
     message = {
@@ -303,6 +358,7 @@ def _create_params(envelope: HandoffEnvelope, envelope_json: str) -> str:
     # Encoded as pydantic encodes the envelope: a context may hold dates, UUIDs, decimals.
     head = pydantic_core.to_json(message).decode()[:-1]  # open: the metadata follows
     return (
-        f'{{"message":{head},"metadata":{{{json.dumps(URI)}:{envelope_json}}}}},'
+        f'{{"message":{head},"metadata":{{{json.dumps(URI)}:{envelope_json},'
+        f"{json.dumps(SIGNATURE_KEY)}:{json.dumps(signature)}}}}},"
         '"configuration":{"returnImmediately":true,"historyLength":0}}'
     )

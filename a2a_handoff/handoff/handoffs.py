@@ -1,7 +1,8 @@
 """One agent's handoff machinery, wired to its store and client.
 
     sender (summarize, gate, checkpoint) ─▶ outbox (deliver once, replay) ─▶ delivery
-    (create on the target, recovery paths) ─▶ terminate;  receiver (refuse, dedupe) + ledger
+    (sign, create on the target, recovery paths) ─▶ terminate;
+    receiver (verify → VerifiedEnvelope, refuse, dedupe) + ledger
 
 The runtime holds one `Handoffs` and calls its parts; nothing here knows the runtime.
 """
@@ -18,6 +19,7 @@ from a2a_handoff.handoff.recovery import LeaseHolder, Outbox
 from a2a_handoff.handoff.sender import HandoffSender
 from a2a_handoff.handoff.settings import HandoffSettings
 from a2a_handoff.stores.base import Store
+from a2a_handoff.trust import AgentTrust
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,21 +32,29 @@ class Handoffs:
     outbox: Outbox
     receiver: HandoffReceiver
     ledger: Ledger
+    trust: AgentTrust
 
     @classmethod
     def build(
-        cls, settings: HandoffSettings, store: Store, client: AgentClient, hold: LeaseHolder
+        cls,
+        settings: HandoffSettings,
+        store: Store,
+        client: AgentClient,
+        hold: LeaseHolder,
+        trust: AgentTrust,
     ) -> Handoffs:
-        """Wire the parts; `hold` takes a lease, for delivering under replicas."""
-        sender = HandoffSender(settings, store, client)
-        delivery = Delivery(settings, store, client, sender)
+        """Wire the parts; `hold` takes a lease, for delivering under replicas; `trust`
+        signs what is sent and proves what is received."""
+        sender = HandoffSender(settings, store, client, trust)
+        delivery = Delivery(settings, store, client, sender, trust)
         return cls(
             settings,
             sender,
             delivery,
             Outbox(settings, store, delivery, hold),
-            HandoffReceiver(settings, store),
+            HandoffReceiver(settings, store, trust.trust_list),
             Ledger(store),
+            trust,
         )
 
     async def aclose(self) -> None:

@@ -1,78 +1,106 @@
 """The receiving side: a handoff that arrives is refused, recognised as a replay, or taken.
 
-In order: the envelope is parsed (a malformed one is -32602, nothing stored); its dedupe key
-is looked up first — a replay of a key already taken returns the same task (`duplicate`)
-whatever its age, so a lost reply can never turn into a second task or a false failure, and
-the same key with a different envelope is -32103; then the refusals, each a REJECTED task
-whose reason the sender reads: TTL (`envelope_expired`), size, address, loop guard, contract
-acceptance. Otherwise the runtime creates the task, once per key, with the ledger row in the
-same transaction. The runtime drives these steps (`runtime.tasks.TaskManager`); this module
-decides them.
+In order: the envelope is parsed (a malformed one is -32602, nothing stored) and proven
+(`handoff.verified`: signature, trust list, caller — a refusal there is answered REJECTED and
+leaves only its ledger row); its dedupe key is looked up first — a replay of a key already
+taken returns the same task (`duplicate`) whatever its age, so a lost reply can never turn
+into a second task or a false failure, and the same key with a different envelope is -32103;
+then the refusals, each a REJECTED task whose reason the sender reads: TTL
+(`envelope_expired`), size, address, loop guard, contract acceptance. Otherwise the runtime
+creates the task, once per key, with the ledger row in the same transaction. The runtime
+drives these steps (`runtime.tasks.TaskManager`); this module decides them.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
-from pydantic import ValidationError
-
 from a2a_handoff.contracts.model import MISSING, lookup
-from a2a_handoff.errors import IdempotencyConflictError, InvalidParamsError
+from a2a_handoff.errors import IdempotencyConflictError
 from a2a_handoff.handoff.envelope import HandoffEnvelope
 from a2a_handoff.handoff.ledger import received_entry
 from a2a_handoff.handoff.settings import HandoffSettings
+from a2a_handoff.handoff.verified import EnvelopeRefused, VerifiedEnvelope, verify
 from a2a_handoff.ids import new_id
 from a2a_handoff.protocol.events import agent_message, status_event, with_status
 from a2a_handoff.protocol.extension import (
     HANDOFF_EXTENSION_URI,
     MAX_ENVELOPE_BYTES,
+    SIGNATURE_KEY,
     ext_metadata,
 )
 from a2a_handoff.protocol.models import Message, StreamResponse, Task, TaskStatus, utc_now
 from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.stores.base import Store, TaskRecord
+from a2a_handoff.trust.trustlist import TrustList
 
 
 class HandoffReceiver:
     """Decides what this agent does with a handoff message."""
 
-    def __init__(self, settings: HandoffSettings, store: Store) -> None:
+    def __init__(self, settings: HandoffSettings, store: Store, trust: TrustList) -> None:
         self.settings = settings
         self.store = store
+        self.trust = trust
+
+    async def verify(self, metadata: Mapping[str, Any], caller: str) -> VerifiedEnvelope:
+        """The message's envelope, proven (see `handoff.verified`); EnvelopeRefused."""
+        return await verify(
+            metadata.get(HANDOFF_EXTENSION_URI),
+            metadata.get(SIGNATURE_KEY),
+            caller,
+            self.trust,
+            self.settings.agent_name,
+        )
+
+    async def refuse_unverified(
+        self, message: Message, owner: str, refused: EnvelopeRefused
+    ) -> TaskRecord:
+        """The answer to an envelope that is not proven: a REJECTED task, not stored — only
+        the ledger row is — carrying nothing of the envelope but its context id."""
+        claimed = refused.envelope
+        task_id = new_id()
+        task = Task(
+            id=task_id,
+            context_id=claimed.context_id,
+            status=TaskStatus(state=TaskState.SUBMITTED, timestamp=utc_now()),
+            metadata={HANDOFF_EXTENSION_URI: {"rejected": refused.code}},
+        )
+        text = f"{refused.code}: {refused.reason}"
+        rejected = with_status(task, TaskState.REJECTED, agent_message(text, task))
+        await self.store.record_received(received_entry(claimed, task_id, "rejected", refused.code))
+        now = utc_now()
+        return TaskRecord(rejected, owner, 2, now, now)
 
     @staticmethod
-    def parse(raw: Any) -> tuple[HandoffEnvelope, int]:
-        """The envelope carried in a message's metadata, and its size; -32602 naming the
-        first bad field when it is not one."""
-        try:
-            envelope = HandoffEnvelope.model_validate(raw)
-        except ValidationError as exc:
-            first = exc.errors(include_url=False, include_input=False)[0]
-            where = ".".join(str(p) for p in first["loc"])
-            raise InvalidParamsError(
-                f"message.metadata[{HANDOFF_EXTENSION_URI}].{where}: {first['msg']}"
-            ) from None
-        return envelope, len(json.dumps(raw, separators=(",", ":")).encode())
-
-    @staticmethod
-    def check_replay(record: TaskRecord, envelope: HandoffEnvelope) -> None:
+    def check_replay(record: TaskRecord, verified: VerifiedEnvelope) -> None:
         """A task found by the envelope's key: -32103 when the key came with another envelope."""
+        envelope = verified.envelope
         ext = ext_metadata(record.task)
+        if verified.decision is not None and ext.get("envelopeDigest") != verified.digest:
+            raise IdempotencyConflictError(
+                f"the operator's decision {verified.decision.id} was used already"
+            )
         same_key = ext.get("handoff", {}).get("idempotencyKey") == envelope.idempotency_key
-        if same_key and ext.get("envelopeDigest") != envelope.digest():
+        if same_key and ext.get("envelopeDigest") != verified.digest:
             raise IdempotencyConflictError(
                 f"idempotency key {envelope.idempotency_key[:12]}… was used with a"
                 " different envelope"
             )
 
-    def dedupe_for(self, envelope: HandoffEnvelope) -> tuple[str, float | None]:
+    def dedupe_for(self, verified: VerifiedEnvelope) -> tuple[str, float | None]:
         """The key a received handoff deduplicates on, and for how long (None: ever).
 
         The envelope's idempotency key, unless the edge's contract names another
         `dedupe_key` (a payload field, say `payload.entities.orderId`): then two handoffs
-        with the same value within `replay_window_ms` make one task.
+        with the same value within `replay_window_ms` make one task. A `return` dedupes on
+        its decision's id: an operator's decision makes one task here, ever (used once).
         """
+        envelope = verified.envelope
+        if verified.decision is not None:
+            return "\x1f".join(("decision", verified.decision.id)), None
         default = "\x1f".join(("handoff", envelope.idempotency_key)), None
         catalog = self.settings.contracts
         if catalog is None:
@@ -96,8 +124,9 @@ class HandoffReceiver:
         encoded = json.dumps(value, sort_keys=True, separators=(",", ":"))
         return "\x1f".join(("contract", contract.id, path, encoded)), window
 
-    def refusal(self, envelope: HandoffEnvelope, size: int) -> tuple[str, str] | None:
+    def refusal(self, verified: VerifiedEnvelope) -> tuple[str, str] | None:
         """(code, reason) when this agent must refuse the envelope, else None."""
+        envelope, size = verified.envelope, verified.size
         me = self.settings.agent_name
         if envelope.expired():
             return "envelope_expired", f"envelope expired after {envelope.ttl_seconds} s"
@@ -130,15 +159,16 @@ class HandoffReceiver:
         message: Message,
         owner: str,
         key: str,
-        envelope: HandoffEnvelope,
+        verified: VerifiedEnvelope,
         code: str,
         reason: str,
     ) -> tuple[TaskRecord, bool]:
         """Store the refusal as a REJECTED task (with its ledger row): the task stored under
         `key`, and whether it is another's (a concurrent receiver stored first)."""
+        envelope = verified.envelope
         task_id = new_id()
         bound = message.model_copy(update={"task_id": task_id})
-        metadata = {HANDOFF_EXTENSION_URI: {**receive_metadata(envelope), "rejected": code}}
+        metadata = {HANDOFF_EXTENSION_URI: {**receive_metadata(verified), "rejected": code}}
         task = Task(
             id=task_id,
             context_id=envelope.context_id,
@@ -158,8 +188,11 @@ class HandoffReceiver:
         return stored, stored.id != record.id
 
 
-def receive_metadata(envelope: HandoffEnvelope) -> dict[str, Any]:
-    """What a received task records about the handoff that created it."""
+def receive_metadata(verified: VerifiedEnvelope) -> dict[str, Any]:
+    """What a received task records about the handoff that created it (proven: its signer
+    and key; a `return`'s verified decision)."""
+    envelope = verified.envelope
+    decision = {"decision": verified.decision.to_stored()} if verified.decision else {}
     return {
         "handoff": {
             "handoffId": envelope.handoff_id,
@@ -171,11 +204,13 @@ def receive_metadata(envelope: HandoffEnvelope) -> dict[str, Any]:
             "source": envelope.source.dump(),
             "reason": envelope.reason,
             "kind": envelope.kind,
+            "signer": verified.signer,
+            "kid": verified.kid,
         },
-        # A replay with this key must match (recorded, not derived when needed: replicas of
-        # an earlier version sharing the store compare against this member).
-        "envelopeDigest": envelope.digest(),
-        **_escalation_of(envelope),
+        # A replay with this key must match: SHA-256 of the canonical envelope.
+        "envelopeDigest": verified.digest,
+        **decision,
+        **_escalation_of(verified.envelope),
     }
 
 

@@ -1,7 +1,10 @@
 """The sending side's first phases: summarize, gate, checkpoint.
 
 Summarize: the handler's `Handoff` decision becomes a `HandoffEnvelope` (its idempotency key
-derived from the chain's root key and the hop, so a replay reproduces it). Gate:
+derived from the chain's root key and the hop, so a replay reproduces it), kept as canonical
+JSON (RFC 8785: what delivery signs); a `return` carries its operator decision signed by this
+agent. The target is a route or a trusted agent, by name: an agent calls only URLs it was
+configured with, never one a message named. Gate:
 `required ⊆ caps(target) ∩ scope(self)`, the edge's contract (when contracts are on) and the
 envelope's size limit; a refusal raises GateRefused and nothing is sent. Checkpoint: ONE
 transaction writes the outbox entry (`pending`) and marks the source task as handing off —
@@ -12,11 +15,13 @@ from __future__ import annotations
 
 import contextlib
 import uuid
+from typing import Any
 
 from pydantic import ValidationError
 
 from a2a_handoff.client.client import AgentClient
 from a2a_handoff.errors import GateRefused, HandoffError
+from a2a_handoff.escalation import decision_claims
 from a2a_handoff.failpoints import failpoint
 from a2a_handoff.handoff.envelope import (
     HandoffEnvelope,
@@ -40,6 +45,9 @@ from a2a_handoff.protocol.extension import (
 from a2a_handoff.protocol.models import StreamResponse, Task, utc_now
 from a2a_handoff.protocol.states import TaskState, transition
 from a2a_handoff.stores.base import OutboxEntry, Store, TaskRecord
+from a2a_handoff.trust import AgentTrust
+from a2a_handoff.trust.canonical import canonical
+from a2a_handoff.trust.signing import DECISION_TYP, sign_claims
 
 PENDING, DONE, FAILED = "pending", "done", "failed"
 
@@ -67,18 +75,30 @@ def missing_capabilities(
 class HandoffSender:
     """Turns a handler's handoff decision into a checkpointed outbox entry."""
 
-    def __init__(self, settings: HandoffSettings, store: Store, client: AgentClient) -> None:
+    def __init__(
+        self, settings: HandoffSettings, store: Store, client: AgentClient, trust: AgentTrust
+    ) -> None:
         self.settings = settings
         self.store = store
         self.client = client
+        self.trust = trust
 
     def target_url(self, target: str) -> str:
-        """The configured URL of route `target` (or `target` itself, when it is a URL)."""
+        """The configured URL of `target`: a route, or an agent on the trust list, by name
+        (a URL is accepted only when it is one of those). Never a URL from elsewhere."""
         url = self.settings.routes.get(target)
+        trusted = self.trust.trust_list
+        if url is None and (agent := trusted.get(target)) is not None:
+            url = agent.url
         if url is None and target.startswith(("http://", "https://")):
-            url = target
+            configured = {*self.settings.routes.values(), *(a.url for a in trusted.agents.values())}
+            if target in configured or trusted.by_url(target) is not None:
+                url = target
         if url is None:
-            raise GateRefused(f"no route to agent {target!r}")
+            raise GateRefused(
+                f"no route to agent {target!r}: an agent hands off only to agents it was"
+                " configured with (its routes and trust list)"
+            )
         return url
 
     async def prepare(
@@ -98,6 +118,9 @@ class HandoffSender:
         if problems:
             raise GateRefused("capability gate refused the handoff: " + "; ".join(problems))
         target_name = card.name if card else decision.target
+        context = dict(decision.context)
+        if decision.kind == "return" and isinstance(context.get("decision"), dict):
+            context["decision"] = self._signed_decision(context["decision"], task, target_name)
         contract_ref = self._contract_for(target_name, decision)
         incoming = ext_metadata(task).get("handoff") or {}
         hop = int(incoming.get("hop", 0)) + 1
@@ -111,7 +134,7 @@ class HandoffSender:
                              task_id=task.id),
             target=TargetRef(agent=target_name, url=url),
             reason=decision.reason,
-            transfer_context=dict(decision.context),
+            transfer_context=context,
             required_capabilities=required,
             continuation_token=decision.continuation_token,
             next_skill_hint=decision.next_skill,
@@ -124,7 +147,10 @@ class HandoffSender:
             kind=decision.kind,
             contract=contract_ref,
         )  # fmt: skip
-        envelope_json = envelope.dump_json()
+        try:  # canonical: delivery signs these very bytes
+            envelope_json = canonical(envelope.dump()).decode()
+        except ValueError as exc:
+            raise GateRefused(f"the transfer context cannot be signed: {exc}") from None
         size = len(envelope_json.encode())
         if size > MAX_ENVELOPE_BYTES:
             raise GateRefused(
@@ -132,6 +158,21 @@ class HandoffSender:
                 f" the limit {MAX_ENVELOPE_BYTES}"
             )
         return envelope, envelope_json
+
+    def _signed_decision(
+        self, decision: dict[str, Any], task: Task, audience: str
+    ) -> dict[str, Any]:
+        """An operator's decision as it returns: with its claims signed by this agent."""
+        claims = decision_claims(
+            decision,
+            issuer=self.settings.agent_name,
+            audience=audience,
+            escalation_task=task.id,
+            decision_id=new_id(),
+            ttl=self.settings.decision_ttl,
+        )
+        signed = sign_claims(claims, self.trust.signing_key, DECISION_TYP)
+        return {**decision, "signed": signed}
 
     def _contract_for(self, target: str, decision: Handoff) -> str | None:
         """The `id@version` of the edge's contract; GateRefused when contracts are on and

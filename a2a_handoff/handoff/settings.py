@@ -25,3 +25,5 @@ class HandoffSettings:
     recovery_interval: float = 2.0
     retry_interval: float = 0.5
     contracts: Catalog | None = None  # enforced when set (see a2a_handoff.contracts)
+    decision_ttl: float = 900.0  # seconds an operator's signed decision approves anything
+    return_give_up: float | None = None  # seconds a return is retried (None: the TTL)

@@ -143,12 +143,20 @@ class AgentCard(WireModel):
 def handoff_extension(
     capabilities: list[str] | None = None, contracts: list[dict[str, Any]] | None = None
 ) -> AgentExtension:
-    """The card entry declaring the extension and what this agent accepts."""
+    """The card entry declaring the extension and what this agent accepts.
+
+    Empty lists and `required: false` (a proto3 default) are left out: a signed card must
+    canonicalize the same here and in the official SDK, which drops them.
+    """
+    params: dict[str, Any] = {}
+    if capabilities:
+        params["capabilities"] = sorted(capabilities)
+    if contracts:
+        params["contracts"] = contracts
     return AgentExtension(
         uri=HANDOFF_EXTENSION_URI,
         description="Atomic task handoff between agents; TRANSFERRED state and transfer pointer",
-        required=False,
-        params={"capabilities": sorted(capabilities or []), "contracts": contracts or []},
+        params=params or None,
     )
 
 

@@ -14,6 +14,9 @@ from a2a_handoff.protocol.models import StreamResponse, Task, TaskStatusUpdateEv
 from a2a_handoff.protocol.states import TaskState
 
 HANDOFF_EXTENSION_URI = "urn:a2a-handoff:ext:handoff:v1"
+SIGNATURE_KEY = HANDOFF_EXTENSION_URI + ":jws"
+"""`message.metadata[SIGNATURE_KEY]`: the sender's detached JWS over the canonical envelope
+carried beside it in `message.metadata[HANDOFF_EXTENSION_URI]`."""
 
 # The extension's limits, shared by both ends of a handoff and by the contract linter.
 MAX_ENVELOPE_BYTES = 64 * 1024

@@ -34,7 +34,7 @@ from a2a_handoff.errors import (
     TaskBusyError,
 )
 from a2a_handoff.failpoints import failpoint
-from a2a_handoff.handoff.envelope import HandoffEnvelope
+from a2a_handoff.handoff.verified import VerifiedEnvelope
 from a2a_handoff.protocol.events import status_event, with_status
 from a2a_handoff.protocol.models import Message, StreamResponse, Task, utc_now
 from a2a_handoff.protocol.states import TaskState
@@ -112,12 +112,13 @@ class Journal:
         committed: TaskRecord | None,
         dedupe_key: str | None,
         first: StreamResponse,
-        envelope: HandoffEnvelope | None = None,
+        envelope: VerifiedEnvelope | None = None,
     ) -> None:
         loop = asyncio.get_running_loop()
         self.host = host
         self.envelope = envelope
-        self.delegate = (envelope.on_behalf_of or "") if envelope else ""
+        # A proven envelope's `onBehalfOf`: the principal its trusted sender acted for.
+        self.delegate = (envelope.envelope.on_behalf_of or "") if envelope else ""
         self.task = task
         self.owner = owner
         self.committed = committed

@@ -36,7 +36,7 @@ from a2a_handoff.outcomes import (
     Reply,
 )
 from a2a_handoff.protocol.events import agent_message, appended, status_event, with_status
-from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI
+from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI, ext_metadata, with_ext_metadata
 from a2a_handoff.protocol.models import (
     Artifact,
     Message,
@@ -138,6 +138,7 @@ class TaskRun(Journal):
                 policy=host.policy,
                 _inform=self._inform,
                 _emit_chunk=self._on_chunk,
+                _use_approval=self._use_approval,
             )
             try:
                 outcome = await host.agent.handle(ctx)
@@ -167,6 +168,24 @@ class TaskRun(Journal):
             if not self.task.status.state.terminal and not self.handing_off:
                 self.finish(Failed(f"{type(exc).__name__}: {exc}"))
 
+    @property
+    def acting_for(self) -> str:
+        """The principal a handoff of this task is made on behalf of (`onBehalfOf`): the user
+        its owner acts for, when the task was itself handed over — else its owner."""
+        committed = self.committed.delegate if self.committed is not None else ""
+        return self.delegate or committed or self.owner
+
+    def _use_approval(self, decision_id: str) -> bool:
+        """Record that an operator's approval was used (False: it was, already). Kept in the
+        task's metadata, written with the step's events — the receiver makes sure no other
+        task ever holds the same decision (it deduplicates returns on the decision's id)."""
+        used = ext_metadata(self.task).get("approvalsUsed") or []
+        if decision_id in used:
+            return False
+        task = with_ext_metadata(self.task, approvalsUsed=[*used, decision_id])
+        self.emit(task, status_event(task, {HANDOFF_EXTENSION_URI: {"approvalUsed": decision_id}}))
+        return True
+
     async def _inform(self, escalation: Escalation) -> str:
         """A non-blocking escalation: delivered (durably taken by the human agent) first."""
         self.spoke = True
@@ -175,7 +194,7 @@ class TaskRun(Journal):
         envelope, envelope_json = await handoffs.sender.prepare(
             self.task,
             Handoff.to_human(escalation, blocking=False),
-            self.owner,
+            self.acting_for,
             key_salt=f"notice:{self.notices}",
         )
         created = await handoffs.delivery.notify(envelope, envelope_json)
@@ -187,7 +206,9 @@ class TaskRun(Journal):
     async def _hand_off(self, decision: Handoff) -> None:
         handoffs = self.host.handoffs
         try:
-            envelope, envelope_json = await handoffs.sender.prepare(self.task, decision, self.owner)
+            envelope, envelope_json = await handoffs.sender.prepare(
+                self.task, decision, self.acting_for
+            )
         except GateRefused as exc:
             self.finish(Failed(str(exc)))
             return

@@ -12,8 +12,11 @@ Invariants:
   to a terminal task is refused (terminal tasks are immutable);
 - every acknowledged task is run to its end or failed with the reason: a run the store
   failed is stranded, and its task failed once the store takes writes again;
-- a received handoff is refused, recognised as a replay, or created once per key (the
-  decisions are `handoff.receiver`'s; this module creates the task).
+- a received handoff is proven first (signature, trust list, caller: `handoff.verified`),
+  then refused, recognised as a replay, or created once per key (the decisions are
+  `handoff.receiver`'s; this module creates the task);
+- on an agent with operators (a human agent under API-key auth), operators see every task
+  and only they answer an escalation.
 """
 
 from __future__ import annotations
@@ -35,11 +38,11 @@ from a2a_handoff.errors import (
     UnsupportedOperationError,
 )
 from a2a_handoff.escalation import EscalationPolicy
-from a2a_handoff.handoff.envelope import HandoffEnvelope
 from a2a_handoff.handoff.handoffs import Handoffs
 from a2a_handoff.handoff.ledger import received_entry
 from a2a_handoff.handoff.receiver import receive_metadata
 from a2a_handoff.handoff.settings import HandoffSettings
+from a2a_handoff.handoff.verified import EnvelopeRefused, VerifiedEnvelope
 from a2a_handoff.ids import new_id
 from a2a_handoff.protocol.events import agent_message, status_event, with_status
 from a2a_handoff.protocol.extension import HANDING_OFF, HANDOFF_EXTENSION_URI, ext_metadata
@@ -51,6 +54,7 @@ from a2a_handoff.runtime.local import LocalTasks
 from a2a_handoff.runtime.orphans import fail_orphans, fail_stranded
 from a2a_handoff.runtime.run import TaskRun
 from a2a_handoff.stores.base import Store, TaskRecord
+from a2a_handoff.trust import AgentTrust
 
 log = logging.getLogger("a2a_handoff.runtime")
 
@@ -69,7 +73,9 @@ class TaskManager:
         store: Store,
         settings: HandoffSettings,
         client: AgentClient,
+        trust: AgentTrust,
         policy: EscalationPolicy | None = None,
+        operators: frozenset[str] = frozenset(),
         *,
         dedupe_message_ids: bool = True,
     ) -> None:
@@ -77,8 +83,9 @@ class TaskManager:
         self.dedupe_message_ids = dedupe_message_ids
         self.store = store
         self.policy = policy or EscalationPolicy()
+        self.operators = operators
         self.leases = Leases(store, settings, self.sweep)
-        self.handoffs = Handoffs.build(settings, store, client, self.leases.hold)
+        self.handoffs = Handoffs.build(settings, store, client, self.leases.hold, trust)
         self._runs: dict[str, TaskRun] = {}
         self._creating: dict[str, TaskRun] = {}
         self._stranded: set[str] = set()  # runs the store failed: their tasks to fail
@@ -180,8 +187,12 @@ class TaskManager:
         """A handoff: refused (REJECTED) or created at most once per idempotency key."""
         assert message.metadata is not None
         receiver = self.handoffs.receiver
-        envelope, size = receiver.parse(message.metadata[HANDOFF_EXTENSION_URI])
-        key, window = receiver.dedupe_for(envelope)
+        try:  # proven before anything else: nothing unverified goes further
+            verified = await receiver.verify(message.metadata, owner)
+        except EnvelopeRefused as refused:
+            return resolved(await receiver.refuse_unverified(message, owner, refused))
+        envelope = verified.envelope
+        key, window = receiver.dedupe_for(verified)
         if key in self._creating:
             raise HandoffProcessingError()
         existing_id = await self.store.find(key)
@@ -190,19 +201,19 @@ class TaskManager:
         if existing_id is not None:
             record = await self.store.get(existing_id)
             if record is not None:
-                receiver.check_replay(record, envelope)
+                receiver.check_replay(record, verified)
                 self.handoffs.ledger.duplicate(envelope, record.id)
                 return resolved(record, duplicate=True)
         bound = message.model_copy(update={"context_id": envelope.context_id})
-        refusal = receiver.refusal(envelope, size)
+        refusal = receiver.refusal(verified)
         if refusal is not None:
-            stored, duplicate = await receiver.reject(bound, owner, key, envelope, *refusal)
+            stored, duplicate = await receiver.reject(bound, owner, key, verified, *refusal)
             if duplicate:
                 self.handoffs.ledger.duplicate(envelope, stored.id)
             return resolved(stored, duplicate=duplicate)
         if key in self._creating:
             raise HandoffProcessingError()
-        submission = self._start(bound, owner, key, envelope, window)
+        submission = self._start(bound, owner, key, verified, window)
         record = await asyncio.shield(submission.created)
         if record.id != submission.task_id:  # another replica created it first
             self.handoffs.ledger.duplicate(envelope, record.id)
@@ -213,7 +224,7 @@ class TaskManager:
         message: Message,
         owner: str,
         key: str,
-        envelope: HandoffEnvelope | None = None,
+        envelope: VerifiedEnvelope | None = None,
         *,
         defer: bool = False,
     ) -> Submission:
@@ -239,7 +250,7 @@ class TaskManager:
         message: Message,
         owner: str,
         key: str | None,
-        envelope: HandoffEnvelope | None,
+        envelope: VerifiedEnvelope | None,
         dedupe_ttl: float | None = None,
         *,
         defer: bool = False,
@@ -266,7 +277,7 @@ class TaskManager:
         )
         run.dedupe_ttl = dedupe_ttl
         if envelope is not None:
-            run.received = received_entry(envelope, task_id, "accepted", "")
+            run.received = received_entry(envelope.envelope, task_id, "accepted", "")
         if key is not None:
             self._creating[key] = run
         self._runs[task_id] = run
@@ -277,6 +288,10 @@ class TaskManager:
         assert message.task_id is not None
         record = await self.owned(message.task_id, owner)
         task = record.task
+        if self.operators and "escalation" in ext_metadata(task) and owner not in self.operators:
+            raise UnsupportedOperationError(
+                f"task {task.id} is an escalation: only this agent's operators answer it"
+            )
         if message.context_id and message.context_id != task.context_id:
             raise InvalidParamsError(
                 f"message.contextId: task {task.id} belongs to context {task.context_id}"
@@ -318,9 +333,13 @@ class TaskManager:
     async def owned(self, task_id: str, owner: str) -> TaskRecord:
         """The committed task if `owner` may see it; -32001 exactly as if absent otherwise."""
         record = await self.store.get(task_id)
-        if record is None or not record.visible_to(owner):
+        if record is None or not (record.visible_to(owner) or owner in self.operators):
             raise TaskNotFoundError(f"task {task_id} not found", metadata={"taskId": task_id})
         return record
+
+    def sees_all(self, principal: str) -> bool:
+        """Whether `principal` is an operator of this agent: it sees every task."""
+        return principal in self.operators
 
     async def cancel(self, task_id: str, owner: str) -> TaskRecord:
         record = await self.owned(task_id, owner)

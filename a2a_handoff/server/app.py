@@ -2,11 +2,19 @@
 
 Routes: `POST /` (JSON-RPC; SSE for the streaming methods, see `server.jsonrpc` and
 `server.methods`; A2A 0.3 requests are served there too, `server.compat03`), the HTTP+JSON
-routes (`server.rest`), `GET /.well-known/agent-card.json` (`server.card`; the 0.3 card at
-`/.well-known/agent.json`) and `GET /health` (`server.health`). Every binding calls the same
-methods on the same runtime. The store is opened, handoffs a previous process left pending are
+routes (`server.rest`), `GET /.well-known/agent-card.json` and `GET /.well-known/jwks.json`
+(`server.card`; the 0.3 card at `/.well-known/agent.json`) and `GET /health`
+(`server.health`). Every binding calls the same methods on the same runtime. The store is
+opened, the agent's identity loaded (made on first start), handoffs a previous process left
+pending are
 replayed, and tasks it left running are recovered, in the lifespan before the first request
 is served; everything is closed when the app stops.
+
+Trust: the agent's routes are on its trust list (the route its escalations go to may sign
+operators' decisions); `trust` adds agents that hand off to it without being routes. Under
+API-key auth an agent's calls arrive as the principal its trust entry names (its name by
+default): the key another agent presents to this one (its `credentials`) must map to that
+principal here.
 """
 
 from __future__ import annotations
@@ -39,13 +47,15 @@ from a2a_handoff.protocol.extension import (
     HANDOFF_EXTENSION_URI,
 )
 from a2a_handoff.runtime.tasks import TaskManager
-from a2a_handoff.server.card import CARD_PATH, V03_CARD_PATH, CardRoute
+from a2a_handoff.server.card import CARD_PATH, JWKS_ROUTE, V03_CARD_PATH, CardRoute
 from a2a_handoff.server.compat03 import V03Methods
 from a2a_handoff.server.health import STALE_AFTER_SECONDS, Health
 from a2a_handoff.server.jsonrpc import DEFAULT_MAX_BODY, JsonRpcEndpoint
 from a2a_handoff.server.methods import A2AMethods
 from a2a_handoff.server.rest import RestEndpoint, not_found
 from a2a_handoff.stores.base import Store
+from a2a_handoff.trust import AgentTrust, IdentityStore
+from a2a_handoff.trust.trustlist import TrustedAgent, TrustList, parse_trust
 
 if TYPE_CHECKING:  # imported when contracts are used: jsonschema is slow to import
     from a2a_handoff.contracts.catalog import Catalog
@@ -61,6 +71,7 @@ class Served:
     store: Store
     client: AgentClient
     manager: TaskManager
+    trust: AgentTrust
 
 
 def _default_client(credentials: Mapping[str, str] | None) -> AgentClient:
@@ -126,6 +137,12 @@ def create_app(
     contracts: Catalog | None = None,
     dedupe_message_ids: bool = True,
     card_v03_fields: bool = False,
+    trust: Iterable[TrustedAgent | str] = (),
+    identity: IdentityStore | None = None,
+    operators: Iterable[str] = (),
+    trust_max_age: float = 60.0,
+    keys_reload: float = 2.0,
+    return_give_up: float | None = None,
 ) -> Starlette:
     """Serve `agent` over A2A JSON-RPC; the app opens and closes `store` in its lifespan.
 
@@ -144,6 +161,13 @@ def create_app(
     members a 0.3 client needs (`url`, `preferredTransport`, `protocolVersion`) is served at
     `/.well-known/agent.json`, and `card_v03_fields=True` adds them to the 1.0 path too (for
     0.3 clients that read only that path — the 1.0 card schema forbids the extra members).
+    `trust` adds agents this one accepts handoffs from (`TrustedAgent`s, or `NAME=URL`);
+    `identity` keeps its signing keys (default: its store — a key file beside a SQLite
+    database, a key in Redis); `operators` are the principals that may see and answer its
+    escalations (a human agent under API-key auth). `trust_max_age`: seconds a trusted
+    agent's fetched keys are used before they are fetched again; `keys_reload`: how often
+    this agent reads its own keys again (rotation); `return_give_up`: seconds a return is
+    retried before its task fails (default: the envelope TTL).
     """
     if not inspect.iscoroutinefunction(getattr(agent, "handle", None)):
         raise TypeError(
@@ -159,31 +183,55 @@ def create_app(
         )
     if contracts is not None:
         card = _with_contracts(card, contracts.accepted_by(card.name))
+    routes = dict(routes or {})
+    approver = (escalation or EscalationPolicy()).target
+    trusted = [TrustedAgent(name, url, approvals=name == approver) for name, url in routes.items()]
+    trusted += [parse_trust(t) if isinstance(t, str) else t for t in trust]
     settings = HandoffSettings(
         agent_name=card.name,
         agent_url=card.url,
-        routes=dict(routes or {}),
+        routes=routes,
         scope=frozenset(scope) if scope is not None else None,
         max_hops=max_hops,
         ttl_seconds=ttl_seconds,
         recovery_interval=recovery_interval,
         contracts=contracts,
+        return_give_up=return_give_up,
     )
     own_client = client is None
     if client is None:
         client = _default_client(credentials)
+    trust_list = TrustList(
+        trusted, client.jwks, max_age=trust_max_age, min_refresh=min(2.0, trust_max_age)
+    )
+    if client.trust is None:
+        client.trust = trust_list
+    agent_trust = AgentTrust(card.name, identity or store, trust_list, reload_every=keys_reload)
     manager = TaskManager(
-        agent, store, settings, client, escalation, dedupe_message_ids=dedupe_message_ids
+        agent,
+        store,
+        settings,
+        client,
+        agent_trust,
+        escalation,
+        frozenset(operators),
+        dedupe_message_ids=dedupe_message_ids,
     )
     table = A2AMethods(manager, sse_ping, max_streams).table()
     endpoint = JsonRpcEndpoint(table, auth, max_body, legacy=V03Methods(table).dispatch)
-    served = Served(card, store, client, manager)
+    served = Served(card, store, client, manager, agent_trust)
+    card_route = CardRoute(card, agent_trust, v03_fields=card_v03_fields)
+    v03_card_route = CardRoute(card, agent_trust, v03_fields=True)
+    returns = manager.handoffs.delivery.given_up_report
+    health = Health(store, client, stale_after, auth, returns=returns)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await store.open()
         handoffs = manager.handoffs
         try:
+            await agent_trust.open()  # before any delivery: deliveries are signed
+            agent_trust.start()
             # Before serving: finish handoffs a previous process left pending, then fail
             # the tasks it left running (with replicas: those whose runner is gone).
             # A store that fails reads here (a damaged file) is served degraded rather than
@@ -203,6 +251,7 @@ def create_app(
             yield
         finally:
             await manager.aclose()
+            await agent_trust.aclose()
             if own_client:
                 await client.aclose()
             await store.aclose()
@@ -211,9 +260,10 @@ def create_app(
         endpoint,
         routes=[
             Route("/", endpoint.rpc, methods=["POST"]),
-            Route(CARD_PATH, CardRoute(card, v03_fields=card_v03_fields).get, methods=["GET"]),
-            Route(V03_CARD_PATH, CardRoute(card, v03_fields=True).get, methods=["GET"]),
-            Route("/health", Health(store, client, stale_after, auth).get, methods=["GET"]),
+            Route(CARD_PATH, card_route.get, methods=["GET"]),
+            Route(V03_CARD_PATH, v03_card_route.get, methods=["GET"]),
+            Route(JWKS_ROUTE, card_route.jwks, methods=["GET"]),
+            Route("/health", health.get, methods=["GET"]),
             *RestEndpoint(table, auth, max_body).routes(),
         ],
         exception_handlers={404: not_found, 405: not_found},

@@ -2,8 +2,9 @@
 
 Degraded when the store cannot be reached or fails writes, or a handoff has been pending for
 longer than `stale_after` seconds (a target down, or a delivery stuck). The report also gives
-the number of pending handoffs, the oldest one, the last completed one and the circuit
-breakers of the agents this one calls.
+the number of pending handoffs, the oldest one, the last completed one, the returns this
+process gave up (an operator's decision that could not reach the agent that escalated: the
+task failed, its reason here) and the circuit breakers of the agents this one calls.
 
 Cheap whatever the ledger's size: the figures come from the store's indexes and kept values
 (`handoff_stats`), never from reading the ledger — a report costs about what a GetTask does,
@@ -13,6 +14,7 @@ a valid key gets the status only: the details (peers' URLs among them) need a ke
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -36,9 +38,11 @@ class Health:
         client: AgentClient,
         stale_after: float,
         auth: ApiKeyAuth | None = None,
+        returns: Callable[[], dict[str, Any]] | None = None,
     ) -> None:
         self.store = store
         self.client = client
+        self.returns = returns  # the returns this process gave up (`Delivery.given_up_report`)
         self.stale_after = stale_after
         self.auth = auth
 
@@ -69,5 +73,7 @@ class Health:
                 }
         healthy = problem is None and not stale
         report = {"status": "healthy" if healthy else "degraded", **report}
+        if self.returns is not None:
+            report |= self.returns()
         report["breakers"] = self.client.breakers()
         return healthy, report

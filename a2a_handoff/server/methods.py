@@ -161,7 +161,7 @@ class A2AMethods:
         page_size = request.page_size or 50
         page = await self.store.list_tasks(
             TaskQuery(
-                owner=call.principal,
+                owner=None if self.manager.sees_all(call.principal) else call.principal,
                 context_id=request.context_id,
                 state=request.status,
                 page_size=page_size,

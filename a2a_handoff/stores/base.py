@@ -15,6 +15,7 @@ from typing import Protocol
 
 from a2a_handoff.protocol.models import StreamResponse, Task
 from a2a_handoff.protocol.states import TaskState
+from a2a_handoff.trust.keys import IdentityStore
 
 
 @dataclass(frozen=True, slots=True)
@@ -344,5 +345,6 @@ class LocalLeases:
         return current[0]
 
 
-class Store(TaskStore, HandoffStore, LeaseStore, Protocol):
-    """What an agent's server needs: tasks, events, outbox, ledger and leases in one backend."""
+class Store(TaskStore, HandoffStore, LeaseStore, IdentityStore, Protocol):
+    """What an agent's server needs: tasks, events, outbox, ledger, leases and the agent's
+    identity (its signing keys) in one backend."""

@@ -38,6 +38,7 @@ class MemoryTaskStore(LocalLeases):
         self._events: dict[str, list[TaskEvent]] = {}
         self._dedupe: dict[str, tuple[str, float | None]] = {}  # key → (task, expiry)
         self._hub = EventHub()
+        self._identities: dict[str, str] = {}
 
     async def create(
         self,
@@ -195,6 +196,15 @@ class MemoryTaskStore(LocalLeases):
             oldest_pending=min(pending, default=None),
             last_done=max(done, default=None),
         )
+
+    async def load_identity(self, agent: str) -> str | None:
+        return self._identities.get(agent)
+
+    async def save_identity(self, agent: str, document: str, expected: str | None) -> bool:
+        if self._identities.get(agent) != expected:
+            return False
+        self._identities[agent] = document
+        return True
 
     async def open(self) -> MemoryTaskStore:
         return self

@@ -23,6 +23,7 @@ Redis with different prefixes):
                         zsets by creation; ob:last_done: when the last one completed
     rcv, rcv:c:<context>    lists of received-handoff ledger entries (JSON)
     l:<name>            string: a lease's holder, expiring with the lease
+    id:<agent>          string: the agent's identity document (its signing keys)
     n:<id>              pub/sub channel: "task <id> has new events"
     layout              the key layout's version (a store of an earlier one is migrated)
 

@@ -255,3 +255,18 @@ class RedisBase:
     async def holder(self, name: str) -> str | None:
         found = await self._redis.get(self._key(f"l:{name}"))
         return str(found) if found is not None else None
+
+    # -- the agent's identity (its signing keys; one per agent name, shared by replicas) ----
+
+    @guarded
+    async def load_identity(self, agent: str) -> str | None:
+        found = await self._redis.get(self._key(f"id:{agent}"))
+        return str(found) if found is not None else None
+
+    @guarded
+    async def save_identity(self, agent: str, document: str, expected: str | None) -> bool:
+        """Check-and-set: every replica of an agent shares one identity."""
+        key = self._key(f"id:{agent}")
+        if expected is None:
+            return bool(await self._redis.set(key, document, nx=True))
+        return bool(await self._scripts["swap"](keys=[key], args=[expected, document]))

@@ -141,7 +141,17 @@ redis.call('SET', KEYS[1], ARGV[2])
 return 1
 """
 
+# KEYS: id:<agent>  ARGV: expected document, new document — the identity's check-and-set
+SWAP = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('SET', KEYS[1], ARGV[2])
+  return 1
+end
+return 0
+"""
+
 ALL = {
+    "swap": SWAP,
     "create": CREATE,
     "update": UPDATE,
     "record_received": RECORD_RECEIVED,

@@ -41,6 +41,7 @@ from a2a_handoff.stores.event_log import from_log, log_json, needs_snapshot
 from a2a_handoff.stores.pages import decode_page_token, encode_page_token
 from a2a_handoff.stores.sqlite_ledger import SqliteLedger
 from a2a_handoff.stores.sqlite_schema import INSERT_OUTBOX, INSERT_RECEIVED, TASK_COLUMNS, row_of
+from a2a_handoff.trust.keys import KeyFile
 
 SHARED_POLL_SECONDS = 1.0  # shared file: followers re-read this often (other processes' events)
 
@@ -68,6 +69,21 @@ class SqliteTaskStore(SqliteLedger):
     def from_url(cls, url: str) -> SqliteTaskStore:
         path, shared = parse_sqlite_url(url)
         return cls(path, shared=shared)
+
+    # -- the agent's identity: a key file next to the database (mode 0600) -------------------
+
+    @property
+    def key_file(self) -> KeyFile:
+        """`billing.db` keeps its agent's keys in `billing.keys.json`, beside it."""
+        return KeyFile(self.path.with_name(self.path.stem + ".keys.json"))
+
+    async def load_identity(self, agent: str) -> str | None:
+        return self.key_file.read()
+
+    async def save_identity(self, agent: str, document: str, expected: str | None) -> bool:
+        return self.key_file.write_if(document, expected)
+
+    # -- lifecycle ------------------------------------------------------------------------
 
     async def open(self) -> SqliteTaskStore:
         await super().open()

@@ -22,6 +22,9 @@ PACKAGE = Path(a2a_handoff.__file__).parent
 LAYERS: list[set[str]] = [
     {"ids", "failpoints", "errors"},
     {"protocol"},
+    # Keys, signatures and the trust list: below the store (which keeps an agent's keys)
+    # and the client (which verifies cards); I/O is injected into it, never imported.
+    {"trust"},
     {"stores", "client", "contracts", "auth", "escalation"},
     {"outcomes"},
     {"handoff"},

@@ -12,8 +12,10 @@ from typing import Any
 
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI as URI
 from tests.support import AgentProcess
+from tests.trust_support import Signer
 
 REFUND = "I was charged twice for order 12345, I want a refund"
+TESTS = Signer()  # the tests' own identity: trusted (pinned) by billing and logistics
 
 
 @dataclass
@@ -44,17 +46,16 @@ def make_agents(
     """
     store = stores or sqlite_stores(tmp_path)
     common = ("--recovery-interval", "0.3")
-    billing = AgentProcess("billing", store("billing"), extra=common)
-    logistics = AgentProcess("logistics", store("logistics"), extra=common)
-    triage = AgentProcess(
-        "triage",
-        store("triage"),
-        extra=(
-            f"--route=billing={billing.url}",
-            f"--route=logistics={logistics.url}",
-            *common,
-            *triage_extra,
-        ),
+    trust_file = TESTS.trust_file(tmp_path / "trust-tests.json")
+    triage = AgentProcess("triage", store("triage"))
+    trusted = (f"--trust=triage={triage.url}", f"--trust-file={trust_file}", *common)
+    billing = AgentProcess("billing", store("billing"), extra=trusted)
+    logistics = AgentProcess("logistics", store("logistics"), extra=trusted)
+    triage.extra = (
+        f"--route=billing={billing.url}",
+        f"--route=logistics={logistics.url}",
+        *common,
+        *triage_extra,
     )
     for agent in (billing, logistics, triage):
         agent.log_path = tmp_path / f"{agent.name}.log"

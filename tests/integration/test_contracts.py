@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from tests.integration.handoff_support import REFUND, ext, message, result, tasks_in, wait_for
-from tests.support import ROOT, AgentProcess, _http, free_port
+from tests.support import ROOT, AgentProcess, _http, free_port, wire_trust
 
 SHIPPED = ROOT / "contracts"
 SHIPPING = "Where is my package? order 12345, the tracking shows nothing"
@@ -52,6 +52,7 @@ def started() -> Iterator[list[AgentProcess]]:
 
 
 def run(started: list[AgentProcess], *processes: AgentProcess) -> None:
+    wire_trust(processes)
     for process in processes:
         started.append(process)
         process.start()

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.integration.handoff_support import ext, message, result, tasks_in, wait_for
-from tests.support import AgentProcess, Cli
+from tests.support import AgentProcess, Cli, wire_trust
 
 BIG_REFUND = "I was charged twice, I want a refund of $750 for order 4242"
 FAST = ("--recovery-interval", "0.3")
@@ -46,6 +46,7 @@ def desk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Desk]:
         tmp, "clerk", f"--route=human={human.url}", module="tests.integration.escalating_agent"
     )
     desk = Desk(triage, billing, human, clerk)
+    wire_trust(desk.all())
     for agent in desk.all():
         agent.start()
     try:
@@ -276,6 +277,7 @@ def test_an_unanswered_escalation_follows_the_deny_fallback(
 ) -> None:
     human = _agent(tmp_path, "human", "--answer-within", "1", "--check-every", "0.2")
     billing = _agent(tmp_path, "billing", f"--route=human={human.url}")
+    wire_trust([human, billing])
     human.start()
     billing.start()
     try:
@@ -303,14 +305,26 @@ def test_an_unanswered_escalation_follows_the_deny_fallback(
 def test_an_unanswered_escalation_can_go_to_a_named_agent(
     desk: Desk, cli: Cli, tmp_path: Path
 ) -> None:
-    # A first-line human desk that forwards to the module's human agent (the supervisor).
+    # A first-line human desk that forwards to a supervisor (another human agent), which
+    # returns its decision to the billing that escalated: it trusts that billing by name.
+    supervisor = _agent(tmp_path / "sup", "human", "--trust-max-age", "1")
     first_line = _agent(
         tmp_path,
         "human",
         "--answer-within", "1", "--check-every", "0.2",
-        "--fallback", "supervisor", f"--route=supervisor={desk.human.url}",
+        "--fallback", "supervisor", f"--route=supervisor={supervisor.url}",
     )  # fmt: skip
     billing = _agent(tmp_path, "billing", f"--route=human={first_line.url}")
+    wire_trust([first_line, billing, supervisor])
+    supervisor.extra = (*supervisor.extra, f"--trust=billing={billing.url}")
+    # The supervisor's decisions reach billing: billing trusts it to approve.
+    approvers = tmp_path / "approvers.yaml"
+    approvers.write_text(
+        f"agents:\n  - {{name: human, url: '{supervisor.url}', approvals: true}}\n"
+    )
+    billing.extra = (*billing.extra, f"--trust-file={approvers}")
+    (tmp_path / "sup").mkdir()
+    supervisor.start()
     first_line.start()
     billing.start()
     try:
@@ -320,9 +334,9 @@ def test_an_unanswered_escalation_can_go_to_a_named_agent(
             lambda: [t for t in tasks_in(first_line, context) if ext(t).get("transfer")]
         )[0]
         assert "handed to supervisor" in ext(held)["transfer"]["reason"]
-        item = wait_for(lambda: [i for i in inbox(cli, desk.human) if i["contextId"] == context])[0]
+        item = wait_for(lambda: [i for i in inbox(cli, supervisor) if i["contextId"] == context])[0]
         assert item["whatIsNeeded"] == "permission to refund $640.00 on order 6006"
-        code, _ = cli.run("approve", item["taskId"], "--agent", desk.human.url)
+        code, _ = cli.run("approve", item["taskId"], "--agent", supervisor.url)
         assert code == 0
 
         # The decision goes back to billing — the agent that escalated — not to the desk.
@@ -335,3 +349,4 @@ def test_an_unanswered_escalation_can_go_to_a_named_agent(
     finally:
         billing.stop()
         first_line.stop()
+        supervisor.stop()

@@ -23,6 +23,7 @@ from a2a_handoff.handoff.envelope import (
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI as URI
 from tests.integration.handoff_support import (
     REFUND,
+    TESTS,
     Agents,
     ext,
     make_agents,
@@ -171,13 +172,14 @@ def envelope(**changes: Any) -> HandoffEnvelope:
 
 
 def deliver(agents: Agents, env: HandoffEnvelope, **extra: Any) -> dict[str, Any]:
+    """The envelope (with `extra` members) signed by the tests' identity, sent to billing."""
     params = {
         "message": {
             "messageId": f"handoff-{env.idempotency_key}",
             "role": "ROLE_USER",
             "parts": [{"text": env.reason}],
             "contextId": env.context_id,
-            "metadata": {URI: {**env.dump(), **extra}},
+            "metadata": TESTS.metadata(env, **extra),
             "referenceTaskIds": [env.source.task_id],
         },
         "configuration": {"returnImmediately": True},

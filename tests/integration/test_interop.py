@@ -482,3 +482,44 @@ async def test_a_direct_reply_is_one_message(echo_agent: AgentProcess, binding: 
         assert events[0].HasField("message"), events[0]
         assert [p.text for p in events[0].message.parts] == ["just this"]
         assert events[0].message.role == Role.ROLE_AGENT
+
+
+# -- card signatures: the SDK's verifier, keys from the agent's JWKS ------------------------
+
+
+def _sdk_verifier(jwks: dict[str, object], jku: str) -> object:
+    """The official SDK's card verifier, its keys from our JWKS; a `jku` other than the one
+    we read the keys from, or a missing kid, is refused (the SDK leaves both to us)."""
+    import jwt
+    from a2a.utils.signing import create_signature_verifier
+
+    keys = {str(k["kid"]): k for k in jwks["keys"]}  # type: ignore[attr-defined]
+
+    def key_provider(kid: str | None, url: str | None) -> jwt.PyJWK:
+        if kid is None or url != jku or kid not in keys:
+            raise jwt.PyJWTError(f"no trusted key {kid!r} at {url!r}")
+        return jwt.PyJWK(keys[kid])
+
+    return create_signature_verifier(key_provider, algorithms=["EdDSA"])
+
+
+async def test_the_sdk_verifies_the_signed_card_with_the_published_jwks(
+    echo_agent: AgentProcess,
+) -> None:
+    async with httpx.AsyncClient(timeout=30.0) as http:
+        jwks = (await http.get(echo_agent.url + ".well-known/jwks.json")).json()
+        jku = echo_agent.url + ".well-known/jwks.json"
+        verifier = _sdk_verifier(jwks, jku)
+        card = await A2ACardResolver(http, echo_agent.url).get_agent_card(
+            signature_verifier=verifier  # type: ignore[arg-type]
+        )
+        assert card.name == "echo"
+        assert len(card.signatures) == len(jwks["keys"]) >= 1
+        # The same card with a changed member no longer verifies with the SDK either.
+        raw = (await http.get(echo_agent.url + ".well-known/agent-card.json")).json()
+    from a2a.client.card_resolver import parse_agent_card
+    from a2a.utils.signing import InvalidSignaturesError
+
+    raw["description"] = "an impostor"
+    with pytest.raises(InvalidSignaturesError):
+        verifier(parse_agent_card(raw))  # type: ignore[operator]

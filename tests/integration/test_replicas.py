@@ -17,7 +17,7 @@ from a2a_handoff.failpoints import ENV_VAR, EXIT_CODE
 from tests.integration.handoff_support import REFUND, ext, message, result, tasks_in, wait_for
 from tests.integration.test_streams import sse, start, state_of
 from tests.redis_support import RedisServer
-from tests.support import AgentProcess, Cli
+from tests.support import AgentProcess, Cli, wire_trust
 
 pytestmark = pytest.mark.anyio
 FAST = ("--recovery-interval", "0.3")
@@ -34,6 +34,7 @@ def replicas(name: str, store: str, tmp: Path, count: int = 2, *extra: str) -> l
 
 @contextlib.contextmanager
 def running(*agents: AgentProcess) -> Iterator[None]:
+    wire_trust(agents)
     try:
         for agent in agents:
             agent.start()

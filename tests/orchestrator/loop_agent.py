@@ -16,6 +16,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from a2a_handoff import HANDOFF_EXTENSION_URI
+
 URI = "urn:a2a-handoff:ext:handoff:v1"
 
 
@@ -52,7 +54,10 @@ def build(name: str, url: str, peer_name: str, peer_url: str) -> Starlette:
             "name": name, "description": "loops", "version": "1",
             "supportedInterfaces": [{"url": url, "protocolBinding": "JSONRPC",
                                      "protocolVersion": "1.0"}],
-            "capabilities": {"streaming": True},
+            "capabilities": {"streaming": True, "extensions": [
+                # Each trusts the other (that is the misconfiguration): the pointers are followed.
+                {"uri": HANDOFF_EXTENSION_URI, "params": {"peers": [peer_url]}},
+            ]},
         })  # fmt: skip
 
     async def health(request: Request) -> Response:

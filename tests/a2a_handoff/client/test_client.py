@@ -575,3 +575,37 @@ async def test_credentials_of_an_address_go_to_each_of_its_replicas() -> None:
         await client.get_task(BOTH, "t")
     assert first.requests[0].headers["X-API-Key"] == "k1"
     assert second.requests[0].headers["X-API-Key"] == "k1"
+
+
+# -- card signatures: checked for a trusted agent whose keys are known ------------------------
+
+
+async def test_a_trusted_agents_card_must_carry_its_signature() -> None:
+    from a2a_handoff.protocol.agent_card import build_card
+    from a2a_handoff.trust.card import sign_card
+    from a2a_handoff.trust.keys import Identity
+    from a2a_handoff.trust.trustlist import TrustedAgent, TrustList
+
+    billing = Identity.generate("billing")
+    body = build_card("billing", URL).dump()
+    signed = sign_card(body, billing.signing_key, URL + ".well-known/jwks.json")
+    impostor = sign_card(body, Identity.generate("mallory").signing_key, "http://m.test/")
+    trust = TrustList([TrustedAgent("billing", URL, pinned=billing.public_keys)])
+    async with agent_client(Script(signed, impostor, body), trust=trust, card_ttl=0) as client:
+        assert (await client.card(URL)).name == "billing"
+        for _ in ("signed by another key", "not signed"):
+            with pytest.raises(UnavailableError, match="not signed by its keys"):
+                await client.card(URL)
+    # An agent the client holds no keys for: its card is taken as it is.
+    async with agent_client(Script(body), trust=TrustList()) as client:
+        assert (await client.card(URL)).name == "billing"
+
+
+async def test_credentials_go_to_their_own_origin_only() -> None:
+    script = Script(ok({"id": "t"}))
+    key = {"http://a.test:8000": "key-a"}
+    async with agent_client(script, credentials=key) as client:
+        await client.call(URL, "GetTask", {"id": "t"})
+        await client.call("http://b.test:8000/", "GetTask", {"id": "t"})
+    assert script.requests[0].headers.get("x-api-key") == "key-a"
+    assert "x-api-key" not in script.requests[1].headers

@@ -16,7 +16,9 @@ from a2a_handoff.handoff.envelope import (
     root_key_for,
 )
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI as URI
+from a2a_handoff.protocol.extension import SIGNATURE_KEY
 from a2a_handoff.protocol.models import SendMessageRequest, utc_now
+from a2a_handoff.trust.canonical import canonical
 
 
 def envelope(**changes: object) -> HandoffEnvelope:
@@ -40,11 +42,12 @@ def envelope(**changes: object) -> HandoffEnvelope:
 
 def test_create_params_carry_the_envelope_and_point_back_at_the_source() -> None:
     env = envelope()
-    params = json.loads(_create_params(env, env.dump_json()))
+    params = json.loads(_create_params(env, canonical(env.dump()).decode(), "a.b.c"))
     request = SendMessageRequest.model_validate(params)  # a valid A2A SendMessage
     message = request.message
     assert message.metadata is not None
     assert HandoffEnvelope.model_validate(message.metadata[URI]) == env
+    assert message.metadata[SIGNATURE_KEY] == "a.b.c"  # the signature travels beside it
     assert message.reference_task_ids == ["t0"]
     assert message.context_id == "c1"
     assert [p.text for p in message.parts] == ["A refund on order 12345", None]
@@ -64,7 +67,7 @@ def test_context_values_json_lacks_are_sent_as_the_envelope_holds_them() -> None
             "amount": decimal.Decimal("49.99"),
         }
     )
-    stored = env.dump_json()
-    message = json.loads(_create_params(env, stored))["message"]
+    stored = canonical(env.dump()).decode()
+    message = json.loads(_create_params(env, stored, "a.b.c"))["message"]
     assert message["parts"][1]["data"] == json.loads(stored)["transferContext"]
     assert message["parts"][1]["data"]["when"] == "2026-11-23"

@@ -138,7 +138,10 @@ async def test_the_1_0_card_is_pure_and_the_0_3_card_finds_the_endpoint(
 
     app = create_app(EchoAgent(), echo_card(URL), MemoryTaskStore(), card_v03_fields=True)
     transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url=URL) as client:
+    async with (
+        app.router.lifespan_context(app),  # the card is signed: the agent's keys are loaded
+        httpx.AsyncClient(transport=transport, base_url=URL) as client,
+    ):
         merged = (await client.get("/.well-known/agent-card.json")).json()
     assert merged["url"] == URL
     assert merged["name"] == "echo"

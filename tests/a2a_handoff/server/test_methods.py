@@ -79,8 +79,8 @@ class Client:
         return result
 
 
-async def serve(agent: Any, store: TaskStore) -> AsyncIterator[Client]:
-    app = create_app(agent, echo_card(URL), store)
+async def serve(agent: Any, store: TaskStore, **options: Any) -> AsyncIterator[Client]:
+    app = create_app(agent, echo_card(URL), store, **options)
     async with (
         app.router.lifespan_context(app),
         httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=URL) as http,
@@ -370,8 +370,10 @@ async def test_a_replayed_handoff_is_a_duplicate_while_its_task_still_runs() -> 
     from a2a_handoff.handoff.envelope import TargetRef
     from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI as URI
     from tests.integration.test_handoff import envelope
+    from tests.trust_support import Signer
 
     agent = Recorder(block=True)
+    tests = Signer()
     env = envelope(target=TargetRef(agent="echo", url=URL))
     params = {
         "message": {
@@ -379,11 +381,11 @@ async def test_a_replayed_handoff_is_a_duplicate_while_its_task_still_runs() -> 
             "role": "ROLE_USER",
             "parts": [{"text": "x"}],
             "contextId": env.context_id,
-            "metadata": {URI: env.dump()},
+            "metadata": tests.metadata(env),
         },
         "configuration": {"returnImmediately": True},
     }
-    async for client in serve(agent, MemoryTaskStore()):
+    async for client in serve(agent, MemoryTaskStore(), trust=[tests.trusted()]):
         first = (await client.call("SendMessage", params))["result"]["task"]
         again = (await client.call("SendMessage", params))["result"]["task"]
         assert again["id"] == first["id"]

@@ -38,6 +38,8 @@ from a2a_handoff.runtime.tasks import TaskManager
 from a2a_handoff.stores import SqliteTaskStore, Store, TaskStore, open_store
 from a2a_handoff.stores.base import TaskEvent, TaskQuery, TaskRecord
 from a2a_handoff.stores.redis import RedisTaskStore
+from a2a_handoff.trust import AgentTrust
+from a2a_handoff.trust.trustlist import TrustList
 from tests.redis_support import RedisServer
 
 pytestmark = pytest.mark.anyio
@@ -303,7 +305,8 @@ async def test_concurrent_follow_ups_from_two_replicas_are_serialized(store: Sto
     settings = HandoffSettings(agent_name="asker", agent_url="http://127.0.0.1:1/")
     async with httpx.AsyncClient() as http:
         client = AgentClient(http)
-        replicas = [TaskManager(AskAgain(), s, settings, client) for s in (store, other)]
+        trust = AgentTrust("asker", store, TrustList())  # no handoffs here: nothing to sign
+        replicas = [TaskManager(AskAgain(), s, settings, client, trust) for s in (store, other)]
         first = await outcome(replicas[0], user_message("start"))
         assert isinstance(first, TaskRecord), first
         accepted: list[tuple[int, str]] = []  # (the version it left, its text)
@@ -358,3 +361,24 @@ async def test_logged_events_read_back_as_emitted_though_stored_once(store: Stor
     assert logged == [first, *events, status(done)]
     assert logged[0].task is not None
     assert logged[0].task.artifacts is None  # the task as created, not as it is now
+
+
+# -- the agent's identity ----------------------------------------------------------------------
+
+
+async def test_an_identity_is_kept_per_agent_and_changed_check_and_set(store: Store) -> None:
+    from a2a_handoff.trust.keys import Identity, load_or_create
+
+    agent = f"agent-{uuid.uuid4().hex[:6]}"
+    assert await store.load_identity(agent) is None
+    made = await load_or_create(store, agent)
+    again = await load_or_create(store, agent)
+    assert again.signing_key.kid == made.signing_key.kid
+    document = made.to_document()
+    rotated = made.rotated().to_document()
+    assert await store.save_identity(agent, rotated, document)
+    assert not await store.save_identity(agent, document, document)  # stale: refused
+    assert not await store.save_identity(agent, document, None)  # exists already
+    stored = await store.load_identity(agent)
+    assert stored is not None
+    assert len(Identity.from_document(stored).active) == 2

@@ -1,0 +1,266 @@
+"""An agent's identity: its Ed25519 signing keys, each with a `kid`, kept where its store is.
+
+Several keys may be active at once, for rotation: the newest active key signs, every active
+key verifies and is published (the JWKS). Retiring a key removes it from the JWKS and drops
+its private half, so a retired key can neither sign again nor be stolen later; an envelope
+signed with it no longer verifies anywhere that re-read the JWKS. The last active key cannot
+be retired (rotate first). A `kid` is the key's RFC 7638 thumbprint.
+
+The identity is one JSON document (`to_document`), kept by an `IdentityStore`: a key file
+(mode 0600) next to a SQLite database or named by `--key-file`, a Redis key per agent name,
+or memory. `A2A_AGENT_KEY` may hold it (or one private JWK) instead: read-only then.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, replace
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Protocol
+
+from joserfc.errors import JoseError
+from joserfc.jwk import OKPKey
+
+from a2a_handoff.errors import TrustError
+from a2a_handoff.protocol.models import utc_now
+
+ENV_VAR = "A2A_AGENT_KEY"
+
+
+def public_key(jwk: Mapping[str, Any]) -> OKPKey:
+    """An Ed25519 public key from its JWK; TrustError when it is not one."""
+    if jwk.get("kty") != "OKP" or jwk.get("crv") != "Ed25519":
+        raise TrustError("a signing key must be an Ed25519 (OKP) JWK")
+    try:
+        key = OKPKey.import_key({k: v for k, v in jwk.items() if k != "d"})
+    except (JoseError, ValueError, TypeError) as exc:
+        raise TrustError(f"not a usable Ed25519 key: {exc}") from None
+    key.ensure_kid()
+    return key
+
+
+def jwks_keys(document: Any) -> dict[str, OKPKey]:
+    """kid → public key of a JWKS document; keys of other types are skipped (RFC 7517 §5)."""
+    if not isinstance(document, Mapping) or not isinstance(document.get("keys"), list):
+        raise TrustError("a JWKS is an object with a list of keys")
+    keys: dict[str, OKPKey] = {}
+    for jwk in document["keys"]:
+        if isinstance(jwk, Mapping) and jwk.get("kty") == "OKP" and jwk.get("crv") == "Ed25519":
+            key = public_key(jwk)
+            assert key.kid is not None
+            keys[key.kid] = key
+    return keys
+
+
+@dataclass(frozen=True, slots=True)
+class KeyEntry:
+    """One key of an identity: private while active, public only once retired."""
+
+    key: OKPKey
+    created: str
+    retired: str | None = None
+
+    @property
+    def kid(self) -> str:
+        assert self.key.kid is not None
+        return self.key.kid
+
+
+def _new_key() -> OKPKey:
+    return OKPKey.generate_key("Ed25519", auto_kid=True)
+
+
+@dataclass(frozen=True)
+class Identity:
+    """One agent's keys, oldest first."""
+
+    agent: str
+    entries: tuple[KeyEntry, ...]
+
+    @classmethod
+    def generate(cls, agent: str) -> Identity:
+        return cls(agent, (KeyEntry(_new_key(), utc_now()),))
+
+    @property
+    def active(self) -> tuple[KeyEntry, ...]:
+        return tuple(e for e in self.entries if e.retired is None)
+
+    @property
+    def signing_key(self) -> OKPKey:
+        """The newest active key: what signs from now on."""
+        return self.active[-1].key
+
+    @cached_property
+    def public_keys(self) -> dict[str, OKPKey]:
+        """kid → public key of every active key."""
+        return {e.kid: public_key(e.key.as_dict(private=False)) for e in self.active}
+
+    def jwks(self) -> dict[str, Any]:
+        """The public JWKS (`/.well-known/jwks.json`): active keys only, no `alg` member."""
+        keys = []
+        for entry in self.active:
+            jwk = dict(entry.key.as_dict(private=False))
+            jwk.update(use="sig", kid=entry.kid)
+            keys.append(jwk)
+        return {"keys": keys}
+
+    def rotated(self) -> Identity:
+        """A new key added: it signs from now on; the others still verify until retired."""
+        return replace(self, entries=(*self.entries, KeyEntry(_new_key(), utc_now())))
+
+    def retired(self, kid: str) -> Identity:
+        """Key `kid` retired (its private half dropped); TrustError for the last active key."""
+        if kid not in {e.kid for e in self.entries}:
+            raise TrustError(f"{self.agent} has no key {kid!r}")
+        if kid not in {e.kid for e in self.active}:
+            return self
+        if len(self.active) == 1:
+            raise TrustError(f"{kid} is {self.agent}'s only active key: rotate first")
+        entries = tuple(
+            KeyEntry(public_key(e.key.as_dict(private=False)), e.created, utc_now())
+            if e.kid == kid
+            else e
+            for e in self.entries
+        )
+        return replace(self, entries=entries)
+
+    def to_document(self) -> str:
+        keys = [
+            {
+                "jwk": {**e.key.as_dict(private=e.retired is None), "kid": e.kid},
+                "created": e.created,
+                "retired": e.retired,
+            }
+            for e in self.entries
+        ]
+        return json.dumps({"agent": self.agent, "keys": keys}, indent=2) + "\n"
+
+    @classmethod
+    def from_document(cls, text: str, agent: str = "") -> Identity:
+        """Parse an identity document — or a single private Ed25519 JWK (`agent` names it)."""
+        try:
+            data = json.loads(text)
+        except ValueError:
+            raise TrustError("an identity must be JSON: an identity document or a JWK") from None
+        if isinstance(data, dict) and data.get("kty"):
+            data = {"agent": agent, "keys": [{"jwk": data, "created": ""}]}
+        if not isinstance(data, dict) or not isinstance(data.get("keys"), list):
+            raise TrustError("an identity document has a list of keys")
+        entries = []
+        for raw in data["keys"]:
+            if not isinstance(raw, dict) or not isinstance(raw.get("jwk"), dict):
+                raise TrustError("every key of an identity document is {jwk, created, retired}")
+            jwk, retired = raw["jwk"], raw.get("retired")
+            if jwk.get("kty") != "OKP" or jwk.get("crv") != "Ed25519":
+                raise TrustError("identity keys must be Ed25519 (OKP) JWKs")
+            try:
+                key = OKPKey.import_key(jwk)
+            except (JoseError, ValueError, TypeError) as exc:
+                raise TrustError(f"an identity key cannot be read: {exc}") from None
+            key.ensure_kid()
+            if retired is None and not key.is_private:
+                raise TrustError(f"active key {key.kid} has no private part")
+            entries.append(KeyEntry(key, str(raw.get("created") or ""), retired))
+        identity = cls(str(data.get("agent") or agent), tuple(entries))
+        if not identity.active:
+            raise TrustError("an identity needs at least one active key")
+        return identity
+
+
+class IdentityStore(Protocol):
+    """Where an agent's identity document is kept (see `stores`, and `KeyFile`)."""
+
+    async def load_identity(self, agent: str) -> str | None:
+        """The identity document of `agent`, or None when it has none yet."""
+        ...
+
+    async def save_identity(self, agent: str, document: str, expected: str | None) -> bool:
+        """Replace the document if the stored one is still `expected` (None: absent);
+        False, and nothing written, otherwise."""
+        ...
+
+
+class KeyFile:
+    """An identity document in a file, mode 0600, replaced atomically (check-and-set under
+    an advisory lock, so an agent starting and `keys rotate` cannot lose each other's key)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path.with_name(self.path.name + ".lock"), os.O_CREAT | os.O_RDWR, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
+    def read(self) -> str | None:
+        try:
+            return self.path.read_text()
+        except FileNotFoundError:
+            return None
+
+    def write_if(self, document: str, expected: str | None) -> bool:
+        with self._locked():
+            if self.read() != expected:
+                return False
+            tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+            fd = os.open(tmp, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as out:
+                out.write(document)
+                out.flush()
+                os.fsync(out.fileno())
+            os.chmod(tmp, 0o600)
+            os.replace(tmp, self.path)
+            return True
+
+    async def load_identity(self, agent: str) -> str | None:
+        return self.read()
+
+    async def save_identity(self, agent: str, document: str, expected: str | None) -> bool:
+        return self.write_if(document, expected)
+
+
+class EnvIdentity:
+    """An identity given in an environment variable: read-only."""
+
+    def __init__(self, document: str) -> None:
+        self.document = document
+
+    async def load_identity(self, agent: str) -> str | None:
+        return self.document
+
+    async def save_identity(self, agent: str, document: str, expected: str | None) -> bool:
+        raise TrustError(f"the identity comes from ${ENV_VAR}: change it there")
+
+
+async def load_or_create(store: IdentityStore, agent: str) -> Identity:
+    """The agent's identity; generated and saved on first use (one winner if two race)."""
+    for _ in range(3):
+        document = await store.load_identity(agent)
+        if document is not None:
+            return Identity.from_document(document, agent)
+        identity = Identity.generate(agent)
+        if await store.save_identity(agent, identity.to_document(), None):
+            return identity
+    raise TrustError(f"could not create an identity for {agent}")
+
+
+async def change(store: IdentityStore, agent: str, edit: Any) -> Identity:
+    """Apply `edit(identity) -> identity` to the stored identity, check-and-set."""
+    for _ in range(5):
+        document = await store.load_identity(agent)
+        if document is None:
+            raise TrustError(f"{agent} has no identity yet (it is made on first start)")
+        updated: Identity = edit(Identity.from_document(document, agent))
+        if await store.save_identity(agent, updated.to_document(), document):
+            return updated
+    raise TrustError(f"{agent}'s identity kept changing; try again")

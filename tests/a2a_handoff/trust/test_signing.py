@@ -1,0 +1,154 @@
+"""Detached JWS over canonical JSON, with the RFC 8037 Ed25519 test key (known vectors)."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+from joserfc import jws
+from joserfc.jwk import OKPKey
+
+from a2a_handoff.errors import SignatureError
+from a2a_handoff.trust.canonical import canonical
+from a2a_handoff.trust.signing import (
+    DECISION_TYP,
+    ENVELOPE_TYP,
+    sign_claims,
+    sign_detached,
+    verify_claims,
+    verify_detached,
+)
+
+# RFC 8037 Appendix A.1 (the private key) and A.3 (its RFC 7638 thumbprint).
+RFC_JWK = {
+    "kty": "OKP",
+    "crv": "Ed25519",
+    "d": "nWGxne_9WmC6hEr0kuwsxERJxWl7MmkZcDusAxyuf2A",
+    "x": "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo",
+}
+RFC_KID = "kPrK_qmxVWaYVA9wwBF6Iuo3vVzz7TxHCTwXBygrS4k"
+# RFC 8037 Appendix A.4: the JWS of "Example of Ed25519 signing" with {"alg":"EdDSA"}.
+RFC_JWS = (
+    "eyJhbGciOiJFZERTQSJ9.RXhhbXBsZSBvZiBFZDI1NTE5IHNpZ25pbmc."
+    "hgyY0il_MGCjP0JzlnLWG1PPOt7-09PGcvMg3AIbQR6dWbhijcNR4ki4iylGjg5BhVsPt9g7sVvpAr_MuM0KAg"
+)
+ENVELOPE = {"handoffId": "h-1", "hop": 1, "visited": ["triage"], "amount": 49.99}
+# Ed25519 is deterministic: our envelope signature with the RFC key, as made once.
+ENVELOPE_JWS = (
+    "eyJhbGciOiJFZERTQSIsInR5cCI6ImEyYS1oYW5kb2ZmLWVudmVsb3BlK2p3cyIsImtpZCI6ImtQcktfcW14Vld"
+    "hWVZBOXd3QkY2SXVvM3ZWeno3VHhIQ1R3WEJ5Z3JTNGsifQ..Nt_tXUbYbltQj9xlbz1Y4DVIQVVos20Om97V2"
+    "mBCvtU2U9Ga1GJf7tYtQt0RIK-_p_s9aeBUL4tWydbmmGDaAQ"
+)
+
+
+def rfc_key() -> OKPKey:
+    key = OKPKey.import_key(RFC_JWK)
+    key.ensure_kid()
+    return key
+
+
+def public(key: OKPKey) -> dict[str, OKPKey]:
+    pub = OKPKey.import_key(key.as_dict(private=False))
+    assert pub.kid is not None
+    return {pub.kid: pub}
+
+
+def b64(data: dict[str, str]) -> str:
+    return base64.urlsafe_b64encode(json.dumps(data).encode()).decode().rstrip("=")
+
+
+def test_the_rfc_8037_key_and_signature() -> None:
+    key = rfc_key()
+    assert key.kid == RFC_KID
+    made = jws.serialize_compact(
+        {"alg": "EdDSA"}, b"Example of Ed25519 signing", key, algorithms=["EdDSA"]
+    )
+    assert made == RFC_JWS
+
+
+def test_an_envelope_signature_is_the_known_vector_and_verifies() -> None:
+    key = rfc_key()
+    token = sign_detached(canonical(ENVELOPE), key, ENVELOPE_TYP)
+    assert token == ENVELOPE_JWS
+    header = verify_detached(token, canonical(dict(reversed(ENVELOPE.items()))), public(key),
+                             ENVELOPE_TYP)  # fmt: skip
+    assert header == {"alg": "EdDSA", "typ": ENVELOPE_TYP, "kid": RFC_KID}
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"hop": 2}, "does not verify"),
+        ({"visited": []}, "does not verify"),
+        ({"amount": 49.98}, "does not verify"),
+    ],
+)
+def test_any_change_to_the_envelope_breaks_the_signature(
+    change: dict[str, object], message: str
+) -> None:
+    key = rfc_key()
+    with pytest.raises(SignatureError, match=message):
+        verify_detached(ENVELOPE_JWS, canonical({**ENVELOPE, **change}), public(key),
+                        ENVELOPE_TYP)  # fmt: skip
+
+
+def test_a_signature_without_kid_is_refused_even_against_one_key() -> None:
+    # joserfc alone would accept it: a one-key set answers any kid-less token.
+    key = rfc_key()
+    token = jws.detach_content(
+        jws.serialize_compact(
+            {"alg": "EdDSA", "typ": ENVELOPE_TYP}, canonical(ENVELOPE), key, algorithms=["EdDSA"]
+        )
+    )
+    with pytest.raises(SignatureError, match="names no key"):
+        verify_detached(token, canonical(ENVELOPE), public(key), ENVELOPE_TYP)
+
+
+def test_the_rfc_9864_alg_name_is_accepted_and_none_is_not() -> None:
+    key = rfc_key()
+    header = {"alg": "Ed25519", "typ": ENVELOPE_TYP, "kid": RFC_KID}
+    token = jws.detach_content(
+        jws.serialize_compact(header, canonical(ENVELOPE), key, algorithms=["Ed25519"])
+    )
+    assert verify_detached(token, canonical(ENVELOPE), public(key), ENVELOPE_TYP)["kid"] == RFC_KID
+    unsigned = b64({"alg": "none", "typ": ENVELOPE_TYP, "kid": RFC_KID}) + ".."
+    with pytest.raises(SignatureError):
+        verify_detached(unsigned, canonical(ENVELOPE), public(key), ENVELOPE_TYP)
+
+
+def test_an_unknown_kid_is_named_and_another_key_under_our_kid_fails() -> None:
+    key = rfc_key()
+    other = OKPKey.generate_key("Ed25519", auto_kid=True)
+    with pytest.raises(SignatureError) as unknown:
+        verify_detached(ENVELOPE_JWS, canonical(ENVELOPE), public(other), ENVELOPE_TYP)
+    assert unknown.value.unknown_kid == RFC_KID
+    impostor = OKPKey.import_key({**other.as_dict(private=False), "kid": RFC_KID})
+    with pytest.raises(SignatureError, match="does not verify"):
+        verify_detached(ENVELOPE_JWS, canonical(ENVELOPE), {RFC_KID: impostor}, ENVELOPE_TYP)
+    del key
+
+
+def test_a_signature_of_one_type_is_not_accepted_as_another() -> None:
+    key = rfc_key()
+    with pytest.raises(SignatureError, match="type"):
+        verify_detached(ENVELOPE_JWS, canonical(ENVELOPE), public(key), DECISION_TYP)
+
+
+@pytest.mark.parametrize("token", [None, 42, "", "a.b", "a.b.c.d", "!!!..!!!", "x" * 5000])
+def test_garbage_signatures_are_refused(token: object) -> None:
+    with pytest.raises(SignatureError):
+        verify_detached(token, canonical(ENVELOPE), public(rfc_key()), ENVELOPE_TYP)
+
+
+def test_signed_claims_verify_and_any_changed_claim_does_not() -> None:
+    key = rfc_key()
+    signed = sign_claims({"verdict": "approved", "fp": "abc", "exp": 10}, key, DECISION_TYP)
+    claims, kid = verify_claims(signed, public(key), DECISION_TYP)
+    assert claims["verdict"] == "approved"
+    assert kid == RFC_KID
+    forged = {**signed, "claims": {**signed["claims"], "fp": "abd"}}
+    with pytest.raises(SignatureError):
+        verify_claims(forged, public(key), DECISION_TYP)
+    with pytest.raises(SignatureError):
+        verify_claims({"claims": "x"}, public(key), DECISION_TYP)
