@@ -168,7 +168,9 @@ def test_an_approval_is_used_once_and_a_lost_return_ends_failed_in_health(
                      "--agent", agents.human.url)  # fmt: skip
 
         def failed() -> dict[str, Any] | None:
-            health = httpx.get(agents.human.url + "health", timeout=5).json()
+            # /health details need a key when auth is on (anonymous callers get the status)
+            headers = {"X-API-Key": "operator-key"}
+            health = httpx.get(agents.human.url + "health", headers=headers, timeout=5).json()
             return health if health["failedReturns"] else None
 
         health = wait_for(failed, timeout=30)
