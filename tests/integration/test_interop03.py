@@ -116,7 +116,8 @@ def test_stream_get_and_input_required(echo: AgentProcess) -> None:
 
 
 def test_cancel_and_resubscribe(echo: AgentProcess) -> None:
-    started, running = client03(echo, ("send_nowait", "sleep:30"), ("send_nowait", "sleep:1"))
+    # The short task must still run when the next client (a fresh 0.3 SDK process) subscribes.
+    started, running = client03(echo, ("send_nowait", "sleep:30"), ("send_nowait", "sleep:4"))
     long_id = last_task(started)["id"]
     short_id = last_task(running)["id"]
     canceled, again, followed, terminal = client03(

@@ -247,7 +247,21 @@ def envelope_strategy(task_ids: list[str]) -> st.SearchStrategy[Json]:
             "id": st.one_of(st.integers(), st.uuids().map(str), strings, json_values),
             "params": params_strategy(task_ids),
         },
-    )
+    ).map(lambda request: finite_stream(request, task_ids[1:]))
+
+
+def finite_stream(request: Json, waiting: list[str]) -> Json:
+    """A subscription to a task waiting for input stays open until the task ends (spec
+    §3.1.6), and the in-process transport answers only once a response is complete: such a
+    request subscribes to an unknown task instead (-32001), which still exercises the path."""
+    params = request.get("params")
+    if (
+        request.get("method") == "SubscribeToTask"
+        and isinstance(params, dict)
+        and params.get("id") in waiting
+    ):
+        return {**request, "params": {**params, "id": "no-such-task"}}
+    return request
 
 
 def corrupted(template: bytes) -> st.SearchStrategy[bytes]:
