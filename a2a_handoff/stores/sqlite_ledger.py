@@ -107,37 +107,41 @@ class SqliteLedger(SqliteFile):
     async def sent_page(
         self, *, owner: str | None, context_id: str | None, after: str, limit: int
     ) -> tuple[list[OutboxEntry], str]:
-        where = ["rowid > ?"]
-        params: list[Any] = [int(after) if after.isdigit() else 0]
-        if owner is not None:
-            where.append("owner = ?")
-            params.append(owner)
-        if context_id is not None:
-            where.append("context_id = ?")
-            params.append(context_id)
-        rows = await self._read(
-            f"SELECT rowid, {OUTBOX_COLUMNS} FROM outbox WHERE {' AND '.join(where)}"
-            " ORDER BY rowid LIMIT ?",
-            [*params, limit + 1],
-        )
-        entries = [OutboxEntry(*row[1:]) for row in rows[:limit]]
-        return entries, str(rows[limit - 1][0]) if len(rows) > limit else ""
+        filters = {"owner": owner, "context_id": context_id}
+        rows, token = await self._page("outbox", "rowid", OUTBOX_COLUMNS, filters, after, limit)
+        return [OutboxEntry(*row) for row in rows], token
 
     async def received_page(
         self, *, context_id: str | None, after: str, limit: int
     ) -> tuple[list[ReceivedEntry], str]:
-        where = ["seq > ?"]
+        filters = {"context_id": context_id}
+        rows, token = await self._page("received", "seq", RECEIVED_COLUMNS, filters, after, limit)
+        return [ReceivedEntry(*row) for row in rows], token
+
+    async def _page(
+        self,
+        table: str,
+        key: str,
+        columns: str,
+        filters: dict[str, str | None],
+        after: str,
+        limit: int,
+    ) -> tuple[list[Any], str]:
+        """One page of a ledger table in `key` order, after the token `after` (a key value);
+        the token of the next page is "" on the last one. Filters set to None are left out."""
+        where = [f"{key} > ?"]
         params: list[Any] = [int(after) if after.isdigit() else 0]
-        if context_id is not None:
-            where.append("context_id = ?")
-            params.append(context_id)
+        for column, value in filters.items():
+            if value is not None:
+                where.append(f"{column} = ?")
+                params.append(value)
         rows = await self._read(
-            f"SELECT seq, {RECEIVED_COLUMNS} FROM received WHERE {' AND '.join(where)}"
-            " ORDER BY seq LIMIT ?",
+            f"SELECT {key}, {columns} FROM {table} WHERE {' AND '.join(where)}"
+            f" ORDER BY {key} LIMIT ?",
             [*params, limit + 1],
         )
-        entries = [ReceivedEntry(*row[1:]) for row in rows[:limit]]
-        return entries, str(rows[limit - 1][0]) if len(rows) > limit else ""
+        token = str(rows[limit - 1][0]) if len(rows) > limit else ""
+        return [row[1:] for row in rows[:limit]], token
 
     async def handoff_stats(self, stale_before: str) -> HandoffStats:
         # Pending entries keep updated_at == created_at: one index answers every question.
