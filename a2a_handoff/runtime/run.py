@@ -139,6 +139,7 @@ class TaskRun(Journal):
                 _inform=self._inform,
                 _emit_chunk=self._on_chunk,
                 _use_approval=self._use_approval,
+                _planner=host.handoffs.sender,
             )
             try:
                 outcome = await host.agent.handle(ctx)
