@@ -196,6 +196,7 @@ def test_a_held_back_refund_escalates_and_runs_once_when_approved(shop: Shop) ->
 
     def waiting() -> dict[str, Any] | None:
         code, items = operator.events("inbox", "--agent", shop.human.url)
+        assert code == 0
         return next((i for i in items if i.get("sourceTaskId") == task["id"]), None)
 
     item = wait_for(waiting, timeout=20)
@@ -207,8 +208,7 @@ def test_a_held_back_refund_escalates_and_runs_once_when_approved(shop: Shop) ->
     def refunded() -> list[dict[str, Any]]:
         params = {"contextId": task["contextId"], "includeArtifacts": True}
         tasks = result(shop.billing.rpc("ListTasks", params))["tasks"]
-        done = [t for t in tasks if state(t) == "TASK_STATE_COMPLETED" and t["id"] != task["id"]]
-        return done
+        return [t for t in tasks if state(t) == "TASK_STATE_COMPLETED" and t["id"] != task["id"]]
 
     returned = wait_for(refunded, timeout=20)
     refunds = [a for t in returned for a in t.get("artifacts", []) if a.get("name") == "refund"]
