@@ -93,6 +93,7 @@ class TaskContext:
     )
     _use_approval: Callable[[str], bool] | None = field(default=None, repr=False)
     _planner: RoutePlanner | None = field(default=None, repr=False)
+    _attempt: Callable[[Handoff], Awaitable[str | None]] | None = field(default=None, repr=False)
 
     @property
     def transfer_context(self) -> dict[str, Any]:
@@ -199,6 +200,23 @@ class TaskContext:
         if isinstance(decision, Escalate):
             decision = Handoff.to_human(decision.escalation)
         return await self._planner.refusal(self.task, decision)
+
+    async def hand_off(self, decision: Handoff) -> str | None:
+        """Hand the task off now and wait for the answer, instead of returning the handoff.
+
+        None: the target took it — the task is TRANSFERRED and the step is over (what the
+        handler returns after it is ignored). A reason: refused by the gate, the edge's
+        contract, the target's loop guard, or the target itself where the contract sends
+        a refusal back to the source (`on_reject: source`, or no contract) — the task is
+        WORKING again, the refusal in its history, and the handler may choose again.
+
+        From its checkpoint on, the handoff is as durable as a returned one: if the process
+        dies while it waits, the outbox replays it after the restart with today's rules (a
+        refusal then fails the task or follows the contract: no handler waits any more).
+        """
+        if self._attempt is None:
+            raise RuntimeError("this context cannot hand off")
+        return await self._attempt(decision)
 
     @property
     def text(self) -> str:

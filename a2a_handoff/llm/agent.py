@@ -8,11 +8,12 @@ model answers without calling one: that text completes the task — or, when the
 (`ask=True`) and the text ends with a question mark, the task waits INPUT_REQUIRED for the
 user's answer, which continues the same chat.
 
-A handoff tool's call is checked before it is returned (`TaskContext.check_handoff`: the
-capability gate, the edge's contract, the target's loop guard); a refusal goes back to the
-model as the tool's result so it may choose again, `max_refusals` times, then the task fails
-with the last reason. Once returned, the handoff is the library's: checkpointed, delivered,
-replayed after a crash — the model is never asked again about it.
+A handoff tool's call is handed off at once and waited for (`TaskContext.hand_off`); a
+refusal — the capability gate, the edge's contract, the target's loop guard, or the target
+itself — goes back to the model as the tool's result so it may choose again, `max_refusals`
+times, then the task fails with the last reason. From its checkpoint on the handoff is the
+library's: delivered, replayed after a crash (then without the model: a refusal after a
+restart fails the task or follows the contract, as for any handoff).
 """
 
 from __future__ import annotations
@@ -175,6 +176,8 @@ class LLMAgent:
                     result = await self._function(step, self._tools[call.name], call.arguments)
                 else:
                     result = f"error: there is no tool {call.name!r}"
+                if result is _HANDED_OVER:
+                    return None  # TRANSFERRED: the step is over
                 if not isinstance(result, str):
                     await step.close()
                     return result
@@ -235,10 +238,11 @@ class LLMAgent:
             context=context,
             required=tool.transfer.required,
         )
-        refusal = await step.ctx.check_handoff(decision)
+        await step.close()  # the answer so far is stored before the task is handed over
+        refusal = await step.ctx.hand_off(decision)
         if refusal is not None:
             return self._refused(step, refusal)
-        return decision
+        return _HANDED_OVER
 
     async def _escalate(self, step: _Step, call: ToolCall) -> str | Outcome:
         try:
@@ -325,6 +329,8 @@ class LLMAgent:
     async def aclose(self) -> None:
         await self._model.aclose()
 
+
+_HANDED_OVER = Completed("handed over")  # a marker: `ctx.hand_off` transferred the task
 
 _ESCALATE_DESCRIPTION = (
     "Hand the conversation to a human operator and wait for their decision. Use it when you"

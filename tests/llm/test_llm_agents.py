@@ -251,33 +251,57 @@ def test_tokens_stream_as_chunks_of_one_artifact_before_the_task_completes(shop:
     assert streamed == text
 
 
+@pytest.fixture(scope="module")
+def solo(shop: Shop) -> Iterator[AgentProcess]:
+    """A triage of its own, routed to billing — which does not trust it."""
+    agent = _agent(shop.tmp, "triage", f"--route=billing={shop.billing.url}",
+                   *_llm(shop.chat, "solo"))  # fmt: skip
+    agent.store = f"sqlite:///{shop.tmp / 'solo.db'}"
+    agent.start()
+    try:
+        yield agent
+    finally:
+        agent.stop()
+
+
+def test_a_refusal_by_the_target_goes_back_to_the_model(solo: AgentProcess, shop: Shop) -> None:
+    shop.chat.script(
+        "solo",
+        Call("transfer_to_billing", {"reason": "refund", "summary": "Refund on order 12345"}),
+        Say("Billing cannot take this over from me; please write to billing directly."),
+    )
+    task = send(solo, "refund order 12345 please")
+    # Billing took nothing (it does not trust this agent): the model read the refusal as the
+    # tool's result and answered the user itself; the task completed here.
+    assert state(task) == "TASK_STATE_COMPLETED", task
+    assert "transfer" not in ext(task)
+    assert ext(task)["refused"]["reason"].startswith("billing rejected the handoff")
+    refusal = tool_results(shop.chat.requests["solo"][-1])[0]
+    assert refusal.startswith("refused: billing rejected the handoff")
+    assert "write to billing directly" in status_text(task)
+
+
 def test_a_kill_mid_model_call_fails_the_task_on_restart_and_the_chat_goes_on(
-    shop: Shop,
+    solo: AgentProcess, shop: Shop
 ) -> None:
-    solo = _agent(shop.tmp, "triage", *_llm(shop.chat, "solo"))
-    solo.store = f"sqlite:///{shop.tmp / 'solo.db'}"
     release = threading.Event()
     shop.chat.script("solo", Hang(release))
+    before = len(shop.chat.requests["solo"])
+    params = message("hello there", returnImmediately=True)
+    started = result(solo.rpc("SendMessage", params))["task"]
+    wait_for(lambda: len(shop.chat.requests["solo"]) == before + 1)
+    solo.kill()  # kill -9 while the model is answering
+    release.set()
+    shop.chat.script("solo", Say("Hello again, how can I help"))
     solo.start()
-    try:
-        params = message("hello there", returnImmediately=True)
-        started = result(solo.rpc("SendMessage", params))["task"]
-        wait_for(lambda: len(shop.chat.requests["solo"]) == 1)
-        solo.kill()  # kill -9 while the model is answering
-        release.set()
-        shop.chat.script("solo", Say("Hello again, how can I help"))
-        solo.start()
-        # The call died with the process: the task fails as any interrupted task does (a
-        # model call is not replayed), and the conversation goes on with a new message.
-        failed = wait_for(lambda: state(t := get(solo, started["id"])) != "TASK_STATE_WORKING"
-                          and t)  # fmt: skip
-        assert state(failed) == "TASK_STATE_FAILED"
-        assert RESTART_REASON in status_text(failed)
-        again = send(solo, "are you there?", contextId=started["contextId"])
-        assert state(again) == "TASK_STATE_COMPLETED"
-        assert len(shop.chat.requests["solo"]) == 2  # no model call was made twice
-    finally:
-        solo.stop()
+    # The call died with the process: the task fails as any interrupted task does (a model
+    # call is not replayed), and the conversation goes on with a new message.
+    failed = wait_for(lambda: state(t := get(solo, started["id"])) != "TASK_STATE_WORKING" and t)
+    assert state(failed) == "TASK_STATE_FAILED"
+    assert RESTART_REASON in status_text(failed)
+    again = send(solo, "are you there?", contextId=started["contextId"])
+    assert state(again) == "TASK_STATE_COMPLETED"
+    assert len(shop.chat.requests["solo"]) == before + 2  # no model call was made twice
 
 
 def test_an_endpoint_answering_garbage_or_down_fails_the_task_clearly(shop: Shop) -> None:
