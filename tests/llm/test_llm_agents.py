@@ -219,6 +219,55 @@ def test_a_held_back_refund_escalates_and_runs_once_when_approved(shop: Shop) ->
     assert any("approved" in c for role, c in contents(last) if role == "system")
 
 
+def test_the_model_escalates_through_the_tool_and_reads_the_operator_s_answer(
+    shop: Shop,
+) -> None:
+    complete = {
+        "what_happened": "The customer wants to close an account that has unpaid orders.",
+        "what_was_tried": ["Listed the orders of the account: two are unpaid."],
+        "what_is_needed": "a decision on closing the account before the orders are paid",
+        "need": "decision",
+    }
+    shop.chat.script(
+        "billing",
+        Call("escalate_to_human", {**complete, "what_happened": "stuck", "what_was_tried": []}),
+        Call("escalate_to_human", complete),
+        Say("An operator decided: the account stays open until the orders are paid."),
+    )
+    task = send(shop.billing, "close my account now")
+    assert ext(task)["transfer"]["agentName"] == "human"
+    # "stuck" is not an escalation: the model was told so, and said it properly.
+    said = tool_results(shop.chat.requests["billing"][-1])[0]
+    assert "the escalation is incomplete" in said
+    operator = Cli(shop.tmp / "operator-2.json")
+
+    def waiting() -> dict[str, Any] | None:
+        code, items = operator.events("inbox", "--agent", shop.human.url)
+        assert code == 0
+        return next((i for i in items if i.get("sourceTaskId") == task["id"]), None)
+
+    item = wait_for(waiting, timeout=20)
+    assert item["whatHappened"] == complete["what_happened"]
+    assert item["whatWasTried"] == complete["what_was_tried"]
+    assert item["whatIsNeeded"] == complete["what_is_needed"]
+    assert (item["need"], item["trigger"]) == ("decision", "value_uncertainty")
+    text = "keep it open until the orders are paid"
+    code, out = operator.run("reply", item["taskId"], text, "--agent", shop.human.url)
+    assert code == 0, out
+
+    def answered() -> list[dict[str, Any]]:
+        tasks = result(shop.billing.rpc("ListTasks", {"contextId": task["contextId"]}))["tasks"]
+        return [t for t in tasks if state(t) == "TASK_STATE_COMPLETED" and t["id"] != task["id"]]
+
+    back = wait_for(answered, timeout=20)[0]
+    assert "stays open" in status_text(back)
+    last = shop.chat.requests["billing"][-1]
+    notes = " ".join(c for role, c in contents(last) if role == "system")
+    assert f"An operator answered the escalation: answered (by operator): {text}" in notes
+    # The earlier turns came back with the decision: the chat goes on where it stopped.
+    assert ("user", "close my account now") in contents(last)
+
+
 def test_tokens_stream_as_chunks_of_one_artifact_before_the_task_completes(shop: Shop) -> None:
     hold = threading.Event()
     text = "I route billing and logistics questions: tell me what happened."
@@ -281,27 +330,36 @@ def test_a_refusal_by_the_target_goes_back_to_the_model(solo: AgentProcess, shop
     assert "write to billing directly" in status_text(task)
 
 
-def test_a_kill_mid_model_call_fails_the_task_on_restart_and_the_chat_goes_on(
+def test_a_kill_mid_model_call_fails_the_task_on_restart_and_chats_go_on(
     solo: AgentProcess, shop: Shop
 ) -> None:
     release = threading.Event()
-    shop.chat.script("solo", Hang(release))
+    shop.chat.script("solo", Say("Which order is it about?"), Hang(release))
     before = len(shop.chat.requests["solo"])
+    asked = send(solo, "my parcel is late")
+    assert state(asked) == "TASK_STATE_INPUT_REQUIRED"
     params = message("hello there", returnImmediately=True)
     started = result(solo.rpc("SendMessage", params))["task"]
-    wait_for(lambda: len(shop.chat.requests["solo"]) == before + 1)
+    wait_for(lambda: len(shop.chat.requests["solo"]) == before + 2)
     solo.kill()  # kill -9 while the model is answering
     release.set()
-    shop.chat.script("solo", Say("Hello again, how can I help"))
+    shop.chat.script("solo", Say("Thanks, order 12345 is on its way."))
     solo.start()
-    # The call died with the process: the task fails as any interrupted task does (a model
-    # call is not replayed), and the conversation goes on with a new message.
+    # The call died with the process: its task fails as any interrupted task does (a model
+    # call is not replayed).
     failed = wait_for(lambda: state(t := get(solo, started["id"])) != "TASK_STATE_WORKING" and t)
     assert state(failed) == "TASK_STATE_FAILED"
     assert RESTART_REASON in status_text(failed)
-    again = send(solo, "are you there?", contextId=started["contextId"])
-    assert state(again) == "TASK_STATE_COMPLETED"
-    assert len(shop.chat.requests["solo"]) == before + 2  # no model call was made twice
+    # The task waiting for an answer survived the restart, and its chat goes on from the
+    # store: the model sees its own question and the answer.
+    done = send(solo, "order 12345", taskId=asked["id"], contextId=asked["contextId"])
+    assert state(done) == "TASK_STATE_COMPLETED"
+    assert len(shop.chat.requests["solo"]) == before + 3  # no model call was made twice
+    assert contents(shop.chat.requests["solo"][-1])[1:] == [
+        ("user", "my parcel is late"),
+        ("assistant", "Which order is it about?"),
+        ("user", "order 12345"),
+    ]
 
 
 def test_an_endpoint_answering_garbage_or_down_fails_the_task_clearly(shop: Shop) -> None:
