@@ -26,6 +26,7 @@ from a2a_handoff.protocol.models import Message, Role
 HISTORY_KEY = "history"  # the earlier turns, in a transfer context
 MAX_TURNS = 40  # turns carried over at most
 MAX_TURN_CHARS = 2000  # characters of one carried turn at most
+MAX_CHARS = 24_000  # characters of all carried turns at most: well within an envelope
 LAST_K = 6  # turns carried by the `last_k` strategy
 
 
@@ -75,7 +76,10 @@ def transcript(chat: Sequence[Mapping[str, Any]], strategy: str | None) -> list[
         for m in chat
         if m.get("role") in ("user", "assistant") and isinstance(m.get("content"), str)
     ]
-    return turns[-(LAST_K if strategy == "last_k" else MAX_TURNS) :]
+    turns = turns[-(LAST_K if strategy == "last_k" else MAX_TURNS) :]
+    while sum(len(t["content"]) for t in turns) > MAX_CHARS:
+        turns.pop(0)  # the oldest go first
+    return turns
 
 
 def carried_turns(value: Any) -> list[dict[str, Any]]:

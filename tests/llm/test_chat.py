@@ -99,3 +99,10 @@ def test_the_history_strategy_decides_which_turns_a_successor_sees() -> None:
     assert len(transcript(chat, "full")) == 10
     assert [t["content"] for t in transcript(chat, "last_k")] == [f"turn {i}" for i in range(4, 10)]
     assert carried_turns("not a list") == []
+
+
+def test_carried_turns_stay_well_within_an_envelope() -> None:
+    chat = [{"role": "user", "content": "x" * 5000} for _ in range(40)]
+    turns = transcript(chat, "full")
+    assert sum(len(t["content"]) for t in turns) <= 24_000
+    assert turns[-1]["content"] == "x" * 2000  # the newest kept, each cut to 2,000
