@@ -144,8 +144,13 @@ class HandoffSender:
             envelope, _ = await self.prepare(task, decision)
         except GateRefused as exc:
             return str(exc)
+        return self.loop_refusal(envelope)
+
+    def loop_refusal(self, envelope: HandoffEnvelope) -> str | None:
+        """The target's loop guard, asked here: it would refuse an envelope naming it in
+        `visited` (a handoff), or past the hop limit (this agent's: the usual one)."""
         target = envelope.target.agent
-        if decision.kind == "handoff" and target in envelope.visited:
+        if envelope.kind == "handoff" and target in envelope.visited:
             return f"loop_detected: {target} already handled this chain ({envelope.visited})"
         if envelope.hop > self.settings.max_hops:
             return f"loop_detected: hop {envelope.hop} over the maximum {self.settings.max_hops}"

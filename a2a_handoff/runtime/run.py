@@ -214,15 +214,15 @@ class TaskRun(Journal):
         if self.handed_over:
             raise RuntimeError("this task was handed off already")
         handoffs = self.host.handoffs
-        refusal = await handoffs.sender.refusal(self.task, decision)
-        if refusal is not None:
-            return refusal
         try:
             envelope, envelope_json = await handoffs.sender.prepare(
                 self.task, decision, self.acting_for
             )
         except GateRefused as exc:
             return str(exc)
+        refusal = handoffs.sender.loop_refusal(envelope)
+        if refusal is not None:
+            return refusal
         self.spoke = True  # the task is written now: no direct Message after this
         await self.drain()
         if self.pending or self.committed is None or self.settled.done():
