@@ -25,6 +25,7 @@ from a2a_handoff.escalation import (
     Need,
 )
 from a2a_handoff.handoff.envelope import HandoffEnvelope
+from a2a_handoff.handoff.sender import Route
 from a2a_handoff.handoff.verified import VerifiedEnvelope
 from a2a_handoff.ids import new_id
 from a2a_handoff.outcomes import (
@@ -50,6 +51,8 @@ __all__ = [
     "Outcome",
     "Rejected",
     "Reply",
+    "Route",
+    "RoutePlanner",
     "TaskContext",
     "agent_message",
 ]
@@ -61,6 +64,17 @@ class Agent(Protocol):
     async def handle(self, ctx: TaskContext) -> Outcome | None:
         """Work on `ctx.message`; return how the step ends (None = completed)."""
         ...
+
+
+class RoutePlanner(Protocol):
+    """What a handler may learn about handing off before it does (the agent's handoff
+    sender): its routes, and why a handoff would be refused."""
+
+    def route_names(self) -> list[str]: ...
+
+    async def route(self, name: str, kind: str = "handoff") -> Route: ...
+
+    async def refusal(self, task: Task, decision: Handoff) -> str | None: ...
 
 
 @dataclass(slots=True)
@@ -78,6 +92,8 @@ class TaskContext:
         default=None, repr=False
     )
     _use_approval: Callable[[str], bool] | None = field(default=None, repr=False)
+    _planner: RoutePlanner | None = field(default=None, repr=False)
+    _attempt: Callable[[Handoff], Awaitable[str | None]] | None = field(default=None, repr=False)
 
     @property
     def transfer_context(self) -> dict[str, Any]:
@@ -160,6 +176,47 @@ class TaskContext:
         if self._inform is None:
             raise RuntimeError("this context cannot escalate")
         return await self._inform(escalation)
+
+    @property
+    def routes(self) -> list[str]:
+        """The names of the routes this agent may hand off to."""
+        return self._planner.route_names() if self._planner is not None else []
+
+    async def route(self, name: str, kind: str = "handoff") -> Route:
+        """The route `name`: its target's card and the edge's contract (when contracts are
+        on). Raises GateRefused for a name that is not a route."""
+        if self._planner is None:
+            raise RuntimeError("this context cannot hand off")
+        return await self._planner.route(name, kind)
+
+    async def check_handoff(self, decision: Handoff | Escalate) -> str | None:
+        """Why returning `decision` now would fail the task — the capability gate, the
+        edge's contract, the target's loop guard — or None when it would go. Nothing is
+        sent or written: a handler may choose again. (A target may still refuse what it
+        alone can judge, such as its own acceptance criteria: the contract's `on_reject`
+        path then applies, as to any handoff.)"""
+        if self._planner is None:
+            return "this context cannot hand off"
+        if isinstance(decision, Escalate):
+            decision = Handoff.to_human(decision.escalation)
+        return await self._planner.refusal(self.task, decision)
+
+    async def hand_off(self, decision: Handoff) -> str | None:
+        """Hand the task off now and wait for the answer, instead of returning the handoff.
+
+        None: the target took it — the task is TRANSFERRED and the step is over (what the
+        handler returns after it is ignored). A reason: refused by the gate, the edge's
+        contract, the target's loop guard, or the target itself where the contract sends
+        a refusal back to the source (`on_reject: source`, or no contract) — the task is
+        WORKING again, the refusal in its history, and the handler may choose again.
+
+        From its checkpoint on, the handoff is as durable as a returned one: if the process
+        dies while it waits, the outbox replays it after the restart with today's rules (a
+        refusal then fails the task or follows the contract: no handler waits any more).
+        """
+        if self._attempt is None:
+            raise RuntimeError("this context cannot hand off")
+        return await self._attempt(decision)
 
     @property
     def text(self) -> str:

@@ -27,6 +27,7 @@
     ├── UnavailableError (ConnectionError)  another agent could not be reached
     ├── CircuitOpenError (ConnectionError)  its breaker is open: the call was not made
     ├── GateRefused                   the capability gate or a contract refused a handoff
+    ├── ModelError                    a language model's endpoint failed or answered nonsense
     ├── IncompleteEscalationError (ValueError)  an escalation missing what it must say
     ├── ContractError (ValueError)    a handoff contract that cannot be loaded or used
     ├── TrustError                    a key, a signature or the trust list refused something
@@ -318,6 +319,11 @@ class CircuitOpenError(HandoffError, ConnectionError):
 
 class GateRefused(HandoffError):
     """The capability gate, a contract, or the envelope's own limits refused the handoff."""
+
+
+class ModelError(HandoffError):
+    """A language model's endpoint could not be reached, timed out, refused the call or
+    answered something that is not a chat completion (`a2a_handoff.llm`)."""
 
 
 class IncompleteEscalationError(HandoffError, ValueError):

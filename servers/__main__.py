@@ -38,13 +38,14 @@ from a2a_handoff.server.limits import ServerLimits, return_freed_memory
 from a2a_handoff.trust.keys import ENV_VAR as KEY_ENV_VAR
 from a2a_handoff.trust.keys import EnvIdentity, IdentityStore, KeyFile
 from a2a_handoff.trust.trustlist import TrustedAgent, load_trust_file, parse_trust
+from servers import _llm
 from servers.billing import POLICY as BILLING_POLICY
-from servers.billing import BillingAgent, billing_card
+from servers.billing import billing_card, make_billing
 from servers.echo import EchoAgent, echo_card
 from servers.human import HumanAgent, human_card
 from servers.logistics import LogisticsAgent, logistics_card
 from servers.triage import SCOPE as TRIAGE_SCOPE
-from servers.triage import TriageAgent, triage_card
+from servers.triage import make_triage, triage_card
 
 
 @dataclass(frozen=True)
@@ -64,12 +65,8 @@ def _human(args: argparse.Namespace) -> Agent:
 EXAMPLES: dict[str, Example] = {
     "echo": Example(lambda _: EchoAgent(), echo_card),
     # triage: its contracts' recovery paths may escalate to the human, whose answer returns
-    "triage": Example(
-        lambda _: TriageAgent(), triage_card, TRIAGE_SCOPE, ("billing", "logistics", "human")
-    ),
-    "billing": Example(
-        lambda _: BillingAgent(), billing_card, None, ("human",), BILLING_POLICY, ("triage",)
-    ),
+    "triage": Example(make_triage, triage_card, TRIAGE_SCOPE, ("billing", "logistics", "human")),
+    "billing": Example(make_billing, billing_card, None, ("human",), BILLING_POLICY, ("triage",)),
     "logistics": Example(lambda _: LogisticsAgent(), logistics_card, trusts=("triage",)),
     "human": Example(_human, human_card, trusts=("billing", "triage")),
 }
@@ -184,6 +181,7 @@ def _agent_parser(parser: argparse.ArgumentParser) -> None:
     limits.add_argument("--write-timeout", type=float, default=defaults.write_timeout)
     limits.add_argument("--keep-alive", type=float, default=5.0, help="idle keep-alive, s")
     parser.add_argument("--log-level", default="warning")
+    _llm.add_arguments(parser)
 
 
 def server_limits(args: argparse.Namespace) -> ServerLimits:

@@ -6,8 +6,21 @@ it is issued, and is issued only once an operator approved exactly that refund.
 
 from __future__ import annotations
 
-from a2a_handoff import AgentCard, Completed, InputRequired, Outcome, TaskContext, build_card, skill
+import argparse
+
+from a2a_handoff import (
+    Agent,
+    AgentCard,
+    Completed,
+    InputRequired,
+    Outcome,
+    TaskContext,
+    build_card,
+    skill,
+)
 from a2a_handoff.escalation import Action, EscalationPolicy
+from a2a_handoff.llm import LLMAgent, tool
+from servers import _llm
 from servers._text import find_amount, find_order_id
 
 CAPABILITIES = ("invoices", "refunds")
@@ -61,6 +74,37 @@ class BillingAgent:
             name="refund",
         )
         return Completed(f"Refund of ${float(amount):.2f} issued for order {order_id}.")
+
+
+INSTRUCTIONS = (
+    "You are billing: you issue refunds and send invoices for orders. Look the order up"
+    " first; ask the customer for the order id when you do not have it. Refunds over $500"
+    " wait for an operator's approval: the refund tool takes care of that."
+)
+
+
+async def lookup_order(order_id: str) -> dict[str, object]:
+    """Look an order up by its id: what was charged, and its status."""
+    if not order_id.isdigit():
+        raise ValueError(f"no order {order_id!r}: order ids are digits")
+    return {"orderId": order_id, "charged": DEFAULT_AMOUNT, "status": "delivered"}
+
+
+@tool(amount="amount")
+async def issue_refund(ctx: TaskContext, order_id: str, amount: float) -> str:
+    """Refund `amount` dollars on an order (over the limit: after an operator's approval)."""
+    await ctx.artifact(
+        data={"orderId": order_id, "amount": amount, "status": "refunded"}, name="refund"
+    )
+    return f"Refund of ${amount:.2f} issued for order {order_id}."
+
+
+def make_billing(args: argparse.Namespace) -> Agent:
+    """Billing by a model (`--llm` with an endpoint), else by rules."""
+    model = _llm.model(args)
+    if model is None:
+        return BillingAgent()
+    return LLMAgent("billing", model, INSTRUCTIONS, tools=[lookup_order, issue_refund])
 
 
 def _order_in_history(ctx: TaskContext) -> str | None:

@@ -7,9 +7,21 @@ summary — never the raw transcript.
 
 from __future__ import annotations
 
+import argparse
 from typing import Any
 
-from a2a_handoff import AgentCard, Completed, Handoff, Outcome, TaskContext, build_card, skill
+from a2a_handoff import (
+    Agent,
+    AgentCard,
+    Completed,
+    Handoff,
+    Outcome,
+    TaskContext,
+    build_card,
+    skill,
+)
+from a2a_handoff.llm import LLMAgent, Transfer
+from servers import _llm
 from servers._text import find_amount, find_order_id, words
 
 # keyword → (route, intent, required capability)
@@ -71,6 +83,26 @@ class TriageAgent:
             required=(capability,),
             next_skill=intent,
         )
+
+
+INSTRUCTIONS = (
+    "You are triage, the front door of a shop's support. Hand refunds, charges and invoices"
+    " to billing and shipping, delivery and tracking to logistics with the transfer tools;"
+    " answer anything else briefly yourself, or ask the customer what happened."
+)
+
+
+def make_triage(args: argparse.Namespace) -> Agent:
+    """Triage by a model (`--llm` with an endpoint), else by keywords."""
+    model = _llm.model(args)
+    if model is None:
+        return TriageAgent()
+    return LLMAgent(
+        "triage",
+        model,
+        INSTRUCTIONS,
+        handoffs=[Transfer("billing", ("refunds",)), Transfer("logistics", ("shipping",))],
+    )
 
 
 def triage_card(url: str) -> AgentCard:

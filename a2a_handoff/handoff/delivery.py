@@ -38,7 +38,7 @@ from a2a_handoff.failpoints import failpoint
 from a2a_handoff.handoff.envelope import HandoffEnvelope
 from a2a_handoff.handoff.sender import FAILED, HandoffSender, missing_capabilities
 from a2a_handoff.handoff.settings import HandoffSettings
-from a2a_handoff.handoff.terminate import failed, transferred
+from a2a_handoff.handoff.terminate import failed, reopened, transferred
 from a2a_handoff.outcomes import Handoff
 from a2a_handoff.protocol.events import status_text
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI as URI
@@ -84,8 +84,14 @@ class Delivery:
         *,
         envelope: HandoffEnvelope | None = None,
         source: TaskRecord | None = None,
+        reopen: bool = False,
     ) -> TaskRecord | None:
         """Create the task on the target (retrying) and terminate; the source's final record.
+
+        `reopen`: the handler waits for this delivery (`TaskContext.hand_off`): a refusal
+        (the target's, or its card's at the gate) that would fail the task back to the
+        source reopens it instead — WORKING again, the refusal said — for the handler to
+        choose again. A replay after a crash has no handler waiting: it never reopens.
 
         `envelope`: the entry's envelope, when the caller holds it already; `source`: the
         source task's record as last written, tried first when terminating (check-and-set:
@@ -124,6 +130,8 @@ class Delivery:
                 problems = missing_capabilities(envelope.required_capabilities, card, None)
                 if problems:
                     reason = "capability gate refused the handoff: " + "; ".join(problems)
+                    if reopen:
+                        return await reopened(self.store, entry, reason, source)
                     return await failed(self.store, entry, reason)
                 result = await self.client.call_json(
                     url, "SendMessage", params, extensions=[URI], idempotent=True
@@ -168,6 +176,9 @@ class Delivery:
                 if code == "envelope_expired":
                     return await failed(self.store, entry, "handoff_expired: the envelope expired")
                 reason = f"{entry.target_name} rejected the handoff: {status_text(created)}"
+                path = contract.recovery.on_reject if contract is not None else None
+                if reopen and path in (None, "", "source"):
+                    return await reopened(self.store, entry, reason, source)
                 return await self._recover(entry, envelope, contract, "on_reject", reason)
             return await transferred(self.store, entry, envelope, created, source)
 

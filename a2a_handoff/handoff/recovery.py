@@ -50,6 +50,7 @@ class Outbox:
         *,
         envelope: HandoffEnvelope | None = None,
         source: TaskRecord | None = None,
+        reopen: bool = False,
     ) -> asyncio.Task[TaskRecord | None]:
         """Deliver an entry in the background, once per process.
 
@@ -64,7 +65,8 @@ class Outbox:
         if running is not None:
             return running
         job = asyncio.create_task(
-            self._deliver_held(entry, fresh, envelope, source), name=f"handoff-{entry.handoff_id}"
+            self._deliver_held(entry, fresh, envelope, source, reopen),
+            name=f"handoff-{entry.handoff_id}",
         )
         self.delivery.in_flight[entry.handoff_id] = job
 
@@ -81,6 +83,8 @@ class Outbox:
                 waiter = self._waiters.pop(entry.handoff_id, None)
                 if waiter is not None:
                     waiter(record)
+            elif record is not None:  # reopened: its handler goes on, the entry is closed
+                self._waiters.pop(entry.handoff_id, None)
 
         job.add_done_callback(done)
         return job
@@ -91,15 +95,17 @@ class Outbox:
         fresh: bool,
         envelope: HandoffEnvelope | None,
         source: TaskRecord | None,
+        reopen: bool = False,
     ) -> TaskRecord | None:
         """Deliver under the entry's lease when replicas share the store: one delivers it
         while its lease runs; when that replica dies, another takes it over (same key)."""
+        deliver = self.delivery.deliver
         if not self.store.shared:
-            return await self.delivery.deliver(entry, fresh, envelope=envelope, source=source)
+            return await deliver(entry, fresh, envelope=envelope, source=source, reopen=reopen)
         async with self.hold(f"outbox:{entry.handoff_id}") as held:
             if not held:
                 return None
-            return await self.delivery.deliver(entry, fresh, envelope=envelope, source=source)
+            return await deliver(entry, fresh, envelope=envelope, source=source, reopen=reopen)
 
     async def recover(self, wait_seconds: float | None = None) -> int:
         """Replay pending entries not being delivered; wait up to `wait_seconds` for them."""

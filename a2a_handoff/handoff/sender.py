@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -49,7 +50,21 @@ from a2a_handoff.trust import AgentTrust
 from a2a_handoff.trust.canonical import canonical
 from a2a_handoff.trust.signing import DECISION_TYP, sign_claims
 
+if TYPE_CHECKING:  # imported when contracts are used: jsonschema is slow to import
+    from a2a_handoff.contracts.model import Contract
+
 PENDING, DONE, FAILED = "pending", "done", "failed"
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """A route as a handler may see it before handing off: the target's card (None while it
+    cannot be fetched) and the contract of the edge to it (None: no contract applies)."""
+
+    name: str
+    url: str
+    card: AgentCard | None
+    contract: Contract | None
 
 
 def missing_capabilities(
@@ -100,6 +115,46 @@ class HandoffSender:
                 " configured with (its routes and trust list)"
             )
         return url
+
+    def route_names(self) -> list[str]:
+        """The routes this agent was configured with, by name."""
+        return sorted(self.settings.routes)
+
+    async def route(self, name: str, kind: str = "handoff") -> Route:
+        """The route `name`: its card (one try, cached) and the contract of the edge to it."""
+        url = self.target_url(name)
+        card: AgentCard | None = None
+        with contextlib.suppress(HandoffError, ValidationError):
+            card = await self.client.card(url, retry=False)
+        catalog = self.settings.contracts
+        contract = None
+        if catalog is not None:
+            contract = catalog.for_edge(self.settings.agent_name, card.name if card else name, kind)
+        return Route(name, url, card, contract)
+
+    async def refusal(self, task: Task, decision: Handoff) -> str | None:
+        """Why `decision` would be refused — by the gate, the edge's contract or the target's
+        loop guard — found without sending or writing anything; None: it would go.
+
+        A handler asks before it returns the handoff, so that it may choose again (a model
+        given the refusal as its tool's result). The gate runs again when the handoff is
+        returned: a card that changed in between still refuses it then, failing the task.
+        """
+        try:
+            envelope, _ = await self.prepare(task, decision)
+        except GateRefused as exc:
+            return str(exc)
+        return self.loop_refusal(envelope)
+
+    def loop_refusal(self, envelope: HandoffEnvelope) -> str | None:
+        """The target's loop guard, asked here: it would refuse an envelope naming it in
+        `visited` (a handoff), or past the hop limit (this agent's: the usual one)."""
+        target = envelope.target.agent
+        if envelope.kind == "handoff" and target in envelope.visited:
+            return f"loop_detected: {target} already handled this chain ({envelope.visited})"
+        if envelope.hop > self.settings.max_hops:
+            return f"loop_detected: hop {envelope.hop} over the maximum {self.settings.max_hops}"
+        return None
 
     async def prepare(
         self, task: Task, decision: Handoff, on_behalf_of: str = "", key_salt: str = ""

@@ -3,6 +3,8 @@
 Terminate runs strictly after the target created the successor, so a TRANSFERRED pointer
 always names a task that exists. The write is check-and-set on the task: a stale record costs
 a read and another try, never a lost update; a task already terminal is left as it is.
+`reopened` is the one ending that is not final: a handoff its handler waits on (see
+`TaskContext.hand_off`) was refused, and the task goes back to WORKING for the handler.
 """
 
 from __future__ import annotations
@@ -53,6 +55,44 @@ async def failed(store: Store, entry: OutboxEntry, reason: str) -> TaskRecord | 
         store, entry, TaskState.FAILED, reason, {"state": "FAILED", "reason": reason},
         FAILED, reason,
     )  # fmt: skip
+
+
+async def reopened(
+    store: Store, entry: OutboxEntry, reason: str, source: TaskRecord | None = None
+) -> TaskRecord | None:
+    """ONE transaction: the entry `failed`, the source back to WORKING (no longer handing
+    off) with the refusal said in its history and kept in `metadata[URI].refused`."""
+    record = source
+    for _ in range(5):
+        if record is None:
+            record = await store.get(entry.task_id)
+        if record is None or record.state.terminal:
+            return record
+        transition(record.state, TaskState.WORKING)
+        message = agent_message(reason, record.task)
+        ext = {k: v for k, v in ext_metadata(record.task).items() if k != "state"}
+        ext["refused"] = {"handoffId": entry.handoff_id, "reason": reason}
+        now = utc_now()
+        task = record.task.model_copy(
+            update={
+                "metadata": {**(record.task.metadata or {}), HANDOFF_EXTENSION_URI: ext},
+                "history": [*(record.task.history or []), message],
+                "status": TaskStatus(state=TaskState.WORKING, message=message, timestamp=now),
+            }
+        )
+        updated = record.advanced(task, 1, now)
+        try:
+            await store.terminate(
+                updated, [status_event(task, {HANDOFF_EXTENSION_URI: {"refused": ext["refused"]}})],
+                expected_version=record.version, handoff_id=entry.handoff_id,
+                status=FAILED, detail=reason,
+            )  # fmt: skip
+        except ConflictError:
+            record = None
+            continue
+        return updated
+    log.error("handoff %s: could not reopen task %s", entry.handoff_id, entry.task_id)
+    return None
 
 
 async def terminate(

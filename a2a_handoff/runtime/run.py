@@ -76,6 +76,7 @@ class TaskRun(Journal):
     handing_off = False  # the handoff is being checkpointed or delivered: not cancelable
     notices = 0  # non-blocking escalations sent, each with a key of its own
     spoke = False  # the handler emitted a status or an artifact: no direct Message any more
+    handed_over = False  # `ctx.hand_off` handed the task over: the step is over
 
     def run(self, message: Message, *, defer: bool = False) -> None:
         """Start the handler on `message` (a follow-up starts with an event already pending).
@@ -139,6 +140,8 @@ class TaskRun(Journal):
                 _inform=self._inform,
                 _emit_chunk=self._on_chunk,
                 _use_approval=self._use_approval,
+                _planner=host.handoffs.sender,
+                _attempt=self._attempt,
             )
             try:
                 outcome = await host.agent.handle(ctx)
@@ -147,6 +150,8 @@ class TaskRun(Journal):
                 outcome = Failed(str(exc) or type(exc).__name__, kind=type(exc).__name__)
             # From here on the step ends on its own: a cancel waits for it (see cancel()).
             self.handler_done = True
+            if self.handed_over:
+                return  # `ctx.hand_off` ended the step: the outbox settles it
             if isinstance(outcome, Failed):
                 outcome = await repeated_failure(host.store, ctx, outcome, host.policy) or outcome
             if isinstance(outcome, Escalate):
@@ -202,6 +207,51 @@ class TaskRun(Journal):
             f"Informed {envelope.target.agent} (task {created.id}): {escalation.what_is_needed}"
         )
         return created.id
+
+    async def _attempt(self, decision: Handoff) -> str | None:
+        """`ctx.hand_off`: checkpoint the handoff and wait for its delivery's answer; the
+        reason it was refused (the task WORKING again), or None: handed over."""
+        if self.handed_over:
+            raise RuntimeError("this task was handed off already")
+        handoffs = self.host.handoffs
+        try:
+            envelope, envelope_json = await handoffs.sender.prepare(
+                self.task, decision, self.acting_for
+            )
+        except GateRefused as exc:
+            return str(exc)
+        refusal = handoffs.sender.loop_refusal(envelope)
+        if refusal is not None:
+            return refusal
+        self.spoke = True  # the task is written now: no direct Message after this
+        await self.drain()
+        if self.pending or self.committed is None or self.settled.done():
+            raise InternalError("the task could not be stored before the handoff")
+        self.handing_off = True
+        try:
+            record, entry = await handoffs.sender.checkpoint(
+                self.committed, envelope, envelope_json
+            )
+        except BaseException:
+            self.handing_off = False
+            raise
+        self.committed = record
+        self.task = record.task
+        job = handoffs.outbox.spawn(
+            entry, self.settle, True, envelope=envelope, source=record, reopen=True
+        )
+        try:
+            final = await asyncio.shield(job)
+        except Exception:
+            final = None  # left pending: the outbox replays it and settles the task
+        if final is not None and not final.state.terminal:
+            self.committed = final
+            self.task = final.task
+            self.handing_off = False
+            refused = ext_metadata(final.task).get("refused") or {}
+            return str(refused.get("reason") or "the handoff was refused")
+        self.handed_over = True
+        return None
 
     async def _hand_off(self, decision: Handoff) -> None:
         handoffs = self.host.handoffs

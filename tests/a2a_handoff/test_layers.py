@@ -29,7 +29,9 @@ LAYERS: list[set[str]] = [
     {"outcomes"},
     {"handoff"},
     {"agent"},
-    {"runtime"},
+    # Language-model agents build on the agent API only: siblings of the runtime, which
+    # runs them without knowing them.
+    {"runtime", "llm"},
     {"server"},
     {"__init__", "__main__"},
 ]

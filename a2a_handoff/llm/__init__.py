@@ -1,0 +1,25 @@
+"""Language-model agents: an `LLMAgent` is declared — a model, instructions, handoff routes,
+tools — and runs as any agent does (`create_app(agent, card, store, routes=…)`).
+
+Needs the `llm` extra (`pip install 'a2a-handoff[llm]'`: the official `openai` client),
+against any OpenAI-compatible chat-completions endpoint: OpenAI, Azure, vLLM, Ollama, the
+llama.cpp server, a LiteLLM proxy.
+"""
+
+from __future__ import annotations
+
+from a2a_handoff.llm.agent import ESCALATE_TOOL, LLMAgent, Transfer
+from a2a_handoff.llm.model import Model, ToolCall, Turn
+from a2a_handoff.llm.tools import FunctionTool, function_tool, tool
+
+__all__ = [
+    "ESCALATE_TOOL",
+    "FunctionTool",
+    "LLMAgent",
+    "Model",
+    "ToolCall",
+    "Transfer",
+    "Turn",
+    "function_tool",
+    "tool",
+]
