@@ -1,11 +1,14 @@
 """a2a-handoff: A2A 1.0 agents as HTTP services, with atomic handoff between them."""
 
+__version__ = "0.1.0"  # the same as pyproject.toml's (a test checks)
+
 from a2a_handoff.agent import Agent, ArtifactStream, TaskContext
 from a2a_handoff.auth import ApiKeyAuth
 from a2a_handoff.client.breaker import BreakerState, CircuitBreaker
 from a2a_handoff.client.client import AgentClient
 from a2a_handoff.client.retry import RetryPolicy
 from a2a_handoff.client.transport import Http11Transport
+from a2a_handoff.contracts.catalog import Catalog
 from a2a_handoff.errors import (
     CircuitOpenError,
     ConflictError,
@@ -86,6 +89,7 @@ __all__ = [  # noqa: RUF022 - plain sorted(), as the export test checks
     "Artifact",
     "ArtifactStream",
     "BreakerState",
+    "Catalog",
     "CircuitBreaker",
     "CircuitOpenError",
     "Completed",
