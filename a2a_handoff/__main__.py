@@ -1,7 +1,8 @@
 """`python -m a2a_handoff lint …` and `python -m a2a_handoff keys …`.
 
 lint DIR [--agents FILE] [--permissions FILE] [--json]
-    lint a directory of handoff contracts: exit 0 when no contract has an error, 1 otherwise
+    lint a directory of handoff contracts: exit 0 when no contract has an error, 1 otherwise,
+    64 on a usage error; each contract's level (none, L1, L2, L3) and what the next needs
 keys list|rotate|retire [KID] (--store URL [--agent NAME] | --key-file PATH) [--json]
     an agent's signing keys, where its store keeps them (a key file beside a SQLite database,
     a Redis key per agent name): `rotate` adds a key that signs from now on (the others still
@@ -20,8 +21,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from a2a_handoff import __version__
 from a2a_handoff.contracts import lint, render
 from a2a_handoff.errors import HandoffError
+from a2a_handoff.exits import Parser, quiet_pipe
 from a2a_handoff.stores import open_store
 from a2a_handoff.trust.keys import Identity, IdentityStore, KeyFile, change
 
@@ -105,11 +108,8 @@ async def _keys(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m a2a_handoff",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = Parser(prog="python -m a2a_handoff", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     command = commands.add_parser("lint", help="lint a directory of handoff contracts")
     command.add_argument("directory", type=Path)
@@ -137,4 +137,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(quiet_pipe(main))

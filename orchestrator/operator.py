@@ -116,9 +116,9 @@ async def is_human_agent(client: AgentClient, url: str) -> bool:
     """Whether the agent at `url` keeps escalations: its card offers `escalations`."""
     card = await client.card(url)
     for ext in card.capabilities.extensions or []:
-        if ext.uri == HANDOFF_EXTENSION_URI and ext.params:
-            if HUMAN_CAPABILITY in (ext.params.get("capabilities") or []):
-                return True
+        offered = (ext.params or {}).get("capabilities") or []
+        if ext.uri == HANDOFF_EXTENSION_URI and HUMAN_CAPABILITY in offered:
+            return True
     return False
 
 

@@ -3,11 +3,12 @@
 An escalation arrives as a handoff (blocking) or a notice (non-blocking), from an agent on this
 agent's trust list. The operator's answer — `approve`, `deny` or a free reply, from `python -m
 orchestrator` — resumes the task (a free reply to a request for *permission* is a note: the
-escalation keeps waiting for approve or deny), and the task goes back to the agent that escalated, as this
-agent's trust list knows it (by name), as a *return handoff* carrying the decision, which the
-library signs: this task ends TRANSFERRED, pointing at the new task there, so the user's
-conversation follows. A blocking escalation left unanswered for `answer_within` seconds
-follows the fallback: `deny`, or a hand-over to a named agent (a supervisor), and says so.
+escalation keeps waiting for approve or deny), and the task goes back to the agent that
+escalated, as this agent's trust list knows it (by name), as a *return handoff* carrying the
+decision, which the library signs: this task ends TRANSFERRED, pointing at the new task
+there, so the user's conversation follows. A blocking escalation left unanswered for
+`answer_within` seconds follows the fallback: `deny`, or a hand-over to a named agent (a
+supervisor), and says so.
 Everything lives in the store: a restart loses nothing.
 """
 

@@ -35,7 +35,7 @@ def test_the_json_report_has_one_entry_per_contract(capsys: pytest.CaptureFixtur
         "triage-to-billing", "triage-to-logistics", "any-to-human", "human-to-source",
     }  # fmt: skip
     entry = by_id["triage-to-billing"]
-    assert set(entry) == {"file", "id", "version", "level", "errors", "warnings"}
+    assert set(entry) == {"file", "id", "version", "level", "missing", "errors", "warnings"}
     assert entry["file"].endswith("triage-to-billing.yaml")
     assert (entry["version"], entry["level"], entry["errors"]) == ("1.0.0", "L3", [])
 
@@ -58,4 +58,4 @@ def test_a_registry_that_does_not_exist_is_a_usage_error(
 def test_a_command_is_required() -> None:
     with pytest.raises(SystemExit) as caught:
         main([])
-    assert caught.value.code == 2
+    assert caught.value.code == 64  # usage: argparse's own 2 means "input required" here
