@@ -74,7 +74,8 @@ def test_a_new_topic_after_a_completed_task_is_routed_again_by_the_entry_agent(
     assert code == 0, events
     hops = [(e["from"], e["to"]) for e in events if e["event"] == "transferred"]
     assert hops == [("triage", "logistics")]
-    assert events[-1]["event"] == "completed" and events[-1]["agent"] == "logistics"
+    assert events[-1]["event"] == "completed"
+    assert events[-1]["agent"] == "logistics"
     after = session(cli)
     assert after["context_id"] == first["context_id"]  # the same conversation
     assert "555" not in refunded(agents, str(first["context_id"]))  # billing was not asked
@@ -98,7 +99,8 @@ def test_new_and_send_new_start_a_fresh_conversation(agents: Agents, cli: Cli) -
     assert f"a new conversation: the next message starts it at {agents.triage.url}" in out
     fresh = session(cli)
     assert fresh["entry"] == agents.triage.url
-    assert fresh["context_id"] is None and fresh["task_id"] is None
+    assert fresh["context_id"] is None
+    assert fresh["task_id"] is None
     # "order 404" would have answered billing's question; after `new` it is a new request.
     code, events = cli.events("send", "refund order 404")
     assert code == 0
@@ -161,7 +163,9 @@ def test_an_agent_that_is_down_is_named_with_the_reason(cli: Cli) -> None:
     code, out = cli.run("send", "--entry", url, "hello")
     assert code == 3
     assert f"cannot reach {url} (connection refused)" in out
-    assert "circuit" not in out and "ConnectError" not in out and "Traceback" not in out
+    assert "circuit" not in out
+    assert "ConnectError" not in out
+    assert "Traceback" not in out
 
 
 def test_a_url_without_a_scheme_is_a_usage_error(cli: Cli) -> None:
