@@ -85,6 +85,7 @@ async def _keys(args: argparse.Namespace) -> int:
         if args.action == "rotate":
             identity = await change(store, agent, Identity.rotated)
         elif args.action == "retire":
+            args.kid = args.kid or args.kid_option
             if not args.kid:
                 print("error: keys retire needs the KID to retire", file=sys.stderr)
                 return 64
@@ -107,6 +108,17 @@ async def _keys(args: argparse.Namespace) -> int:
     return 0
 
 
+def _kid_as_value(argv: Sequence[str]) -> list[str]:
+    """`keys retire KID`: a kid is base64url and may start with "-", which argparse would take
+    for an option; pass it as `--kid=KID`."""
+    args = list(argv)
+    if args[:2] == ["keys", "retire"] and len(args) > 2:
+        kid = args[2]
+        if kid.startswith("-") and not kid.startswith("--") and kid != "-h":
+            args[2] = f"--kid={kid}"
+    return args
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = Parser(prog="python -m a2a_handoff", description=__doc__)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -121,12 +133,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     keys = commands.add_parser("keys", help="list, rotate or retire an agent's signing keys")
     keys.add_argument("action", choices=["list", "rotate", "retire"])
     keys.add_argument("kid", nargs="?", help="the key to retire")
+    keys.add_argument("--kid", dest="kid_option", help=argparse.SUPPRESS)
     where = keys.add_mutually_exclusive_group(required=True)
     where.add_argument("--store", help="the agent's store URL (sqlite:///…, redis://…)")
     where.add_argument("--key-file", type=Path, help="the agent's key file (--key-file)")
     keys.add_argument("--agent", help="the agent's name (needed for a Redis store)")
     keys.add_argument("--json", action="store_true", help="one JSON document")
-    args = parser.parse_args(argv)
+    args = parser.parse_args(_kid_as_value(sys.argv[1:] if argv is None else argv))
     if args.command == "lint":
         return _lint(args)
     try:

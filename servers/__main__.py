@@ -215,6 +215,7 @@ def serve(name: str, args: argparse.Namespace) -> int:
         keys = _pairs(args.credential, "--credential")
         store = open_store(args.store or f"sqlite:///data/{name}.db")
         if isinstance(store, SqliteTaskStore):
+            Path(store.path).parent.mkdir(parents=True, exist_ok=True)  # data/ in a fresh clone
             store.check_free()  # another process serving the file: say so, do not start
         contracts = Catalog.load(args.contracts) if args.contracts else None
         trusted: list[TrustedAgent] = [parse_trust(t) for t in args.trust]

@@ -127,3 +127,12 @@ def test_a_closed_pipe_ends_quietly(echo: AgentProcess, tmp_path: Path) -> None:
         assert b"Traceback" not in err, err
         assert b"BrokenPipeError" not in err
         assert proc.returncode in (0, 130)  # 0: it had written everything already
+
+
+def test_a_kid_starting_with_a_dash_is_a_kid_not_an_option(tmp_path: Path) -> None:
+    # Kids are base64url: one in 64 starts with "-" (the README's `keys retire KID` met one).
+    code, _, err = run("a2a_handoff", "keys", "retire", "-LJLgcBi1Wj", "--key-file",
+                       str(tmp_path / "none.json"))  # fmt: skip
+    assert "unrecognized arguments" not in err
+    assert code == 1
+    assert "no identity" in err
