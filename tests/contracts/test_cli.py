@@ -59,3 +59,31 @@ def test_a_command_is_required() -> None:
     with pytest.raises(SystemExit) as caught:
         main([])
     assert caught.value.code == 64  # usage: argparse's own 2 means "input required" here
+
+
+def test_a_contract_graded_none_says_what_level_1_needs(tmp_path: Path) -> None:
+    # A valid contract (no finding) that lacks what L1 wants: the report must say what.
+    import shutil
+
+    import yaml
+
+    directory = tmp_path / "contracts"
+    shutil.copytree(SHIPPED, directory)
+    path = directory / "triage-to-billing.yaml"
+    data = yaml.safe_load(path.read_text())
+    del data["acceptance_criteria"]["domain_match"]
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    ran = subprocess.run(
+        [sys.executable, "-m", "a2a_handoff", "lint", str(directory)],
+        capture_output=True, text=True, timeout=60, cwd=ROOT,
+    )  # fmt: skip
+    lines = ran.stdout.splitlines()
+    at = lines.index("triage-to-billing 1.0.0  none  ok")
+    assert lines[at + 1] == "  L1 needs: acceptance_criteria.domain_match"
+    ran = subprocess.run(
+        [sys.executable, "-m", "a2a_handoff", "lint", str(directory), "--json"],
+        capture_output=True, text=True, timeout=60, cwd=ROOT,
+    )  # fmt: skip
+    entry = next(c for c in json.loads(ran.stdout)["contracts"] if c["id"] == "triage-to-billing")
+    assert entry["level"] == "none"
+    assert entry["missing"] == ["acceptance_criteria.domain_match"]
