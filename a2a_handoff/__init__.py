@@ -1,7 +1,5 @@
 """a2a-handoff: A2A 1.0 agents as HTTP services, with atomic handoff between them."""
 
-__version__ = "0.1.0"  # the same as pyproject.toml's (a test checks)
-
 from a2a_handoff.agent import Agent, ArtifactStream, TaskContext
 from a2a_handoff.auth import ApiKeyAuth
 from a2a_handoff.client.breaker import BreakerState, CircuitBreaker
@@ -76,6 +74,7 @@ from a2a_handoff.stores import (
 )
 from a2a_handoff.trust.keys import Identity, KeyFile
 from a2a_handoff.trust.trustlist import TrustedAgent, load_trust_file
+from a2a_handoff.version import __version__ as __version__
 
 __all__ = [  # noqa: RUF022 - plain sorted(), as the export test checks
     "Action",

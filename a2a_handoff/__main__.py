@@ -21,12 +21,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from a2a_handoff import __version__
 from a2a_handoff.contracts import lint, render
 from a2a_handoff.errors import HandoffError
 from a2a_handoff.exits import Parser, quiet_pipe
 from a2a_handoff.stores import open_store
 from a2a_handoff.trust.keys import Identity, IdentityStore, KeyFile, change
+from a2a_handoff.version import __version__
 
 
 def _lint(args: argparse.Namespace) -> int:
