@@ -343,7 +343,7 @@ def test_the_echo_agent_and_its_curl_calls(shell: Shell) -> None:
     assert "slept 3 s" in results[2][2]
 
 
-def test_three_replicas_behind_one_redis_and_their_keys(shell: Shell) -> None:
+def test_three_replicas_behind_one_redis(shell: Shell) -> None:
     if shutil.which("redis-server") is None:
         raise AssertionError("redis-server is not installed: run scripts/bootstrap")
     results = shell.run(block_starting("mkdir -p /tmp/redis-a2a"))
