@@ -6,6 +6,7 @@ from a2a_handoff.client.breaker import BreakerState, CircuitBreaker
 from a2a_handoff.client.client import AgentClient
 from a2a_handoff.client.retry import RetryPolicy
 from a2a_handoff.client.transport import Http11Transport
+from a2a_handoff.contracts.catalog import Catalog
 from a2a_handoff.errors import (
     CircuitOpenError,
     ConflictError,
@@ -73,6 +74,7 @@ from a2a_handoff.stores import (
 )
 from a2a_handoff.trust.keys import Identity, KeyFile
 from a2a_handoff.trust.trustlist import TrustedAgent, load_trust_file
+from a2a_handoff.version import __version__ as __version__
 
 __all__ = [  # noqa: RUF022 - plain sorted(), as the export test checks
     "Action",
@@ -86,6 +88,7 @@ __all__ = [  # noqa: RUF022 - plain sorted(), as the export test checks
     "Artifact",
     "ArtifactStream",
     "BreakerState",
+    "Catalog",
     "CircuitBreaker",
     "CircuitOpenError",
     "Completed",

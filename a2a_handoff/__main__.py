@@ -1,7 +1,8 @@
 """`python -m a2a_handoff lint …` and `python -m a2a_handoff keys …`.
 
 lint DIR [--agents FILE] [--permissions FILE] [--json]
-    lint a directory of handoff contracts: exit 0 when no contract has an error, 1 otherwise
+    lint a directory of handoff contracts: exit 0 when no contract has an error, 1 otherwise,
+    64 on a usage error; each contract's level (none, L1, L2, L3) and what the next needs
 keys list|rotate|retire [KID] (--store URL [--agent NAME] | --key-file PATH) [--json]
     an agent's signing keys, where its store keeps them (a key file beside a SQLite database,
     a Redis key per agent name): `rotate` adds a key that signs from now on (the others still
@@ -22,8 +23,10 @@ from typing import Any
 
 from a2a_handoff.contracts import lint, render
 from a2a_handoff.errors import HandoffError
+from a2a_handoff.exits import Parser, quiet_pipe
 from a2a_handoff.stores import open_store
 from a2a_handoff.trust.keys import Identity, IdentityStore, KeyFile, change
+from a2a_handoff.version import __version__
 
 
 def _lint(args: argparse.Namespace) -> int:
@@ -82,6 +85,7 @@ async def _keys(args: argparse.Namespace) -> int:
         if args.action == "rotate":
             identity = await change(store, agent, Identity.rotated)
         elif args.action == "retire":
+            args.kid = args.kid or args.kid_option
             if not args.kid:
                 print("error: keys retire needs the KID to retire", file=sys.stderr)
                 return 64
@@ -104,12 +108,20 @@ async def _keys(args: argparse.Namespace) -> int:
     return 0
 
 
+def _kid_as_value(argv: Sequence[str]) -> list[str]:
+    """`keys retire KID`: a kid is base64url and may start with "-", which argparse would take
+    for an option; pass it as `--kid=KID`."""
+    args = list(argv)
+    if args[:2] == ["keys", "retire"] and len(args) > 2:
+        kid = args[2]
+        if kid.startswith("-") and not kid.startswith("--") and kid != "-h":
+            args[2] = f"--kid={kid}"
+    return args
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m a2a_handoff",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = Parser(prog="python -m a2a_handoff", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     command = commands.add_parser("lint", help="lint a directory of handoff contracts")
     command.add_argument("directory", type=Path)
@@ -121,12 +133,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     keys = commands.add_parser("keys", help="list, rotate or retire an agent's signing keys")
     keys.add_argument("action", choices=["list", "rotate", "retire"])
     keys.add_argument("kid", nargs="?", help="the key to retire")
+    keys.add_argument("--kid", dest="kid_option", help=argparse.SUPPRESS)
     where = keys.add_mutually_exclusive_group(required=True)
     where.add_argument("--store", help="the agent's store URL (sqlite:///…, redis://…)")
     where.add_argument("--key-file", type=Path, help="the agent's key file (--key-file)")
     keys.add_argument("--agent", help="the agent's name (needed for a Redis store)")
     keys.add_argument("--json", action="store_true", help="one JSON document")
-    args = parser.parse_args(argv)
+    args = parser.parse_args(_kid_as_value(sys.argv[1:] if argv is None else argv))
     if args.command == "lint":
         return _lint(args)
     try:
@@ -137,4 +150,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(quiet_pipe(main))

@@ -40,6 +40,9 @@ class InputRequired:
     question: str
 
 
+MAX_REASON = 300  # characters of an exception's message in a failed task's reason
+
+
 @dataclass(frozen=True, slots=True)
 class Failed:
     """End the task FAILED with a reason the caller can read.
@@ -50,6 +53,16 @@ class Failed:
 
     reason: str
     kind: str = "failed"
+
+    @classmethod
+    def raised(cls, exc: BaseException) -> Failed:
+        """The failure of a handler that raised `exc`, as one line the caller can read:
+        `KeyError: 'missing'` (the exception's type, then the first line of its message)."""
+        name = type(exc).__name__
+        said = (str(exc).strip().splitlines() or [""])[0]
+        if len(said) > MAX_REASON:
+            said = said[: MAX_REASON - 1] + "…"
+        return cls(f"{name}: {said}" if said else name, kind=name)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,22 +1,29 @@
 """`python -m orchestrator`: talk to agents, following handoffs.
 
-send --entry URL TEXT     one message; exit 0 completed, 2 input required, 1 failed,
-                          3 an agent unreachable, 4 a handoff pending (or still working),
-                          5 a transfer pointer to an origin not reachable from the configured
-                          agents' trust lists (shown, not followed)
-chat --entry URL          an interactive loop over stdin (works when piped)
-watch TASK --agent URL    follow one task across transfers
-trace [--context C --agent URL]   the chain of the conversation
+send [--entry URL] [--new] TEXT   one message, by the conversation's rules (below)
+chat [--entry URL] [--new]        an interactive loop over stdin (works when piped)
+new [--entry URL]                 start a fresh conversation (the next send starts it)
+watch [TASK] [--agent URL]        follow a task across transfers (default: the session's)
+trace [--context C] [--agent URL] the conversation's chain, in time order
+
+A conversation: while its task waits for input, the next message answers that task; while it
+is still working, the next message waits (up to --wait seconds) for it to pause or end, and is
+otherwise not delivered (exit 6); once its last task is over, the next message starts a new
+task at the entry agent, in the same conversation. `new`, `send --new` or an --entry other than
+the session's start a new conversation.
 
 Operators of a human agent:
 inbox --agent URL                 escalations waiting for an answer, oldest first
 approve TASK [NOTE] --agent URL   approve what escalation TASK asks permission for
 deny TASK [NOTE] --agent URL      refuse it
-reply TASK TEXT --agent URL       answer it (a decision, information)
+reply TASK TEXT --agent URL       answer it with information or a decision; to a permission
+                                  it is a note, and the escalation still waits for approve or
+                                  deny (or `reply --approve` / `reply --deny`)
 
 Keys are per origin: --api-key (or $A2A_API_KEY) goes to the origin of the agent a command
 starts at (--entry, --agent); more origins by --keys-file (lines `http://host:port=KEY`) or
-$A2A_API_KEYS (`origin=key,…`). A key is never sent to another origin.
+$A2A_API_KEYS (`origin=key,…`). A key is never sent to another origin. Options go before or
+after the command.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -38,9 +46,11 @@ from a2a_handoff import (
     RemoteError,
     RetryPolicy,
     UnavailableError,
+    __version__,
 )
+from a2a_handoff.exits import ExitCode, Parser, quiet_pipe
 from orchestrator import operator
-from orchestrator.conversation import Conversation, Event, Exit, chain_of
+from orchestrator.conversation import Conversation, Event, Exit, chain_of, describe
 from orchestrator.reach import Reach, credentials
 from orchestrator.session import Hop, Session, default_session_path
 
@@ -79,6 +89,24 @@ def printer(as_json: bool) -> Callable[[Event], None]:
     return emit
 
 
+def agent_url(text: str) -> str:
+    """An agent's URL as given on the command line (comma-separated replicas allowed),
+    checked: `http(s)://host[:port]/path`; a bare origin gets its `/`."""
+    urls = []
+    for one in (u.strip() for u in text.split(",")):
+        try:
+            parts = urlsplit(one)
+            parts.port  # noqa: B018 - raises on a port that is not a number
+        except ValueError:
+            parts = None
+        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+            raise argparse.ArgumentTypeError(
+                f"{one!r} is not an agent URL: give http://host:port/ (or https://…)"
+            )
+        urls.append(one if parts.path else one + "/")
+    return ",".join(urls)
+
+
 def _client(keys: dict[str, str]) -> AgentClient:
     http = httpx.AsyncClient(timeout=httpx.Timeout(30.0, connect=2.0))
     return AgentClient(
@@ -90,26 +118,52 @@ def _client(keys: dict[str, str]) -> AgentClient:
     )
 
 
+def _fail(message: str, code: int = ExitCode.USAGE) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return int(code)
+
+
 async def _run(args: argparse.Namespace) -> int:
     path: Path = args.session
     session = Session.load(path)
     emit = printer(args.json)
+    if args.command == "new":
+        return _new(session, path, args.entry, emit)
+    if args.command in ("send", "chat"):
+        if args.new:
+            session = Session(entry=args.entry or session.entry)
+        elif args.entry and session.entry and session.entry != args.entry:
+            emit(
+                {
+                    "event": "new_conversation",
+                    "agent": args.entry,
+                    "message": f"a new conversation at {args.entry}: --entry is not this"
+                    f" session's entry ({session.entry})",
+                }
+            )
+            session = Session(entry=args.entry)
+        elif args.entry:
+            session.entry = args.entry
+        if not session.entry:
+            return _fail("no conversation yet: pass --entry URL")
+    if args.command == "watch":
+        args.task = args.task or session.task_id
+        args.agent = args.agent or (session.owner_url if args.task == session.task_id else None)
+        if not args.task or not args.agent:
+            return _fail("no conversation yet: give TASK --agent URL" if not session.task_id
+                         else "--agent URL: the agent TASK is at")  # fmt: skip
     start = getattr(args, "entry", None) or getattr(args, "agent", None) or session.entry
     try:
         keys = credentials(start, args.api_key or os.environ.get("A2A_API_KEY"), args.keys_file)
     except (OSError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 64
+        return _fail(str(exc))
     client = _client(keys)
     reach = Reach(client, [start or "", *keys])
     try:
         if args.command in _OPERATOR:
             return await _operate(client, args)
-        if args.command in ("send", "chat") and args.entry and session.entry != args.entry:
-            session = Session(entry=args.entry)  # a new entry agent: a new conversation
-        if args.command in ("send", "chat") and not session.entry:
-            print("error: no conversation yet: pass --entry URL", file=sys.stderr)
-            return 64
+        if args.command == "trace":
+            return await _trace(client, session, args, reach)
         conversation = Conversation(
             client,
             session,
@@ -125,12 +179,18 @@ async def _run(args: argparse.Namespace) -> int:
             return int(code)
         if args.command == "chat":
             return await _chat(conversation, session, path, args.json)
-        if args.command == "watch":
-            code = await conversation.watch(args.agent, args.task)
-            return int(code)
-        return await _trace(client, session, args, reach)
+        return int(await conversation.watch(args.agent, args.task))
     finally:
         await client.aclose()
+
+
+def _new(session: Session, path: Path, entry: str | None, emit: Callable[[Event], None]) -> int:
+    fresh = Session(entry=entry or session.entry)
+    fresh.save(path)
+    where = fresh.entry or "the agent a `send --entry URL` names"
+    emit({"event": "new_conversation", "agent": fresh.entry or "",
+          "message": f"a new conversation: the next message starts it at {where}"})  # fmt: skip
+    return int(ExitCode.COMPLETED)
 
 
 _OPERATOR = ("inbox", "approve", "deny", "reply")
@@ -138,8 +198,14 @@ _VERDICTS = {"approve": "approved", "deny": "denied", "reply": "answered"}
 
 
 async def _operate(client: AgentClient, args: argparse.Namespace) -> int:
-    """The operator commands: exit 0 done, 1 refused by the agent, 3 unreachable."""
+    """The operator commands: exit 0 done, 1 refused by the agent (or already decided),
+    3 unreachable, 64 not a human agent."""
     try:
+        if not await operator.is_human_agent(client, args.agent):
+            return _fail(
+                f"{args.agent} is not a human agent (its card offers no"
+                " `escalations` capability): escalations wait at the human agent"
+            )
         if args.command == "inbox":
             items = await operator.inbox(client, args.agent)
             for item in items:
@@ -147,16 +213,26 @@ async def _operate(client: AgentClient, args: argparse.Namespace) -> int:
             if not items and not args.json:
                 print("no escalation is waiting", flush=True)
             return 0
+        verdict = _VERDICTS[args.command]
+        if args.command == "reply" and args.verdict:
+            verdict = args.verdict
         text = " ".join(args.text)
-        task = await operator.answer(client, args.agent, args.task, _VERDICTS[args.command], text)
+        answered = await operator.answer(client, args.agent, args.task, verdict, text)
     except (UnavailableError, CircuitOpenError) as exc:
-        print(f"error: cannot reach {args.agent}: {exc}", file=sys.stderr)
-        return int(Exit.UNREACHABLE)
+        return _fail(f"cannot reach {args.agent} ({describe(exc)})", ExitCode.UNREACHABLE)
+    except operator.AlreadyDecided as exc:
+        return _fail(str(exc), ExitCode.FAILED)
     except RemoteError as exc:
-        print(f"error: {exc.message}", file=sys.stderr)
-        return int(Exit.FAILED)
-    event = {"event": "answered", "taskId": task.id, "verdict": _VERDICTS[args.command]}
-    print(json.dumps(event) if args.json else f"answered {task.id}: {event['verdict']}")
+        return _fail(exc.message, ExitCode.FAILED)
+    event = {"event": "answered", "taskId": answered.task_id, "verdict": answered.verdict}
+    line = f"answered {answered.task_id}: {answered.verdict}"
+    if answered.noted:
+        event["verdict"] = "noted"
+        line = (
+            f"noted on {answered.task_id}: a reply to a permission is information; the"
+            " escalation still waits for `approve` or `deny` (or `reply --approve`)"
+        )
+    print(json.dumps(event) if args.json else line)
     return 0
 
 
@@ -181,13 +257,23 @@ async def _chat(conversation: Conversation, session: Session, path: Path, as_jso
 async def _trace(
     client: AgentClient, session: Session, args: argparse.Namespace, reach: Reach
 ) -> int:
-    if args.context:
-        if not args.agent:
-            print("error: --context needs --agent URL", file=sys.stderr)
-            return 64
-        hops: list[Hop] = await chain_of(client, args.agent, args.context, reach)
+    """The chain, in time order: the session's, or a context's walked across agents."""
+    if args.context or args.agent:
+        context = args.context or session.context_id
+        agent = args.agent or session.entry
+        if not context or not agent:
+            return _fail("no conversation yet: give --context C --agent URL")
+        try:
+            hops: list[Hop] = await chain_of(client, agent, context, reach)
+        except (UnavailableError, CircuitOpenError) as exc:
+            return _fail(f"cannot reach {agent} ({describe(exc)})", ExitCode.UNREACHABLE)
+        if not hops:
+            return _fail(f"no task of conversation {context} at {agent}", ExitCode.FAILED)
     else:
-        hops = session.chain
+        hops = list(session.chain)
+        if not hops:
+            return _fail("no conversation yet: `send --entry URL TEXT` starts one")
+    hops.sort(key=lambda hop: hop.at)  # ISO 8601 UTC stamps: text order is time order
     for hop in hops:
         if args.json:
             print(json.dumps(hop.__dict__))
@@ -195,71 +281,97 @@ async def _trace(
             state = hop.state.removeprefix("TASK_STATE_").lower()
             reason = f"  ({hop.reason})" if hop.reason else ""
             print(f"{hop.at:24} {hop.agent_name:10} {hop.task_id}  {state}{reason}")
-    return 0 if hops else 1
+    return 0
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m orchestrator",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+def _options(parser: argparse.ArgumentParser, top: bool) -> None:
+    """The options every command takes, before or after its name (after it: they override)."""
+
+    def default(value: object) -> object:
+        return value if top else argparse.SUPPRESS
+
     parser.add_argument(
         "--session",
         type=Path,
-        default=default_session_path(),
-        help="the conversation file (default: %(default)s)",
+        default=default(default_session_path()),
+        help="the conversation file (default: ~/.local/state/a2a-handoff/session.json)",
     )
-    parser.add_argument("--json", action="store_true", help="one JSON object per event")
+    parser.add_argument(
+        "--json", action="store_true", default=default(False), help="one JSON object per event"
+    )
     parser.add_argument(
         "--api-key",
+        default=default(None),
         help="the key presented to the origin of --entry / --agent, and only there"
         " (or $A2A_API_KEY)",
     )
     parser.add_argument(
         "--keys-file",
         type=Path,
+        default=default(None),
         help="keys for more origins: `http://host:port=KEY` lines (or $A2A_API_KEYS)",
     )
-    parser.add_argument("--max-hops", type=int, default=8, help="transfers per user message")
+    parser.add_argument(
+        "--max-hops", type=int, default=default(8), help="transfers per user message (8)"
+    )
     parser.add_argument(
         "--wait",
         type=float,
-        default=30.0,
-        help="seconds to wait for an answer before returning (exit 4)",
+        default=default(30.0),
+        help="seconds to wait for an answer (exit 4), or for a busy task before a message"
+        " goes to it (exit 6); default 30",
     )
-    commands = parser.add_subparsers(dest="command", required=True)
-    send = commands.add_parser("send", help="send one message")
-    send.add_argument("--entry", help="the agent a new conversation starts at")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = Parser(prog="python -m orchestrator", description=__doc__)
+    _options(parser, top=True)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name: str, what: str) -> argparse.ArgumentParser:
+        sub = commands.add_parser(name, help=what, description=what)
+        _options(sub, top=False)
+        return sub
+
+    send = command("send", "send one message")
+    send.add_argument("--entry", type=agent_url, help="the agent a new conversation starts at")
+    send.add_argument("--new", action="store_true", help="start a new conversation")
     send.add_argument("text", nargs="+")
-    chat = commands.add_parser("chat", help="an interactive conversation")
-    chat.add_argument("--entry", help="the agent a new conversation starts at")
-    watch = commands.add_parser("watch", help="follow a task across transfers")
-    watch.add_argument("task")
-    watch.add_argument("--agent", required=True)
-    trace = commands.add_parser("trace", help="the chain of the conversation")
-    trace.add_argument("--context")
-    trace.add_argument("--agent")
-    inbox = commands.add_parser("inbox", help="escalations waiting at a human agent")
-    inbox.add_argument("--agent", required=True, help="the human agent's URL")
+    chat = command("chat", "an interactive conversation")
+    chat.add_argument("--entry", type=agent_url, help="the agent a new conversation starts at")
+    chat.add_argument("--new", action="store_true", help="start a new conversation")
+    new = command("new", "start a new conversation")
+    new.add_argument("--entry", type=agent_url, help="the agent it starts at")
+    watch = command("watch", "follow a task across transfers (default: the session's task)")
+    watch.add_argument("task", nargs="?")
+    watch.add_argument("--agent", type=agent_url, help="the agent TASK is at")
+    trace = command("trace", "the conversation's chain, in time order")
+    trace.add_argument("--context", help="a conversation (default: the session's)")
+    trace.add_argument("--agent", type=agent_url, help="where to start (default: the entry)")
+    inbox = command("inbox", "escalations waiting at a human agent")
+    inbox.add_argument("--agent", type=agent_url, required=True, help="the human agent's URL")
     for name, what in (
         ("approve", "approve an escalation"),
         ("deny", "deny an escalation"),
-        ("reply", "answer an escalation"),
+        ("reply", "answer an escalation (to a permission: a note; it still waits)"),
     ):
-        command = commands.add_parser(name, help=what)
-        command.add_argument("task")
-        command.add_argument("text", nargs="+" if name == "reply" else "*")
-        command.add_argument("--agent", required=True, help="the human agent's URL")
+        sub = command(name, what)
+        sub.add_argument("task")
+        sub.add_argument("text", nargs="+" if name == "reply" else "*")
+        sub.add_argument("--agent", type=agent_url, required=True, help="the human agent's URL")
+        if name == "reply":
+            given = sub.add_mutually_exclusive_group()
+            given.add_argument("--approve", dest="verdict", action="store_const",
+                               const="approved", help="the reply approves")  # fmt: skip
+            given.add_argument("--deny", dest="verdict", action="store_const",
+                               const="denied", help="the reply denies")  # fmt: skip
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    try:
-        return asyncio.run(_run(args))
-    except KeyboardInterrupt:
-        return 130
+    return quiet_pipe(lambda: asyncio.run(_run(args)))
 
 
 if __name__ == "__main__":

@@ -2,17 +2,25 @@
 
 A message goes to the current owner (the entry agent at first) as a stream. When the task
 ends TRANSFERRED, the orchestrator follows the pointer — subscribing to the successor, so the
-user's stream continues across agents — and the next message goes to the new owner. Loops are
-guarded: at most `max_hops` transfers per user message, and no (agent, task) twice.
+user's stream continues across agents. Loops are guarded: at most `max_hops` transfers per user
+message, and no (agent, task) twice.
+
+The rules of a conversation (one context id):
+- while its task waits for input, the next message goes to that task (at whoever owns it);
+- while its task is still working (or handing off, or waiting for an operator), the next
+  message waits — up to `wait` seconds — for it to pause or end, then goes as the rules say;
+  if it is still busy then, the message is not delivered, and that is said (exit 6);
+- once its last task is terminal, the next message starts a new task at the entry agent, in
+  the same context: triage routes it again.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from enum import IntEnum
 from typing import Any
 
 from a2a_handoff import (
@@ -29,6 +37,8 @@ from a2a_handoff import (
     TaskState,
     UnavailableError,
 )
+from a2a_handoff.client.reasons import reason
+from a2a_handoff.exits import ExitCode
 from a2a_handoff.protocol.models import TaskStatus, utc_now
 from orchestrator.reach import Reach
 from orchestrator.session import Hop, Session
@@ -37,13 +47,7 @@ Event = dict[str, Any]
 ClientEvent = tuple[int | None, StreamResponse]
 
 
-class Exit(IntEnum):
-    COMPLETED = 0
-    FAILED = 1  # failed, rejected or canceled
-    INPUT_REQUIRED = 2
-    UNREACHABLE = 3
-    PENDING = 4  # a handoff waits in the source's outbox, or the work goes on: `watch` later
-    REFUSED = 5  # a pointer to an origin not reachable from the configured agents' trust lists
+Exit = ExitCode  # the one table of the three command lines (a2a_handoff.exits)
 
 
 _ENDINGS = {
@@ -115,19 +119,27 @@ class Conversation:
         self.wait = wait
         self.reach = reach
         self._names: dict[str, str] = {}
+        self._failures: dict[str, Exception] = {}  # the first failure to reach each URL
+        self._catching_up = False  # a pending answer is told by send(), as not delivered
+        self._handing_off = False
+        self._answered = False  # the agent answered the message being sent (it got it)
 
     async def name_of(self, url: str) -> str:
         if url not in self._names:
             try:
                 self._names[url] = (await self.client.card(url)).name
-            except (UnavailableError, CircuitOpenError, RemoteError, ValueError):
+            except (UnavailableError, CircuitOpenError) as exc:
+                self._failures.setdefault(url, exc)
+                return url
+            except (RemoteError, ValueError):
                 return url
         return self._names[url]
 
     # -- commands -------------------------------------------------------------------------
 
     async def send(self, text: str) -> Exit:
-        """Send the user's text to the owner and follow it to an answer."""
+        """Send the user's text by the conversation's rules (see the module docstring) and
+        follow it to an answer."""
         session = self.session
         url = session.owner_url or session.entry
         if url is None:
@@ -136,20 +148,17 @@ class Conversation:
             if session.task_id and (
                 session.awaiting_operator or (session.state and not _settled(session.state))
             ):
-                # The last message is still being worked on (or handed off): catch up first.
-                code = await self._resume(url, session.task_id)
-                if code in (Exit.PENDING, Exit.UNREACHABLE):
-                    if session.awaiting_operator:
-                        self.emit(
-                            {
-                                "event": "pending",
-                                "agent": session.owner_name or url,
-                                "taskId": session.task_id,
-                                "message": "your message was not sent: the conversation waits"
-                                " for a human operator's decision; `watch` or `send` again"
-                                " once it is made",
-                            }
-                        )
+                # The last message is still being worked on (or handed off): wait for it to
+                # pause or end — within `wait` — before this one goes.
+                self._catching_up = True
+                try:
+                    code = await self._resume(url, session.task_id)
+                finally:
+                    self._catching_up = self._answered = False
+                if code is Exit.PENDING:
+                    self._not_delivered()
+                    return Exit.NOT_DELIVERED
+                if code is Exit.UNREACHABLE:
                     return code
                 url = session.owner_url or url
             message = Message(
@@ -159,13 +168,36 @@ class Conversation:
                 context_id=session.context_id,
             )
             if session.task_id and session.state in _INTERRUPTED:
-                message.task_id = session.task_id
+                message.task_id = session.task_id  # the answer the task waits for
             elif session.task_id:
+                # The conversation's last task is over: a new task at the entry agent, in the
+                # same context, so the entry agent routes the new request afresh.
                 message.reference_task_ids = [session.task_id]
+                url = session.entry or url
             cursor = _Cursor(url, await self.name_of(url))
+            self._answered = False
             return await self._follow(cursor, self.client.stream(url, message))
         except (UnavailableError, CircuitOpenError) as exc:
-            return self._unreachable(url, exc)
+            return self._unreachable(url, exc, delivered=self._answered)
+
+    def _not_delivered(self) -> None:
+        session = self.session
+        name = session.owner_name or session.owner_url or ""
+        if session.awaiting_operator:
+            why = f"the conversation waits for a human operator's decision at {name}"
+        elif session.state == TaskState.WORKING.value and self._handing_off:
+            why = f"the handoff from {name} is still pending (in {name}'s outbox)"
+        else:
+            why = f"{name} is still working on task {session.task_id}"
+        self.emit(
+            {
+                "event": "not_delivered",
+                "agent": name,
+                "taskId": session.task_id,
+                "message": f"your message was not delivered: {why} after {self.wait:g} s;"
+                " send it again once it answers (`watch` follows it), or with a longer --wait",
+            }
+        )
 
     async def watch(self, url: str, task_id: str) -> Exit:
         """Follow one task across transfers until it ends or waits for input."""
@@ -332,6 +364,7 @@ class Conversation:
 
     def _apply(self, cursor: _Cursor, item: StreamResponse) -> None:
         """Take one stream item: track the task, tell the user."""
+        self._answered = True
         if item.task is not None:
             task = item.task
             cursor.task_id = task.id
@@ -410,6 +443,9 @@ class Conversation:
         return code
 
     async def _pending(self, cursor: _Cursor) -> Exit:
+        if self._catching_up:  # send() tells the user their message was not delivered
+            self._handing_off = cursor.handing_off
+            return Exit.PENDING
         if cursor.awaiting_operator:
             self.emit(
                 {
@@ -437,21 +473,40 @@ class Conversation:
                     "event": "pending",
                     "agent": cursor.name,
                     "taskId": cursor.task_id,
-                    "message": f"{cursor.name} is still working; `watch` or the next"
-                    " `send` picks it up",
+                    "message": f"{cursor.name} is still working on task {cursor.task_id};"
+                    " `watch` or the next `send` picks it up",
                 }
             )
         return Exit.PENDING
 
-    def _unreachable(self, url: str, exc: Exception) -> Exit:
+    def _unreachable(self, url: str, exc: Exception, delivered: bool = True) -> Exit:
+        """`cannot reach billing at URL (connection refused)`: the first failure's reason; the
+        circuit breaker only when it is why the call was not made."""
+        first = self._failures.get(url)
+        if isinstance(exc, CircuitOpenError) and first is not None:
+            exc = first
+        name = self._names.get(url) or (
+            self.session.owner_name if url == self.session.owner_url else None
+        )
+        who = f"{name} at {url}" if name and name != url else url
+        why = str(exc) if isinstance(exc, CircuitOpenError) else describe(exc)
+        tail = "" if delivered else "; your message was not delivered"
         self.emit(
             {
                 "event": "unreachable",
                 "url": url,
-                "message": f"cannot reach the agent at {url}: {exc}",
+                "message": f"cannot reach {who} ({why}){tail}",
             }
         )
         return Exit.UNREACHABLE
+
+
+def describe(exc: Exception) -> str:
+    """Why an agent could not be reached, in words: the transport's reason when there is one
+    (`connection refused`), else what the client said."""
+    if exc.__cause__ is not None:
+        return reason(exc.__cause__)
+    return str(exc)
 
 
 _INTERRUPTED = {TaskState.INPUT_REQUIRED.value, TaskState.AUTH_REQUIRED.value}
@@ -460,6 +515,20 @@ _INTERRUPTED = {TaskState.INPUT_REQUIRED.value, TaskState.AUTH_REQUIRED.value}
 def _settled(state: str) -> bool:
     parsed = TaskState(state)
     return parsed.terminal or parsed.interrupted
+
+
+def created_at(task_id: str) -> str | None:
+    """When a task was created, from its id when that is a UUIDv7 (ours are: see
+    a2a_handoff.ids) — the time order of a chain; None for other ids."""
+    digits = task_id.replace("-", "")
+    if len(digits) != 32 or digits[12] != "7":
+        return None
+    try:
+        millis = int(digits[:12], 16)
+    except ValueError:
+        return None
+    seconds, ms = divmod(millis, 1000)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{ms:03d}Z"
 
 
 async def chain_of(
@@ -496,7 +565,7 @@ async def chain_of(
                     task.id,
                     state,
                     transfer.get("reason", ""),
-                    task.status.timestamp or "",
+                    created_at(task.id) or task.status.timestamp or "",
                 )
             )
             successor = transfer.get("agentUrl")

@@ -1,21 +1,33 @@
 """The operator's side of escalations: the inbox of a human agent, and answering one.
 
 `inbox` lists the escalations waiting at a human agent, oldest first, each with its age, the
-agent that escalated, and the three parts of its message. `reply`, `approve` and `deny` answer
-one: the human agent hands the decision back to the agent that escalated (a return handoff),
-and the user's conversation follows it there.
+agent that escalated, and the three parts of its message. `approve` and `deny` decide one;
+`reply` answers one that needs information, an action or a decision — to a permission it is a
+note, and the escalation keeps waiting for approve or deny. The human agent hands the decision
+back to the agent that escalated (a return handoff), and the user's conversation follows it.
 """
 
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from a2a_handoff import HANDOFF_EXTENSION_URI, AgentClient, Message, Part, Role, Task
+from a2a_handoff import (
+    HANDOFF_EXTENSION_URI,
+    AgentClient,
+    Message,
+    Part,
+    RemoteError,
+    Role,
+    Task,
+    TaskState,
+)
 from a2a_handoff.protocol.models import parse_time
 
 Item = dict[str, Any]
+HUMAN_CAPABILITY = "escalations"  # what a human agent's card offers (servers.human)
 
 
 def _escalation(task: Task) -> dict[str, Any] | None:
@@ -89,8 +101,48 @@ def render(item: Item) -> str:
     )
 
 
-async def answer(client: AgentClient, url: str, task_id: str, verdict: str, text: str) -> Task:
-    """Answer escalation `task_id`: `approved`, `denied` or `answered` (a free reply)."""
+class AlreadyDecided(Exception):
+    """The escalation is no longer waiting: an operator (or the fallback) answered it."""
+
+
+@dataclass(frozen=True)
+class Answered:
+    task_id: str
+    verdict: str
+    noted: bool = False  # a reply to a permission: recorded, the escalation still waits
+
+
+async def is_human_agent(client: AgentClient, url: str) -> bool:
+    """Whether the agent at `url` keeps escalations: its card offers `escalations`."""
+    card = await client.card(url)
+    for ext in card.capabilities.extensions or []:
+        offered = (ext.params or {}).get("capabilities") or []
+        if ext.uri == HANDOFF_EXTENSION_URI and HUMAN_CAPABILITY in offered:
+            return True
+    return False
+
+
+async def _waiting(client: AgentClient, url: str, task_id: str) -> dict[str, Any]:
+    """The escalation of task `task_id`, still waiting for an answer; AlreadyDecided if not."""
+    task = await client.get_task(url, task_id, history_length=0)
+    escalation = _escalation(task)
+    if escalation is None:
+        raise AlreadyDecided(f"task {task_id} at {url} is not an escalation")
+    if task.status.state is not TaskState.INPUT_REQUIRED:
+        state = task.status.state.name.lower()
+        raise AlreadyDecided(
+            f"escalation {task_id} is already decided (its task is {state}): nothing to answer"
+        )
+    return escalation
+
+
+async def answer(client: AgentClient, url: str, task_id: str, verdict: str, text: str) -> Answered:
+    """Answer escalation `task_id`: `approved`, `denied` or `answered` (a free reply).
+
+    A free reply to a permission is a note: the human agent records it and the escalation
+    keeps waiting for a verdict. An escalation no longer waiting raises AlreadyDecided.
+    """
+    escalation = await _waiting(client, url, task_id)
     message = Message(
         message_id=str(uuid.uuid4()),
         role=Role.USER,
@@ -98,7 +150,12 @@ async def answer(client: AgentClient, url: str, task_id: str, verdict: str, text
         task_id=task_id,
         metadata={HANDOFF_EXTENSION_URI: {"decision": {"verdict": verdict, "by": "operator"}}},
     )
-    result = await client.send(url, message, return_immediately=True)
+    try:
+        result = await client.send(url, message, return_immediately=True)
+    except RemoteError:
+        await _waiting(client, url, task_id)  # answered meanwhile: say so
+        raise
     if not isinstance(result, Task):
         raise ValueError("the human agent answered with a message, not the task")
-    return result
+    noted = verdict == "answered" and escalation.get("need") == "permission"
+    return Answered(result.id, verdict, noted)

@@ -14,6 +14,7 @@ import gc
 import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -21,6 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import httpx
 import uvicorn
 
 from a2a_handoff import (
@@ -29,11 +31,13 @@ from a2a_handoff import (
     ApiKeyAuth,
     HandoffError,
     SqliteTaskStore,
+    __version__,
     create_app,
     open_store,
 )
 from a2a_handoff.contracts.catalog import Catalog
 from a2a_handoff.escalation import EscalationPolicy
+from a2a_handoff.exits import ExitCode, Parser, quiet_pipe
 from a2a_handoff.server.limits import ServerLimits, return_freed_memory
 from a2a_handoff.trust.keys import ENV_VAR as KEY_ENV_VAR
 from a2a_handoff.trust.keys import EnvIdentity, IdentityStore, KeyFile
@@ -87,7 +91,10 @@ def _agent_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument(
-        "--store", default=None, help="sqlite:///PATH (default sqlite:///data/NAME.db) or memory://"
+        "--store",
+        default=None,
+        help="sqlite:///PATH (default sqlite:///data/NAME.db), redis://HOST:PORT/DB (shared by"
+        " replicas) or memory://",
     )
     parser.add_argument("--url", default=None, help="the URL the card advertises")
     parser.add_argument(
@@ -206,6 +213,7 @@ def serve(name: str, args: argparse.Namespace) -> int:
         keys = _pairs(args.credential, "--credential")
         store = open_store(args.store or f"sqlite:///data/{name}.db")
         if isinstance(store, SqliteTaskStore):
+            Path(store.path).parent.mkdir(parents=True, exist_ok=True)  # data/ in a fresh clone
             store.check_free()  # another process serving the file: say so, do not start
         contracts = Catalog.load(args.contracts) if args.contracts else None
         trusted: list[TrustedAgent] = [parse_trust(t) for t in args.trust]
@@ -225,7 +233,7 @@ def serve(name: str, args: argparse.Namespace) -> int:
         credentials = {known[n]: key for n, key in keys.items()}
     except (HandoffError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return int(ExitCode.USAGE)
     scope = args.scope.split(",") if args.scope else example.scope
     policy = example.policy or EscalationPolicy()
     if args.escalate_over is not None:
@@ -276,14 +284,40 @@ def serve(name: str, args: argparse.Namespace) -> int:
     return 0
 
 
+def _port_free(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def _serving(url: str) -> bool:
+    try:
+        return httpx.get(url + "health", timeout=1.0).status_code in (200, 401, 503)
+    except httpx.HTTPError:
+        return False
+
+
 def run_all(
-    base_port: int, data_dir: Path, host: str = "127.0.0.1", contracts: Path | None = None
+    base_port: int,
+    data_dir: Path,
+    host: str = "127.0.0.1",
+    contracts: Path | None = None,
+    start_within: float = 60.0,
 ) -> int:
-    """Every example agent on consecutive ports, wired together; Ctrl-C stops them."""
-    data_dir.mkdir(parents=True, exist_ok=True)
+    """Every example agent on consecutive ports, wired together; each URL printed once that
+    agent serves. Ctrl-C stops them."""
     ports = {name: base_port + i for i, name in enumerate(ALL)}
+    taken = [f"{port} ({name})" for name, port in ports.items() if not _port_free(host, port)]
+    if taken:
+        print(f"error: port in use on {host}: {', '.join(taken)}; pick another --base-port",
+              file=sys.stderr)  # fmt: skip
+        return int(ExitCode.FAILED)
+    data_dir.mkdir(parents=True, exist_ok=True)
     urls = {name: f"http://{host}:{port}/" for name, port in ports.items()}
-    procs: list[subprocess.Popen[bytes]] = []
+    procs: dict[str, subprocess.Popen[bytes]] = {}
     try:
         for name in ALL:
             routes = [f"--route={r}={urls[r]}" for r in EXAMPLES[name].routes]
@@ -293,40 +327,60 @@ def run_all(
                 "--port", str(ports[name]), "--store", f"sqlite:///{data_dir / name}.db",
                 *routes, *trusts, *(["--contracts", str(contracts)] if contracts else []),
             ]  # fmt: skip
-            procs.append(subprocess.Popen(cmd))
-        for name in ALL:
-            print(f"{name:10} {urls[name]}", flush=True)
+            procs[name] = subprocess.Popen(cmd)
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-        while all(p.poll() is None for p in procs):
+        waiting = list(ALL)
+        deadline = time.monotonic() + start_within
+        while waiting:
+            for name in list(waiting):
+                if procs[name].poll() is not None:
+                    print(f"error: {name} did not start (exit {procs[name].returncode})",
+                          file=sys.stderr)  # fmt: skip
+                    return int(ExitCode.FAILED)
+                if _serving(urls[name]):
+                    print(f"{name:10} {urls[name]}", flush=True)
+                    waiting.remove(name)
+            if waiting and time.monotonic() > deadline:
+                print(f"error: not serving after {start_within:g} s: {', '.join(waiting)}",
+                      file=sys.stderr)  # fmt: skip
+                return int(ExitCode.FAILED)
+            time.sleep(0.1)
+        print("all serving; Ctrl-C stops them", flush=True)
+        while all(p.poll() is None for p in procs.values()):
             time.sleep(0.5)
-        return 1
+        stopped = [name for name, p in procs.items() if p.poll() is not None]
+        print(f"error: {', '.join(stopped)} stopped; stopping the others", file=sys.stderr)
+        return int(ExitCode.FAILED)
     except KeyboardInterrupt:
-        return 0
+        return int(ExitCode.INTERRUPTED)
     finally:
-        for proc in procs:
-            proc.terminate()
-        for proc in procs:
+        for proc in procs.values():
+            if proc.poll() is None:
+                proc.terminate()
+        for proc in procs.values():
             proc.wait(10)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["all"]:
-        parser = argparse.ArgumentParser(prog="python -m servers all")
+    if "all" in argv[:1]:
+        parser = Parser(prog="python -m servers all", description="every example agent, wired")
         parser.add_argument("all")
         parser.add_argument("--base-port", type=int, default=8101)
         parser.add_argument("--data-dir", type=Path, default=Path("data"))
         parser.add_argument("--host", default="127.0.0.1")
         parser.add_argument("--contracts", type=Path, default=None)
+        parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
         args = parser.parse_args(argv)
         return run_all(args.base_port, args.data_dir, args.host, args.contracts)
-    parser = argparse.ArgumentParser(prog="python -m servers", description=__doc__)
+    parser = Parser(prog="python -m servers", description=__doc__)
     parser.add_argument("agent", choices=[*sorted(EXAMPLES), "all"])
     _agent_parser(parser)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s %(message)s")
     return serve(args.agent, args)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(quiet_pipe(main))

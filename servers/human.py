@@ -2,11 +2,13 @@
 
 An escalation arrives as a handoff (blocking) or a notice (non-blocking), from an agent on this
 agent's trust list. The operator's answer — `approve`, `deny` or a free reply, from `python -m
-orchestrator` — resumes the task, and the task goes back to the agent that escalated, as this
-agent's trust list knows it (by name), as a *return handoff* carrying the decision, which the
-library signs: this task ends TRANSFERRED, pointing at the new task there, so the user's
-conversation follows. A blocking escalation left unanswered for `answer_within` seconds
-follows the fallback: `deny`, or a hand-over to a named agent (a supervisor), and says so.
+orchestrator` — resumes the task (a free reply to a request for *permission* is a note: the
+escalation keeps waiting for approve or deny), and the task goes back to the agent that
+escalated, as this agent's trust list knows it (by name), as a *return handoff* carrying the
+decision, which the library signs: this task ends TRANSFERRED, pointing at the new task
+there, so the user's conversation follows. A blocking escalation left unanswered for
+`answer_within` seconds follows the fallback: `deny`, or a hand-over to a named agent (a
+supervisor), and says so.
 Everything lives in the store: a restart loses nothing.
 """
 
@@ -32,7 +34,7 @@ from a2a_handoff import (
     skill,
 )
 from a2a_handoff.errors import IncompleteEscalationError
-from a2a_handoff.escalation import Decision, Escalation, Verdict
+from a2a_handoff.escalation import Decision, Escalation, Need, Verdict
 from a2a_handoff.protocol.models import parse_time, utc_now
 
 CAPABILITIES = ("approvals", "escalations")
@@ -108,6 +110,13 @@ class HumanAgent:
             return InputRequired(escalation.describe(tier))
         held = escalation_of(ctx.task.metadata) or {}
         decision = _decision(ctx.message, {**raw, "source": held.get("source")})
+        if decision.verdict is Verdict.ANSWERED and escalation.need == Need.PERMISSION:
+            # A reply to a request for permission is information, not a verdict: it is kept
+            # (in the task's history) and the escalation still waits for approve or deny.
+            return InputRequired(
+                f"{escalation.describe(tier)}\nOperator's note: {decision.text}\n"
+                "Still waiting for a decision: approve or deny."
+            )
         return_to = carried.get("returnTo") or held.get("source") or {}
         if decision.by == "fallback" and self.fallback != DENY:
             return Handoff(

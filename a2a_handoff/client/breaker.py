@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from enum import StrEnum
 
+from a2a_handoff.client.reasons import reason
 from a2a_handoff.errors import CircuitOpenError
 
 
@@ -52,6 +53,7 @@ class CircuitBreaker:
         self.failures = 0
         self._opened_at: float | None = None
         self._probing = False
+        self.last_reason = ""  # why the last failure failed, in words
 
     @property
     def state(self) -> BreakerState:
@@ -69,9 +71,10 @@ class CircuitBreaker:
         if state is BreakerState.HALF_OPEN and not self._probing:
             self._probing = True
             return True
+        last = f" (last: {self.last_reason})" if self.last_reason else ""
         raise CircuitOpenError(
-            f"circuit for {self.name or 'this endpoint'} is open after"
-            f" {self.failures} consecutive failures; not calling it"
+            f"not calling {self.name or 'this endpoint'}: it failed {self.failures} times in a"
+            f" row{last}, so its circuit breaker is open for {self.cooldown:g} s"
         )
 
     @asynccontextmanager
@@ -88,7 +91,7 @@ class CircuitBreaker:
                     self._probing = False
                 raise
             if self.is_failure(exc):
-                self._failure(probe)
+                self._failure(probe, exc)
             else:
                 self._success()
             raise
@@ -99,8 +102,10 @@ class CircuitBreaker:
         self._opened_at = None
         self._probing = False
 
-    def _failure(self, probe: bool) -> None:
+    def _failure(self, probe: bool, exc: BaseException | None = None) -> None:
         self.failures += 1
+        if exc is not None:
+            self.last_reason = reason(exc)
         if probe:  # the probe failed: open again, with a fresh cool-down
             self._probing = False
             self._opened_at = self.clock()

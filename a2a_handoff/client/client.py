@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 
 from a2a_handoff.client.breaker import CircuitBreaker
+from a2a_handoff.client.reasons import unreachable
 from a2a_handoff.client.replicas import endpoint_of, failover, ordered, replicas
 from a2a_handoff.client.retry import (
     RETRYABLE_STATUS,
@@ -369,9 +370,9 @@ class AgentClient:
             finally:
                 await response.aclose()
         except RetryableStatus as exc:
-            raise UnavailableError(f"{url}: HTTP {exc.status_code}") from exc
+            raise UnavailableError(f"cannot reach {url} (HTTP {exc.status_code})") from exc
         except httpx.TransportError as exc:
-            raise UnavailableError(f"{url}: {type(exc).__name__}: {exc}") from exc
+            raise UnavailableError(unreachable(url, exc)) from exc
 
     async def aclose(self) -> None:
         await self.http.aclose()

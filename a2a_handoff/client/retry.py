@@ -24,6 +24,7 @@ from tenacity import (
 )
 
 from a2a_handoff.client.breaker import CircuitBreaker
+from a2a_handoff.client.reasons import unreachable
 from a2a_handoff.errors import HandoffError, UnavailableError
 
 RETRYABLE_STATUS = frozenset({429, 502, 503, 504})
@@ -109,7 +110,7 @@ async def request(
                     raise failed
                 return await attempt(breaker, send)
     except RetryableStatus as exc:
-        raise UnavailableError(f"{url}: HTTP {exc.status_code}") from exc
+        raise UnavailableError(f"cannot reach {url} (HTTP {exc.status_code})") from exc
     except httpx.TransportError as exc:
-        raise UnavailableError(f"{url}: {type(exc).__name__}: {exc}") from exc
+        raise UnavailableError(unreachable(url, exc)) from exc
     raise AssertionError("unreachable: tenacity re-raises the last error")

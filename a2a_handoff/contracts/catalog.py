@@ -43,9 +43,16 @@ class Catalog:
 
     @classmethod
     def load(
-        cls, directory: Path, agents: Path | None = None, permissions: Path | None = None
+        cls,
+        directory: str | Path,
+        agents: str | Path | None = None,
+        permissions: str | Path | None = None,
     ) -> Catalog:
-        """Every contract of `directory`; ContractError when one cannot be enforced."""
+        """Every contract of `directory` (a path or a str); ContractError when one cannot be
+        enforced."""
+        directory = Path(directory)
+        agents = Path(agents) if agents is not None else None
+        permissions = Path(permissions) if permissions is not None else None
         if not directory.is_dir():
             raise ContractError(f"{directory} is not a directory of contracts")
         registry = Registry.load(

@@ -135,6 +135,7 @@ class ContractReport:
     version: str = ""
     level: str = "none"
     findings: list[Finding] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)  # what the next level still needs
 
     @property
     def errors(self) -> list[Finding]:
@@ -150,6 +151,7 @@ class ContractReport:
             "id": self.id,
             "version": self.version,
             "level": self.level,
+            "missing": list(self.missing),
             "errors": [{"rule": f.rule, "message": f.message} for f in self.errors],
             "warnings": [{"rule": f.rule, "message": f.message} for f in self.warnings],
         }
@@ -350,31 +352,42 @@ def _leads_back(contract: Contract, every: list[Contract]) -> bool:
 
 
 def _level(contract: Contract, report: ContractReport) -> str:
+    """The contract's level; `report.missing` gets what the next level still needs."""
     criteria = contract.acceptance_criteria
     recovery = contract.recovery
-    l1 = (
-        bool(contract.payload.schema_)
-        and bool(criteria.required_fields)
-        and bool(criteria.domain_match)
-        and bool(criteria.permission_check)
-        and all((recovery.on_reject, recovery.on_timeout, recovery.on_error))
-        and bool(recovery.loop_guard)
-    )
-    if not l1:
+    l1 = {
+        "payload.schema": bool(contract.payload.schema_),
+        "acceptance_criteria.required_fields": bool(criteria.required_fields),
+        "acceptance_criteria.domain_match": bool(criteria.domain_match),
+        "acceptance_criteria.permission_check": bool(criteria.permission_check),
+        "recovery.on_reject": bool(recovery.on_reject),
+        "recovery.on_timeout": bool(recovery.on_timeout),
+        "recovery.on_error": bool(recovery.on_error),
+        "recovery.loop_guard": bool(recovery.loop_guard),
+    }
+    report.missing = [name for name, present in l1.items() if not present]
+    if report.missing:
         return "none"
     observed = contract.observability is not None and bool(contract.observability.trace_id_field)
-    if not (contract.version and observed and contract.idempotency is not None):
+    l2 = {
+        "version": bool(contract.version),
+        "observability.trace_id_field": observed,
+        "idempotency": contract.idempotency is not None,
+    }
+    report.missing = [name for name, present in l2.items() if not present]
+    if report.missing:
         return "L1"
     schema = contract.schema_path()
     remote_ref = schema is not None and schema.is_file() and '"$ref": "http' in schema.read_text()
-    frozen = (
-        bool(contract.payload.schema_sha256)
-        and "://" not in (contract.payload.schema_ or "")
-        and not remote_ref  # a $ref to a URL can change under the recorded hash
-    )
-    if contract.reviewed_by and frozen and not report.errors:
-        return "L3"
-    return "L2"
+    l3 = {
+        "reviewed_by": bool(contract.reviewed_by),
+        "payload.schema_sha256": bool(contract.payload.schema_sha256),
+        "a local payload.schema": "://" not in (contract.payload.schema_ or ""),
+        "no $ref to a URL in the schema": not remote_ref,  # it could change under the hash
+        "no error": not report.errors,
+    }
+    report.missing = [name for name, present in l3.items() if not present]
+    return "L2" if report.missing else "L3"
 
 
 def render(reports: list[ContractReport]) -> str:
@@ -385,6 +398,9 @@ def render(reports: list[ContractReport]) -> str:
         name = report.id or Path(report.file).name
         version = f" {report.version}" if report.version else ""
         lines.append(f"{name}{version}  {report.level}  {status}")
+        if report.missing:
+            after = {"none": "L1", "L1": "L2", "L2": "L3"}.get(report.level, "the next level")
+            lines.append(f"  {after} needs: {', '.join(report.missing)}")
         for finding in report.findings:
             lines.append(f"  {finding.severity} [{finding.rule}] {finding.message}")
     errors = sum(len(r.errors) for r in reports)

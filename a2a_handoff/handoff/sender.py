@@ -170,6 +170,12 @@ class HandoffSender:
         with contextlib.suppress(HandoffError, ValidationError):  # unreachable: gate later
             card = await self.client.card(url, retry=False)
         problems = missing_capabilities(required, card, self.settings.scope)
+        if problems and card is not None and missing_capabilities(required, card, None):
+            # The card may be stale (cached): a target restarted with new capabilities is
+            # seen at once. Read it again, once, before refusing.
+            with contextlib.suppress(HandoffError, ValidationError):
+                card = await self.client.card(url, fresh=True, retry=False)
+            problems = missing_capabilities(required, card, self.settings.scope)
         if problems:
             raise GateRefused("capability gate refused the handoff: " + "; ".join(problems))
         target_name = card.name if card else decision.target

@@ -147,7 +147,7 @@ class TaskRun(Journal):
                 outcome = await host.agent.handle(ctx)
             except Exception as exc:
                 log.warning("handler of task %s raised %s", self.task.id, type(exc).__name__)
-                outcome = Failed(str(exc) or type(exc).__name__, kind=type(exc).__name__)
+                outcome = Failed.raised(exc)
             # From here on the step ends on its own: a cancel waits for it (see cancel()).
             self.handler_done = True
             if self.handed_over:

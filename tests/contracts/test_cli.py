@@ -35,7 +35,7 @@ def test_the_json_report_has_one_entry_per_contract(capsys: pytest.CaptureFixtur
         "triage-to-billing", "triage-to-logistics", "any-to-human", "human-to-source",
     }  # fmt: skip
     entry = by_id["triage-to-billing"]
-    assert set(entry) == {"file", "id", "version", "level", "errors", "warnings"}
+    assert set(entry) == {"file", "id", "version", "level", "missing", "errors", "warnings"}
     assert entry["file"].endswith("triage-to-billing.yaml")
     assert (entry["version"], entry["level"], entry["errors"]) == ("1.0.0", "L3", [])
 
@@ -58,4 +58,32 @@ def test_a_registry_that_does_not_exist_is_a_usage_error(
 def test_a_command_is_required() -> None:
     with pytest.raises(SystemExit) as caught:
         main([])
-    assert caught.value.code == 2
+    assert caught.value.code == 64  # usage: argparse's own 2 means "input required" here
+
+
+def test_a_contract_graded_none_says_what_level_1_needs(tmp_path: Path) -> None:
+    # A valid contract (no finding) that lacks what L1 wants: the report must say what.
+    import shutil
+
+    import yaml
+
+    directory = tmp_path / "contracts"
+    shutil.copytree(SHIPPED, directory)
+    path = directory / "triage-to-billing.yaml"
+    data = yaml.safe_load(path.read_text())
+    del data["acceptance_criteria"]["domain_match"]
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    ran = subprocess.run(
+        [sys.executable, "-m", "a2a_handoff", "lint", str(directory)],
+        capture_output=True, text=True, timeout=60, cwd=ROOT,
+    )  # fmt: skip
+    lines = ran.stdout.splitlines()
+    at = lines.index("triage-to-billing 1.0.0  none  ok")
+    assert lines[at + 1] == "  L1 needs: acceptance_criteria.domain_match"
+    ran = subprocess.run(
+        [sys.executable, "-m", "a2a_handoff", "lint", str(directory), "--json"],
+        capture_output=True, text=True, timeout=60, cwd=ROOT,
+    )  # fmt: skip
+    entry = next(c for c in json.loads(ran.stdout)["contracts"] if c["id"] == "triage-to-billing")
+    assert entry["level"] == "none"
+    assert entry["missing"] == ["acceptance_criteria.domain_match"]

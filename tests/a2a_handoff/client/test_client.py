@@ -197,7 +197,7 @@ async def test_calls_go_direct_unless_the_url_carries_credentials() -> None:
         await client.get_task("http://user:secret@a.test:8000/", "t")
         (sent,) = script.requests
         assert sent.headers["authorization"].startswith("Basic ")
-        with pytest.raises(UnavailableError, match="ConnectError"):  # direct: a real socket
+        with pytest.raises(UnavailableError, match="connection refused"):  # direct: a real socket
             await client.call("http://127.0.0.1:1/", "GetTask", {"id": "t"})
         assert len(script.requests) == 1
     finally:
@@ -500,7 +500,7 @@ async def test_subscribe_gives_up_after_its_resumes() -> None:
 
     script = Script(handler)
     async with agent_client(script) as client:
-        with pytest.raises(UnavailableError, match="ReadError"):
+        with pytest.raises(UnavailableError, match="connection broke mid-answer"):
             [_ async for _ in client.subscribe(URL, "t", resumes=2)]
     assert len(script.requests) == 3
 

@@ -180,7 +180,20 @@ async def test_handler_exception_fails_the_task_with_its_message() -> None:
     async for client in serve(agent, MemoryTaskStore()):
         task = (await client.send("hi"))["result"]["task"]
         assert task["status"]["state"] == "TASK_STATE_FAILED"
-        assert task["status"]["message"]["parts"] == [{"text": "the model is down"}]
+        assert task["status"]["message"]["parts"] == [{"text": "RuntimeError: the model is down"}]
+
+
+async def test_a_handler_bug_reaches_the_caller_as_one_clear_line() -> None:
+    # A KeyError's own message is only the key: `failed: 'missing'` told nobody anything.
+    for error, said in (
+        (KeyError("missing"), "KeyError: 'missing'"),
+        (ValueError("first line\n  detail\n  more"), "ValueError: first line"),
+        (RuntimeError(), "RuntimeError"),
+    ):
+        async for client in serve(Recorder(error=error), MemoryTaskStore()):
+            task = (await client.send("hi"))["result"]["task"]
+            assert task["status"]["state"] == "TASK_STATE_FAILED"
+            assert task["status"]["message"]["parts"] == [{"text": said}]
 
 
 async def test_cancel_stops_the_running_handler() -> None:

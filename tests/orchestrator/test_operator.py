@@ -1,0 +1,76 @@
+"""The operator's commands mean what they say (issue 17): real CLI, real agents.
+
+A reply to a request for permission is information, not a denial; acting twice is told the
+escalation is already decided; `inbox` at an agent that is no human agent says so.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.integration.handoff_support import result, tasks_in, wait_for
+from tests.integration.test_escalation import (  # the escalation desk: module-scoped agents
+    BIG_REFUND,
+    Desk,
+    cli,
+    desk,
+    inbox,
+    session_task,
+    waiting_from,
+    with_artifacts,
+)
+from tests.support import Cli
+
+__all__ = ["cli", "desk"]  # fixtures, used by name
+
+
+def test_a_reply_to_a_permission_is_a_note_and_the_escalation_still_waits(
+    desk: Desk, cli: Cli, tmp_path: Path
+) -> None:
+    code, _ = cli.run("--wait", "2", "send", "--entry", desk.triage.url, BIG_REFUND)
+    assert code == 4
+    operator = Cli(tmp_path / "operator.json")
+    item = waiting_from(operator, desk.human, session_task(cli, "billing"))
+    assert item["need"] == "permission"
+    code, out = operator.run("reply", item["taskId"], "ok go ahead", "--agent", desk.human.url)
+    assert code == 0, out
+    assert f"noted on {item['taskId']}" in out
+    assert "still waits for `approve` or `deny`" in out
+
+    def noted() -> bool:
+        task = result(desk.human.rpc("GetTask", {"id": item["taskId"]}))
+        text = task["status"].get("message", {}).get("parts", [{}])[0].get("text", "")
+        return task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED" and "ok go ahead" in text
+
+    wait_for(noted)
+    # Still in the inbox; billing neither refunded nor refused.
+    assert any(i["taskId"] == item["taskId"] for i in inbox(operator, desk.human))
+    assert not with_artifacts(desk.billing, item["contextId"])
+    states = {t["status"]["state"] for t in tasks_in(desk.billing, item["contextId"])}
+    assert "TASK_STATE_REJECTED" not in states
+
+    # `reply --approve` decides: the refund is issued, once.
+    code, out = operator.run(
+        "reply", "--approve", item["taskId"], "checked", "--agent", desk.human.url
+    )
+    assert code == 0, out
+    assert f"answered {item['taskId']}: approved" in out
+    code, out = cli.run("watch")  # the session's task: the escalation, followed to billing
+    assert code == 0, out
+    assert "[billing] completed: Refund of $750.00 issued for order 4242" in out
+    assert len(with_artifacts(desk.billing, item["contextId"])) == 1
+
+    # Acting again on a decided escalation: told so, nothing internal.
+    code, out = operator.run("deny", item["taskId"], "--agent", desk.human.url)
+    assert code == 1
+    assert f"escalation {item['taskId']} is already decided" in out
+    assert "TRANSFERRED" not in out
+
+
+def test_inbox_at_an_agent_that_is_not_a_human_agent_says_so(desk: Desk, cli: Cli) -> None:
+    code, out = cli.run("inbox", "--agent", desk.billing.url)
+    assert code == 64
+    assert f"{desk.billing.url} is not a human agent" in out
+    assert "no escalation is waiting" not in out
+    code, out = cli.run("inbox", "--agent", desk.human.url)
+    assert code == 0, out
