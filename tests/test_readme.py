@@ -44,6 +44,8 @@ COMMANDS = (".venv/bin/python", "python ", "curl ", "redis-server ", "R=", "for 
 SKIPPED = {
     "scripts/demo": "the demo and the whole suite: scripts/test runs both",
     "bench/run": "benchmarks are run by hand, never in the suite",
+    "python -m servers billing --port 8102 --llm": "needs a model server (Ollama); tests/llm"
+    " runs these agents with --llm against a chat-completions server of their own",
     "pip install /path/to/a2a-handoff": "run below, into a target directory (the git URL is"
     " a placeholder for the reader's clone)",
 }
