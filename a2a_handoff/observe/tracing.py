@@ -1,0 +1,104 @@
+"""Trace context: W3C `traceparent` in, on the envelope, and out on every call to an agent.
+
+The library uses `opentelemetry-api` only: without an SDK configured (`a2a-handoff[otel]`,
+see `a2a_handoff.observe.otel`) its tracer records nothing, and this module takes a fast
+path — no span objects at all; the trace id still travels (it is the envelope's `traceId`,
+and log lines carry it). The envelope's `traceId` becomes the trace's id on every agent a
+chain reaches, whether or not the HTTP header made it (a handoff replayed after a crash
+carries no header, only its signed envelope).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+from collections.abc import Iterator, Mapping, MutableMapping
+from typing import Any
+
+from opentelemetry import context as otel_context
+from opentelemetry import propagate, trace
+from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
+
+_tracer = trace.get_tracer("a2a_handoff")
+_NULL: contextlib.nullcontext[None] = contextlib.nullcontext()
+
+
+def enabled() -> bool:
+    """Whether an SDK's tracer provider is set (spans are recorded)."""
+    provider = trace.get_tracer_provider()
+    return not isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider)
+
+
+def span(name: str, **attributes: Any) -> contextlib.AbstractContextManager[Any]:
+    """A span around a block (nothing at all when tracing is off)."""
+    if not enabled():
+        return _NULL
+    attrs = {k: v for k, v in attributes.items() if v is not None}
+    return _tracer.start_as_current_span(name, attributes=attrs)
+
+
+def record_span(name: str, start_ns: int, **attributes: Any) -> None:
+    """A span that began at `start_ns` (time.time_ns) and ends now (an escalation's wait)."""
+    if not enabled():
+        return
+    attrs = {k: v for k, v in attributes.items() if v is not None}
+    _tracer.start_span(name, start_time=start_ns, attributes=attrs).end()
+
+
+def current_trace_id() -> str | None:
+    """The current trace's id as 32 hex digits, or None outside a trace."""
+    ctx = trace.get_current_span().get_span_context()
+    return format(ctx.trace_id, "032x") if ctx.is_valid else None
+
+
+def incoming(headers: Mapping[str, str]) -> object | None:
+    """Take the request's `traceparent` (when it has one) as the current context; the token
+    to give `leave`."""
+    if "traceparent" not in headers:
+        return None
+    return otel_context.attach(propagate.extract(headers))
+
+
+def leave(token: object | None) -> None:
+    if token is not None:
+        otel_context.detach(token)  # type: ignore[arg-type]
+
+
+def outgoing(headers: MutableMapping[str, str]) -> None:
+    """Add `traceparent` for the current span to a call's headers (none outside a trace)."""
+    ctx = trace.get_current_span().get_span_context()
+    if ctx.is_valid:
+        headers["traceparent"] = f"00-{ctx.trace_id:032x}-{ctx.span_id:016x}-{ctx.trace_flags:02x}"
+
+
+@contextlib.contextmanager
+def adopted(trace_id: str | None) -> Iterator[None]:
+    """Within the block, the current trace is `trace_id` (an envelope's `traceId`): kept as
+    it is when already current, else a remote parent in that trace is made current."""
+    if not trace_id or current_trace_id() == trace_id:
+        yield
+        return
+    try:
+        number = int(trace_id, 16)
+    except ValueError:
+        number = 0
+    if len(trace_id) != 32 or not number:
+        yield
+        return
+    parent = SpanContext(
+        number, random.getrandbits(64) or 1, is_remote=True,
+        trace_flags=TraceFlags(TraceFlags.SAMPLED),
+    )  # fmt: skip
+    token = otel_context.attach(trace.set_span_in_context(NonRecordingSpan(parent)))
+    try:
+        yield
+    finally:
+        otel_context.detach(token)
+
+
+def new_trace() -> contextlib.AbstractContextManager[Any]:
+    """A new trace (the orchestrator's, for one user message): a root span when tracing is
+    on, else a fresh trace id made current, so calls carry it."""
+    if enabled():
+        return _tracer.start_as_current_span("a2a.user_message", context=otel_context.Context())
+    return adopted(f"{random.getrandbits(128) or 1:032x}")
