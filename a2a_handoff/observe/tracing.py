@@ -19,30 +19,50 @@ from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
-_tracer = trace.get_tracer("a2a_handoff")
+from a2a_handoff.observe import current
+
+_global = trace.get_tracer("a2a_handoff")
+_tracer: trace.Tracer = _global
+_own = False  # a provider given to `use_provider` (not the global one)
 _NULL: contextlib.nullcontext[None] = contextlib.nullcontext()
+
+
+def use_provider(provider: trace.TracerProvider | None) -> None:
+    """Record this library's spans with `provider` rather than the global one (None: the
+    global again) — for tests, which must not set the process-wide provider."""
+    global _tracer, _own
+    _tracer = provider.get_tracer("a2a_handoff") if provider is not None else _global
+    _own = provider is not None
 
 
 def enabled() -> bool:
     """Whether an SDK's tracer provider is set (spans are recorded)."""
+    if _own:
+        return True
     provider = trace.get_tracer_provider()
     return not isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider)
+
+
+def _attributes(attributes: dict[str, Any]) -> dict[str, Any]:
+    attrs = {k: v for k, v in attributes.items() if v is not None}
+    agent = current().agent
+    if agent:
+        attrs["a2a.agent"] = agent
+    return attrs
 
 
 def span(name: str, **attributes: Any) -> contextlib.AbstractContextManager[Any]:
     """A span around a block (nothing at all when tracing is off)."""
     if not enabled():
         return _NULL
-    attrs = {k: v for k, v in attributes.items() if v is not None}
-    return _tracer.start_as_current_span(name, attributes=attrs)
+    return _tracer.start_as_current_span(name, attributes=_attributes(attributes))
 
 
 def record_span(name: str, start_ns: int, **attributes: Any) -> None:
     """A span that began at `start_ns` (time.time_ns) and ends now (an escalation's wait)."""
     if not enabled():
         return
-    attrs = {k: v for k, v in attributes.items() if v is not None}
-    _tracer.start_span(name, start_time=start_ns, attributes=attrs).end()
+    _tracer.start_span(name, start_time=start_ns, attributes=_attributes(attributes)).end()
 
 
 def current_trace_id() -> str | None:
@@ -94,6 +114,14 @@ def adopted(trace_id: str | None) -> Iterator[None]:
         yield
     finally:
         otel_context.detach(token)
+
+
+def ensured() -> contextlib.AbstractContextManager[Any]:
+    """Within the block, some trace is current: the caller's, else a new trace id (a task
+    started by a request without `traceparent`: its log lines and handoffs share one id)."""
+    if trace.get_current_span().get_span_context().is_valid:
+        return _NULL
+    return adopted(f"{random.getrandbits(128) or 1:032x}")
 
 
 def new_trace() -> contextlib.AbstractContextManager[Any]:
