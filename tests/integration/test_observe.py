@@ -226,7 +226,8 @@ def test_json_log_lines_parse_and_carry_the_ids(desk: Desk) -> None:
         assert line["agent"] in ("triage", "billing")
         assert line["task_id"] in (task["id"], received["task_id"])
         assert line["level"] in ("INFO", "WARNING")
-        assert line["time"] and line["logger"].startswith("a2a_handoff")
+        assert line["time"]
+        assert line["logger"].startswith("a2a_handoff")
     # One trace id for the whole conversation, on both agents: the envelope's.
     assert {e["trace_id"] for e in triage + billing} == {received["trace_id"]}
     assert len(received["trace_id"]) == 32
