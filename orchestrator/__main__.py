@@ -39,6 +39,7 @@ from a2a_handoff import (
     RetryPolicy,
     UnavailableError,
 )
+from a2a_handoff.observe import tracing
 from orchestrator import operator
 from orchestrator.conversation import Conversation, Event, Exit, chain_of
 from orchestrator.reach import Reach, credentials
@@ -120,7 +121,7 @@ async def _run(args: argparse.Namespace) -> int:
             reach=reach,
         )
         if args.command == "send":
-            code = await conversation.send(" ".join(args.text))
+            code = await traced(conversation, " ".join(args.text), emit, args.json)
             session.save(path)
             return int(code)
         if args.command == "chat":
@@ -160,6 +161,17 @@ async def _operate(client: AgentClient, args: argparse.Namespace) -> int:
     return 0
 
 
+async def traced(
+    conversation: Conversation, text: str, emit: Callable[[Event], None], as_json: bool
+) -> Exit:
+    """Send one user message as a trace of its own (its `traceparent` goes with every call;
+    with --json, its id is printed first: `{"event": "trace", "traceId": …}`)."""
+    with tracing.new_trace():
+        if as_json:
+            emit({"event": "trace", "traceId": tracing.current_trace_id()})
+        return await conversation.send(text)
+
+
 async def _chat(conversation: Conversation, session: Session, path: Path, as_json: bool) -> int:
     code = Exit.COMPLETED
     interactive = sys.stdin.isatty()
@@ -174,7 +186,7 @@ async def _chat(conversation: Conversation, session: Session, path: Path, as_jso
             continue
         if not as_json and not interactive:
             print(f"you> {text}", flush=True)
-        code = await conversation.send(text)
+        code = await traced(conversation, text, conversation.emit, as_json)
         session.save(path)
 
 

@@ -211,16 +211,19 @@ class TaskRun(Journal):
         handoffs = self.host.handoffs
         if decision.kind == "return":
             self._decided(decision)
-        try:
-            with tracing.span("a2a.gate", **{"a2a.target": decision.target}):
-                envelope, envelope_json = await handoffs.sender.prepare(
-                    self.task, decision, self.acting_for
-                )
-        except GateRefused as exc:
-            self.finish(Failed(str(exc)))
-            return
-        with tracing.span("a2a.checkpoint", **{"a2a.handoff_id": envelope.handoff_id}):
-            await self._checkpoint(envelope, envelope_json)
+        # In the chain's trace (a return is prepared while answering the operator's message)
+        chain = (ext_metadata(self.task).get("handoff") or {}).get("traceId")
+        with tracing.adopted(chain):
+            try:
+                with tracing.span("a2a.gate", **{"a2a.target": decision.target}):
+                    envelope, envelope_json = await handoffs.sender.prepare(
+                        self.task, decision, self.acting_for
+                    )
+            except GateRefused as exc:
+                self.finish(Failed(str(exc)))
+                return
+            with tracing.span("a2a.checkpoint", **{"a2a.handoff_id": envelope.handoff_id}):
+                await self._checkpoint(envelope, envelope_json)
 
     def _decided(self, decision: Handoff) -> None:
         """A human agent's task returns an operator's decision (or the fallback's): the

@@ -231,3 +231,22 @@ def test_json_log_lines_parse_and_carry_the_ids(desk: Desk) -> None:
     # One trace id for the whole conversation, on both agents: the envelope's.
     assert {e["trace_id"] for e in triage + billing} == {received["trace_id"]}
     assert len(received["trace_id"]) == 32
+
+
+def test_the_orchestrator_starts_a_trace_per_message_and_prints_its_id(
+    desk: Desk, tmp_path: Path
+) -> None:
+    user = Cli(tmp_path / "user.json")
+    code, events = user.events("send", "--entry", desk.triage.url, "the invoice for order 555")
+    assert code == 0, events
+    assert events[0]["event"] == "trace"
+    trace_id = events[0]["traceId"]
+    assert len(trace_id) == 32
+    context = json.loads(user.session.read_text())["context_id"]
+    # The envelope triage signed carries it: billing's task is in the same trace.
+    (received,) = tasks_in(desk.billing, context)
+    assert ext(received)["handoff"]["traceId"] == trace_id
+    # A second message is a trace of its own.
+    code, again = user.events("send", "and for order 556")
+    assert again[0]["event"] == "trace"
+    assert again[0]["traceId"] != trace_id
