@@ -92,6 +92,8 @@ def _client(keys: dict[str, str]) -> AgentClient:
 
 
 async def _run(args: argparse.Namespace) -> int:
+    if args.command == "console":
+        return await _console(args)
     path: Path = args.session
     session = Session.load(path)
     emit = printer(args.json)
@@ -130,6 +132,25 @@ async def _run(args: argparse.Namespace) -> int:
             code = await conversation.watch(args.agent, args.task)
             return int(code)
         return await _trace(client, session, args, reach)
+    finally:
+        await client.aclose()
+
+
+async def _console(args: argparse.Namespace) -> int:
+    """The console (orchestrator.console): the operator's keys go to the agents named."""
+    from orchestrator.console import serve
+
+    api_key = args.api_key or os.environ.get("A2A_API_KEY")
+    keys: dict[str, str] = {}
+    try:
+        for url in args.agent:
+            keys |= credentials(url, api_key, args.keys_file)
+    except (OSError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 64
+    client = _client(keys)
+    try:
+        return await serve(client, args.agent, keys, args.host, args.port)
     finally:
         await client.aclose()
 
@@ -263,6 +284,10 @@ def _parser() -> argparse.ArgumentParser:
         command.add_argument("task")
         command.add_argument("text", nargs="+" if name == "reply" else "*")
         command.add_argument("--agent", required=True, help="the human agent's URL")
+    console = commands.add_parser("console", help="a live web page of the agents' work")
+    console.add_argument("--agent", action="append", required=True, help="an agent's URL")
+    console.add_argument("--port", type=int, default=8190)
+    console.add_argument("--host", default="127.0.0.1")
     return parser
 
 

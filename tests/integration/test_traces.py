@@ -60,7 +60,9 @@ async def serving(*apps: tuple[Starlette, int]) -> AsyncIterator[None]:
     ]
     jobs = [asyncio.create_task(s.serve()) for s in servers]
     try:
-        while not all(s.started for s in servers):
+        for _ in range(500):  # started within 10 s
+            if all(s.started for s in servers):
+                break
             await asyncio.sleep(0.02)
         yield
     finally:
@@ -76,8 +78,8 @@ async def rpc(http: httpx.AsyncClient, url: str, method: str, params: Any, **hea
     return reply["result"]
 
 
-async def poll(check: Any, timeout: float = 20.0) -> Any:
-    for _ in range(int(timeout / 0.05)):
+async def poll(check: Any, seconds: float = 20.0) -> Any:
+    for _ in range(int(seconds / 0.05)):
         found = await check()
         if found:
             return found
