@@ -13,7 +13,6 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -101,7 +100,7 @@ def test_the_console_draws_the_chain_and_the_operator_approves_in_the_page(
     from selenium.webdriver.support.ui import WebDriverWait
 
     driver: WebDriver = browser  # type: ignore[assignment]
-    human, billing, triage = agents
+    _human, _billing, triage = agents
     driver.get(console)
     wait = WebDriverWait(driver, 20, poll_frequency=0.1)
     wait.until(seen.text_to_be_present_in_element((By.ID, "live"), "live"))
