@@ -38,9 +38,9 @@ def transitions(task_id: str, context_id: str, states: Iterable[str]) -> None:
 
 def committed_items(task_id: str, context_id: str, items: Sequence[Any]) -> None:
     """The state changes among a write's events (StreamResponse items)."""
-    states = [i.status_update.status.state.value for i in items if i.status_update is not None]
-    if states:
-        transitions(task_id, context_id, states)
+    for item in items:
+        if item.status_update is not None:
+            transitions(task_id, context_id, (item.status_update.status.state.value,))
 
 
 def _edge(envelope: Any) -> tuple[str, str, str]:

@@ -78,7 +78,9 @@ class Metrics:
             " answered)", ["event"], registry=r,
         )  # fmt: skip
         self.escalations_waiting = Gauge(
-            "a2a_escalations_waiting", "Escalations waiting for an operator", registry=r
+            "a2a_escalations_waiting",
+            "Tasks waiting for an answer (on a human agent: escalations waiting for an operator)",
+            registry=r,
         )
         self.recoveries = Counter(
             "a2a_recoveries", "Recovery actions: handoffs replayed, tasks failed at start-up,"

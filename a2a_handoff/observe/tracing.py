@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import contextlib
 import random
-from collections.abc import Iterator, Mapping, MutableMapping
+import time
+from collections.abc import Mapping, MutableMapping
 from typing import Any
 
 from opentelemetry import context as otel_context
@@ -35,12 +36,23 @@ def use_provider(provider: trace.TracerProvider | None) -> None:
     _own = provider is not None
 
 
+_on = False  # a global SDK provider was seen (it can be set only once: it stays)
+_checked = -1.0  # when the global provider was last looked at (not set yet)
+
+
 def enabled() -> bool:
-    """Whether an SDK's tracer provider is set (spans are recorded)."""
-    if _own:
+    """Whether an SDK's tracer provider is set (spans are recorded). The global provider is
+    looked at once a second until one is set (looking costs an environment read)."""
+    global _on, _checked
+    if _own or _on:
         return True
+    now = time.monotonic()
+    if now - _checked < 1.0:
+        return False
+    _checked = now
     provider = trace.get_tracer_provider()
-    return not isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider)
+    _on = not isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider)
+    return _on
 
 
 def _attributes(attributes: dict[str, Any]) -> dict[str, Any]:
@@ -91,29 +103,36 @@ def outgoing(headers: MutableMapping[str, str]) -> None:
         headers["traceparent"] = f"00-{ctx.trace_id:032x}-{ctx.span_id:016x}-{ctx.trace_flags:02x}"
 
 
-@contextlib.contextmanager
-def adopted(trace_id: str | None) -> Iterator[None]:
+class _Adopted:
+    """The context of `adopted`: a remote parent in the trace made current, then undone."""
+
+    __slots__ = ("number", "token")
+
+    def __init__(self, number: int) -> None:
+        self.number = number
+        self.token: object = None
+
+    def __enter__(self) -> None:
+        parent = SpanContext(self.number, random.getrandbits(64) or 1, True, _SAMPLED)
+        self.token = otel_context.attach(trace.set_span_in_context(NonRecordingSpan(parent)))
+
+    def __exit__(self, *exc: object) -> None:
+        otel_context.detach(self.token)  # type: ignore[arg-type]
+
+
+_SAMPLED = TraceFlags(TraceFlags.SAMPLED)
+
+
+def adopted(trace_id: str | None) -> contextlib.AbstractContextManager[Any]:
     """Within the block, the current trace is `trace_id` (an envelope's `traceId`): kept as
     it is when already current, else a remote parent in that trace is made current."""
-    if not trace_id or current_trace_id() == trace_id:
-        yield
-        return
+    if not trace_id or len(trace_id) != 32 or current_trace_id() == trace_id:
+        return _NULL
     try:
         number = int(trace_id, 16)
     except ValueError:
-        number = 0
-    if len(trace_id) != 32 or not number:
-        yield
-        return
-    parent = SpanContext(
-        number, random.getrandbits(64) or 1, is_remote=True,
-        trace_flags=TraceFlags(TraceFlags.SAMPLED),
-    )  # fmt: skip
-    token = otel_context.attach(trace.set_span_in_context(NonRecordingSpan(parent)))
-    try:
-        yield
-    finally:
-        otel_context.detach(token)
+        return _NULL
+    return _Adopted(number) if number else _NULL
 
 
 def ensured() -> contextlib.AbstractContextManager[Any]:
@@ -121,7 +140,7 @@ def ensured() -> contextlib.AbstractContextManager[Any]:
     started by a request without `traceparent`: its log lines and handoffs share one id)."""
     if trace.get_current_span().get_span_context().is_valid:
         return _NULL
-    return adopted(f"{random.getrandbits(128) or 1:032x}")
+    return _Adopted(random.getrandbits(128) or 1)
 
 
 def new_trace() -> contextlib.AbstractContextManager[Any]:

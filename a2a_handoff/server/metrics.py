@@ -20,7 +20,8 @@ from a2a_handoff.errors import StoreError
 from a2a_handoff.observe import Observer
 from a2a_handoff.observe.metrics import CONTENT_TYPE_LATEST
 from a2a_handoff.protocol.models import parse_time
-from a2a_handoff.stores.base import Store
+from a2a_handoff.protocol.states import TaskState
+from a2a_handoff.stores.base import Store, TaskQuery
 
 
 class MetricsRoute:
@@ -48,19 +49,21 @@ class MetricsRoute:
                 status_code=401,
                 headers={"WWW-Authenticate": 'Bearer realm="a2a"'},
             )
-        pending, oldest = 0, 0.0
+        pending, oldest, waiting = 0, 0.0, None
         try:
             now = datetime.now(UTC)
             stats = await self.store.handoff_stats(now.strftime("%Y-%m-%dT%H:%M:%S.000Z"))
             pending = stats.pending
             if stats.oldest_pending:
                 oldest = max(0.0, (now - parse_time(stats.oldest_pending)).total_seconds())
+            query = TaskQuery(owner=None, state=TaskState.INPUT_REQUIRED, page_size=1)
+            waiting = (await self.store.list_tasks(query)).total_size
         except StoreError:
             pass  # the store is down: /health says so; the counters are still worth reading
         breakers = {k: str(v["state"]) for k, v in self.client.breakers().items()}
         metrics = self.observer.metrics
         metrics.refresh(
             pending=pending, oldest_age=oldest, breakers=breakers, streams=self.streams(),
-            waiting=None,
+            waiting=waiting,
         )  # fmt: skip
         return Response(metrics.render(), media_type=CONTENT_TYPE_LATEST)

@@ -98,6 +98,7 @@ def test_metrics_move_by_exactly_what_happened(desk: Desk, tmp_path: Path) -> No
         lambda: [t for t in tasks_in(desk.human, context)
                  if t["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"]
     )  # fmt: skip
+    assert scrape(desk.human)[key("a2a_escalations_waiting")] == 1
     code, out = Cli(tmp_path / "op.json").run(
         "approve", waiting[0]["id"], "verified", "--agent", desk.human.url
     )
@@ -175,6 +176,7 @@ def test_metrics_move_by_exactly_what_happened(desk: Desk, tmp_path: Path) -> No
     # The gauges are there too, read from the store and the client.
     now = scrape(desk.triage)
     assert now[key("a2a_outbox_pending")] == 0
+    assert scrape(desk.human)[key("a2a_escalations_waiting")] == 0
     assert key("a2a_open_streams") in now
 
 
