@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from a2a_handoff.observe import current
+from a2a_handoff.observe import current, tracing
 from a2a_handoff.observe.logs import note
 
 log = logging.getLogger("a2a_handoff.events")
@@ -26,21 +26,34 @@ def request(method: str, outcome: str) -> None:
     current().metrics.request(method, outcome)
 
 
+_NAMES: dict[str, str] = {}  # wire state → its short name (`working`)
+
+
+def _short(state: str) -> str:
+    name = _NAMES.get(state)
+    if name is None:
+        name = _NAMES[state] = state[_STATE_PREFIX:].lower()
+    return name
+
+
 def transitions(task_id: str, context_id: str, states: Iterable[str]) -> None:
-    """Task state changes committed (wire names, `TASK_STATE_WORKING`)."""
-    obs = current()
+    """Task state changes committed (wire names, `TASK_STATE_WORKING`): a line each."""
+    metrics = current().metrics
+    logged = log.isEnabledFor(logging.INFO)
+    trace_id = tracing.current_trace_id() if logged else None
     for state in states:
-        name = state[_STATE_PREFIX:].lower()
-        obs.metrics.transition(name)
-        note(log, "task.transition", "task %s → %s", task_id, name, task_id=task_id,
-             context_id=context_id, state=name)  # fmt: skip
+        name = _short(state)
+        metrics.transition(name)
+        if logged:
+            note(log, "task.transition", "task %s → %s", task_id, name, task_id=task_id,
+                 context_id=context_id, trace_id=trace_id, state=name)  # fmt: skip
 
 
 def committed_items(task_id: str, context_id: str, items: Sequence[Any]) -> None:
     """The state changes among a write's events (StreamResponse items)."""
-    for item in items:
-        if item.status_update is not None:
-            transitions(task_id, context_id, (item.status_update.status.state.value,))
+    states = [i.status_update.status.state.value for i in items if i.status_update is not None]
+    if states:
+        transitions(task_id, context_id, states)
 
 
 def _edge(envelope: Any) -> tuple[str, str, str]:
@@ -132,9 +145,7 @@ def breaker(target: str, state: str, failures: int) -> None:
 
 def commit(started: float, batch: int) -> None:
     """A store commit of `batch` writes that began at `started` (time.perf_counter)."""
-    metrics = current().metrics
-    metrics.commit_seconds.observe(time.perf_counter() - started)
-    metrics.commit_batch.observe(batch)
+    current().metrics.commit(time.perf_counter() - started, batch)
 
 
 def handler_failed(task_id: str, context_id: str, error: BaseException) -> None:

@@ -49,7 +49,7 @@ class Sink:
 
     def write(self, level: int, logger: str, message: str, fields: dict[str, Any]) -> None:
         stamp = self._time(time.time())
-        name = logging.getLevelName(level)
+        name = _LEVELS.get(level) or logging.getLevelName(level)
         if self.as_json:
             record = {"time": stamp, "level": name, "logger": logger, "message": message}
             record.update((k, v) for k, v in fields.items() if v is not None)
@@ -80,6 +80,7 @@ class Sink:
 
 
 _sink: Sink | None = None
+_LEVELS = {logging.DEBUG: "DEBUG", INFO: "INFO", logging.WARNING: "WARNING", logging.ERROR: "ERROR"}
 
 
 def note(

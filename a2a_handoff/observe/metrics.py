@@ -14,11 +14,13 @@ handoff under that contract is written, as `a2a_contract_<name>` labelled with t
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
-from typing import Any
+from bisect import bisect_left
+from collections.abc import Iterable, Iterator, Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from prometheus_client.registry import Collector
 
 __all__ = ["CONTENT_TYPE_LATEST", "Metrics"]
 
@@ -35,14 +37,11 @@ class Metrics:
 
     def __init__(self) -> None:
         self.registry = r = CollectorRegistry(auto_describe=True)
-        self.requests = Counter(
-            "a2a_requests", "JSON-RPC calls by method and outcome (ok or the error's name)",
-            ["method", "outcome"], registry=r,
-        )  # fmt: skip
-        self.transitions = Counter(
-            "a2a_task_transitions", "Task state changes committed, by the new state",
-            ["state"], registry=r,
-        )  # fmt: skip
+        # The per-request counters and the commit histograms are plain numbers in `_Hot`
+        # (no lock, no label look-up on the hot path; the loop is one thread), made samples
+        # when /metrics is read.
+        self.hot = _Hot()
+        r.register(self.hot)
         self.open_streams = Gauge("a2a_open_streams", "SSE task streams open", registry=r)
         self.handoffs_sent = Counter(
             "a2a_handoffs_sent", "Handoffs sent, by edge, kind and outcome", _EDGE, registry=r
@@ -86,29 +85,20 @@ class Metrics:
             "a2a_recoveries", "Recovery actions: handoffs replayed, tasks failed at start-up,"
             " contract recovery paths followed", ["kind"], registry=r,
         )  # fmt: skip
-        self.commit_seconds = Histogram(
-            "a2a_store_commit_seconds", "Store commit latency (one group commit)",
-            buckets=_COMMIT_BUCKETS, registry=r,
-        )  # fmt: skip
-        self.commit_batch = Histogram(
-            "a2a_store_commit_batch_size", "Writes per store commit", buckets=_BATCH_BUCKETS,
-            registry=r,
-        )  # fmt: skip
         self._contract: dict[str, Counter | Histogram] = {}
-        self._children: dict[tuple[str, str], Any] = {}  # labelled children, found once
-        self._states: dict[str, Any] = {}
 
     def request(self, method: str, outcome: str) -> None:
-        child = self._children.get((method, outcome))
-        if child is None:
-            child = self._children[method, outcome] = self.requests.labels(method, outcome)
-        child.inc()
+        requests = self.hot.requests
+        key = (method, outcome)
+        requests[key] = requests.get(key, 0) + 1
 
     def transition(self, state: str) -> None:
-        child = self._states.get(state)
-        if child is None:
-            child = self._states[state] = self.transitions.labels(state)
-        child.inc()
+        transitions = self.hot.transitions
+        transitions[state] = transitions.get(state, 0) + 1
+
+    def commit(self, seconds: float, batch: int) -> None:
+        self.hot.commit_seconds.observe(seconds)
+        self.hot.commit_batch.observe(batch)
 
     def contract(self, names: Iterable[str], contract: str, value: float | None = None) -> None:
         """Count a ledger event for the contract metrics `names` (a histogram observes
@@ -157,3 +147,57 @@ class Metrics:
         """One sample's value (0 when absent): for tests and the console."""
         found = self.registry.get_sample_value(name, dict(labels or {}))
         return found or 0.0
+
+
+class _Buckets:
+    """A histogram's counts, kept as plain numbers."""
+
+    __slots__ = ("bounds", "counts", "sum")
+
+    def __init__(self, bounds: tuple[float, ...]) -> None:
+        self.bounds = bounds
+        self.counts = [0] * (len(bounds) + 1)  # the last: above every bound (+Inf)
+        self.sum = 0.0
+
+    def observe(self, value: float) -> None:
+        self.counts[bisect_left(self.bounds, value)] += 1
+        self.sum += value
+
+    def family(self, name: str, doc: str) -> HistogramMetricFamily:
+        cumulative, total = [], 0
+        for bound, count in zip((*self.bounds, float("inf")), self.counts, strict=True):
+            total += count
+            cumulative.append(("+Inf" if bound == float("inf") else repr(float(bound)), total))
+        return HistogramMetricFamily(name, doc, buckets=cumulative, sum_value=self.sum)
+
+
+class _Hot(Collector):
+    """The hot path's counters: requests by method and outcome, transitions by state, the
+    store's commits (latency, batch size)."""
+
+    def __init__(self) -> None:
+        self.requests: dict[tuple[str, str], int] = {}
+        self.transitions: dict[str, int] = {}
+        self.commit_seconds = _Buckets(_COMMIT_BUCKETS)
+        self.commit_batch = _Buckets(_BATCH_BUCKETS)
+
+    def collect(self) -> Iterator[Metric]:
+        requests = CounterMetricFamily(
+            "a2a_requests",
+            "JSON-RPC calls by method and outcome (ok or the error's name)",
+            labels=["method", "outcome"],
+        )
+        for (method, outcome), count in sorted(self.requests.items()):
+            requests.add_metric([method, outcome], count)
+        yield requests
+        transitions = CounterMetricFamily(
+            "a2a_task_transitions", "Task state changes committed, by the new state",
+            labels=["state"],
+        )  # fmt: skip
+        for state, count in sorted(self.transitions.items()):
+            transitions.add_metric([state], count)
+        yield transitions
+        yield self.commit_seconds.family(
+            "a2a_store_commit_seconds", "Store commit latency (one group commit)"
+        )
+        yield self.commit_batch.family("a2a_store_commit_batch_size", "Writes per store commit")
