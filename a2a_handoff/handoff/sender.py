@@ -142,7 +142,7 @@ class HandoffSender:
             hop=hop,
             visited=[*incoming.get("visited", []), self.settings.agent_name],
             trace_id=str(
-                incoming.get("traceId") or tracing.current_trace_id() or uuid.uuid4().hex
+                incoming.get("traceId") or tracing.trace_of(task.id) or uuid.uuid4().hex
             ),
             created_at=utc_now(),
             ttl_seconds=self.settings.ttl_seconds,

@@ -40,7 +40,7 @@ def transitions(task_id: str, context_id: str, states: Iterable[str]) -> None:
     """Task state changes committed (wire names, `TASK_STATE_WORKING`): a line each."""
     metrics = current().metrics
     logged = log.isEnabledFor(logging.INFO)
-    trace_id = tracing.current_trace_id() if logged else None
+    trace_id = tracing.trace_of(task_id) if logged else None
     for state in states:
         name = _short(state)
         metrics.transition(name)
@@ -152,7 +152,7 @@ def handler_failed(task_id: str, context_id: str, error: BaseException) -> None:
     """A handler raised: its traceback, with the task's ids."""
     note(log, "handler.exception", "handler of task %s raised %s", task_id,
          type(error).__name__, level=logging.ERROR, task_id=task_id, context_id=context_id,
-         exc_info=True)  # fmt: skip
+         trace_id=tracing.trace_of(task_id), exc_info=True)  # fmt: skip
 
 
 def escalation_decided(

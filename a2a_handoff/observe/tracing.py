@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import random
+import re
 import time
 from collections.abc import Mapping, MutableMapping
 from typing import Any
@@ -135,12 +136,18 @@ def adopted(trace_id: str | None) -> contextlib.AbstractContextManager[Any]:
     return _Adopted(number) if number else _NULL
 
 
-def ensured() -> contextlib.AbstractContextManager[Any]:
-    """Within the block, some trace is current: the caller's, else a new trace id (a task
-    started by a request without `traceparent`: its log lines and handoffs share one id)."""
-    if trace.get_current_span().get_span_context().is_valid:
-        return _NULL
-    return _Adopted(random.getrandbits(128) or 1)
+def trace_of(task_id: str) -> str | None:
+    """The trace of a task's work: the current trace, else one named for the task — its
+    UUID's 32 hex digits (a message that came without `traceparent`: its task's log lines and
+    handoffs share that id, at no cost on the hot path)."""
+    current = current_trace_id()
+    if current is not None:
+        return current
+    digits = task_id.replace("-", "")
+    return digits.lower() if len(digits) == 32 and _HEX.fullmatch(digits) else None
+
+
+_HEX = re.compile("[0-9a-fA-F]{32}")
 
 
 def new_trace() -> contextlib.AbstractContextManager[Any]:

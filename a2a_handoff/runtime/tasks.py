@@ -301,8 +301,7 @@ class TaskManager:
         if key is not None:
             self._creating[key] = run
         self._runs[task_id] = run
-        with tracing.ensured():  # one trace id for the task's lines and its handoffs
-            run.run(bound, defer=defer)
+        run.run(bound, defer=defer)
         return run.submission
 
     async def _follow_up(self, message: Message, owner: str) -> Submission:
@@ -348,8 +347,7 @@ class TaskManager:
             self, resumed, owner, committed=record, dedupe_key=None, first=status_event(resumed)
         )
         self._runs[task.id] = run
-        with tracing.ensured():
-            run.run(bound)
+        run.run(bound)
         return run.submission
 
     async def owned(self, task_id: str, owner: str) -> TaskRecord:

@@ -110,8 +110,7 @@ def test_trace_context_travels_in_traceparent() -> None:
     trace_id = "0af7651916cd43dd8448eb211c80319c"
     with tracing.adopted(trace_id):
         tracing.outgoing(headers)
-        with tracing.ensured():  # a trace is current already: kept
-            assert tracing.current_trace_id() == trace_id
+        assert tracing.trace_of("01a209a7-e443-7fe5-bb16-99953c57752c") == trace_id
     version, sent, parent, flags = headers["traceparent"].split("-")
     assert (version, sent, flags) == ("00", trace_id, "01")
     assert len(parent) == 16
@@ -121,10 +120,11 @@ def test_trace_context_travels_in_traceparent() -> None:
     finally:
         tracing.leave(token)
     assert tracing.current_trace_id() is None
-    with tracing.ensured():
-        made = tracing.current_trace_id()
-    assert made is not None
-    assert len(made) == 32
+    # Outside a trace, a task's work is the trace named for the task.
+    assert tracing.trace_of("01a209a7-E443-7fe5-bb16-99953c57752c") == (
+        "01a209a7e4437fe5bb1699953c57752c"
+    )
+    assert tracing.trace_of("not-a-uuid") is None
     # Not a trace id: nothing adopted.
     with tracing.adopted("not-hex-and-not-32-long"):
         assert tracing.current_trace_id() is None
