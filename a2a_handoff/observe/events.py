@@ -14,9 +14,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from a2a_handoff.observe import current, tracing
-from a2a_handoff.observe.logs import note
+from a2a_handoff.observe.logs import EVENTS, note, sink
 
-log = logging.getLogger("a2a_handoff.events")
+log = logging.getLogger(EVENTS)
 
 _STATE_PREFIX = len("TASK_STATE_")
 
@@ -38,15 +38,20 @@ def _short(state: str) -> str:
 
 def transitions(task_id: str, context_id: str, states: Iterable[str]) -> None:
     """Task state changes committed (wire names, `TASK_STATE_WORKING`): a line each."""
-    metrics = current().metrics
-    logged = log.isEnabledFor(logging.INFO)
-    trace_id = tracing.trace_of(task_id) if logged else None
-    for state in states:
-        name = _short(state)
-        metrics.transition(name)
-        if logged:
-            note(log, "task.transition", "task %s → %s", task_id, name, task_id=task_id,
-                 context_id=context_id, trace_id=trace_id, state=name)  # fmt: skip
+    observer = current()
+    names = [_short(state) for state in states]
+    for name in names:
+        observer.metrics.transition(name)
+    if not log.isEnabledFor(logging.INFO):
+        return
+    trace_id = tracing.trace_of(task_id)
+    fast = sink()
+    if fast is not None:
+        fast.transitions(observer.agent, task_id, context_id, trace_id, names)
+        return
+    for name in names:
+        note(log, "task.transition", "task %s → %s", task_id, name, task_id=task_id,
+             context_id=context_id, trace_id=trace_id, state=name)  # fmt: skip
 
 
 def committed_items(task_id: str, context_id: str, items: Sequence[Any]) -> None:

@@ -26,6 +26,7 @@ from a2a_handoff.observe import current, tracing
 FIELDS = ("event", "agent", "task_id", "context_id", "handoff_id", "trace_id")
 INFO = logging.INFO
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"  # then ",mmm": logging's default asctime
+EVENTS = "a2a_handoff.events"  # the logger of the event lines
 
 
 class Sink:
@@ -59,6 +60,27 @@ class Sink:
                 f" {k}={v}" for k, v in fields.items() if v is not None and k != "event"
             )
             line = f"{stamp} {name} {logger}: {message}{extra}"
+        self.add(line)
+
+    def transitions(
+        self, agent: str, task_id: str, context_id: str, trace_id: str | None, states: list[str]
+    ) -> None:
+        """The lines of a write's transitions (`note`'s, made without its generic path: these
+        are the hot lines, two for an echo request)."""
+        stamp = self._time(time.time())
+        for state in states:
+            if self.as_json:
+                self.write(INFO, EVENTS, f"task {task_id} → {state}", {
+                    "event": "task.transition", "agent": agent or None, "task_id": task_id,
+                    "context_id": context_id, "trace_id": trace_id, "state": state,
+                })  # fmt: skip
+                continue
+            self.add(
+                f"{stamp} INFO {EVENTS}: task {task_id} → {state} agent={agent}"
+                f" task_id={task_id} context_id={context_id} trace_id={trace_id} state={state}"
+            )
+
+    def add(self, line: str) -> None:
         self.lines.append(line)
         if self.scheduled:
             return
@@ -80,6 +102,13 @@ class Sink:
 
 
 _sink: Sink | None = None
+
+
+def sink() -> Sink | None:
+    """The fast path, once `configure` set it up."""
+    return _sink
+
+
 _LEVELS = {logging.DEBUG: "DEBUG", INFO: "INFO", logging.WARNING: "WARNING", logging.ERROR: "ERROR"}
 
 

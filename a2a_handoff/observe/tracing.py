@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import random
-import re
 import time
 from collections.abc import Mapping, MutableMapping
 from typing import Any
@@ -144,10 +143,13 @@ def trace_of(task_id: str) -> str | None:
     if current is not None:
         return current
     digits = task_id.replace("-", "")
-    return digits.lower() if len(digits) == 32 and _HEX.fullmatch(digits) else None
-
-
-_HEX = re.compile("[0-9a-fA-F]{32}")
+    if len(digits) != 32:
+        return None
+    try:
+        int(digits, 16)
+    except ValueError:
+        return None
+    return digits.lower()
 
 
 def new_trace() -> contextlib.AbstractContextManager[Any]:
