@@ -141,10 +141,11 @@ def recovery(kind: str, message: str, *args: object, count: int = 1, **ids: Any)
 
 
 def breaker(target: str, state: str, failures: int) -> None:
-    """A circuit breaker changed state."""
+    """A circuit breaker changed state (INFO: a client such as the orchestrator CLI, which
+    configures no logging, must not print it on its users' terminal)."""
     current().metrics.breaker_changes.labels(target, state).inc()
     note(log, "breaker.change", "circuit for %s is %s after %d consecutive failure(s)",
-         target, state, failures, level=logging.WARNING if state == "open" else logging.INFO,
+         target, state, failures,
          target=target, state=state)  # fmt: skip
 
 

@@ -94,6 +94,7 @@ def browser() -> Iterator[object]:
 def test_the_console_draws_the_chain_and_the_operator_approves_in_the_page(
     agents: list[AgentProcess], console: str, browser: object
 ) -> None:
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.remote.webdriver import WebDriver
     from selenium.webdriver.support import expected_conditions as seen
@@ -102,7 +103,10 @@ def test_the_console_draws_the_chain_and_the_operator_approves_in_the_page(
     driver: WebDriver = browser  # type: ignore[assignment]
     _human, _billing, triage = agents
     driver.get(console)
-    wait = WebDriverWait(driver, 20, poll_frequency=0.1)
+    # The page redraws on every snapshot: an element found a moment ago may be gone.
+    wait = WebDriverWait(
+        driver, 20, poll_frequency=0.1, ignored_exceptions=(StaleElementReferenceException,)
+    )
     wait.until(seen.text_to_be_present_in_element((By.ID, "live"), "live"))
     # Every agent's health is shown.
     wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, ".agent-health")) == 3)
@@ -112,26 +116,40 @@ def test_the_console_draws_the_chain_and_the_operator_approves_in_the_page(
     context = task["contextId"]
     chain = f'.chain[data-context="{context}"]'
 
-    def drawn(d: WebDriver) -> list[tuple[str | None, str | None]]:
-        boxes = d.find_elements(By.CSS_SELECTOR, f"{chain} .box")
-        return [(b.get_attribute("data-agent"), b.get_attribute("data-state")) for b in boxes]
+    def drawn(d: WebDriver) -> list[list[str]]:  # read in one script: atomic with a redraw
+        found: list[list[str]] = d.execute_script(
+            "return [...document.querySelectorAll(arguments[0])]"
+            ".map(b => [b.dataset.agent, b.dataset.state])",
+            f"{chain} .box",
+        )
+        return found
 
-    expected = [("triage", "transferred"), ("billing", "transferred"), ("human", "input_required")]
+    def kinds(d: WebDriver) -> list[str]:
+        found: list[str] = d.execute_script(
+            "return [...document.querySelectorAll(arguments[0])].map(a => a.dataset.kind)",
+            f"{chain} .arrow",
+        )
+        return found
+
+    def click(css: str) -> bool:
+        driver.find_element(By.CSS_SELECTOR, css).click()
+        return True
+
+    expected = [["triage", "transferred"], ["billing", "transferred"], ["human", "input_required"]]
     wait.until(lambda d: drawn(d) == expected)
-    kinds = [
-        a.get_attribute("data-kind")
-        for a in driver.find_elements(By.CSS_SELECTOR, f"{chain} .arrow")
-    ]
-    assert kinds == ["handoff", "escalation"]
-    assert "refund request" in driver.find_element(By.CSS_SELECTOR, f"{chain} .arrow").text
+    assert kinds(driver) == ["handoff", "escalation"]
+    label: str = driver.execute_script(
+        "return document.querySelector(arguments[0]).textContent", f"{chain} .arrow"
+    )
+    assert "refund request" in label
 
     # Clicking a box shows its detail: the envelope it came with, its ledger rows.
-    driver.find_element(By.CSS_SELECTOR, f'{chain} .box[data-agent="billing"]').click()
+    wait.until(lambda d: click(f'{chain} .box[data-agent="billing"]'))
     wait.until(seen.text_to_be_present_in_element((By.ID, "detail-body"), "Ledger rows"))
     detail = driver.find_element(By.ID, "detail-body").text
     assert "Customer asks for help with a refund on order 4242" in detail  # transfer context
     assert '"outcome": "accepted"' in detail  # its received ledger row
-    driver.find_element(By.ID, "detail-close").click()
+    wait.until(lambda d: click("#detail-close"))
 
     # The operator's inbox holds the escalation; approve it in the page.
     item = wait.until(
@@ -150,9 +168,5 @@ def test_the_console_draws_the_chain_and_the_operator_approves_in_the_page(
     # The decision returns to billing, whose new task completes: drawn as a return.
     done = f'{chain} .box[data-agent="billing"][data-state="completed"]'
     wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, done))
-    kinds = [
-        a.get_attribute("data-kind")
-        for a in driver.find_elements(By.CSS_SELECTOR, f"{chain} .arrow")
-    ]
-    assert kinds == ["handoff", "escalation", "return"]
+    wait.until(lambda d: kinds(d) == ["handoff", "escalation", "return"])
     wait.until(lambda d: not d.find_elements(By.CSS_SELECTOR, "#inbox .item"))

@@ -66,7 +66,7 @@ def test_a_breaker_change_is_counted_and_logged(observer: Observer, lines: io.St
     logged = [json.loads(line) for line in lines.getvalue().splitlines()]
     (line,) = [e for e in logged if e["event"] == "breaker.change"]
     assert line["state"] == "open"
-    assert line["level"] == "WARNING"
+    assert line["level"] == "INFO"
     assert line["agent"] == "billing"
 
 
