@@ -19,6 +19,9 @@ deny TASK [NOTE] --agent URL      refuse it
 reply TASK TEXT --agent URL       answer it with information or a decision; to a permission
                                   it is a note, and the escalation still waits for approve or
                                   deny (or `reply --approve` / `reply --deny`)
+console --agent URL [--agent URL …] [--port P]
+                                  a live web page: conversations drawn as chains across
+                                  agents, the inbox with approve / deny / reply, health
 
 Keys are per origin: --api-key (or $A2A_API_KEY) goes to the origin of the agent a command
 starts at (--entry, --agent); more origins by --keys-file (lines `http://host:port=KEY`) or
@@ -49,6 +52,7 @@ from a2a_handoff import (
     __version__,
 )
 from a2a_handoff.exits import ExitCode, Parser, quiet_pipe
+from a2a_handoff.observe import tracing
 from orchestrator import operator
 from orchestrator.conversation import Conversation, Event, Exit, chain_of, describe
 from orchestrator.reach import Reach, credentials
@@ -124,6 +128,8 @@ def _fail(message: str, code: int = ExitCode.USAGE) -> int:
 
 
 async def _run(args: argparse.Namespace) -> int:
+    if args.command == "console":
+        return await _console(args)
     path: Path = args.session
     session = Session.load(path)
     emit = printer(args.json)
@@ -174,7 +180,7 @@ async def _run(args: argparse.Namespace) -> int:
             reach=reach,
         )
         if args.command == "send":
-            code = await conversation.send(" ".join(args.text))
+            code = await traced(conversation, " ".join(args.text), emit, args.json)
             session.save(path)
             return int(code)
         if args.command == "chat":
@@ -191,6 +197,24 @@ def _new(session: Session, path: Path, entry: str | None, emit: Callable[[Event]
     emit({"event": "new_conversation", "agent": fresh.entry or "",
           "message": f"a new conversation: the next message starts it at {where}"})  # fmt: skip
     return int(ExitCode.COMPLETED)
+
+
+async def _console(args: argparse.Namespace) -> int:
+    """The console (orchestrator.console): the operator's keys go to the agents named."""
+    from orchestrator.console import serve
+
+    api_key = args.api_key or os.environ.get("A2A_API_KEY")
+    keys: dict[str, str] = {}
+    try:
+        for url in args.agent:
+            keys |= credentials(url, api_key, args.keys_file)
+    except (OSError, ValueError) as exc:
+        return _fail(str(exc))
+    client = _client(keys)
+    try:
+        return await serve(client, args.agent, keys, args.host, args.port)
+    finally:
+        await client.aclose()
 
 
 _OPERATOR = ("inbox", "approve", "deny", "reply")
@@ -236,6 +260,17 @@ async def _operate(client: AgentClient, args: argparse.Namespace) -> int:
     return 0
 
 
+async def traced(
+    conversation: Conversation, text: str, emit: Callable[[Event], None], as_json: bool
+) -> Exit:
+    """Send one user message as a trace of its own (its `traceparent` goes with every call;
+    with --json, its id is printed first: `{"event": "trace", "traceId": …}`)."""
+    with tracing.new_trace():
+        if as_json:
+            emit({"event": "trace", "traceId": tracing.current_trace_id()})
+        return await conversation.send(text)
+
+
 async def _chat(conversation: Conversation, session: Session, path: Path, as_json: bool) -> int:
     code = Exit.COMPLETED
     interactive = sys.stdin.isatty()
@@ -250,7 +285,7 @@ async def _chat(conversation: Conversation, session: Session, path: Path, as_jso
             continue
         if not as_json and not interactive:
             print(f"you> {text}", flush=True)
-        code = await conversation.send(text)
+        code = await traced(conversation, text, conversation.emit, as_json)
         session.save(path)
 
 
@@ -366,6 +401,11 @@ def _parser() -> argparse.ArgumentParser:
                                const="approved", help="the reply approves")  # fmt: skip
             given.add_argument("--deny", dest="verdict", action="store_const",
                                const="denied", help="the reply denies")  # fmt: skip
+    console = command("console", "a live web page of the agents' work (Ctrl-C stops it)")
+    console.add_argument("--agent", type=agent_url, action="append", required=True,
+                         help="an agent's URL (repeat it for each agent)")  # fmt: skip
+    console.add_argument("--port", type=int, default=8190, help="the page's port (8190)")
+    console.add_argument("--host", default="127.0.0.1", help="the page's address (127.0.0.1)")
     return parser
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import logging
 import os
 import signal
 import socket
@@ -38,6 +37,7 @@ from a2a_handoff import (
 from a2a_handoff.contracts.catalog import Catalog
 from a2a_handoff.escalation import EscalationPolicy
 from a2a_handoff.exits import ExitCode, Parser, quiet_pipe
+from a2a_handoff.observe.logs import configure as configure_logging
 from a2a_handoff.server.limits import ServerLimits, return_freed_memory
 from a2a_handoff.trust.keys import ENV_VAR as KEY_ENV_VAR
 from a2a_handoff.trust.keys import EnvIdentity, IdentityStore, KeyFile
@@ -187,8 +187,20 @@ def _agent_parser(parser: argparse.ArgumentParser) -> None:
     limits.add_argument("--body-timeout", type=float, default=defaults.body_timeout)
     limits.add_argument("--write-timeout", type=float, default=defaults.write_timeout)
     limits.add_argument("--keep-alive", type=float, default=5.0, help="idle keep-alive, s")
-    parser.add_argument("--log-level", default="warning")
     _llm.add_arguments(parser)
+    seen = parser.add_argument_group("observability (see README: See inside)")
+    seen.add_argument(
+        "--log-level", default="info", choices=["debug", "info", "warning", "error"],
+        help="info: a line per task transition, handoff step, escalation (default)",
+    )  # fmt: skip
+    seen.add_argument("--log-format", default="text", choices=["text", "json"])
+    seen.add_argument(
+        "--metrics-public", action="store_true", help="GET /metrics without a key under auth"
+    )
+    seen.add_argument(
+        "--otlp-endpoint", metavar="URL", default=os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"),
+        help="export traces over OTLP/HTTP (needs a2a-handoff[otel])",
+    )  # fmt: skip
 
 
 def server_limits(args: argparse.Namespace) -> ServerLimits:
@@ -260,7 +272,12 @@ def serve(name: str, args: argparse.Namespace) -> int:
         trust_max_age=args.trust_max_age,
         keys_reload=args.keys_reload,
         return_give_up=args.return_give_up,
+        metrics_public=args.metrics_public,
     )
+    if args.otlp_endpoint:
+        from a2a_handoff.observe.otel import export_traces
+
+        export_traces(name, args.otlp_endpoint)
     limits = server_limits(args)
     return_freed_memory()
     # Long-lived server: move start-up objects out of the collector's way, and collect the
@@ -273,6 +290,7 @@ def serve(name: str, args: argparse.Namespace) -> int:
         host=args.host,
         port=args.port,
         log_level=args.log_level,
+        log_config=None,  # uvicorn's lines go through ours (configure_logging): one format
         access_log=False,
         proxy_headers=False,  # served directly: no X-Forwarded-* to trust
         http=limits.protocol(),  # timeouts, connection cap, slow readers dropped
@@ -378,7 +396,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     _agent_parser(parser)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s %(message)s")
+    configure_logging(args.log_level, args.log_format)
     return serve(args.agent, args)
 
 

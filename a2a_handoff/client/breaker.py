@@ -19,6 +19,7 @@ from enum import StrEnum
 
 from a2a_handoff.client.reasons import reason
 from a2a_handoff.errors import CircuitOpenError
+from a2a_handoff.observe import events
 
 
 class BreakerState(StrEnum):
@@ -70,6 +71,7 @@ class CircuitBreaker:
             return False
         if state is BreakerState.HALF_OPEN and not self._probing:
             self._probing = True
+            events.breaker(self.name, "half_open", self.failures)
             return True
         last = f" (last: {self.last_reason})" if self.last_reason else ""
         raise CircuitOpenError(
@@ -98,6 +100,8 @@ class CircuitBreaker:
         self._success()
 
     def _success(self) -> None:
+        if self._opened_at is not None:
+            events.breaker(self.name, "closed", self.failures)
         self.failures = 0
         self._opened_at = None
         self._probing = False
@@ -109,8 +113,10 @@ class CircuitBreaker:
         if probe:  # the probe failed: open again, with a fresh cool-down
             self._probing = False
             self._opened_at = self.clock()
+            events.breaker(self.name, "open", self.failures)
         elif self._opened_at is None and self.failures >= self.threshold:
             self._opened_at = self.clock()
+            events.breaker(self.name, "open", self.failures)
         # A late failure of a call admitted before the breaker opened changes nothing else:
         # it must neither free the probe slot nor restart the cool-down.
 

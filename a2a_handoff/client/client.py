@@ -37,6 +37,7 @@ from a2a_handoff.errors import (
     TrustError,
     UnavailableError,
 )
+from a2a_handoff.observe import tracing
 from a2a_handoff.protocol.agent_card import AgentCard
 from a2a_handoff.protocol.models import Message, StreamResponse, Task
 from a2a_handoff.protocol.sse import read_events
@@ -147,6 +148,7 @@ class AgentClient:
         key = self.credentials.get(url) or self.credentials.get(endpoint_of(url)) or self.api_key
         if key:
             headers["X-API-Key"] = key
+        tracing.outgoing(headers)  # the current trace goes on every call to an agent
         return headers
 
     def _post(self, url: str, body: bytes, headers: dict[str, str]) -> Awaitable[Answer]:

@@ -39,6 +39,7 @@ from a2a_handoff.handoff.envelope import HandoffEnvelope
 from a2a_handoff.handoff.sender import FAILED, HandoffSender, missing_capabilities
 from a2a_handoff.handoff.settings import HandoffSettings
 from a2a_handoff.handoff.terminate import failed, reopened, transferred
+from a2a_handoff.observe import events, tracing
 from a2a_handoff.outcomes import Handoff
 from a2a_handoff.protocol.events import status_text
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI as URI
@@ -78,6 +79,30 @@ class Delivery:
         self.last_given_up: dict[str, Any] | None = None
 
     async def deliver(
+        self,
+        entry: OutboxEntry,
+        fresh: bool = False,
+        *,
+        envelope: HandoffEnvelope | None = None,
+        source: TaskRecord | None = None,
+        reopen: bool = False,
+    ) -> TaskRecord | None:
+        """`_deliver`, in the handoff's trace (its envelope's `traceId`): a replay (not
+        `fresh`) is a recovery span."""
+        if envelope is not None:
+            trace_id = envelope.trace_id
+        else:
+            try:
+                trace_id = str(json.loads(entry.envelope).get("traceId") or "")
+            except (ValueError, AttributeError):
+                trace_id = ""
+        name = "a2a.deliver" if fresh else "a2a.recovery"
+        with tracing.adopted(trace_id), tracing.span(name, **{"a2a.handoff_id": entry.handoff_id}):
+            return await self._deliver(
+                entry, fresh, envelope=envelope, source=source, reopen=reopen
+            )
+
+    async def _deliver(
         self,
         entry: OutboxEntry,
         fresh: bool = False,
@@ -131,24 +156,30 @@ class Delivery:
                 if problems:
                     reason = "capability gate refused the handoff: " + "; ".join(problems)
                     if reopen:
+                        events.handoff_sent(envelope, "gate_refused", reason)
                         return await reopened(self.store, entry, reason, source)
-                    return await failed(self.store, entry, reason)
-                result = await self.client.call_json(
-                    url, "SendMessage", params, extensions=[URI], idempotent=True
-                )
+                    return await self._failed(entry, envelope, contract, reason, "gate_refused")
+                with tracing.span("a2a.create", **{"a2a.target": entry.target_name}):
+                    result = await self.client.call_json(
+                        url, "SendMessage", params, extensions=[URI], idempotent=True
+                    )
                 created = Task.model_validate(result["task"])
             except RemoteError as exc:
                 may_have_arrived = True
                 if exc.code not in TRANSIENT_CODES:
                     reason = f"{entry.target_name} refused: {exc.message}"
-                    return await self._recover(entry, envelope, contract, "on_error", reason)
+                    return await self._recover(
+                        entry, envelope, contract, "on_error", reason, "refused"
+                    )
                 if exc.code != HandoffProcessingError.code and contract is not None:
                     errors += 1
                     # A non-idempotent edge is never retried, whatever the contract says.
                     retries = contract.recovery.max_retries if contract.idempotent else 0
                     if errors > retries:
                         reason = f"{entry.target_name} failed {errors} time(s): {exc.message}"
-                        return await self._recover(entry, envelope, contract, "on_error", reason)
+                        return await self._recover(
+                            entry, envelope, contract, "on_error", reason, "failed"
+                        )
                 log.info("handoff %s: %s; retrying", entry.handoff_id, exc)
                 await asyncio.sleep(self.settings.retry_interval)
                 continue
@@ -166,7 +197,9 @@ class Delivery:
                 timeout = contract.recovery.timeout_ms if contract is not None else None
                 if timeout and not may_have_arrived and loop.time() - started > timeout / 1000:
                     reason = f"{entry.target_name} unreachable for over {timeout} ms"
-                    return await self._recover(entry, envelope, contract, "on_timeout", reason)
+                    return await self._recover(
+                        entry, envelope, contract, "on_timeout", reason, "timeout"
+                    )
                 log.info("handoff %s: %s; retrying", entry.handoff_id, exc)
                 await asyncio.sleep(self.settings.retry_interval)
                 continue
@@ -174,13 +207,59 @@ class Delivery:
             if refused(created):
                 code = str(ext_metadata(created).get("rejected", "rejected"))
                 if code == "envelope_expired":
-                    return await failed(self.store, entry, "handoff_expired: the envelope expired")
+                    reason = "handoff_expired: the envelope expired"
+                    return await self._failed(entry, envelope, contract, reason, "expired")
                 reason = f"{entry.target_name} rejected the handoff: {status_text(created)}"
                 path = contract.recovery.on_reject if contract is not None else None
                 if reopen and path in (None, "", "source"):
+                    events.handoff_sent(envelope, f"rejected:{code}", reason)
                     return await reopened(self.store, entry, reason, source)
-                return await self._recover(entry, envelope, contract, "on_reject", reason)
-            return await transferred(self.store, entry, envelope, created, source)
+                return await self._recover(
+                    entry, envelope, contract, "on_reject", reason, f"rejected:{code}"
+                )
+            events.latency(envelope, "created")
+            with tracing.span("a2a.terminate", **{"a2a.handoff_id": entry.handoff_id}):
+                record = await transferred(self.store, entry, envelope, created, source)
+            self._closed(entry, envelope, contract, "accepted")
+            return record
+
+    async def _failed(
+        self,
+        entry: OutboxEntry,
+        envelope: HandoffEnvelope,
+        contract: Contract | None,
+        reason: str,
+        outcome: str,
+    ) -> TaskRecord | None:
+        """The source FAILED, its entry closed (`terminate.failed`), and counted."""
+        with tracing.span("a2a.terminate", **{"a2a.handoff_id": entry.handoff_id}):
+            record = await failed(self.store, entry, reason)
+        self._closed(entry, envelope, contract, outcome, reason)
+        return record
+
+    def _closed(
+        self,
+        entry: OutboxEntry,
+        envelope: HandoffEnvelope,
+        contract: Contract | None,
+        outcome: str,
+        detail: str = "",
+    ) -> None:
+        """A sent handoff's ledger row closed: its metrics (the contract's too) and line."""
+        events.handoff_sent(envelope, outcome, detail)
+        if outcome == "accepted":
+            events.latency(envelope, "terminated")
+        if contract is None or contract.observability is None:
+            return
+        elapsed = parse_time(utc_now()) - parse_time(entry.created_at)
+        names = [
+            name
+            for name in contract.observability.metrics
+            if not (name.endswith("rejected") and not outcome.startswith("rejected"))
+            and not (name.endswith("escalated") and not (
+                envelope.kind == "escalation" and outcome == "accepted"))
+        ]  # fmt: skip
+        events.contract(names, contract.id, elapsed.total_seconds() * 1000)
 
     async def _give_up_return(
         self, entry: OutboxEntry, envelope: HandoffEnvelope, tries: int
@@ -193,7 +272,10 @@ class Delivery:
                 f"return to {entry.target_name} given up after {tries} tries over {age:.0f} s"
                 f" (limit {limit:g} s): the decision did not reach it"
             )
-            log.error("handoff %s: %s", entry.handoff_id, reason)
+            events.recovery(
+                "return_given_up", "handoff %s: %s", entry.handoff_id, reason,
+                handoff_id=entry.handoff_id, task_id=entry.task_id, context_id=entry.context_id,
+            )  # fmt: skip
             self.returns_given_up += 1
             self.last_given_up = {
                 "handoffId": entry.handoff_id,
@@ -202,7 +284,7 @@ class Delivery:
                 "reason": reason,
                 "at": utc_now(),
             }
-            return await failed(self.store, entry, reason)
+            return await self._failed(entry, envelope, None, reason, "given_up")
         backoff = min(30.0, self.settings.retry_interval * 2 ** min(tries, 6))
         await asyncio.sleep(min(backoff, max(0.0, limit - age)))
         return None
@@ -225,8 +307,10 @@ class Delivery:
         contract: Contract | None,
         which: str,
         reason: str,
+        outcome: str,
     ) -> TaskRecord | None:
-        """Follow the contract's recovery path `which` (on_reject / on_timeout / on_error).
+        """Follow the contract's recovery path `which` (on_reject / on_timeout / on_error);
+        `outcome` is the failed handoff's, for its metrics.
 
         `source` (and no contract): the task comes back to this agent, FAILED with the
         reason. `human`: an escalation to route `human`. Any other name (`supervisor`, a
@@ -236,16 +320,15 @@ class Delivery:
         path = getattr(contract.recovery, which, None) if contract is not None else None
         if not path or path == "source":
             suffix = f" ({contract.id}: {which} → source)" if contract is not None else ""
-            return await failed(self.store, entry, reason + suffix)
+            return await self._failed(entry, envelope, contract, reason + suffix, outcome)
         record = await self.store.get(entry.task_id)
         if record is None or record.state.terminal:
             return record
         assert contract is not None
         recoveries = int(ext_metadata(record.task).get("recoveries", 0))
         if recoveries >= MAX_RECOVERIES:
-            return await failed(
-                self.store, entry, f"{reason} (recovery given up after {recoveries})"
-            )
+            detail = f"{reason} (recovery given up after {recoveries})"
+            return await self._failed(entry, envelope, contract, detail, outcome)
         target = path.removeprefix("agent:")
         decision = self._recovery_handoff(entry, envelope, contract, which, target, reason)
         try:
@@ -253,7 +336,8 @@ class Delivery:
                 record.task, decision, record.owner, key_salt=f"recovery:{entry.handoff_id}"
             )
         except GateRefused as exc:
-            return await failed(self.store, entry, f"{reason}; {which} → {target} refused: {exc}")
+            detail = f"{reason}; {which} → {target} refused: {exc}"
+            return await self._failed(entry, envelope, contract, detail, outcome)
         task, event, new_entry = self.sender.handing_off(
             record.task, new_envelope, new_json, record.owner
         )
@@ -267,12 +351,17 @@ class Delivery:
             )  # fmt: skip
         except ConflictError:
             return await self.store.get(entry.task_id)  # someone else moved it: theirs
-        log.warning("handoff %s: %s", entry.handoff_id, detail)
+        self._closed(entry, envelope, contract, outcome, detail)
+        events.recovery(
+            "contract_path", "handoff %s: %s", entry.handoff_id, detail,
+            handoff_id=entry.handoff_id, task_id=entry.task_id, context_id=entry.context_id,
+            trace_id=envelope.trace_id,
+        )  # fmt: skip
         current = asyncio.current_task()
         if current is not None:  # the recovery loop must not start a second delivery of it
             self.in_flight[new_entry.handoff_id] = current
         try:
-            return await self.deliver(new_entry, True, envelope=new_envelope, source=updated)
+            return await self._deliver(new_entry, True, envelope=new_envelope, source=updated)
         finally:
             if self.in_flight.get(new_entry.handoff_id) is current:
                 del self.in_flight[new_entry.handoff_id]

@@ -33,6 +33,7 @@ from a2a_handoff.handoff.envelope import (
 )
 from a2a_handoff.handoff.settings import HandoffSettings
 from a2a_handoff.ids import new_id
+from a2a_handoff.observe import events, tracing
 from a2a_handoff.outcomes import Handoff
 from a2a_handoff.protocol.agent_card import AgentCard
 from a2a_handoff.protocol.events import agent_message, status_event
@@ -201,7 +202,9 @@ class HandoffSender:
             next_skill_hint=decision.next_skill,
             hop=hop,
             visited=[*incoming.get("visited", []), self.settings.agent_name],
-            trace_id=str(incoming.get("traceId") or uuid.uuid4().hex),
+            trace_id=str(
+                incoming.get("traceId") or tracing.trace_of(task.id) or uuid.uuid4().hex
+            ),
             created_at=utc_now(),
             ttl_seconds=self.settings.ttl_seconds,
             on_behalf_of=on_behalf_of or None,
@@ -293,4 +296,5 @@ class HandoffSender:
         updated = record.advanced(task, 1, utc_now())
         await self.store.checkpoint(updated, [event], expected_version=record.version, entry=entry)
         failpoint("handoff.after_checkpoint")
+        events.committed_items(task.id, task.context_id, [event])
         return updated, entry

@@ -17,6 +17,7 @@ from a2a_handoff.errors import ConflictError
 from a2a_handoff.failpoints import failpoint
 from a2a_handoff.handoff.envelope import HandoffEnvelope
 from a2a_handoff.handoff.sender import DONE, FAILED
+from a2a_handoff.observe import events
 from a2a_handoff.protocol.events import agent_message, status_event
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI, ext_metadata
 from a2a_handoff.protocol.models import Task, TaskStatus, utc_now
@@ -138,6 +139,7 @@ async def terminate(
             record = None
             continue
         failpoint("handoff.after_terminate")
+        events.transitions(task.id, task.context_id, [state.value])
         return updated
     log.error("handoff %s: could not terminate task %s", entry.handoff_id, entry.task_id)
     return None

@@ -35,6 +35,7 @@ from a2a_handoff.errors import (
 )
 from a2a_handoff.failpoints import failpoint
 from a2a_handoff.handoff.verified import VerifiedEnvelope
+from a2a_handoff.observe import events
 from a2a_handoff.protocol.events import status_event, with_status
 from a2a_handoff.protocol.models import Message, StreamResponse, Task, utc_now
 from a2a_handoff.protocol.states import TaskState
@@ -245,6 +246,7 @@ class Journal:
             record = previous.advanced(task, len(items), utc_now(), task.dump_json())
             await self.host.store.update(record, items, expected_version=previous.version)
         self._wrote(record)
+        events.committed_items(task.id, task.context_id, items)
         return True
 
     def _wrote(self, record: TaskRecord) -> None:
@@ -294,6 +296,7 @@ class Journal:
         failpoint("handoff.after_checkpoint")
         self.task = task
         self._committed(record)
+        events.committed_items(task.id, task.context_id, [*items, event])
         return True
 
     async def drain(self) -> None:
@@ -358,4 +361,5 @@ async def write_state(
     task = with_status(record.task, state, message)
     updated = record.advanced(task, 1, utc_now())
     await store.update(updated, [status_event(task)], expected_version=record.version)
+    events.transitions(task.id, task.context_id, [state.value])
     return updated

@@ -24,8 +24,10 @@ from a2a_handoff.errors import (
     TaskBusyError,
 )
 from a2a_handoff.escalation import Escalate, Escalation, EscalationPolicy
+from a2a_handoff.handoff.envelope import HandoffEnvelope
 from a2a_handoff.handoff.handoffs import Handoffs
 from a2a_handoff.ids import new_id
+from a2a_handoff.observe import events, tracing
 from a2a_handoff.outcomes import (
     Completed,
     Failed,
@@ -43,6 +45,7 @@ from a2a_handoff.protocol.models import (
     Role,
     StreamResponse,
     TaskArtifactUpdateEvent,
+    parse_time,
 )
 from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.runtime.escalations import escalation_handoff, repeated_failure
@@ -144,9 +147,10 @@ class TaskRun(Journal):
                 _attempt=self._attempt,
             )
             try:
-                outcome = await host.agent.handle(ctx)
+                with tracing.span("a2a.handler", **{"a2a.task_id": self.task.id}):
+                    outcome = await host.agent.handle(ctx)
             except Exception as exc:
-                log.warning("handler of task %s raised %s", self.task.id, type(exc).__name__)
+                events.handler_failed(self.task.id, self.task.context_id, exc)
                 outcome = Failed.raised(exc)
             # From here on the step ends on its own: a cancel waits for it (see cancel()).
             self.handler_done = True
@@ -255,13 +259,42 @@ class TaskRun(Journal):
 
     async def _hand_off(self, decision: Handoff) -> None:
         handoffs = self.host.handoffs
-        try:
-            envelope, envelope_json = await handoffs.sender.prepare(
-                self.task, decision, self.acting_for
-            )
-        except GateRefused as exc:
-            self.finish(Failed(str(exc)))
-            return
+        if decision.kind == "return":
+            self._decided(decision)
+        # In the chain's trace (a return is prepared while answering the operator's message)
+        chain = (ext_metadata(self.task).get("handoff") or {}).get("traceId")
+        with tracing.adopted(chain):
+            try:
+                with tracing.span("a2a.gate", **{"a2a.target": decision.target}):
+                    envelope, envelope_json = await handoffs.sender.prepare(
+                        self.task, decision, self.acting_for
+                    )
+            except GateRefused as exc:
+                self.finish(Failed(str(exc)))
+                return
+            with tracing.span("a2a.checkpoint", **{"a2a.handoff_id": envelope.handoff_id}):
+                await self._checkpoint(envelope, envelope_json)
+
+    def _decided(self, decision: Handoff) -> None:
+        """A human agent's task returns an operator's decision (or the fallback's): the
+        escalation is decided — or timed out —, its wait a span."""
+        said = decision.context.get("decision")
+        by = said.get("by") if isinstance(said, dict) else None
+        handoff = ext_metadata(self.task).get("handoff") or {}
+        event = "timed_out" if by == "fallback" else "decided"
+        events.escalation_decided(
+            event, self.task.id, self.task.context_id, str(handoff.get("handoffId") or ""),
+            str(handoff.get("traceId") or "") or None, verdict=said.get("verdict")
+            if isinstance(said, dict) else None,
+        )  # fmt: skip
+        created = self.committed.created_at if self.committed is not None else None
+        if created:
+            start = int(parse_time(created).timestamp() * 1e9)
+            with tracing.adopted(str(handoff.get("traceId") or "")):
+                tracing.record_span("a2a.escalation_wait", start, **{"a2a.task_id": self.task.id})
+
+    async def _checkpoint(self, envelope: HandoffEnvelope, envelope_json: str) -> None:
+        handoffs = self.host.handoffs
         if self.committed is None and not self.writing and not self.host.store.shared:
             # Nothing written yet (a handler that handed off at once): create the task and
             # checkpoint the handoff in ONE transaction — one commit fewer on the path.
@@ -276,6 +309,7 @@ class TaskRun(Journal):
                 self.abort(InternalError(f"the handoff could not be checkpointed: {exc}"))
                 return
             if created:
+                events.handoff_step(envelope, "checkpointed")
                 handoffs.outbox.spawn(
                     entry, self.settle, True, envelope=envelope, source=self.committed
                 )
@@ -295,6 +329,7 @@ class TaskRun(Journal):
             return
         self.committed = record
         self.task = record.task
+        events.handoff_step(envelope, "checkpointed")
         handoffs.outbox.spawn(entry, self.settle, True, envelope=envelope, source=record)
 
     @property

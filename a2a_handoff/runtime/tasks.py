@@ -44,6 +44,7 @@ from a2a_handoff.handoff.receiver import receive_metadata
 from a2a_handoff.handoff.settings import HandoffSettings
 from a2a_handoff.handoff.verified import EnvelopeRefused, VerifiedEnvelope
 from a2a_handoff.ids import new_id
+from a2a_handoff.observe import events, tracing
 from a2a_handoff.protocol.events import agent_message, status_event, with_status
 from a2a_handoff.protocol.extension import HANDING_OFF, HANDOFF_EXTENSION_URI, ext_metadata
 from a2a_handoff.protocol.models import Message, Role, StreamResponse, Task, TaskStatus, utc_now
@@ -190,7 +191,20 @@ class TaskManager:
         try:  # proven before anything else: nothing unverified goes further
             verified = await receiver.verify(message.metadata, owner)
         except EnvelopeRefused as refused:
-            return resolved(await receiver.refuse_unverified(message, owner, refused))
+            answer = await receiver.refuse_unverified(message, owner, refused)
+            events.handoff_received(
+                refused.envelope, answer.id, f"rejected:{refused.code}", refused.reason,
+                verified=False,
+            )  # fmt: skip
+            return resolved(answer)
+        envelope = verified.envelope
+        with tracing.adopted(envelope.trace_id):
+            return await self._receive_verified(message, owner, verified)
+
+    async def _receive_verified(
+        self, message: Message, owner: str, verified: VerifiedEnvelope
+    ) -> Submission:
+        receiver = self.handoffs.receiver
         envelope = verified.envelope
         key, window = receiver.dedupe_for(verified)
         if key in self._creating:
@@ -203,6 +217,7 @@ class TaskManager:
             if record is not None:
                 receiver.check_replay(record, verified)
                 self.handoffs.ledger.duplicate(envelope, record.id)
+                events.handoff_received(envelope, record.id, "duplicate")
                 return resolved(record, duplicate=True)
         bound = message.model_copy(update={"context_id": envelope.context_id})
         refusal = receiver.refusal(verified)
@@ -210,6 +225,8 @@ class TaskManager:
             stored, duplicate = await receiver.reject(bound, owner, key, verified, *refusal)
             if duplicate:
                 self.handoffs.ledger.duplicate(envelope, stored.id)
+            outcome = "duplicate" if duplicate else f"rejected:{refusal[0]}"
+            events.handoff_received(envelope, stored.id, outcome, refusal[1])
             return resolved(stored, duplicate=duplicate)
         if key in self._creating:
             raise HandoffProcessingError()
@@ -217,6 +234,9 @@ class TaskManager:
         record = await asyncio.shield(submission.created)
         if record.id != submission.task_id:  # another replica created it first
             self.handoffs.ledger.duplicate(envelope, record.id)
+            events.handoff_received(envelope, record.id, "duplicate")
+        else:
+            events.handoff_received(envelope, record.id, "accepted")
         return submission
 
     async def _create(

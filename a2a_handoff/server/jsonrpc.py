@@ -40,6 +40,7 @@ from a2a_handoff.errors import (
     TooManyStreamsError,
     VersionNotSupportedError,
 )
+from a2a_handoff.observe import events, tracing
 from a2a_handoff.protocol.extension import parse_extensions
 from a2a_handoff.protocol.models import StreamResponse
 from a2a_handoff.protocol.sse import frame
@@ -150,7 +151,18 @@ class JsonRpcEndpoint:
         self.legacy = legacy
 
     async def rpc(self, request: Request) -> Response:
+        token = tracing.incoming(request.headers)
+        try:
+            if tracing.enabled():
+                with tracing.span("a2a.receive", **{"http.route": "/"}):
+                    return await self._rpc(request)
+            return await self._rpc(request)
+        finally:
+            tracing.leave(token)
+
+    async def _rpc(self, request: Request) -> Response:
         call_id: str | int | None = None
+        method = "?"
         extensions = SUPPORTED_EXTENSIONS & parse_extensions(request.headers.get("a2a-extensions"))
         try:
             body = await read_body(request, self.max_body)
@@ -179,17 +191,27 @@ class JsonRpcEndpoint:
                 raise MethodNotFoundError(f"method {_printable(method)!r} not found")
             if b"\\ud" in body or b"\\uD" in body:  # JSON escapes that may be lone surrogates
                 refuse_lone_surrogates(params, "params")
-            return await handler(Call(call_id, params, principal, extensions, request, JSON_RPC))
+            answer = await handler(Call(call_id, params, principal, extensions, request, JSON_RPC))
+            events.request(method, "ok")
+            return answer
         except RpcError as error:
+            events.request(_known(method, self.methods), type(error).__name__)
             return error_response(call_id, error, extensions)
         except StoreError as exc:  # unreachable, or failing writes: the caller may retry
             _store_failures.note(exc)
+            events.request(_known(method, self.methods), "StoreUnavailableError")
             return error_response(call_id, StoreUnavailableError(str(exc)), extensions)
         except ClientDisconnect:  # the body never came (the server's body timeout): no answer
             return Response(status_code=400)
         except Exception:
             log.exception("internal error serving a JSON-RPC call")
+            events.request(_known(method, self.methods), "InternalError")
             return error_response(call_id, InternalError(), extensions)
+
+
+def _known(method: str, methods: Mapping[str, Handler]) -> str:
+    """The method as a metric label: one of ours, else `other` (labels stay bounded)."""
+    return method if method in methods else "other"
 
 
 class _StoreFailures:

@@ -23,12 +23,14 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 from a2a_handoff.errors import StoreError
+from a2a_handoff.observe import events
 
 Apply = Callable[[sqlite3.Connection], Any]
 """One write: statements on the writer connection, inside the batch's transaction."""
@@ -123,6 +125,7 @@ class GroupCommit:
 
     async def _commit(self, batch: list[_Write]) -> None:
         writer = self.conn
+        started = time.perf_counter()
         try:
             outcomes = run_batch(writer, batch)
             if writer.in_transaction:
@@ -147,6 +150,7 @@ class GroupCommit:
                 if not write.future.done():
                     write.future.set_exception(error)
             return
+        events.commit(started, len(batch))
         if any(ok for ok, _ in outcomes):
             self.failure = None
         for write, (ok, value) in zip(batch, outcomes, strict=True):

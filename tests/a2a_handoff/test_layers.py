@@ -25,6 +25,9 @@ LAYERS: list[set[str]] = [
     # Keys, signatures and the trust list: below the store (which keeps an agent's keys)
     # and the client (which verifies cards); I/O is injected into it, never imported.
     {"trust"},
+    # Metrics, log lines with ids, trace context: called from every room above, importing
+    # none of them (the wire models only).
+    {"observe"},
     {"stores", "client", "contracts", "auth", "escalation"},
     {"outcomes"},
     {"handoff"},

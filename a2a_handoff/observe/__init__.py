@@ -1,0 +1,42 @@
+"""Seeing inside an agent: its metrics, log lines with ids, and trace context.
+
+A low room: every other room may call it, it imports none of them. What an agent measures
+goes to its own `Observer` (a Prometheus registry of its own, so several agents in one
+process never mix their counters): the server makes its app's observer current for every
+ASGI call and for the lifespan (`use`), so the runtime, the handoff side, the stores and the
+client reach it with `current()` — a context variable, copied into every task they start —
+without threading it through their constructors.
+"""
+
+from __future__ import annotations
+
+from contextvars import ContextVar, Token
+
+from a2a_handoff.observe.metrics import Metrics
+
+
+class Observer:
+    """One agent's metrics (and its name, for log lines)."""
+
+    __slots__ = ("agent", "metrics")
+
+    def __init__(self, agent: str = "") -> None:
+        self.agent = agent
+        self.metrics = Metrics()
+
+
+_FALLBACK = Observer()
+_CURRENT: ContextVar[Observer] = ContextVar("a2a_handoff_observer", default=_FALLBACK)
+
+
+def current() -> Observer:
+    """The observer of the agent whose work is running (a fallback outside any app)."""
+    return _CURRENT.get()
+
+
+def use(observer: Observer) -> Token[Observer]:
+    """Make `observer` current in this context (and the tasks it starts)."""
+    return _CURRENT.set(observer)
+
+
+__all__ = ["Metrics", "Observer", "current", "use"]

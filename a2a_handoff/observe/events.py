@@ -1,0 +1,178 @@
+"""The hooks other rooms call where something worth seeing happens: each moves the current
+agent's metrics and writes its log line (`logs.note`), in one call at the call site.
+
+Every hook is cheap on the hot path: a cached metric child, and a log line only when the
+logger's level lets it through.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from a2a_handoff.observe import current, tracing
+from a2a_handoff.observe.logs import EVENTS, note, sink
+
+log = logging.getLogger(EVENTS)
+
+_STATE_PREFIX = len("TASK_STATE_")
+
+
+def request(method: str, outcome: str) -> None:
+    """A JSON-RPC call answered: `outcome` is `ok` or the error's name."""
+    current().metrics.request(method, outcome)
+
+
+_NAMES: dict[str, str] = {}  # wire state → its short name (`working`)
+
+
+def _short(state: str) -> str:
+    name = _NAMES.get(state)
+    if name is None:
+        name = _NAMES[state] = state[_STATE_PREFIX:].lower()
+    return name
+
+
+def transitions(task_id: str, context_id: str, states: Iterable[str]) -> None:
+    """Task state changes committed (wire names, `TASK_STATE_WORKING`): a line each."""
+    observer = current()
+    names = [_short(state) for state in states]
+    for name in names:
+        observer.metrics.transition(name)
+    if not log.isEnabledFor(logging.INFO):
+        return
+    trace_id = tracing.trace_of(task_id)
+    fast = sink()
+    if fast is not None:
+        fast.transitions(observer.agent, task_id, context_id, trace_id, names)
+        return
+    for name in names:
+        note(log, "task.transition", "task %s → %s", task_id, name, task_id=task_id,
+             context_id=context_id, trace_id=trace_id, state=name)  # fmt: skip
+
+
+def committed_items(task_id: str, context_id: str, items: Sequence[Any]) -> None:
+    """The state changes among a write's events (StreamResponse items)."""
+    states = [i.status_update.status.state.value for i in items if i.status_update is not None]
+    if states:
+        transitions(task_id, context_id, states)
+
+
+def _edge(envelope: Any) -> tuple[str, str, str]:
+    return envelope.source.agent, envelope.target.agent, envelope.kind
+
+
+def handoff_step(envelope: Any, step: str, task_id: str | None = None, **more: Any) -> None:
+    """A step of a handoff on the sending side (decided, checkpointed, delivering), logged."""
+    note(log, f"handoff.{step}", "handoff %s %s → %s: %s", envelope.handoff_id,
+         envelope.source.agent, envelope.target.agent, step, task_id=task_id or
+         envelope.source.task_id, context_id=envelope.context_id,
+         handoff_id=envelope.handoff_id, trace_id=envelope.trace_id, **more)  # fmt: skip
+
+
+def handoff_sent(envelope: Any, outcome: str, detail: str = "") -> None:
+    """A handoff's delivery ended (`accepted`, `duplicate`, `rejected:<code>`, `expired`,
+    `failed`); counted once per handoff, when its outbox entry closes."""
+    obs = current()
+    source, target, kind = _edge(envelope)
+    obs.metrics.handoffs_sent.labels(source, target, kind, outcome).inc()
+    level = logging.INFO if outcome in ("accepted", "duplicate") else logging.WARNING
+    note(log, "handoff.sent", "handoff %s %s → %s (%s): %s%s", envelope.handoff_id, source,
+         target, kind, outcome, f" ({detail})" if detail else "", level=level,
+         task_id=envelope.source.task_id, context_id=envelope.context_id,
+         handoff_id=envelope.handoff_id, trace_id=envelope.trace_id,
+         outcome=outcome)  # fmt: skip
+    if kind == "escalation" and outcome == "accepted":
+        escalation(envelope, "sent")
+
+
+def handoff_received(
+    envelope: Any, task_id: str, outcome: str, reason: str = "", *, verified: bool = True
+) -> None:
+    """A handoff received: `accepted`, `duplicate`, or `rejected:<code>` (a rejection)."""
+    obs = current()
+    source, target, kind = _edge(envelope)
+    obs.metrics.handoffs_received.labels(source, target, kind, outcome).inc()
+    rejected = outcome.startswith("rejected")
+    note(log, "handoff.rejected" if rejected else "handoff.received",
+         "handoff %s %s → %s (%s) %s%s", envelope.handoff_id, source, target, kind, outcome,
+         f": {reason}" if reason else "", level=logging.WARNING if rejected else logging.INFO,
+         task_id=task_id, context_id=envelope.context_id, handoff_id=envelope.handoff_id,
+         trace_id=envelope.trace_id if verified else None, outcome=outcome)  # fmt: skip
+    if kind in ("escalation",) and outcome == "accepted":
+        escalation(envelope, "received", task_id)
+
+
+def latency(envelope: Any, stage: str) -> None:
+    """The time from the handoff decided (its envelope made) to `stage` (created,
+    terminated)."""
+    try:
+        made = datetime.fromisoformat(envelope.created_at.replace("Z", "+00:00"))
+    except (ValueError, AttributeError):
+        return
+    seconds = max(0.0, (datetime.now(UTC) - made).total_seconds())
+    source, target, kind = _edge(envelope)
+    current().metrics.handoff_latency.labels(source, target, kind, stage).observe(seconds)
+
+
+def contract(names: Iterable[str], contract_id: str, value: float | None = None) -> None:
+    """A ledger row under a contract naming metrics (`Metrics.contract`)."""
+    current().metrics.contract(names, contract_id, value)
+
+
+def escalation(envelope: Any, event: str, task_id: str | None = None, **more: Any) -> None:
+    """An escalation `sent`, `received`, `decided` or `timed_out`."""
+    if event != "sent":
+        current().metrics.escalations.labels(event).inc()
+    note(log, f"escalation.{event}", "escalation %s %s → %s: %s", envelope.handoff_id,
+         envelope.source.agent, envelope.target.agent, event,
+         level=logging.WARNING if event == "timed_out" else logging.INFO,
+         task_id=task_id or envelope.source.task_id, context_id=envelope.context_id,
+         handoff_id=envelope.handoff_id, trace_id=envelope.trace_id, **more)  # fmt: skip
+
+
+def recovery(kind: str, message: str, *args: object, count: int = 1, **ids: Any) -> None:
+    """A recovery action (`replayed`, `orphaned`, `contract_path`, `return_given_up`)."""
+    current().metrics.recoveries.labels(kind).inc(count)
+    note(log, f"recovery.{kind}", message, *args, level=logging.WARNING, **ids)
+
+
+def breaker(target: str, state: str, failures: int) -> None:
+    """A circuit breaker changed state (INFO: a client such as the orchestrator CLI, which
+    configures no logging, must not print it on its users' terminal)."""
+    current().metrics.breaker_changes.labels(target, state).inc()
+    note(log, "breaker.change", "circuit for %s is %s after %d consecutive failure(s)",
+         target, state, failures,
+         target=target, state=state)  # fmt: skip
+
+
+def commit(started: float, batch: int) -> None:
+    """A store commit of `batch` writes that began at `started` (time.perf_counter)."""
+    current().metrics.commit(time.perf_counter() - started, batch)
+
+
+def handler_failed(task_id: str, context_id: str, error: BaseException) -> None:
+    """A handler raised: its traceback, with the task's ids."""
+    note(log, "handler.exception", "handler of task %s raised %s", task_id,
+         type(error).__name__, level=logging.ERROR, task_id=task_id, context_id=context_id,
+         trace_id=tracing.trace_of(task_id), exc_info=True)  # fmt: skip
+
+
+def escalation_decided(
+    event: str,
+    task_id: str,
+    context_id: str,
+    handoff_id: str,
+    trace_id: str | None,
+    verdict: Any = None,
+) -> None:
+    """An escalation held by a human agent is answered: `decided` by an operator, or
+    `timed_out` (the fallback answered)."""
+    current().metrics.escalations.labels(event).inc()
+    note(log, f"escalation.{event}", "escalation %s on task %s: %s (%s)", handoff_id, task_id,
+         event, verdict, level=logging.WARNING if event == "timed_out" else logging.INFO,
+         task_id=task_id, context_id=context_id, handoff_id=handoff_id or None,
+         trace_id=trace_id, verdict=verdict)  # fmt: skip

@@ -1,0 +1,203 @@
+"""An agent's Prometheus metrics, in a registry of its own (`GET /metrics` renders it).
+
+Counters move as things happen (a call answered, a transition committed, a handoff sent or
+received, a ledger row written); the gauges that describe the store or the client's breakers
+(outbox pending, oldest pending age, breaker states, escalations waiting) are set when
+/metrics is read (`refresh`), from the same cheap figures /health uses.
+
+The contract metrics a contract's `observability.metrics` names (`handoff.latency_ms`,
+`handoff.rejected`, `handoff.escalated`, …) are counted from the ledger: when the row of a
+handoff under that contract is written, as `a2a_contract_<name>` labelled with the contract
+(a name ending in `_ms` or `_seconds` is a histogram, any other a counter).
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_left
+from collections.abc import Iterable, Iterator, Mapping
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from prometheus_client.registry import Collector
+
+__all__ = ["CONTENT_TYPE_LATEST", "Metrics"]
+
+_LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
+_COMMIT_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1)
+_BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128)
+_MS_BUCKETS = (5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000, 300000)
+BREAKER_VALUES = {"closed": 0, "half_open": 1, "open": 2}
+_EDGE = ("source", "target", "kind", "outcome")
+
+
+class Metrics:
+    """The metrics of one agent."""
+
+    def __init__(self) -> None:
+        self.registry = r = CollectorRegistry(auto_describe=True)
+        # The per-request counters and the commit histograms are plain numbers in `_Hot`
+        # (no lock, no label look-up on the hot path; the loop is one thread), made samples
+        # when /metrics is read.
+        self.hot = _Hot()
+        r.register(self.hot)
+        self.open_streams = Gauge("a2a_open_streams", "SSE task streams open", registry=r)
+        self.handoffs_sent = Counter(
+            "a2a_handoffs_sent", "Handoffs sent, by edge, kind and outcome", _EDGE, registry=r
+        )
+        self.handoffs_received = Counter(
+            "a2a_handoffs_received", "Handoffs received, by edge, kind and outcome", _EDGE,
+            registry=r,
+        )  # fmt: skip
+        self.handoff_latency = Histogram(
+            "a2a_handoff_latency_seconds",
+            "From the handoff decided to the successor created (stage=created) and to the"
+            " source terminated (stage=terminated)",
+            ["source", "target", "kind", "stage"], buckets=_LATENCY_BUCKETS, registry=r,
+        )  # fmt: skip
+        self.outbox_pending = Gauge(
+            "a2a_outbox_pending", "Handoffs checkpointed and not yet delivered", registry=r
+        )
+        self.outbox_oldest_age = Gauge(
+            "a2a_outbox_oldest_pending_age_seconds",
+            "Age of the oldest pending handoff (0: none)", registry=r,
+        )  # fmt: skip
+        self.breaker_state = Gauge(
+            "a2a_breaker_state", "Circuit breaker per target: 0 closed, 1 half-open, 2 open",
+            ["target"], registry=r,
+        )  # fmt: skip
+        self.breaker_changes = Counter(
+            "a2a_breaker_changes", "Circuit breaker state changes, by target and new state",
+            ["target", "state"], registry=r,
+        )  # fmt: skip
+        self.escalations = Counter(
+            "a2a_escalations",
+            "Escalations: received (by a human agent), decided, timed_out (the fallback"
+            " answered)", ["event"], registry=r,
+        )  # fmt: skip
+        self.escalations_waiting = Gauge(
+            "a2a_escalations_waiting",
+            "Tasks waiting for an answer (on a human agent: escalations waiting for an operator)",
+            registry=r,
+        )
+        self.recoveries = Counter(
+            "a2a_recoveries", "Recovery actions: handoffs replayed, tasks failed at start-up,"
+            " contract recovery paths followed", ["kind"], registry=r,
+        )  # fmt: skip
+        self._contract: dict[str, Counter | Histogram] = {}
+
+    def request(self, method: str, outcome: str) -> None:
+        requests = self.hot.requests
+        key = (method, outcome)
+        requests[key] = requests.get(key, 0) + 1
+
+    def transition(self, state: str) -> None:
+        transitions = self.hot.transitions
+        transitions[state] = transitions.get(state, 0) + 1
+
+    def commit(self, seconds: float, batch: int) -> None:
+        self.hot.commit_seconds.observe(seconds)
+        self.hot.commit_batch.observe(batch)
+
+    def contract(self, names: Iterable[str], contract: str, value: float | None = None) -> None:
+        """Count a ledger event for the contract metrics `names` (a histogram observes
+        `value` in ms; a counter moves by one)."""
+        for name in names:
+            metric = self._contract.get(name)
+            if metric is None:
+                metric = self._contract[name] = self._make(name)
+            if isinstance(metric, Histogram):
+                if value is not None:
+                    metric.labels(contract).observe(value)
+            else:
+                metric.labels(contract).inc()
+
+    def _make(self, name: str) -> Counter | Histogram:
+        safe = "a2a_contract_" + re.sub(r"[^a-zA-Z0-9_]", "_", name)
+        doc = f"The contract metric {name}, counted from the handoff ledger"
+        if name.endswith(("_ms", "_seconds")):
+            buckets = _MS_BUCKETS if name.endswith("_ms") else _LATENCY_BUCKETS
+            return Histogram(safe, doc, ["contract"], buckets=buckets, registry=self.registry)
+        return Counter(safe, doc, ["contract"], registry=self.registry)
+
+    def refresh(
+        self,
+        *,
+        pending: int,
+        oldest_age: float,
+        breakers: Mapping[str, str],
+        streams: int,
+        waiting: int | None,
+    ) -> None:
+        """Set the gauges read from the store and the client (when /metrics is read)."""
+        self.outbox_pending.set(pending)
+        self.outbox_oldest_age.set(oldest_age)
+        self.open_streams.set(streams)
+        for target, state in breakers.items():
+            self.breaker_state.labels(target).set(BREAKER_VALUES.get(state, 0))
+        if waiting is not None:
+            self.escalations_waiting.set(waiting)
+
+    def render(self) -> bytes:
+        """The registry in the Prometheus text format."""
+        return generate_latest(self.registry)
+
+    def value(self, name: str, labels: Mapping[str, str] | None = None) -> float:
+        """One sample's value (0 when absent): for tests and the console."""
+        found = self.registry.get_sample_value(name, dict(labels or {}))
+        return found or 0.0
+
+
+class _Buckets:
+    """A histogram's counts, kept as plain numbers."""
+
+    __slots__ = ("bounds", "counts", "sum")
+
+    def __init__(self, bounds: tuple[float, ...]) -> None:
+        self.bounds = bounds
+        self.counts = [0] * (len(bounds) + 1)  # the last: above every bound (+Inf)
+        self.sum = 0.0
+
+    def observe(self, value: float) -> None:
+        self.counts[bisect_left(self.bounds, value)] += 1
+        self.sum += value
+
+    def family(self, name: str, doc: str) -> HistogramMetricFamily:
+        cumulative, total = [], 0
+        for bound, count in zip((*self.bounds, float("inf")), self.counts, strict=True):
+            total += count
+            cumulative.append(("+Inf" if bound == float("inf") else repr(float(bound)), total))
+        return HistogramMetricFamily(name, doc, buckets=cumulative, sum_value=self.sum)
+
+
+class _Hot(Collector):
+    """The hot path's counters: requests by method and outcome, transitions by state, the
+    store's commits (latency, batch size)."""
+
+    def __init__(self) -> None:
+        self.requests: dict[tuple[str, str], int] = {}
+        self.transitions: dict[str, int] = {}
+        self.commit_seconds = _Buckets(_COMMIT_BUCKETS)
+        self.commit_batch = _Buckets(_BATCH_BUCKETS)
+
+    def collect(self) -> Iterator[Metric]:
+        requests = CounterMetricFamily(
+            "a2a_requests",
+            "JSON-RPC calls by method and outcome (ok or the error's name)",
+            labels=["method", "outcome"],
+        )
+        for (method, outcome), count in sorted(self.requests.items()):
+            requests.add_metric([method, outcome], count)
+        yield requests
+        transitions = CounterMetricFamily(
+            "a2a_task_transitions", "Task state changes committed, by the new state",
+            labels=["state"],
+        )  # fmt: skip
+        for state, count in sorted(self.transitions.items()):
+            transitions.add_metric([state], count)
+        yield transitions
+        yield self.commit_seconds.family(
+            "a2a_store_commit_seconds", "Store commit latency (one group commit)"
+        )
+        yield self.commit_batch.family("a2a_store_commit_batch_size", "Writes per store commit")

@@ -1,0 +1,160 @@
+"""Trace context: W3C `traceparent` in, on the envelope, and out on every call to an agent.
+
+The library uses `opentelemetry-api` only: without an SDK configured (`a2a-handoff[otel]`,
+see `a2a_handoff.observe.otel`) its tracer records nothing, and this module takes a fast
+path — no span objects at all; the trace id still travels (it is the envelope's `traceId`,
+and log lines carry it). The envelope's `traceId` becomes the trace's id on every agent a
+chain reaches, whether or not the HTTP header made it (a handoff replayed after a crash
+carries no header, only its signed envelope).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import time
+from collections.abc import Mapping, MutableMapping
+from typing import Any
+
+from opentelemetry import context as otel_context
+from opentelemetry import propagate, trace
+from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
+
+from a2a_handoff.observe import current
+
+_global = trace.get_tracer("a2a_handoff")
+_tracer: trace.Tracer = _global
+_own = False  # a provider given to `use_provider` (not the global one)
+_NULL: contextlib.nullcontext[None] = contextlib.nullcontext()
+
+
+def use_provider(provider: trace.TracerProvider | None) -> None:
+    """Record this library's spans with `provider` rather than the global one (None: the
+    global again) — for tests, which must not set the process-wide provider."""
+    global _tracer, _own
+    _tracer = provider.get_tracer("a2a_handoff") if provider is not None else _global
+    _own = provider is not None
+
+
+_on = False  # a global SDK provider was seen (it can be set only once: it stays)
+_checked = -1.0  # when the global provider was last looked at (not set yet)
+
+
+def enabled() -> bool:
+    """Whether an SDK's tracer provider is set (spans are recorded). The global provider is
+    looked at once a second until one is set (looking costs an environment read)."""
+    global _on, _checked
+    if _own or _on:
+        return True
+    now = time.monotonic()
+    if now - _checked < 1.0:
+        return False
+    _checked = now
+    provider = trace.get_tracer_provider()
+    _on = not isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider)
+    return _on
+
+
+def _attributes(attributes: dict[str, Any]) -> dict[str, Any]:
+    attrs = {k: v for k, v in attributes.items() if v is not None}
+    agent = current().agent
+    if agent:
+        attrs["a2a.agent"] = agent
+    return attrs
+
+
+def span(name: str, **attributes: Any) -> contextlib.AbstractContextManager[Any]:
+    """A span around a block (nothing at all when tracing is off)."""
+    if not enabled():
+        return _NULL
+    return _tracer.start_as_current_span(name, attributes=_attributes(attributes))
+
+
+def record_span(name: str, start_ns: int, **attributes: Any) -> None:
+    """A span that began at `start_ns` (time.time_ns) and ends now (an escalation's wait)."""
+    if not enabled():
+        return
+    _tracer.start_span(name, start_time=start_ns, attributes=_attributes(attributes)).end()
+
+
+def current_trace_id() -> str | None:
+    """The current trace's id as 32 hex digits, or None outside a trace."""
+    ctx = trace.get_current_span().get_span_context()
+    return format(ctx.trace_id, "032x") if ctx.is_valid else None
+
+
+def incoming(headers: Mapping[str, str]) -> object | None:
+    """Take the request's `traceparent` (when it has one) as the current context; the token
+    to give `leave`."""
+    if "traceparent" not in headers:
+        return None
+    return otel_context.attach(propagate.extract(headers))
+
+
+def leave(token: object | None) -> None:
+    if token is not None:
+        otel_context.detach(token)  # type: ignore[arg-type]
+
+
+def outgoing(headers: MutableMapping[str, str]) -> None:
+    """Add `traceparent` for the current span to a call's headers (none outside a trace)."""
+    ctx = trace.get_current_span().get_span_context()
+    if ctx.is_valid:
+        headers["traceparent"] = f"00-{ctx.trace_id:032x}-{ctx.span_id:016x}-{ctx.trace_flags:02x}"
+
+
+class _Adopted:
+    """The context of `adopted`: a remote parent in the trace made current, then undone."""
+
+    __slots__ = ("number", "token")
+
+    def __init__(self, number: int) -> None:
+        self.number = number
+        self.token: object = None
+
+    def __enter__(self) -> None:
+        parent = SpanContext(self.number, random.getrandbits(64) or 1, True, _SAMPLED)
+        self.token = otel_context.attach(trace.set_span_in_context(NonRecordingSpan(parent)))
+
+    def __exit__(self, *exc: object) -> None:
+        otel_context.detach(self.token)  # type: ignore[arg-type]
+
+
+_SAMPLED = TraceFlags(TraceFlags.SAMPLED)
+
+
+def adopted(trace_id: str | None) -> contextlib.AbstractContextManager[Any]:
+    """Within the block, the current trace is `trace_id` (an envelope's `traceId`): kept as
+    it is when already current, else a remote parent in that trace is made current."""
+    if not trace_id or len(trace_id) != 32 or current_trace_id() == trace_id:
+        return _NULL
+    try:
+        number = int(trace_id, 16)
+    except ValueError:
+        return _NULL
+    return _Adopted(number) if number else _NULL
+
+
+def trace_of(task_id: str) -> str | None:
+    """The trace of a task's work: the current trace, else one named for the task — its
+    UUID's 32 hex digits (a message that came without `traceparent`: its task's log lines and
+    handoffs share that id, at no cost on the hot path)."""
+    current = current_trace_id()
+    if current is not None:
+        return current
+    digits = task_id.replace("-", "")
+    if len(digits) != 32:
+        return None
+    try:
+        int(digits, 16)
+    except ValueError:
+        return None
+    return digits.lower()
+
+
+def new_trace() -> contextlib.AbstractContextManager[Any]:
+    """A new trace (the orchestrator's, for one user message): a root span when tracing is
+    on, else a fresh trace id made current, so calls carry it."""
+    if enabled():
+        return _tracer.start_as_current_span("a2a.user_message", context=otel_context.Context())
+    return adopted(f"{random.getrandbits(128) or 1:032x}")

@@ -1,0 +1,232 @@
+// The a2a-handoff console: draws the snapshots the server pushes (SSE), answers escalations.
+"use strict";
+
+const BOX_W = 156, BOX_H = 66, GAP = 130, TOP = 44, PAD = 8;
+const SVG = "http://www.w3.org/2000/svg";
+let selected = null;     // {agentUrl, taskId} of the box whose detail is open
+let inboxKey = "";       // the inbox's item ids last drawn (a reply being typed survives)
+
+function el(tag, attrs = {}, text) {
+  const node = tag.startsWith("svg:") ? document.createElementNS(SVG, tag.slice(4))
+                                      : document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+function clock(stamp) {
+  if (!stamp) return "";
+  const d = new Date(stamp);
+  return isNaN(d) ? stamp : d.toLocaleTimeString([], {hour12: false});
+}
+
+function short(text, n) {
+  text = text || "";
+  return text.length > n ? text.slice(0, n - 1) + "…" : text;
+}
+
+function stateColor(state) {
+  return getComputedStyle(document.documentElement).getPropertyValue("--" + state).trim() || "#ccc";
+}
+
+function drawChain(chain) {
+  const hops = chain.hops;
+  const wrap = el("div", {class: "chain", "data-context": chain.contextId});
+  const last = hops[hops.length - 1];
+  wrap.append(el("div", {class: "chain-head"},
+    `conversation ${chain.contextId} · ${hops.length} task(s) · last change ${clock(last.at)}`));
+  const width = PAD * 2 + hops.length * BOX_W + (hops.length - 1) * GAP + GAP;
+  const svg = el("svg:svg", {width, height: TOP + BOX_H + 34, role: "img"});
+  const index = new Map(hops.map((h, i) => [h.taskId, i]));
+  const x = i => PAD + GAP + i * (BOX_W + GAP);
+  const defs = el("svg:defs");
+  for (const kind of ["handoff", "escalation", "return", "notice"]) {
+    const marker = el("svg:marker", {id: `head-${kind}`, viewBox: "0 0 10 10", refX: 9, refY: 5,
+      markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse"});
+    marker.append(el("svg:path", {d: "M0,0 L10,5 L0,10 z",
+      fill: getComputedStyle(document.documentElement).getPropertyValue("--" + kind).trim()}));
+    defs.append(marker);
+  }
+  svg.append(defs);
+  hops.forEach((hop, i) => {
+    if (!hop.from) return;
+    const kind = hop.from.kind || "handoff";
+    const g = el("svg:g", {class: `arrow ${kind}`, "data-kind": kind, "data-to": hop.taskId});
+    const src = index.get(hop.from.taskId);
+    const y = TOP + BOX_H / 2, x2 = x(i) - 2;
+    let path, lx, ly;
+    if (src === undefined) {            // its source is not on a watched agent
+      path = `M${x(i) - GAP + 6},${y} L${x2},${y}`; lx = x(i) - GAP / 2; ly = y - 8;
+      g.append(el("svg:text", {x: x(i) - GAP + 4, y: y + 16}, `from ${hop.from.agent}`));
+    } else if (src === i - 1) {
+      path = `M${x(src) + BOX_W},${y} L${x2},${y}`; lx = x(src) + BOX_W + GAP / 2; ly = y - 8;
+    } else {
+      const x1 = x(src) + BOX_W / 2, xe = x(i) + BOX_W / 2;
+      path = `M${x1},${TOP} C${x1},${TOP - 40} ${xe},${TOP - 40} ${xe},${TOP - 2}`;
+      lx = (x1 + xe) / 2; ly = TOP - 30;
+    }
+    g.append(el("svg:path", {d: path, "marker-end": `url(#head-${kind})`}));
+    const label = el("svg:text", {x: lx, y: ly, "text-anchor": "middle"}, kind);
+    const title = el("svg:title", {}, `${kind}: ${hop.from.reason}`);
+    g.append(label, title);
+    if (hop.from.reason) {
+      g.append(el("svg:text", {x: lx, y: ly + 34, "text-anchor": "middle"},
+        short(hop.from.reason, 22)));
+    }
+    svg.append(g);
+  });
+  hops.forEach((hop, i) => {
+    const isSel = selected && selected.taskId === hop.taskId;
+    const g = el("svg:g", {class: "box" + (isSel ? " selected" : ""), "data-agent": hop.agent,
+      "data-state": hop.state, "data-task": hop.taskId, tabindex: 0});
+    const fill = stateColor(hop.state);
+    g.append(el("svg:rect", {x: x(i), y: TOP, width: BOX_W, height: BOX_H, fill}));
+    const ink = ["working", "failed", "rejected", "completed", "return"].includes(hop.state)
+      ? "#fff" : "#1d2430";
+    g.append(el("svg:text", {x: x(i) + 8, y: TOP + 17, class: "agent", fill: ink}, hop.agent));
+    g.append(el("svg:text", {x: x(i) + 8, y: TOP + 34, fill: ink},
+      hop.state.replace("_", " ")));
+    g.append(el("svg:text", {x: x(i) + 8, y: TOP + 51, fill: ink},
+      `${clock(hop.at)} · ${hop.taskId.slice(-6)}`));
+    g.append(el("svg:title", {}, hop.text || hop.state));
+    g.addEventListener("click", () => openTask(hop));
+    svg.append(g);
+  });
+  wrap.append(svg);
+  return wrap;
+}
+
+function drawChains(conversations) {
+  const root = document.getElementById("chains");
+  root.replaceChildren();
+  if (!conversations.length) root.append(el("p", {class: "empty"}, "No conversation yet."));
+  for (const chain of conversations) root.append(drawChain(chain));
+}
+
+function drawInbox(items) {
+  const key = items.map(i => i.taskId).join(",");
+  if (key === inboxKey) return;
+  inboxKey = key;
+  const root = document.getElementById("inbox");
+  root.replaceChildren();
+  if (!items.length) { root.append(el("p", {class: "empty"}, "No escalation waiting.")); return; }
+  for (const item of items) {
+    const card = el("div", {class: "item", "data-task": item.taskId});
+    card.append(el("h3", {}, `${item.source || "?"} asks: ${item.need || "a decision"}`
+      + ` (${item.trigger || item.tier})`));
+    const dl = el("dl");
+    dl.append(el("dt", {}, "What happened"), el("dd", {}, item.whatHappened));
+    const tried = el("ul");
+    for (const t of item.whatWasTried || []) tried.append(el("li", {}, t));
+    const dd = el("dd"); dd.append(tried);
+    dl.append(el("dt", {}, "What was tried"), dd);
+    dl.append(el("dt", {}, "What is needed"), el("dd", {}, item.whatIsNeeded));
+    card.append(dl);
+    const text = el("textarea", {placeholder: "a note, or your reply", "aria-label": "note"});
+    const actions = el("div", {class: "actions"});
+    for (const [action, label] of [["approve", "Approve"], ["deny", "Deny"], ["reply", "Reply"]]) {
+      const button = el("button", {type: "button", class: action}, label);
+      button.addEventListener("click", () => answer(item, action, text.value, card));
+      actions.append(button);
+    }
+    const result = el("div", {class: "result"});
+    card.append(text, actions, result);
+    root.append(card);
+  }
+}
+
+async function answer(item, action, text, card) {
+  const result = card.querySelector(".result");
+  result.textContent = "sending…";
+  const response = await fetch("/api/answer", {
+    method: "POST", headers: {"Content-Type": "application/json"},
+    body: JSON.stringify({agent: item.agentUrl, taskId: item.taskId, action, text}),
+  });
+  const body = await response.json();
+  if (!response.ok) {
+    result.textContent = `refused: ${body.error}`;
+  } else if (body.noted) {  // a reply to a permission: a note; the escalation still waits
+    result.textContent = "noted: the escalation still waits for approve or deny";
+  } else {
+    result.textContent = `${body.verdict}: the decision goes back to ${item.source}`;
+    card.classList.add("answered");
+  }
+}
+
+function drawHealth(agents) {
+  const root = document.getElementById("health");
+  root.replaceChildren();
+  for (const agent of agents) {
+    const h = agent.health || {};
+    const status = !agent.reachable ? "down" : (h.status || "healthy");
+    const breakers = Object.entries(h.breakers || {}).filter(([, b]) => b.state !== "closed");
+    const row = el("div", {class: "agent-health", "data-agent": agent.name, "data-status": status});
+    const name = el("span");
+    name.append(el("span", {class: `dot ${status}`}), document.createTextNode(agent.name));
+    const facts = !agent.reachable ? agent.error || "unreachable"
+      : `${h.pendingHandoffs ?? 0} pending · ${h.stalePendingHandoffs ?? 0} stale · `
+        + (breakers.length ? breakers.map(([k, b]) => `${k} ${b.state}`).join(", ")
+                           : "breakers closed");
+    row.append(name, el("span", {}, facts));
+    root.append(row);
+  }
+}
+
+function pre(value) { return el("pre", {}, JSON.stringify(value, null, 2)); }
+
+async function openTask(hop) {
+  selected = hop;
+  document.querySelectorAll(".box.selected").forEach(b => b.classList.remove("selected"));
+  document.querySelectorAll(`.box[data-task="${hop.taskId}"]`)
+    .forEach(b => b.classList.add("selected"));
+  const panel = document.getElementById("detail");
+  const body = document.getElementById("detail-body");
+  document.getElementById("detail-title").textContent = `${hop.agent} · task ${hop.taskId}`;
+  body.replaceChildren(el("p", {}, "loading…"));
+  panel.hidden = false;
+  const response = await fetch(`/api/task?agent=${encodeURIComponent(hop.agentUrl)}`
+                               + `&id=${encodeURIComponent(hop.taskId)}`);
+  const data = await response.json();
+  body.replaceChildren();
+  if (!response.ok) { body.append(el("p", {}, data.error)); return; }
+  const task = data.task;
+  body.append(el("p", {class: "state", "data-state": hop.state},
+    `${hop.state} at ${task.status.timestamp || ""}`));
+  body.append(el("h3", {}, "History"));
+  for (const m of task.history || []) {
+    const div = el("div", {class: "msg"});
+    div.append(el("div", {class: "role"}, m.role.replace("ROLE_", "").toLowerCase()));
+    div.append(el("div", {}, (m.parts || []).map(p => p.text ?? JSON.stringify(p.data ?? p))
+      .join(" ")));
+    body.append(div);
+  }
+  body.append(el("h3", {}, "Artifacts"));
+  body.append(task.artifacts ? pre(task.artifacts) : el("p", {class: "empty"}, "none"));
+  body.append(el("h3", {}, "Handoff envelope (transfer context)"));
+  body.append(data.envelope ? pre(data.envelope) : el("p", {class: "empty"},
+    "none: this task was not handed over"));
+  body.append(el("h3", {}, "Ledger rows"));
+  body.append(data.ledger.length ? pre(data.ledger) : el("p", {class: "empty"}, "none"));
+}
+
+document.getElementById("detail-close").addEventListener("click", () => {
+  document.getElementById("detail").hidden = true;
+  selected = null;
+  document.querySelectorAll(".box.selected").forEach(b => b.classList.remove("selected"));
+});
+
+function connect() {
+  const live = document.getElementById("live");
+  const source = new EventSource("/api/events");
+  source.addEventListener("open", () => { live.textContent = "live"; live.classList.remove("off"); });
+  source.addEventListener("error", () => { live.textContent = "reconnecting…"; live.classList.add("off"); });
+  source.addEventListener("snapshot", event => {
+    const snapshot = JSON.parse(event.data);
+    drawChains(snapshot.conversations);
+    drawInbox(snapshot.inbox);
+    drawHealth(snapshot.agents);
+    document.body.dataset.version = String(Number(document.body.dataset.version || 0) + 1);
+  });
+}
+
+connect();

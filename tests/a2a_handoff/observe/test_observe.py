@@ -1,0 +1,130 @@
+"""The observe room on its own: per-agent registries, the hooks, the log sink, trace context."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import logging
+from collections.abc import Iterator
+
+import pytest
+
+from a2a_handoff.client.breaker import CircuitBreaker
+from a2a_handoff.observe import Observer, events, logs, tracing, use
+
+
+@pytest.fixture
+def observer() -> Iterator[Observer]:
+    mine = Observer("billing")
+    token = use(mine)
+    try:
+        yield mine
+    finally:
+        from a2a_handoff.observe import _CURRENT
+
+        _CURRENT.reset(token)
+
+
+@pytest.fixture
+def lines() -> Iterator[io.StringIO]:
+    out = io.StringIO()
+    saved = logs._sink, logging.getLogger().handlers[:], logging.getLogger().level
+    logs.configure("info", "json", out)
+    try:
+        yield out
+    finally:
+        root = logging.getLogger()
+        logs._sink = saved[0]
+        root.handlers[:] = saved[1]
+        root.setLevel(saved[2])
+
+
+def test_two_agents_in_one_process_count_apart(observer: Observer) -> None:
+    other = Observer("triage")
+    events.request("SendMessage", "ok")
+    events.transitions("t-1", "c-1", ["TASK_STATE_WORKING", "TASK_STATE_COMPLETED"])
+    labels = {"method": "SendMessage", "outcome": "ok"}
+    assert observer.metrics.value("a2a_requests_total", labels) == 1
+    assert observer.metrics.value("a2a_task_transitions_total", {"state": "completed"}) == 1
+    assert other.metrics.value("a2a_requests_total", labels) == 0
+    assert b"a2a_task_transitions_total" in observer.metrics.render()
+
+
+def test_a_breaker_change_is_counted_and_logged(observer: Observer, lines: io.StringIO) -> None:
+    breaker = CircuitBreaker("http://127.0.0.1:9/", threshold=2, cooldown=60)
+
+    async def fail() -> None:
+        for _ in range(3):
+            with pytest.raises((OSError, ConnectionError)):
+                async with breaker.guard():
+                    raise OSError("refused")
+
+    asyncio.run(fail())
+    changes = {"target": "http://127.0.0.1:9/", "state": "open"}
+    assert observer.metrics.value("a2a_breaker_changes_total", changes) == 1
+    logged = [json.loads(line) for line in lines.getvalue().splitlines()]
+    (line,) = [e for e in logged if e["event"] == "breaker.change"]
+    assert line["state"] == "open"
+    assert line["level"] == "INFO"
+    assert line["agent"] == "billing"
+
+
+def test_contract_metrics_are_named_for_the_contract(observer: Observer) -> None:
+    events.contract(["handoff.latency_ms", "handoff.rejected"], "triage-to-billing", 42.0)
+    metrics = observer.metrics
+    labels = {"contract": "triage-to-billing"}
+    assert metrics.value("a2a_contract_handoff_latency_ms_count", labels) == 1
+    assert metrics.value("a2a_contract_handoff_latency_ms_sum", labels) == 42.0
+    assert metrics.value("a2a_contract_handoff_rejected_total", labels) == 1
+
+
+def test_a_line_below_the_level_costs_no_formatting(observer: Observer) -> None:
+    class Loud:
+        def __str__(self) -> str:
+            raise AssertionError("formatted although the level drops the line")
+
+    logger = logging.getLogger("a2a_handoff.test_quiet")
+    logger.setLevel(logging.WARNING)
+    logs.note(logger, "x", "value %s", Loud(), task_id="t")  # INFO: dropped unformatted
+
+
+def test_json_lines_carry_the_ids_and_the_current_trace(
+    observer: Observer, lines: io.StringIO
+) -> None:
+    trace_id = "4bf92f3577b34da6a3ce929d0e0e4736"
+    with tracing.adopted(trace_id):
+        events.transitions("t-1", "c-1", ["TASK_STATE_WORKING"])
+    (line,) = [json.loads(x) for x in lines.getvalue().splitlines()]
+    assert line["event"] == "task.transition"
+    assert (line["task_id"], line["context_id"], line["trace_id"]) == ("t-1", "c-1", trace_id)
+    assert line["agent"] == "billing"
+    assert line["logger"] == "a2a_handoff.events"
+
+
+def test_trace_context_travels_in_traceparent() -> None:
+    assert tracing.current_trace_id() is None
+    headers: dict[str, str] = {}
+    tracing.outgoing(headers)
+    assert headers == {}  # no trace, no header
+    trace_id = "0af7651916cd43dd8448eb211c80319c"
+    with tracing.adopted(trace_id):
+        tracing.outgoing(headers)
+        assert tracing.trace_of("01a209a7-e443-7fe5-bb16-99953c57752c") == trace_id
+    version, sent, parent, flags = headers["traceparent"].split("-")
+    assert (version, sent, flags) == ("00", trace_id, "01")
+    assert len(parent) == 16
+    token = tracing.incoming({"traceparent": headers["traceparent"]})
+    try:
+        assert tracing.current_trace_id() == trace_id
+    finally:
+        tracing.leave(token)
+    assert tracing.current_trace_id() is None
+    # Outside a trace, a task's work is the trace named for the task.
+    assert tracing.trace_of("01a209a7-E443-7fe5-bb16-99953c57752c") == (
+        "01a209a7e4437fe5bb1699953c57752c"
+    )
+    assert tracing.trace_of("not-a-uuid") is None
+    # Not a trace id: nothing adopted.
+    with tracing.adopted("not-hex-and-not-32-long"):
+        assert tracing.current_trace_id() is None

@@ -1,0 +1,192 @@
+"""One user message is one trace across triage, billing and the human agent (in-memory
+exporter), and a handler's exception is logged with its traceback and the task's ids.
+
+The three agents are real uvicorn servers on 127.0.0.1, in this process, so that one
+in-memory exporter sees every agent's spans (given to the library with
+`tracing.use_provider`: the process-wide provider stays untouched for other tests).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import logging
+import random
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from starlette.applications import Starlette
+
+from a2a_handoff import Agent, TaskContext, build_card, create_app
+from a2a_handoff.observe import logs, tracing
+from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI as URI
+from a2a_handoff.stores import open_store
+from servers.billing import POLICY, BillingAgent, billing_card
+from servers.human import HumanAgent, decision_message, human_card
+from servers.triage import SCOPE, TriageAgent, triage_card
+from tests.support import A2A_HEADERS, free_port
+
+pytestmark = pytest.mark.anyio
+
+BIG_REFUND = "I was charged twice, I want a refund of $750 for order 4242"
+
+
+@pytest.fixture
+def spans() -> Iterator[InMemorySpanExporter]:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracing.use_provider(provider)
+    try:
+        yield exporter
+    finally:
+        tracing.use_provider(None)
+
+
+@asynccontextmanager
+async def serving(*apps: tuple[Starlette, int]) -> AsyncIterator[None]:
+    servers = [
+        uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None))
+        for app, port in apps
+    ]
+    jobs = [asyncio.create_task(s.serve()) for s in servers]
+    try:
+        for _ in range(500):  # started within 10 s
+            if all(s.started for s in servers):
+                break
+            await asyncio.sleep(0.02)
+        yield
+    finally:
+        for server in servers:
+            server.should_exit = True
+        await asyncio.gather(*jobs)
+
+
+async def rpc(http: httpx.AsyncClient, url: str, method: str, params: Any, **headers: str) -> Any:
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+    reply = (await http.post(url, json=body, headers={**A2A_HEADERS, **headers})).json()
+    assert "result" in reply, reply
+    return reply["result"]
+
+
+async def poll(check: Any, seconds: float = 20.0) -> Any:
+    for _ in range(int(seconds / 0.05)):
+        found = await check()
+        if found:
+            return found
+        await asyncio.sleep(0.05)
+    raise AssertionError("condition not met")
+
+
+async def test_one_trace_spans_three_agents(spans: InMemorySpanExporter, tmp_path: Path) -> None:
+    ports = {name: free_port() for name in ("triage", "billing", "human")}
+    url = {name: f"http://127.0.0.1:{port}/" for name, port in ports.items()}
+    store = {name: open_store(f"sqlite:///{tmp_path / name}.db") for name in ports}
+    human = create_app(
+        HumanAgent(), human_card(url["human"]), store["human"], trust=[f"billing={url['billing']}"]
+    )
+    billing = create_app(
+        BillingAgent(), billing_card(url["billing"]), store["billing"],
+        routes={"human": url["human"]}, escalation=POLICY, trust=[f"triage={url['triage']}"],
+    )  # fmt: skip
+    triage = create_app(
+        TriageAgent(), triage_card(url["triage"]), store["triage"],
+        routes={"billing": url["billing"]}, scope=SCOPE,
+    )  # fmt: skip
+    trace_id = f"{random.getrandbits(128):032x}"
+    traceparent = f"00-{trace_id}-{random.getrandbits(64):016x}-01"
+    apps = [(triage, ports["triage"]), (billing, ports["billing"]), (human, ports["human"])]
+    async with serving(*apps), httpx.AsyncClient(timeout=30) as http:
+        message = {"messageId": "m-1", "role": "ROLE_USER", "parts": [{"text": BIG_REFUND}]}
+        sent = await rpc(http, url["triage"], "SendMessage", {"message": message},
+                         traceparent=traceparent)  # fmt: skip
+        context = sent["task"]["contextId"]
+
+        async def waiting() -> list[dict[str, Any]]:
+            page = await rpc(http, url["human"], "ListTasks", {"contextId": context})
+            return [t for t in page["tasks"] if t["status"]["state"].endswith("INPUT_REQUIRED")]
+
+        escalation = (await poll(waiting))[0]
+        # The envelope's traceId, carried (signed) to the human agent, is the trace's id.
+        handoff = escalation["metadata"][URI]["handoff"]
+        assert handoff["traceId"] == trace_id
+        # The operator answers (a request of its own, no traceparent): the return goes on in
+        # the conversation's trace.
+        decision = decision_message(
+            "approved",
+            "verified",
+            task_id=escalation["id"],
+            context_id=context,  # type: ignore[arg-type]
+        )
+        await rpc(http, url["human"], "SendMessage", {"message": decision.dump()})
+
+        async def refunded() -> bool:
+            page = await rpc(http, url["billing"], "ListTasks", {"contextId": context})
+            return any(t["status"]["state"].endswith("COMPLETED") for t in page["tasks"])
+
+        await poll(refunded)
+        await asyncio.sleep(0.3)  # the return's termination lands just after
+
+    ours = [s for s in spans.get_finished_spans() if s.context.trace_id == int(trace_id, 16)]
+    by_agent: dict[str, set[str]] = {}
+    for span in ours:
+        by_agent.setdefault(str(span.attributes.get("a2a.agent")), set()).add(span.name)
+    assert set(by_agent) == {"triage", "billing", "human"}
+    chain = {"a2a.receive", "a2a.handler", "a2a.gate", "a2a.checkpoint", "a2a.deliver",
+             "a2a.create", "a2a.terminate"}  # fmt: skip
+    assert chain <= by_agent["triage"]
+    assert chain <= by_agent["billing"]
+    assert chain | {"a2a.escalation_wait"} <= by_agent["human"]
+    # The spans form one tree per agent hop: every receive on billing and human has a parent
+    # in the trace (the caller's create span), none is a root but triage's.
+    roots = [s for s in ours if s.parent is None or s.parent.is_remote]
+    assert {str(s.attributes.get("a2a.agent")) for s in roots} >= {"triage"}
+    creates = {s.context.span_id for s in ours if s.name == "a2a.create"}
+    received = [s for s in ours if s.name == "a2a.receive" and s.attributes.get("a2a.agent")
+                in ("billing", "human") and s.parent is not None]  # fmt: skip
+    assert any(s.parent is not None and s.parent.span_id in creates for s in received)
+
+
+class Raising:
+    async def handle(self, ctx: TaskContext) -> None:
+        raise LookupError("no such order: 99")
+
+
+async def test_a_handler_exception_is_logged_with_its_traceback_and_ids(tmp_path: Path) -> None:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/"
+    agent: Agent = Raising()
+    app = create_app(agent, build_card("broken", url), open_store(f"sqlite:///{tmp_path}/b.db"))
+    out = io.StringIO()
+    handler = logging.StreamHandler(out)
+    handler.setFormatter(logs.json_formatter())
+    logger = logging.getLogger("a2a_handoff")
+    logger.addHandler(handler)
+    level = logger.level
+    logger.setLevel(logging.INFO)
+    try:
+        async with serving((app, port)), httpx.AsyncClient(timeout=30) as http:
+            message = {"messageId": "m-2", "role": "ROLE_USER", "parts": [{"text": "order 99"}]}
+            task = (await rpc(http, url, "SendMessage", {"message": message}))["task"]
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+    assert task["status"]["state"] == "TASK_STATE_FAILED"
+    lines = [json.loads(line) for line in out.getvalue().splitlines() if line.startswith("{")]
+    raised = next(e for e in lines if e.get("event") == "handler.exception")
+    assert raised["task_id"] == task["id"]
+    assert raised["context_id"] == task["contextId"]
+    assert raised["agent"] == "broken"
+    assert raised["level"] == "ERROR"
+    assert "Traceback" in raised["exc_info"]
+    assert "LookupError: no such order: 99" in raised["exc_info"]
+    assert "in handle" in raised["exc_info"]
