@@ -46,6 +46,10 @@ SKIPPED = {
     "bench/run": "benchmarks are run by hand, never in the suite",
     "python -m servers billing --port 8102 --llm": "needs a model server (Ollama); tests/llm"
     " runs these agents with --llm against a chat-completions server of their own",
+    "python -m servers all &": "the console: tests/orchestrator/test_console.py drives it in a"
+    " real browser against real agents",
+    "pip install 'a2a-handoff[otel]'": "needs an OTLP collector; traces across agents are"
+    " tested with an in-memory exporter (tests/integration/test_traces.py)",
     "pip install /path/to/a2a-handoff": "run below, into a target directory (the git URL is"
     " a placeholder for the reader's clone)",
 }
