@@ -191,7 +191,8 @@ def _agent_parser(parser: argparse.ArgumentParser) -> None:
     seen = parser.add_argument_group("observability (see README: See inside)")
     seen.add_argument(
         "--log-level", default="info", choices=["debug", "info", "warning", "error"],
-        help="info: a line per task transition, handoff step, escalation (default)",
+        help="info: a line per task transition, handoff step, escalation (default);"
+        " debug adds a line per HTTP request",
     )  # fmt: skip
     seen.add_argument("--log-format", default="text", choices=["text", "json"])
     seen.add_argument(
@@ -291,7 +292,7 @@ def serve(name: str, args: argparse.Namespace) -> int:
         port=args.port,
         log_level=args.log_level,
         log_config=None,  # uvicorn's lines go through ours (configure_logging): one format
-        access_log=False,
+        access_log=args.log_level == "debug",  # debug: a line per HTTP request too
         proxy_headers=False,  # served directly: no X-Forwarded-* to trust
         http=limits.protocol(),  # timeouts, connection cap, slow readers dropped
         timeout_keep_alive=args.keep_alive,

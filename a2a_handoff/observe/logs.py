@@ -183,6 +183,8 @@ def configure(level: str = "info", fmt: str = "text", stream: IO[str] | None = N
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(level.upper())
-    # uvicorn's access log is a line per request: not an event worth a line at INFO
-    logging.getLogger("uvicorn.access").setLevel(max(logging.WARNING, root.level))
+    # uvicorn's access log is a line per request: detail for debug, not an event worth a line
+    # at INFO
+    access = logging.INFO if root.level <= logging.DEBUG else max(logging.WARNING, root.level)
+    logging.getLogger("uvicorn.access").setLevel(access)
     _sink = Sink(out, fmt == "json")
