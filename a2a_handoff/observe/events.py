@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterable, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from a2a_handoff.observe import current, tracing
@@ -65,6 +65,34 @@ def _edge(envelope: Any) -> tuple[str, str, str]:
     return envelope.source.agent, envelope.target.agent, envelope.kind
 
 
+def _child(metric: Any, *labels: str) -> Any:
+    """`metric.labels(*labels)`, kept on the metric: prometheus-client takes a lock and
+    builds its key on every `labels` call (this is the handoff path)."""
+    children: dict[tuple[str, ...], Any] | None = getattr(metric, "_a2a_children", None)
+    if children is None:
+        children = {}
+        metric._a2a_children = children
+    child = children.get(labels)
+    if child is None:
+        child = children[labels] = metric.labels(*labels)
+    return child
+
+
+_MADE: list[Any] = ["", 0.0]  # the last envelope time parsed, and its epoch seconds
+
+
+def _epoch(created_at: str) -> float | None:
+    """An envelope's `createdAt` as epoch seconds (the last one kept: a handoff asks twice)."""
+    if _MADE[0] == created_at:
+        return float(_MADE[1])
+    try:
+        seconds = datetime.fromisoformat(created_at.replace("Z", "+00:00")).timestamp()
+    except (ValueError, AttributeError):
+        return None
+    _MADE[:] = [created_at, seconds]
+    return seconds
+
+
 def handoff_step(envelope: Any, step: str, task_id: str | None = None, **more: Any) -> None:
     """A step of a handoff on the sending side (decided, checkpointed, delivering), logged."""
     note(log, f"handoff.{step}", "handoff %s %s → %s: %s", envelope.handoff_id,
@@ -78,7 +106,7 @@ def handoff_sent(envelope: Any, outcome: str, detail: str = "") -> None:
     `failed`); counted once per handoff, when its outbox entry closes."""
     obs = current()
     source, target, kind = _edge(envelope)
-    obs.metrics.handoffs_sent.labels(source, target, kind, outcome).inc()
+    _child(obs.metrics.handoffs_sent, source, target, kind, outcome).inc()
     level = logging.INFO if outcome in ("accepted", "duplicate") else logging.WARNING
     note(log, "handoff.sent", "handoff %s %s → %s (%s): %s%s", envelope.handoff_id, source,
          target, kind, outcome, f" ({detail})" if detail else "", level=level,
@@ -95,7 +123,7 @@ def handoff_received(
     """A handoff received: `accepted`, `duplicate`, or `rejected:<code>` (a rejection)."""
     obs = current()
     source, target, kind = _edge(envelope)
-    obs.metrics.handoffs_received.labels(source, target, kind, outcome).inc()
+    _child(obs.metrics.handoffs_received, source, target, kind, outcome).inc()
     rejected = outcome.startswith("rejected")
     note(log, "handoff.rejected" if rejected else "handoff.received",
          "handoff %s %s → %s (%s) %s%s", envelope.handoff_id, source, target, kind, outcome,
@@ -109,13 +137,12 @@ def handoff_received(
 def latency(envelope: Any, stage: str) -> None:
     """The time from the handoff decided (its envelope made) to `stage` (created,
     terminated)."""
-    try:
-        made = datetime.fromisoformat(envelope.created_at.replace("Z", "+00:00"))
-    except (ValueError, AttributeError):
+    made = _epoch(getattr(envelope, "created_at", None) or "")
+    if made is None:
         return
-    seconds = max(0.0, (datetime.now(UTC) - made).total_seconds())
+    seconds = max(0.0, time.time() - made)
     source, target, kind = _edge(envelope)
-    current().metrics.handoff_latency.labels(source, target, kind, stage).observe(seconds)
+    _child(current().metrics.handoff_latency, source, target, kind, stage).observe(seconds)
 
 
 def contract(names: Iterable[str], contract_id: str, value: float | None = None) -> None:

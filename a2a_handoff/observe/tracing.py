@@ -14,6 +14,7 @@ import contextlib
 import random
 import time
 from collections.abc import Mapping, MutableMapping
+from contextvars import ContextVar, Token
 from typing import Any
 
 from opentelemetry import context as otel_context
@@ -35,6 +36,11 @@ def use_provider(provider: trace.TracerProvider | None) -> None:
     _tracer = provider.get_tracer("a2a_handoff") if provider is not None else _global
     _own = provider is not None
 
+
+# With tracing off, the current trace is only an id: kept here, not in an OpenTelemetry
+# context (making, attaching and reading one cost more than all the rest of this module).
+_TRACE: ContextVar[str | None] = ContextVar("a2a_handoff_trace", default=None)
+_HEX = frozenset("0123456789abcdef")
 
 _on = False  # a global SDK provider was seen (it can be set only once: it stays)
 _checked = -1.0  # when the global provider was last looked at (not set yet)
@@ -79,8 +85,26 @@ def record_span(name: str, start_ns: int, **attributes: Any) -> None:
 
 def current_trace_id() -> str | None:
     """The current trace's id as 32 hex digits, or None outside a trace."""
+    if not enabled():
+        return _TRACE.get()
     ctx = trace.get_current_span().get_span_context()
     return format(ctx.trace_id, "032x") if ctx.is_valid else None
+
+
+def _trace_id_of(traceparent: str) -> str | None:
+    """The trace id of a W3C `traceparent` (`00-<32 hex>-<16 hex>-<2 hex>`), None when it
+    is not one (an all-zero id included)."""
+    parts = traceparent.strip().lower().split("-")
+    if len(parts) < 4 or len(parts[0]) != 2 or parts[0] == "ff":
+        return None
+    version, trace_id, span_id, flags = parts[:4]
+    if len(trace_id) != 32 or len(span_id) != 16 or len(flags) != 2:
+        return None
+    if not _HEX.issuperset(version + trace_id + span_id + flags):
+        return None
+    if trace_id == "0" * 32 or span_id == "0" * 16 or (version == "00" and len(parts) != 4):
+        return None
+    return trace_id
 
 
 def incoming(headers: Mapping[str, str]) -> object | None:
@@ -88,23 +112,34 @@ def incoming(headers: Mapping[str, str]) -> object | None:
     to give `leave`."""
     if "traceparent" not in headers:
         return None
-    return otel_context.attach(propagate.extract(headers))
+    if enabled():
+        return otel_context.attach(propagate.extract(headers))
+    trace_id = _trace_id_of(headers["traceparent"])
+    return _TRACE.set(trace_id) if trace_id is not None else None
 
 
 def leave(token: object | None) -> None:
-    if token is not None:
+    if isinstance(token, Token) and token.var is _TRACE:
+        _TRACE.reset(token)
+    elif token is not None:
         otel_context.detach(token)  # type: ignore[arg-type]
 
 
 def outgoing(headers: MutableMapping[str, str]) -> None:
     """Add `traceparent` for the current span to a call's headers (none outside a trace)."""
+    if not enabled():
+        trace_id = _TRACE.get()
+        if trace_id is not None:
+            headers["traceparent"] = f"00-{trace_id}-{random.getrandbits(64) or 1:016x}-01"
+        return
     ctx = trace.get_current_span().get_span_context()
     if ctx.is_valid:
         headers["traceparent"] = f"00-{ctx.trace_id:032x}-{ctx.span_id:016x}-{ctx.trace_flags:02x}"
 
 
 class _Adopted:
-    """The context of `adopted`: a remote parent in the trace made current, then undone."""
+    """The context of `adopted`: a remote parent in the trace made current, then undone
+    (with tracing off, only the trace's id)."""
 
     __slots__ = ("number", "token")
 
@@ -113,11 +148,14 @@ class _Adopted:
         self.token: object = None
 
     def __enter__(self) -> None:
+        if not enabled():
+            self.token = _TRACE.set(f"{self.number:032x}")
+            return
         parent = SpanContext(self.number, random.getrandbits(64) or 1, True, _SAMPLED)
         self.token = otel_context.attach(trace.set_span_in_context(NonRecordingSpan(parent)))
 
     def __exit__(self, *exc: object) -> None:
-        otel_context.detach(self.token)  # type: ignore[arg-type]
+        leave(self.token)
 
 
 _SAMPLED = TraceFlags(TraceFlags.SAMPLED)

@@ -128,3 +128,35 @@ def test_trace_context_travels_in_traceparent() -> None:
     # Not a trace id: nothing adopted.
     with tracing.adopted("not-hex-and-not-32-long"):
         assert tracing.current_trace_id() is None
+
+
+@pytest.mark.parametrize(
+    "traceparent",
+    [
+        "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7",  # a part missing
+        "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01-extra",  # v00 has four
+        "00-00000000000000000000000000000000-00f067aa0ba902b7-01",  # all-zero trace id
+        "00-0af7651916cd43dd8448eb211c80319c-0000000000000000-01",  # all-zero parent
+        "ff-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01",  # version ff
+        "00-0af7651916cd43dd8448eb211c80319g-00f067aa0ba902b7-01",  # not hex
+        "00-0af7651916cd43dd8448eb211c8031-00f067aa0ba902b7-01",  # too short
+        "",
+    ],
+)
+def test_a_malformed_traceparent_is_ignored(traceparent: str) -> None:
+    token = tracing.incoming({"traceparent": traceparent})
+    try:
+        assert tracing.current_trace_id() is None
+    finally:
+        tracing.leave(token)
+
+
+def test_a_later_version_of_traceparent_is_read_for_its_trace_id() -> None:
+    # W3C: a version above 00 may carry more parts; its first four are read as version 00's.
+    header = "01-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01-more"
+    token = tracing.incoming({"traceparent": header})
+    try:
+        assert tracing.current_trace_id() == "0af7651916cd43dd8448eb211c80319c"
+    finally:
+        tracing.leave(token)
+    assert tracing.current_trace_id() is None
