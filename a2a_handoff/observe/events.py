@@ -54,9 +54,20 @@ def transitions(task_id: str, context_id: str, states: Iterable[str]) -> None:
              context_id=context_id, trace_id=trace_id, state=name)  # fmt: skip
 
 
-def committed_items(task_id: str, context_id: str, items: Sequence[Any]) -> None:
-    """The state changes among a write's events (StreamResponse items)."""
-    states = [i.status_update.status.state.value for i in items if i.status_update is not None]
+def committed_items(
+    task_id: str, context_id: str, items: Sequence[Any], before: str | None = None
+) -> None:
+    """The state changes among a write's events (StreamResponse items), from the state
+    `before` the write (wire name; None: a new task). A status update in the state the task
+    is already in (a WORKING note) is not a transition."""
+    states: list[str] = []
+    last = before
+    for item in items:
+        if item.status_update is not None:
+            state = item.status_update.status.state.value
+            if state != last:
+                states.append(state)
+                last = state
     if states:
         transitions(task_id, context_id, states)
 

@@ -236,6 +236,7 @@ class Journal:
         return None
 
     async def _write(self, task: Task, items: list[StreamResponse]) -> bool:
+        before: str | None = None
         if self.committed is None:
             created = await self._create(task, items)
             if created is None:
@@ -243,10 +244,11 @@ class Journal:
             record = created
         else:
             previous = self.committed
+            before = previous.task.status.state.value
             record = previous.advanced(task, len(items), utc_now(), task.dump_json())
             await self.host.store.update(record, items, expected_version=previous.version)
         self._wrote(record)
-        events.committed_items(task.id, task.context_id, items)
+        events.committed_items(task.id, task.context_id, items, before)
         return True
 
     def _wrote(self, record: TaskRecord) -> None:

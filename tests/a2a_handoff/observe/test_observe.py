@@ -7,6 +7,7 @@ import io
 import json
 import logging
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -160,3 +161,27 @@ def test_a_later_version_of_traceparent_is_read_for_its_trace_id() -> None:
     finally:
         tracing.leave(token)
     assert tracing.current_trace_id() is None
+
+
+def test_a_status_note_in_the_same_state_is_not_a_transition(
+    observer: Observer, lines: io.StringIO
+) -> None:
+    from a2a_handoff.protocol.events import status_event
+    from a2a_handoff.protocol.models import Task, TaskStatus
+    from a2a_handoff.protocol.states import TaskState
+
+    def event(state: TaskState) -> Any:
+        task = Task(id="t-1", context_id="c-1", status=TaskStatus(state=state))
+        return status_event(task)
+
+    working, done = event(TaskState.WORKING), event(TaskState.COMPLETED)
+    # A new task: submitted → working, then two notes while working, then completed.
+    events.committed_items("t-1", "c-1", [event(TaskState.SUBMITTED), working, working])
+    events.committed_items("t-1", "c-1", [working], before=TaskState.WORKING.value)
+    events.committed_items("t-1", "c-1", [working, done], before=TaskState.WORKING.value)
+    count = observer.metrics.value
+    assert count("a2a_task_transitions_total", {"state": "submitted"}) == 1
+    assert count("a2a_task_transitions_total", {"state": "working"}) == 1
+    assert count("a2a_task_transitions_total", {"state": "completed"}) == 1
+    said = [json.loads(line)["state"] for line in lines.getvalue().splitlines()]
+    assert said == ["submitted", "working", "completed"]
