@@ -120,7 +120,10 @@ def incoming(headers: Mapping[str, str]) -> object | None:
 
 def leave(token: object | None) -> None:
     if isinstance(token, Token) and token.var is _TRACE:
-        _TRACE.reset(token)
+        # A token set in another context (a block left in another task) cannot be reset
+        # there, and nothing of ours was set in this one: as OpenTelemetry's detach, go on.
+        with contextlib.suppress(ValueError):
+            _TRACE.reset(token)
     elif token is not None:
         otel_context.detach(token)  # type: ignore[arg-type]
 

@@ -53,7 +53,13 @@ def settled_source(agents: Agents, ctx: str) -> dict[str, Any]:
             return tasks[0]
         return None
 
-    found: dict[str, Any] = wait_for(check, timeout=20)
+    try:
+        found: dict[str, Any] = wait_for(check, timeout=20)
+    except AssertionError as exc:  # say where the task stands (a rare chaos failure on Redis)
+        tasks = tasks_in(agents.triage, ctx)
+        seen = [(t["id"], t["status"]["state"], ext(t)) for t in tasks]
+        successors = [(t["id"], t["status"]["state"]) for t in tasks_in(agents.billing, ctx)]
+        raise AssertionError(f"{exc}; triage: {seen}; billing: {successors}") from exc
     return found
 
 
