@@ -71,6 +71,9 @@ def score(stamp: str) -> float:
     return float(digits[:17] or 0)
 
 
+MAX_CONNECTIONS = 2000  # Redis connections per process (Redis serves 10,000 clients by default)
+
+
 class RedisBase:
     """The connection, the scripts, and the outbox, ledger and leases (module docstring)."""
 
@@ -105,6 +108,10 @@ class RedisBase:
             # One immediate retry, only for a connection found broken (a restarted Redis):
             # a timed-out call may still run, so it is never sent twice.
             retry=Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,)),
+            # redis-py 8 caps a pool at 100 connections and fails the 101st call at once
+            # ("Too many connections": a handoff's delivery failed under load in the chaos
+            # test); earlier versions had no cap. A cap well above a process's needs.
+            max_connections=MAX_CONNECTIONS,
         )
         try:
             await client.ping()

@@ -382,3 +382,18 @@ async def test_an_identity_is_kept_per_agent_and_changed_check_and_set(store: St
     stored = await store.load_identity(agent)
     assert stored is not None
     assert len(Identity.from_document(stored).active) == 2
+
+
+async def test_a_burst_of_300_concurrent_calls_on_redis_fails_none(
+    redis_server: RedisServer,
+) -> None:
+    # redis-py 8 caps a pool at 100 connections and fails the 101st concurrent call at once:
+    # a burst of handoffs under load met "Too many connections" (the chaos test).
+    store = open_store(f"{redis_server.url()}?prefix=burst-{uuid.uuid4().hex[:8]}:")
+    async with store:
+        record = await create(store, key="k")
+        results = await asyncio.gather(
+            *(store.get(record.id) for _ in range(300)), return_exceptions=True
+        )
+    assert [r for r in results if isinstance(r, BaseException)] == []
+    assert all(r is not None and r.id == record.id for r in results)
