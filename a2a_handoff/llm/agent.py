@@ -30,7 +30,13 @@ from a2a_handoff.escalation import Escalate, Escalation, Need, Trigger
 from a2a_handoff.ids import new_id
 from a2a_handoff.llm.chat import HISTORY_KEY, build_chat, transcript
 from a2a_handoff.llm.model import Model, ToolCall
-from a2a_handoff.llm.tools import FunctionTool, ToolArgumentsError, ToolFunction, function_tool
+from a2a_handoff.llm.tools import (
+    FunctionTool,
+    ToolArgumentsError,
+    ToolFunction,
+    function_tool,
+    json_object,
+)
 from a2a_handoff.outcomes import Completed, Failed, Handoff, InputRequired, Outcome, Rejected
 
 __all__ = ["ESCALATE_TOOL", "LLMAgent", "Transfer"]
@@ -216,7 +222,7 @@ class LLMAgent:
 
     async def _transfer(self, step: _Step, tool: _HandoffTool, call: ToolCall) -> str | Outcome:
         try:
-            arguments = _object(call.arguments)
+            arguments = json_object(call.arguments)
         except ToolArgumentsError as exc:
             return self._refused(step, f"bad arguments: {exc}")
         contract = tool.route.contract
@@ -246,7 +252,7 @@ class LLMAgent:
 
     async def _escalate(self, step: _Step, call: ToolCall) -> str | Outcome:
         try:
-            arguments = _object(call.arguments)
+            arguments = json_object(call.arguments)
             tried = arguments.get("what_was_tried")
             need = str(arguments.get("need") or Need.DECISION)
             trigger = (
@@ -352,16 +358,6 @@ def _describe(route: Route) -> str:
     skills = "; ".join(f"{s.name}: {s.description}" for s in card.skills or [])
     text = f"Hand the conversation over to {card.name}: {card.description}."
     return f"{text} Skills: {skills}." if skills else text
-
-
-def _object(raw: str) -> dict[str, Any]:
-    try:
-        data = json.loads(raw or "{}")
-    except ValueError:
-        raise ToolArgumentsError(f"the arguments are not JSON: {raw[:200]!r}") from None
-    if not isinstance(data, dict):
-        raise ToolArgumentsError("the arguments must be a JSON object")
-    return data
 
 
 def _resume(step: _Step) -> dict[str, Any]:

@@ -34,6 +34,17 @@ class ToolArgumentsError(ValueError):
     """The model's arguments for a tool are not JSON or do not fit its schema."""
 
 
+def json_object(raw: str) -> dict[str, Any]:
+    """A tool call's arguments as the model sent them: a JSON object (else said to it)."""
+    try:
+        data = json.loads(raw or "{}")
+    except ValueError:
+        raise ToolArgumentsError(f"the arguments are not JSON: {raw[:200]!r}") from None
+    if not isinstance(data, dict):
+        raise ToolArgumentsError("the arguments must be a JSON object")
+    return data
+
+
 @dataclass(frozen=True, slots=True)
 class FunctionTool:
     """An async function offered to the model as a tool."""
@@ -57,12 +68,7 @@ class FunctionTool:
 
     def parse(self, raw: str) -> dict[str, Any]:
         """The model's arguments, validated (ToolArgumentsError: said to the model)."""
-        try:
-            data = json.loads(raw or "{}")
-        except ValueError:
-            raise ToolArgumentsError(f"the arguments are not JSON: {raw[:200]!r}") from None
-        if not isinstance(data, dict):
-            raise ToolArgumentsError("the arguments must be a JSON object")
+        data = json_object(raw)
         try:
             model = self.arguments.model_validate(data)
         except ValidationError as exc:
