@@ -97,7 +97,7 @@ class Delivery:
             except (ValueError, AttributeError):
                 trace_id = ""
         name = "a2a.deliver" if fresh else "a2a.recovery"
-        with tracing.adopted(trace_id), tracing.span(name, **{"a2a.handoff_id": entry.handoff_id}):
+        with tracing.adopted(trace_id), tracing.span(name, "a2a.handoff_id", entry.handoff_id):
             return await self._deliver(
                 entry, fresh, envelope=envelope, source=source, reopen=reopen
             )
@@ -159,7 +159,7 @@ class Delivery:
                         events.handoff_sent(envelope, "gate_refused", reason)
                         return await reopened(self.store, entry, reason, source)
                     return await self._failed(entry, envelope, contract, reason, "gate_refused")
-                with tracing.span("a2a.create", **{"a2a.target": entry.target_name}):
+                with tracing.span("a2a.create", "a2a.target", entry.target_name):
                     result = await self.client.call_json(
                         url, "SendMessage", params, extensions=[URI], idempotent=True
                     )
@@ -218,7 +218,7 @@ class Delivery:
                     entry, envelope, contract, "on_reject", reason, f"rejected:{code}"
                 )
             events.latency(envelope, "created")
-            with tracing.span("a2a.terminate", **{"a2a.handoff_id": entry.handoff_id}):
+            with tracing.span("a2a.terminate", "a2a.handoff_id", entry.handoff_id):
                 record = await transferred(self.store, entry, envelope, created, source)
             self._closed(entry, envelope, contract, "accepted")
             return record
@@ -232,7 +232,7 @@ class Delivery:
         outcome: str,
     ) -> TaskRecord | None:
         """The source FAILED, its entry closed (`terminate.failed`), and counted."""
-        with tracing.span("a2a.terminate", **{"a2a.handoff_id": entry.handoff_id}):
+        with tracing.span("a2a.terminate", "a2a.handoff_id", entry.handoff_id):
             record = await failed(self.store, entry, reason)
         self._closed(entry, envelope, contract, outcome, reason)
         return record

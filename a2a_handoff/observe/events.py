@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from a2a_handoff.observe import current, tracing
-from a2a_handoff.observe.logs import EVENTS, note, sink
+from a2a_handoff.observe.logs import EVENTS, INFO, note, sink
 
 log = logging.getLogger(EVENTS)
 
@@ -23,34 +23,29 @@ _STATE_PREFIX = len("TASK_STATE_")
 
 def request(method: str, outcome: str) -> None:
     """A JSON-RPC call answered: `outcome` is `ok` or the error's name."""
-    current().metrics.request(method, outcome)
-
-
-_NAMES: dict[str, str] = {}  # wire state → its short name (`working`)
-
-
-def _short(state: str) -> str:
-    name = _NAMES.get(state)
-    if name is None:
-        name = _NAMES[state] = state[_STATE_PREFIX:].lower()
-    return name
+    requests = current().metrics.hot.requests
+    key = (method, outcome)
+    requests[key] = requests.get(key, 0) + 1
 
 
 def transitions(task_id: str, context_id: str, states: Iterable[str]) -> None:
     """Task state changes committed (wire names, `TASK_STATE_WORKING`): a line each."""
     observer = current()
-    names = [_short(state) for state in states]
-    for name in names:
-        observer.metrics.transition(name)
-    if not log.isEnabledFor(logging.INFO):
+    counts = observer.metrics.hot.transitions  # (inline: these are every request's)
+    names = []
+    for state in states:
+        name = state[_STATE_PREFIX:].lower()  # `working` (a plain str, even from a StrEnum)
+        names.append(name)
+        counts[name] = counts.get(name, 0) + 1
+    if not log.isEnabledFor(INFO):
         return
     trace_id = tracing.trace_of(task_id)
     fast = sink()
     if fast is not None:
-        fast.transitions(observer.agent, task_id, context_id, trace_id, names)
+        fast.transitions(observer.agent or None, task_id, context_id, trace_id, names)
         return
     for name in names:
-        note(log, "task.transition", "task %s → %s", task_id, name, task_id=task_id,
+        note(log, "task.transition", "task %s -> %s", task_id, name, task_id=task_id,
              context_id=context_id, trace_id=trace_id, state=name)  # fmt: skip
 
 
@@ -63,8 +58,9 @@ def committed_items(
     states: list[str] = []
     last = before
     for item in items:
-        if item.status_update is not None:
-            state = item.status_update.status.state.value
+        update = item.status_update
+        if update is not None:
+            state = update.status.state  # a StrEnum: compared and sliced as its wire name
             if state != last:
                 states.append(state)
                 last = state
@@ -74,19 +70,6 @@ def committed_items(
 
 def _edge(envelope: Any) -> tuple[str, str, str]:
     return envelope.source.agent, envelope.target.agent, envelope.kind
-
-
-def _child(metric: Any, *labels: str) -> Any:
-    """`metric.labels(*labels)`, kept on the metric: prometheus-client takes a lock and
-    builds its key on every `labels` call (this is the handoff path)."""
-    children: dict[tuple[str, ...], Any] | None = getattr(metric, "_a2a_children", None)
-    if children is None:
-        children = {}
-        metric._a2a_children = children
-    child = children.get(labels)
-    if child is None:
-        child = children[labels] = metric.labels(*labels)
-    return child
 
 
 _MADE: list[Any] = ["", 0.0]  # the last envelope time parsed, and its epoch seconds
@@ -106,7 +89,7 @@ def _epoch(created_at: str) -> float | None:
 
 def handoff_step(envelope: Any, step: str, task_id: str | None = None, **more: Any) -> None:
     """A step of a handoff on the sending side (decided, checkpointed, delivering), logged."""
-    note(log, f"handoff.{step}", "handoff %s %s → %s: %s", envelope.handoff_id,
+    note(log, f"handoff.{step}", "handoff %s %s -> %s: %s", envelope.handoff_id,
          envelope.source.agent, envelope.target.agent, step, task_id=task_id or
          envelope.source.task_id, context_id=envelope.context_id,
          handoff_id=envelope.handoff_id, trace_id=envelope.trace_id, **more)  # fmt: skip
@@ -117,9 +100,9 @@ def handoff_sent(envelope: Any, outcome: str, detail: str = "") -> None:
     `failed`); counted once per handoff, when its outbox entry closes."""
     obs = current()
     source, target, kind = _edge(envelope)
-    _child(obs.metrics.handoffs_sent, source, target, kind, outcome).inc()
+    obs.metrics.handoff_sent((source, target, kind, outcome))
     level = logging.INFO if outcome in ("accepted", "duplicate") else logging.WARNING
-    note(log, "handoff.sent", "handoff %s %s → %s (%s): %s%s", envelope.handoff_id, source,
+    note(log, "handoff.sent", "handoff %s %s -> %s (%s): %s%s", envelope.handoff_id, source,
          target, kind, outcome, f" ({detail})" if detail else "", level=level,
          task_id=envelope.source.task_id, context_id=envelope.context_id,
          handoff_id=envelope.handoff_id, trace_id=envelope.trace_id,
@@ -134,10 +117,10 @@ def handoff_received(
     """A handoff received: `accepted`, `duplicate`, or `rejected:<code>` (a rejection)."""
     obs = current()
     source, target, kind = _edge(envelope)
-    _child(obs.metrics.handoffs_received, source, target, kind, outcome).inc()
+    obs.metrics.handoff_received((source, target, kind, outcome))
     rejected = outcome.startswith("rejected")
     note(log, "handoff.rejected" if rejected else "handoff.received",
-         "handoff %s %s → %s (%s) %s%s", envelope.handoff_id, source, target, kind, outcome,
+         "handoff %s %s -> %s (%s) %s%s", envelope.handoff_id, source, target, kind, outcome,
          f": {reason}" if reason else "", level=logging.WARNING if rejected else logging.INFO,
          task_id=task_id, context_id=envelope.context_id, handoff_id=envelope.handoff_id,
          trace_id=envelope.trace_id if verified else None, outcome=outcome)  # fmt: skip
@@ -148,12 +131,12 @@ def handoff_received(
 def latency(envelope: Any, stage: str) -> None:
     """The time from the handoff decided (its envelope made) to `stage` (created,
     terminated)."""
-    made = _epoch(getattr(envelope, "created_at", None) or "")
+    made = _epoch(envelope.created_at or "")
     if made is None:
         return
     seconds = max(0.0, time.time() - made)
-    source, target, kind = _edge(envelope)
-    _child(current().metrics.handoff_latency, source, target, kind, stage).observe(seconds)
+    stage_of = (envelope.source.agent, envelope.target.agent, envelope.kind, stage)
+    current().metrics.handoff_latency(stage_of, seconds)
 
 
 def contract(names: Iterable[str], contract_id: str, value: float | None = None) -> None:
@@ -165,7 +148,7 @@ def escalation(envelope: Any, event: str, task_id: str | None = None, **more: An
     """An escalation `sent`, `received`, `decided` or `timed_out`."""
     if event != "sent":
         current().metrics.escalations.labels(event).inc()
-    note(log, f"escalation.{event}", "escalation %s %s → %s: %s", envelope.handoff_id,
+    note(log, f"escalation.{event}", "escalation %s %s -> %s: %s", envelope.handoff_id,
          envelope.source.agent, envelope.target.agent, event,
          level=logging.WARNING if event == "timed_out" else logging.INFO,
          task_id=task_id or envelope.source.task_id, context_id=envelope.context_id,

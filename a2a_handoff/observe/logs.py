@@ -6,19 +6,25 @@ Cheap when off: `note` asks the logger first, so a level that drops the line cos
 cached check — no formatting, no trace look-up. Cheap when on, too: the standard `logging`
 path costs some 25 µs a line (a LogRecord, a formatter, a flush), a tenth of a whole echo
 request, so once `configure` has set the process up, `note`'s lines take a fast path (`Sink`):
-rendered straight to text or JSON with the same fields, gathered and written once per turn of
-the event loop. Every other line (uvicorn's, warnings, tracebacks) goes through `logging`,
-with python-json-logger's formatter for JSON (rather than structlog: the library's loggers stay
+rendered straight to text or JSON with the same fields and written in batches — an INFO line
+waits at most `FLUSH_AFTER` (50 ms) for the lines after it, a WARNING or worse goes out at
+once with those before it, and so do the buffered lines before any line `logging` writes and
+at exit (so the order holds; a process killed with SIGKILL loses at most 50 ms of INFO
+lines). Every other line (uvicorn's, warnings, tracebacks) goes through `logging`, with
+python-json-logger's formatter for JSON (rather than structlog: the library's loggers stay
 plain `logging` loggers that an application configures as it configures any other).
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
+import contextlib
 import json
 import logging
 import sys
 import time
+from collections.abc import Mapping
 from typing import IO, Any
 
 from a2a_handoff.observe import current, tracing
@@ -27,78 +33,186 @@ FIELDS = ("event", "agent", "task_id", "context_id", "handoff_id", "trace_id")
 INFO = logging.INFO
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"  # then ",mmm": logging's default asctime
 EVENTS = "a2a_handoff.events"  # the logger of the event lines
+FLUSH_AFTER = 0.05  # seconds an INFO line may wait for the lines after it
+_BATCH = 512  # lines: written at once when this many wait
+_MILLIS = tuple(f",{n:03d}" for n in range(1000))
+_LEVELS = {logging.DEBUG: "DEBUG", INFO: "INFO", logging.WARNING: "WARNING", logging.ERROR: "ERROR"}
 
 
 class Sink:
-    """Event lines written straight to a stream, flushed once per turn of the event loop
-    (outside a loop: at once). Same fields and time format as the `logging` formatters."""
+    """Event lines written straight to a stream, in batches (see the module's docstring).
+    Same fields and time format as the `logging` formatters.
+
+    A line is kept as a record (its time and fields) and rendered when the batch is written:
+    on the hot path a line costs a tuple, and rendering a batch in one loop costs less than
+    line by line."""
 
     def __init__(self, stream: IO[str], as_json: bool) -> None:
         self.stream = stream
         self.as_json = as_json
-        self.lines: list[str] = []
-        self.scheduled = False
+        self.records: list[tuple[Any, ...]] = []
+        self._timer: asyncio.TimerHandle | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._second = -1
-        self._stamp = ""
+        self._head = ""
 
-    def _time(self, now: float) -> str:
-        second = int(now)
-        if second != self._second:  # strftime once a second
-            self._second = second
-            self._stamp = time.strftime(TIME_FORMAT, time.localtime(second))
-        return f"{self._stamp},{int((now - second) * 1000):03d}"
-
-    def write(self, level: int, logger: str, message: str, fields: dict[str, Any]) -> None:
-        stamp = self._time(time.time())
-        name = _LEVELS.get(level) or logging.getLevelName(level)
-        if self.as_json:
-            record = {"time": stamp, "level": name, "logger": logger, "message": message}
-            record.update((k, v) for k, v in fields.items() if v is not None)
-            line = json.dumps(record, default=str, ensure_ascii=False)
-        else:
-            extra = "".join(
-                f" {k}={v}" for k, v in fields.items() if v is not None and k != "event"
-            )
-            line = f"{stamp} {name} {logger}: {message}{extra}"
-        self.add(line)
+    def event(
+        self,
+        level: int,
+        logger: str,
+        message: str,
+        event: str,
+        agent: str | None,
+        task_id: str | None,
+        context_id: str | None,
+        handoff_id: str | None,
+        trace_id: str | None,
+        more: Mapping[str, Any],
+    ) -> None:
+        """One line: `message` and the fields that are not None."""
+        self.records.append((time.time(), level, logger, message, event, agent, task_id,
+                             context_id, handoff_id, trace_id, more))  # fmt: skip
+        if level > INFO:
+            self.flush()
+        elif self._timer is None or len(self.records) >= _BATCH:
+            self._schedule()
 
     def transitions(
-        self, agent: str, task_id: str, context_id: str, trace_id: str | None, states: list[str]
+        self,
+        agent: str | None,
+        task_id: str,
+        context_id: str,
+        trace_id: str | None,
+        states: list[str],
     ) -> None:
-        """The lines of a write's transitions (`note`'s, made without its generic path: these
-        are the hot lines, two for an echo request)."""
-        stamp = self._time(time.time())
-        for state in states:
-            if self.as_json:
-                self.write(INFO, EVENTS, f"task {task_id} → {state}", {
-                    "event": "task.transition", "agent": agent or None, "task_id": task_id,
-                    "context_id": context_id, "trace_id": trace_id, "state": state,
-                })  # fmt: skip
-                continue
-            self.add(
-                f"{stamp} INFO {EVENTS}: task {task_id} → {state} agent={agent}"
-                f" task_id={task_id} context_id={context_id} trace_id={trace_id} state={state}"
-            )
+        """A write's transition lines, `task.transition` events (one record: these are the
+        hot lines, two for an echo request)."""
+        self.records.append((time.time(), None, agent, task_id, context_id, trace_id, states))
+        if self._timer is None or len(self.records) >= _BATCH:
+            self._schedule()
 
-    def add(self, line: str) -> None:
-        self.lines.append(line)
-        if self.scheduled:
+    def _schedule(self) -> None:
+        """See that the records are written within `FLUSH_AFTER` (now: outside an event loop,
+        or a full batch). A timer whose loop has closed never runs: the records it was for
+        are written with the next flush (a WARNING, a line through `logging`, a full batch,
+        `flush()`, exit)."""
+        if len(self.records) >= _BATCH:
+            self.flush()
             return
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             self.flush()
             return
-        self.scheduled = True
-        loop.call_soon(self.flush)
+        if self._timer is None or self._loop is not loop:
+            self._loop = loop
+            self._timer = loop.call_later(FLUSH_AFTER, self.flush)
 
     def flush(self) -> None:
-        self.scheduled = False
-        if self.lines:
-            text = "\n".join(self.lines) + "\n"
-            self.lines.clear()
-            self.stream.write(text)
-            self.stream.flush()
+        """Write the buffered lines."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if not self.records:
+            return
+        records, self.records = self.records, []
+        lines = self._json(records) if self.as_json else self._text(records)
+        self.stream.write("\n".join(lines) + "\n")
+        self.stream.flush()
+
+    def _text(self, records: list[tuple[Any, ...]]) -> list[str]:
+        lines: list[str] = []
+        ms, stamp = -1, ""
+        for record in records:
+            now = int(record[0] * 1000)
+            if now != ms:  # the time as logging's asctime; strftime once a second
+                ms = now
+                second, milli = divmod(ms, 1000)
+                if second != self._second:
+                    self._second = second
+                    self._head = time.strftime(TIME_FORMAT, time.localtime(second))
+                stamp = self._head + _MILLIS[milli]
+            if record[1] is None:  # transitions
+                _, _, agent, task_id, context_id, trace_id, states = record
+                if agent and trace_id:  # the usual line: one f-string
+                    for state in states:
+                        lines.append(
+                            f"{stamp} INFO {EVENTS}: task {task_id} -> {state} agent={agent}"
+                            f" task_id={task_id} context_id={context_id} trace_id={trace_id}"
+                            f" state={state}"
+                        )
+                    continue
+                tail = _ids(agent, task_id, context_id, None, trace_id)
+                for state in states:
+                    lines.append(
+                        f"{stamp} INFO {EVENTS}: task {task_id} -> {state}{tail} state={state}"
+                    )
+                continue
+            _, level, logger, message, _, agent, task_id, context_id, handoff_id, trace_id, more = (
+                record
+            )
+            line = f"{stamp} {_LEVELS.get(level) or logging.getLevelName(level)} {logger}: "
+            line += message + _ids(agent, task_id, context_id, handoff_id, trace_id)
+            for key, value in more.items():
+                if value is not None:
+                    line += f" {key}={value}"
+            lines.append(line)
+        return lines
+
+    def _json(self, records: list[tuple[Any, ...]]) -> list[str]:
+        lines: list[str] = []
+        ms, stamp = -1, ""
+        for record in records:
+            now = int(record[0] * 1000)
+            if now != ms:  # the time as logging's asctime; strftime once a second
+                ms = now
+                second, milli = divmod(ms, 1000)
+                if second != self._second:
+                    self._second = second
+                    self._head = time.strftime(TIME_FORMAT, time.localtime(second))
+                stamp = self._head + _MILLIS[milli]
+            if record[1] is None:  # transitions
+                _, _, agent, task_id, context_id, trace_id, states = record
+                many = [(INFO, EVENTS, f"task {task_id} -> {state}", "task.transition", agent,
+                         task_id, context_id, None, trace_id, {"state": state})
+                        for state in states]  # fmt: skip
+            else:
+                many = [record[1:]]
+            for level, logger, message, event, agent, task_id, context_id, handoff_id, \
+                    trace_id, more in many:  # fmt: skip
+                fields = {"time": stamp,
+                          "level": _LEVELS.get(level) or logging.getLevelName(level),
+                          "logger": logger, "message": message, "event": event, "agent": agent,
+                          "task_id": task_id, "context_id": context_id,
+                          "handoff_id": handoff_id, "trace_id": trace_id, **more}  # fmt: skip
+                lines.append(json.dumps({k: v for k, v in fields.items() if v is not None},
+                                        default=str, ensure_ascii=False))  # fmt: skip
+        return lines
+
+
+def _ids(
+    agent: str | None,
+    task_id: str | None,
+    context_id: str | None,
+    handoff_id: str | None,
+    trace_id: str | None,
+) -> str:
+    """A text line's ids: ` agent=… task_id=…`, those that are not None."""
+    if agent and task_id and context_id and trace_id:  # the usual line: one f-string
+        if handoff_id is None:
+            return f" agent={agent} task_id={task_id} context_id={context_id} trace_id={trace_id}"
+        return (
+            f" agent={agent} task_id={task_id} context_id={context_id} handoff_id={handoff_id}"
+            f" trace_id={trace_id}"
+        )
+    ids = ""
+    for key, value in (
+        ("agent", agent), ("task_id", task_id), ("context_id", context_id),
+        ("handoff_id", handoff_id), ("trace_id", trace_id),
+    ):  # fmt: skip
+        if value is not None:
+            ids += f" {key}={value}"
+    return ids
 
 
 _sink: Sink | None = None
@@ -109,7 +223,10 @@ def sink() -> Sink | None:
     return _sink
 
 
-_LEVELS = {logging.DEBUG: "DEBUG", INFO: "INFO", logging.WARNING: "WARNING", logging.ERROR: "ERROR"}
+def flush() -> None:
+    """Write the event lines waiting in the fast path's buffer (if any)."""
+    if _sink is not None:
+        _sink.flush()
 
 
 def note(
@@ -128,19 +245,26 @@ def note(
     """One line about `event`, with the ids as fields (`message` %-formatted with `args`)."""
     if not logger.isEnabledFor(level):
         return
-    fields = {
-        "event": event,
-        "agent": current().agent or None,
-        "task_id": task_id,
-        "context_id": context_id,
-        "handoff_id": handoff_id,
-        "trace_id": trace_id or tracing.current_trace_id(),
-        **more,
-    }
+    agent = current().agent or None
+    if trace_id is None:
+        trace_id = tracing.current_trace_id()
     if _sink is not None and not exc_info:
-        _sink.write(level, logger.name, message % args if args else message, fields)
+        _sink.event(
+            level, logger.name, message % args if args else message, event, agent, task_id,
+            context_id, handoff_id, trace_id, more,
+        )  # fmt: skip
         return
+    fields = {"event": event, "agent": agent, "task_id": task_id, "context_id": context_id,
+              "handoff_id": handoff_id, "trace_id": trace_id, **more}  # fmt: skip
     logger.log(level, message, *args, extra=fields, exc_info=exc_info)
+
+
+class _Handler(logging.StreamHandler):  # type: ignore[type-arg]
+    """logging's lines, after the event lines buffered before them (the order holds)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        flush()
+        super().emit(record)
 
 
 class TextFormatter(logging.Formatter):
@@ -174,9 +298,10 @@ def json_formatter() -> logging.Formatter:
 def configure(level: str = "info", fmt: str = "text", stream: IO[str] | None = None) -> None:
     """The process's log lines: `level` (debug, info, warning, error) as `fmt` (text, json),
     to `stream` (stderr); `note`'s lines take the fast path (`Sink`)."""
-    global _sink
+    global _sink, _at_exit
     out = stream or sys.stderr
-    handler = logging.StreamHandler(out)
+    flush()  # the lines of an earlier configuration, to their stream
+    handler = _Handler(out)
     handler.setFormatter(json_formatter() if fmt == "json" else TextFormatter())
     root = logging.getLogger()
     for old in list(root.handlers):
@@ -188,3 +313,14 @@ def configure(level: str = "info", fmt: str = "text", stream: IO[str] | None = N
     access = logging.INFO if root.level <= logging.DEBUG else max(logging.WARNING, root.level)
     logging.getLogger("uvicorn.access").setLevel(access)
     _sink = Sink(out, fmt == "json")
+    if not _at_exit:
+        atexit.register(_flush_at_exit)
+        _at_exit = True
+
+
+_at_exit = False
+
+
+def _flush_at_exit() -> None:
+    with contextlib.suppress(OSError, ValueError):  # the stream gone (closed, a broken pipe)
+        flush()

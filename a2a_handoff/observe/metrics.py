@@ -37,25 +37,12 @@ class Metrics:
 
     def __init__(self) -> None:
         self.registry = r = CollectorRegistry(auto_describe=True)
-        # The per-request counters and the commit histograms are plain numbers in `_Hot`
+        # The per-request and per-handoff counters and histograms are plain numbers in `_Hot`
         # (no lock, no label look-up on the hot path; the loop is one thread), made samples
         # when /metrics is read.
         self.hot = _Hot()
         r.register(self.hot)
         self.open_streams = Gauge("a2a_open_streams", "SSE task streams open", registry=r)
-        self.handoffs_sent = Counter(
-            "a2a_handoffs_sent", "Handoffs sent, by edge, kind and outcome", _EDGE, registry=r
-        )
-        self.handoffs_received = Counter(
-            "a2a_handoffs_received", "Handoffs received, by edge, kind and outcome", _EDGE,
-            registry=r,
-        )  # fmt: skip
-        self.handoff_latency = Histogram(
-            "a2a_handoff_latency_seconds",
-            "From the handoff decided to the successor created (stage=created) and to the"
-            " source terminated (stage=terminated)",
-            ["source", "target", "kind", "stage"], buckets=_LATENCY_BUCKETS, registry=r,
-        )  # fmt: skip
         self.outbox_pending = Gauge(
             "a2a_outbox_pending", "Handoffs checkpointed and not yet delivered", registry=r
         )
@@ -87,18 +74,29 @@ class Metrics:
         )  # fmt: skip
         self._contract: dict[str, Counter | Histogram] = {}
 
-    def request(self, method: str, outcome: str) -> None:
-        requests = self.hot.requests
-        key = (method, outcome)
-        requests[key] = requests.get(key, 0) + 1
+    def handoff_sent(self, edge: tuple[str, str, str, str]) -> None:
+        """A handoff's delivery ended: `edge` is (source, target, kind, outcome)."""
+        sent = self.hot.sent
+        sent[edge] = sent.get(edge, 0) + 1
 
-    def transition(self, state: str) -> None:
-        transitions = self.hot.transitions
-        transitions[state] = transitions.get(state, 0) + 1
+    def handoff_received(self, edge: tuple[str, str, str, str]) -> None:
+        """A handoff received: `edge` is (source, target, kind, outcome)."""
+        received = self.hot.received
+        received[edge] = received.get(edge, 0) + 1
+
+    def handoff_latency(self, stage: tuple[str, str, str, str], seconds: float) -> None:
+        """`seconds` from a handoff decided to `stage`: (source, target, kind, stage)."""
+        buckets = self.hot.latency.get(stage)
+        if buckets is None:
+            buckets = self.hot.latency[stage] = _Buckets(_LATENCY_BUCKETS)
+        buckets.observe(seconds)
 
     def commit(self, seconds: float, batch: int) -> None:
-        self.hot.commit_seconds.observe(seconds)
-        self.hot.commit_batch.observe(batch)
+        hot = self.hot  # `_Buckets.observe` inline (a commit is on every request's path)
+        hot.commit_seconds.counts[bisect_left(_COMMIT_BUCKETS, seconds)] += 1
+        hot.commit_seconds.sum += seconds
+        hot.commit_batch.counts[bisect_left(_BATCH_BUCKETS, batch)] += 1
+        hot.commit_batch.sum += batch
 
     def contract(self, names: Iterable[str], contract: str, value: float | None = None) -> None:
         """Count a ledger event for the contract metrics `names` (a histogram observes
@@ -163,21 +161,30 @@ class _Buckets:
         self.counts[bisect_left(self.bounds, value)] += 1
         self.sum += value
 
-    def family(self, name: str, doc: str) -> HistogramMetricFamily:
-        cumulative, total = [], 0
+    def cumulative(self) -> list[tuple[str, float]]:
+        """The buckets as Prometheus counts them: each bound with the count at or below it."""
+        buckets: list[tuple[str, float]] = []
+        total = 0
         for bound, count in zip((*self.bounds, float("inf")), self.counts, strict=True):
             total += count
-            cumulative.append(("+Inf" if bound == float("inf") else repr(float(bound)), total))
-        return HistogramMetricFamily(name, doc, buckets=cumulative, sum_value=self.sum)
+            buckets.append(("+Inf" if bound == float("inf") else repr(float(bound)), total))
+        return buckets
+
+    def family(self, name: str, doc: str) -> HistogramMetricFamily:
+        return HistogramMetricFamily(name, doc, buckets=self.cumulative(), sum_value=self.sum)
 
 
 class _Hot(Collector):
-    """The hot path's counters: requests by method and outcome, transitions by state, the
-    store's commits (latency, batch size)."""
+    """The hot path's counters: requests by method and outcome, transitions by state,
+    handoffs sent and received by edge (and their latency), the store's commits (latency,
+    batch size)."""
 
     def __init__(self) -> None:
         self.requests: dict[tuple[str, str], int] = {}
         self.transitions: dict[str, int] = {}
+        self.sent: dict[tuple[str, str, str, str], int] = {}
+        self.received: dict[tuple[str, str, str, str], int] = {}
+        self.latency: dict[tuple[str, str, str, str], _Buckets] = {}
         self.commit_seconds = _Buckets(_COMMIT_BUCKETS)
         self.commit_batch = _Buckets(_BATCH_BUCKETS)
 
@@ -197,6 +204,24 @@ class _Hot(Collector):
         for state, count in sorted(self.transitions.items()):
             transitions.add_metric([state], count)
         yield transitions
+        for name, doc, counts in (
+            ("a2a_handoffs_sent", "Handoffs sent, by edge, kind and outcome", self.sent),
+            ("a2a_handoffs_received", "Handoffs received, by edge, kind and outcome",
+             self.received),
+        ):  # fmt: skip
+            family = CounterMetricFamily(name, doc, labels=_EDGE)
+            for edge, count in sorted(counts.items()):
+                family.add_metric(list(edge), count)
+            yield family
+        latency = HistogramMetricFamily(
+            "a2a_handoff_latency_seconds",
+            "From the handoff decided to the successor created (stage=created) and to the"
+            " source terminated (stage=terminated)",
+            labels=["source", "target", "kind", "stage"],
+        )
+        for stage, buckets in sorted(self.latency.items()):
+            latency.add_metric(list(stage), buckets.cumulative(), buckets.sum)
+        yield latency
         yield self.commit_seconds.family(
             "a2a_store_commit_seconds", "Store commit latency (one group commit)"
         )

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import contextlib
 import random
+import re
 import time
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Iterable, Mapping, MutableMapping
 from contextvars import ContextVar, Token
 from typing import Any
 
@@ -40,7 +41,6 @@ def use_provider(provider: trace.TracerProvider | None) -> None:
 # With tracing off, the current trace is only an id: kept here, not in an OpenTelemetry
 # context (making, attaching and reading one cost more than all the rest of this module).
 _TRACE: ContextVar[str | None] = ContextVar("a2a_handoff_trace", default=None)
-_HEX = frozenset("0123456789abcdef")
 
 _on = False  # a global SDK provider was seen (it can be set only once: it stays)
 _checked = -1.0  # when the global provider was last looked at (not set yet)
@@ -69,11 +69,12 @@ def _attributes(attributes: dict[str, Any]) -> dict[str, Any]:
     return attrs
 
 
-def span(name: str, **attributes: Any) -> contextlib.AbstractContextManager[Any]:
-    """A span around a block (nothing at all when tracing is off)."""
+def span(name: str, key: str, value: Any) -> contextlib.AbstractContextManager[Any]:
+    """A span around a block with one attribute, `key` = `value` (nothing at all when
+    tracing is off: the attribute is not even put in a dict)."""
     if not enabled():
         return _NULL
-    return _tracer.start_as_current_span(name, attributes=_attributes(attributes))
+    return _tracer.start_as_current_span(name, attributes=_attributes({key: value}))
 
 
 def record_span(name: str, start_ns: int, **attributes: Any) -> None:
@@ -91,39 +92,57 @@ def current_trace_id() -> str | None:
     return format(ctx.trace_id, "032x") if ctx.is_valid else None
 
 
+# version-traceid-parentid-flags, lower-case hex; a version above 00 may carry more parts
+_TRACEPARENT = re.compile(r"([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}(-.*)?")
+
+
 def _trace_id_of(traceparent: str) -> str | None:
     """The trace id of a W3C `traceparent` (`00-<32 hex>-<16 hex>-<2 hex>`), None when it
     is not one (an all-zero id included)."""
-    parts = traceparent.strip().lower().split("-")
-    if len(parts) < 4 or len(parts[0]) != 2 or parts[0] == "ff":
+    found = _TRACEPARENT.fullmatch(traceparent.strip().lower())
+    if found is None:
         return None
-    version, trace_id, span_id, flags = parts[:4]
-    if len(trace_id) != 32 or len(span_id) != 16 or len(flags) != 2:
+    version, trace_id, span_id, more = found.groups()
+    if version == "ff" or (version == "00" and more is not None):
         return None
-    if not _HEX.issuperset(version + trace_id + span_id + flags):
-        return None
-    if trace_id == "0" * 32 or span_id == "0" * 16 or (version == "00" and len(parts) != 4):
+    if trace_id == _ZERO_TRACE or span_id == _ZERO_SPAN:
         return None
     return trace_id
+
+
+_ZERO_TRACE, _ZERO_SPAN = "0" * 32, "0" * 16
 
 
 def incoming(headers: Mapping[str, str]) -> object | None:
     """Take the request's `traceparent` (when it has one) as the current context; the token
     to give `leave`."""
-    if "traceparent" not in headers:
+    traceparent = headers.get("traceparent")
+    if traceparent is None:
         return None
     if enabled():
         return otel_context.attach(propagate.extract(headers))
-    trace_id = _trace_id_of(headers["traceparent"])
+    trace_id = _trace_id_of(traceparent)
     return _TRACE.set(trace_id) if trace_id is not None else None
+
+
+def incoming_raw(headers: Iterable[tuple[bytes, bytes]]) -> object | None:
+    """`incoming` for an ASGI scope's headers (lower-case byte names): a request without
+    `traceparent` costs one scan, no mapping made."""
+    for name, _ in headers:
+        if name == b"traceparent":
+            return incoming({k.decode("latin-1"): v.decode("latin-1") for k, v in headers})
+    return None
 
 
 def leave(token: object | None) -> None:
     if isinstance(token, Token) and token.var is _TRACE:
         # A token set in another context (a block left in another task) cannot be reset
         # there, and nothing of ours was set in this one: as OpenTelemetry's detach, go on.
-        with contextlib.suppress(ValueError):
+        # (try/except, not contextlib.suppress: this is every traced request's path)
+        try:  # noqa: SIM105
             _TRACE.reset(token)
+        except ValueError:
+            pass
     elif token is not None:
         otel_context.detach(token)  # type: ignore[arg-type]
 
@@ -183,14 +202,22 @@ def trace_of(task_id: str) -> str | None:
     current = current_trace_id()
     if current is not None:
         return current
-    digits = task_id.replace("-", "")
-    if len(digits) != 32:
-        return None
-    try:
-        int(digits, 16)
-    except ValueError:
-        return None
-    return digits.lower()
+    try:  # a task's lines ask several times: its name is kept a while
+        return _NAMED[task_id]
+    except KeyError:
+        if len(_NAMED) >= 1024:
+            _NAMED.clear()
+        named = _NAMED[task_id] = _named(task_id)
+        return named
+
+
+def _named(task_id: str) -> str | None:
+    digits = task_id.replace("-", "").lower()
+    return digits if _HEX32.fullmatch(digits) and digits != _ZERO_TRACE else None
+
+
+_NAMED: dict[str, str | None] = {}
+_HEX32 = re.compile(r"[0-9a-f]{32}")
 
 
 def new_trace() -> contextlib.AbstractContextManager[Any]:

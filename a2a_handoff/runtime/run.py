@@ -147,7 +147,7 @@ class TaskRun(Journal):
                 _attempt=self._attempt,
             )
             try:
-                with tracing.span("a2a.handler", **{"a2a.task_id": self.task.id}):
+                with tracing.span("a2a.handler", "a2a.task_id", self.task.id):
                     outcome = await host.agent.handle(ctx)
             except Exception as exc:
                 events.handler_failed(self.task.id, self.task.context_id, exc)
@@ -265,14 +265,14 @@ class TaskRun(Journal):
         chain = (ext_metadata(self.task).get("handoff") or {}).get("traceId")
         with tracing.adopted(chain):
             try:
-                with tracing.span("a2a.gate", **{"a2a.target": decision.target}):
+                with tracing.span("a2a.gate", "a2a.target", decision.target):
                     envelope, envelope_json = await handoffs.sender.prepare(
                         self.task, decision, self.acting_for
                     )
             except GateRefused as exc:
                 self.finish(Failed(str(exc)))
                 return
-            with tracing.span("a2a.checkpoint", **{"a2a.handoff_id": envelope.handoff_id}):
+            with tracing.span("a2a.checkpoint", "a2a.handoff_id", envelope.handoff_id):
                 await self._checkpoint(envelope, envelope_json)
 
     def _decided(self, decision: Handoff) -> None:

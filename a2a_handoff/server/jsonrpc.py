@@ -151,10 +151,10 @@ class JsonRpcEndpoint:
         self.legacy = legacy
 
     async def rpc(self, request: Request) -> Response:
-        token = tracing.incoming(request.headers)
+        token = tracing.incoming_raw(request.scope["headers"])
         try:
             if tracing.enabled():
-                with tracing.span("a2a.receive", **{"http.route": "/"}):
+                with tracing.span("a2a.receive", "http.route", "/"):
                     return await self._rpc(request)
             return await self._rpc(request)
         finally:

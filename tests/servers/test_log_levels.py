@@ -42,8 +42,8 @@ def serve_and_send(tmp_path: Path, level: str) -> str:
 
 def test_info_shows_transitions_and_debug_adds_each_request(tmp_path: Path) -> None:
     info = serve_and_send(tmp_path, "info")
-    assert "→ completed" in info
+    assert "-> completed" in info
     assert '"POST / HTTP/1.1" 200' not in info
     debug = serve_and_send(tmp_path, "debug")
-    assert "→ completed" in debug
+    assert "-> completed" in debug
     assert '"POST / HTTP/1.1" 200' in debug

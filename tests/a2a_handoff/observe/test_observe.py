@@ -6,7 +6,10 @@ import asyncio
 import io
 import json
 import logging
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -62,6 +65,7 @@ def test_a_breaker_change_is_counted_and_logged(observer: Observer, lines: io.St
                     raise OSError("refused")
 
     asyncio.run(fail())
+    logs.flush()  # an INFO line waits in the sink's batch (its loop is gone)
     changes = {"target": "http://127.0.0.1:9/", "state": "open"}
     assert observer.metrics.value("a2a_breaker_changes_total", changes) == 1
     logged = [json.loads(line) for line in lines.getvalue().splitlines()]
@@ -69,6 +73,70 @@ def test_a_breaker_change_is_counted_and_logged(observer: Observer, lines: io.St
     assert line["state"] == "open"
     assert line["level"] == "INFO"
     assert line["agent"] == "billing"
+
+
+def test_info_lines_are_written_in_batches_and_warnings_at_once(
+    observer: Observer, lines: io.StringIO
+) -> None:
+    async def run() -> None:
+        events.transitions("t-1", "c-1", ["TASK_STATE_WORKING"])
+        await asyncio.sleep(0)
+        assert lines.getvalue() == ""  # waiting for the lines after it
+        await asyncio.sleep(logs.FLUSH_AFTER * 3)
+        assert [json.loads(x)["state"] for x in lines.getvalue().splitlines()] == ["working"]
+        events.transitions("t-1", "c-1", ["TASK_STATE_COMPLETED"])
+        events.recovery("replayed", "handoff %s replayed", "h-1", handoff_id="h-1")
+        # the WARNING went out at once, after the INFO line buffered before it
+        said = [json.loads(x)["event"] for x in lines.getvalue().splitlines()]
+        assert said == ["task.transition", "task.transition", "recovery.replayed"]
+
+    asyncio.run(run())
+
+
+def test_a_logging_line_comes_after_the_event_lines_before_it(
+    observer: Observer, lines: io.StringIO
+) -> None:
+    async def run() -> None:
+        events.transitions("t-1", "c-1", ["TASK_STATE_WORKING"])
+        logging.getLogger("uvicorn.error").warning("shutting down")
+        said = [json.loads(x)["message"] for x in lines.getvalue().splitlines()]
+        assert said == ["task t-1 -> working", "shutting down"]
+
+    asyncio.run(run())
+
+
+def test_text_lines_are_ascii(observer: Observer) -> None:
+    # One non-ASCII character (an arrow) made every line a wide string, copied wide and
+    # encoded on the slow path: about a third of a line's cost.
+    out = io.StringIO()
+    saved = logs._sink, logging.getLogger().handlers[:], logging.getLogger().level
+    logs.configure("info", "text", out)
+    try:
+        events.transitions("t-1", "c-1", ["TASK_STATE_WORKING", "TASK_STATE_COMPLETED"])
+        events.recovery("replayed", "handoff %s replayed", "h-1", handoff_id="h-1")
+    finally:
+        root = logging.getLogger()
+        logs._sink = saved[0]
+        root.handlers[:] = saved[1]
+        root.setLevel(saved[2])
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 3
+    assert all(line.isascii() for line in lines), lines
+
+
+def test_buffered_lines_are_written_at_exit(tmp_path: Path) -> None:
+    script = (
+        "import asyncio\n"
+        "from a2a_handoff.observe import events, logs\n"
+        "logs.configure('info', 'text')\n"
+        "async def main():\n"
+        "    events.transitions('t-9', 'c-9', ['TASK_STATE_COMPLETED'])\n"
+        "asyncio.run(main())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert "task t-9 -> completed" in done.stderr
 
 
 def test_contract_metrics_are_named_for_the_contract(observer: Observer) -> None:
@@ -150,6 +218,18 @@ def test_a_malformed_traceparent_is_ignored(traceparent: str) -> None:
         assert tracing.current_trace_id() is None
     finally:
         tracing.leave(token)
+
+
+def test_traceparent_is_read_from_an_asgi_scopes_headers() -> None:
+    trace_id = "0af7651916cd43dd8448eb211c80319c"
+    raw = [(b"host", b"127.0.0.1"), (b"traceparent", f"00-{trace_id}-00f067aa0ba902b7-01".encode())]
+    token = tracing.incoming_raw(raw)
+    try:
+        assert tracing.current_trace_id() == trace_id
+    finally:
+        tracing.leave(token)
+    assert tracing.incoming_raw([(b"host", b"127.0.0.1")]) is None
+    assert tracing.current_trace_id() is None
 
 
 def test_a_later_version_of_traceparent_is_read_for_its_trace_id() -> None:
