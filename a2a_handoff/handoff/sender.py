@@ -296,5 +296,5 @@ class HandoffSender:
         updated = record.advanced(task, 1, utc_now())
         await self.store.checkpoint(updated, [event], expected_version=record.version, entry=entry)
         failpoint("handoff.after_checkpoint")
-        events.committed_items(task.id, task.context_id, [event], record.task.status.state.value)
+        events.committed_items(task.id, task.context_id, [event], record.task.status.state)
         return updated, entry

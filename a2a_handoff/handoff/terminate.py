@@ -139,7 +139,7 @@ async def terminate(
             record = None
             continue
         failpoint("handoff.after_terminate")
-        events.transitions(task.id, task.context_id, [state.value])
+        events.transitions(task.id, task.context_id, [state])
         return updated
     log.error("handoff %s: could not terminate task %s", entry.handoff_id, entry.task_id)
     return None

@@ -35,9 +35,9 @@ _CURRENT: ContextVar[Observer] = ContextVar("a2a_handoff_observer", default=_FAL
 current: Callable[[], Observer] = _CURRENT.get
 
 
-def use(observer: Observer) -> Token[Observer]:
-    """Make `observer` current in this context (and the tasks it starts)."""
-    return _CURRENT.set(observer)
+# Make an observer current in this context (and the tasks it starts): the variable's own
+# `set` (a C call; the server makes its agent's current for every request).
+use: Callable[[Observer], Token[Observer]] = _CURRENT.set
 
 
 __all__ = ["Metrics", "Observer", "current", "use"]

@@ -15,10 +15,9 @@ from typing import Any
 
 from a2a_handoff.observe import current, tracing
 from a2a_handoff.observe.logs import EVENTS, INFO, note, sink
+from a2a_handoff.observe.metrics import short_state
 
 log = logging.getLogger(EVENTS)
-
-_STATE_PREFIX = len("TASK_STATE_")
 
 
 def request(method: str, outcome: str) -> None:
@@ -28,23 +27,22 @@ def request(method: str, outcome: str) -> None:
     requests[key] = requests.get(key, 0) + 1
 
 
-def transitions(task_id: str, context_id: str, states: Iterable[str]) -> None:
-    """Task state changes committed (wire names, `TASK_STATE_WORKING`): a line each."""
+def transitions(task_id: str, context_id: str, states: Sequence[str]) -> None:
+    """Task state changes committed (wire names, `TASK_STATE_WORKING`, or the TaskState
+    members, whose hash is cheaper than their `.value`): a line each."""
     observer = current()
     counts = observer.metrics.hot.transitions  # (inline: these are every request's)
-    names = []
     for state in states:
-        name = state[_STATE_PREFIX:].lower()  # `working` (a plain str, even from a StrEnum)
-        names.append(name)
-        counts[name] = counts.get(name, 0) + 1
+        counts[state] = counts.get(state, 0) + 1
     if not log.isEnabledFor(INFO):
         return
     trace_id = tracing.trace_of(task_id)
     fast = sink()
     if fast is not None:
-        fast.transitions(observer.agent or None, task_id, context_id, trace_id, names)
+        fast.transitions(observer.agent or None, task_id, context_id, trace_id, states)
         return
-    for name in names:
+    for state in states:
+        name = short_state(state)
         note(log, "task.transition", "task %s -> %s", task_id, name, task_id=task_id,
              context_id=context_id, trace_id=trace_id, state=name)  # fmt: skip
 
@@ -53,8 +51,8 @@ def committed_items(
     task_id: str, context_id: str, items: Sequence[Any], before: str | None = None
 ) -> None:
     """The state changes among a write's events (StreamResponse items), from the state
-    `before` the write (wire name; None: a new task). A status update in the state the task
-    is already in (a WORKING note) is not a transition."""
+    `before` the write (its wire name, or the TaskState; None: a new task). A status update
+    in the state the task is already in (a WORKING note) is not a transition."""
     states: list[str] = []
     last = before
     for item in items:

@@ -24,10 +24,12 @@ import json
 import logging
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
 from a2a_handoff.observe import current, tracing
+from a2a_handoff.observe.metrics import STATE_PREFIX as _STATE_PREFIX
+from a2a_handoff.observe.metrics import short_state
 
 FIELDS = ("event", "agent", "task_id", "context_id", "handoff_id", "trace_id")
 INFO = logging.INFO
@@ -36,6 +38,7 @@ EVENTS = "a2a_handoff.events"  # the logger of the event lines
 FLUSH_AFTER = 0.05  # seconds an INFO line may wait for the lines after it
 _BATCH = 512  # lines: written at once when this many wait
 _MILLIS = tuple(f",{n:03d}" for n in range(1000))
+
 _LEVELS = {logging.DEBUG: "DEBUG", INFO: "INFO", logging.WARNING: "WARNING", logging.ERROR: "ERROR"}
 
 
@@ -83,10 +86,10 @@ class Sink:
         task_id: str,
         context_id: str,
         trace_id: str | None,
-        states: list[str],
+        states: Sequence[str],
     ) -> None:
         """A write's transition lines, `task.transition` events (one record: these are the
-        hot lines, two for an echo request)."""
+        hot lines, two for an echo request); `states` by their wire names."""
         self.records.append((time.time(), None, agent, task_id, context_id, trace_id, states))
         if self._timer is None or len(self.records) >= _BATCH:
             self._schedule()
@@ -135,7 +138,8 @@ class Sink:
             if record[1] is None:  # transitions
                 _, _, agent, task_id, context_id, trace_id, states = record
                 if agent and trace_id:  # the usual line: one f-string
-                    for state in states:
+                    for wire in states:
+                        state = wire[_STATE_PREFIX:].lower()
                         lines.append(
                             f"{stamp} INFO {EVENTS}: task {task_id} -> {state} agent={agent}"
                             f" task_id={task_id} context_id={context_id} trace_id={trace_id}"
@@ -143,7 +147,8 @@ class Sink:
                         )
                     continue
                 tail = _ids(agent, task_id, context_id, None, trace_id)
-                for state in states:
+                for wire in states:
+                    state = wire[_STATE_PREFIX:].lower()
                     lines.append(
                         f"{stamp} INFO {EVENTS}: task {task_id} -> {state}{tail} state={state}"
                     )
@@ -173,9 +178,9 @@ class Sink:
                 stamp = self._head + _MILLIS[milli]
             if record[1] is None:  # transitions
                 _, _, agent, task_id, context_id, trace_id, states = record
-                many = [(INFO, EVENTS, f"task {task_id} -> {state}", "task.transition", agent,
-                         task_id, context_id, None, trace_id, {"state": state})
-                        for state in states]  # fmt: skip
+                many = [(INFO, EVENTS, f"task {task_id} -> {short_state(wire)}",
+                         "task.transition", agent, task_id, context_id, None, trace_id,
+                         {"state": short_state(wire)}) for wire in states]  # fmt: skip
             else:
                 many = [record[1:]]
             for level, logger, message, event, agent, task_id, context_id, handoff_id, \

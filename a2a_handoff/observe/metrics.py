@@ -29,6 +29,15 @@ _COMMIT_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1
 _BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128)
 _MS_BUCKETS = (5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000, 300000)
 BREAKER_VALUES = {"closed": 0, "half_open": 1, "open": 2}
+STATE_PREFIX = len("TASK_STATE_")
+
+
+def short_state(state: str) -> str:
+    """A state's short name, its label: `working` for `TASK_STATE_WORKING` (a plain str,
+    even from a StrEnum member)."""
+    return state[STATE_PREFIX:].lower()
+
+
 _EDGE = ("source", "target", "kind", "outcome")
 
 
@@ -181,7 +190,7 @@ class _Hot(Collector):
 
     def __init__(self) -> None:
         self.requests: dict[tuple[str, str], int] = {}
-        self.transitions: dict[str, int] = {}
+        self.transitions: dict[str, int] = {}  # by wire name (or TaskState), named when read
         self.sent: dict[tuple[str, str, str, str], int] = {}
         self.received: dict[tuple[str, str, str, str], int] = {}
         self.latency: dict[tuple[str, str, str, str], _Buckets] = {}
@@ -201,8 +210,12 @@ class _Hot(Collector):
             "a2a_task_transitions", "Task state changes committed, by the new state",
             labels=["state"],
         )  # fmt: skip
-        for state, count in sorted(self.transitions.items()):
-            transitions.add_metric([state], count)
+        by_name: dict[str, int] = {}  # a state counted by its wire name or TaskState member
+        for state, count in self.transitions.items():
+            name = short_state(state)
+            by_name[name] = by_name.get(name, 0) + count
+        for name, count in sorted(by_name.items()):
+            transitions.add_metric([name], count)
         yield transitions
         for name, doc, counts in (
             ("a2a_handoffs_sent", "Handoffs sent, by edge, kind and outcome", self.sent),

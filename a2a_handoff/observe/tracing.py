@@ -125,13 +125,21 @@ def incoming(headers: Mapping[str, str]) -> object | None:
     return _TRACE.set(trace_id) if trace_id is not None else None
 
 
-def incoming_raw(headers: Iterable[tuple[bytes, bytes]]) -> object | None:
-    """`incoming` for an ASGI scope's headers (lower-case byte names): a request without
-    `traceparent` costs one scan, no mapping made."""
-    for name, _ in headers:
+def traceparent_in(headers: Iterable[tuple[bytes, bytes]]) -> bool:
+    """Whether an ASGI scope's headers (lower-case byte names) carry `traceparent` (a loop,
+    not any() over a generator: this is every request's path)."""
+    for name, _ in headers:  # noqa: SIM110
         if name == b"traceparent":
-            return incoming({k.decode("latin-1"): v.decode("latin-1") for k, v in headers})
-    return None
+            return True
+    return False
+
+
+def incoming_raw(headers: Iterable[tuple[bytes, bytes]]) -> object | None:
+    """`incoming` for an ASGI scope's headers: a request without `traceparent` costs one
+    scan, no mapping made."""
+    if not traceparent_in(headers):
+        return None
+    return incoming({k.decode("latin-1"): v.decode("latin-1") for k, v in headers})
 
 
 def leave(token: object | None) -> None:

@@ -244,7 +244,7 @@ class Journal:
             record = created
         else:
             previous = self.committed
-            before = previous.task.status.state.value
+            before = previous.task.status.state
             record = previous.advanced(task, len(items), utc_now(), task.dump_json())
             await self.host.store.update(record, items, expected_version=previous.version)
         self._wrote(record)
@@ -363,5 +363,5 @@ async def write_state(
     task = with_status(record.task, state, message)
     updated = record.advanced(task, 1, utc_now())
     await store.update(updated, [status_event(task)], expected_version=record.version)
-    events.transitions(task.id, task.context_id, [state.value])
+    events.transitions(task.id, task.context_id, [state])
     return updated

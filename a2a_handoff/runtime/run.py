@@ -147,7 +147,10 @@ class TaskRun(Journal):
                 _attempt=self._attempt,
             )
             try:
-                with tracing.span("a2a.handler", "a2a.task_id", self.task.id):
+                if tracing.enabled():
+                    with tracing.span("a2a.handler", "a2a.task_id", self.task.id):
+                        outcome = await host.agent.handle(ctx)
+                else:  # (no null context around every handler when tracing is off)
                     outcome = await host.agent.handle(ctx)
             except Exception as exc:
                 events.handler_failed(self.task.id, self.task.context_id, exc)

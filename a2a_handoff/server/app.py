@@ -117,7 +117,7 @@ class _A2AStarlette(Starlette):
         use(self._observer)
         if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] == "/":
             scope["app"] = self
-            response = await self._endpoint.rpc(Request(scope, receive))
+            response = await self._endpoint.serve(Request(scope, receive))
             await response(scope, receive, send)
             return
         await super().__call__(scope, receive, send)
