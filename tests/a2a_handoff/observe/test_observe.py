@@ -55,6 +55,17 @@ def test_two_agents_in_one_process_count_apart(observer: Observer) -> None:
     assert b"a2a_task_transitions_total" in observer.metrics.render()
 
 
+def test_a_state_counts_the_same_by_its_wire_name_or_its_member(observer: Observer) -> None:
+    from a2a_handoff.protocol.states import TaskState
+
+    events.transitions("t-1", "c-1", ["TASK_STATE_WORKING"])
+    events.transitions("t-2", "c-2", [TaskState.WORKING, TaskState.COMPLETED])
+    count = observer.metrics.value
+    assert count("a2a_task_transitions_total", {"state": "working"}) == 2
+    assert count("a2a_task_transitions_total", {"state": "completed"}) == 1
+    assert observer.metrics.render().count(b'a2a_task_transitions_total{state="working"}') == 1
+
+
 def test_a_breaker_change_is_counted_and_logged(observer: Observer, lines: io.StringIO) -> None:
     breaker = CircuitBreaker("http://127.0.0.1:9/", threshold=2, cooldown=60)
 
