@@ -26,7 +26,7 @@ from a2a_handoff.observe import current
 
 _global = trace.get_tracer("a2a_handoff")
 _tracer: trace.Tracer = _global
-_own = False  # a provider given to `use_provider` (not the global one)
+_own: trace.TracerProvider | None = None  # a provider given to `use_provider`, if any
 _NULL: contextlib.nullcontext[None] = contextlib.nullcontext()
 
 
@@ -35,7 +35,7 @@ def use_provider(provider: trace.TracerProvider | None) -> None:
     global again) — for tests, which must not set the process-wide provider."""
     global _tracer, _own
     _tracer = provider.get_tracer("a2a_handoff") if provider is not None else _global
-    _own = provider is not None
+    _own = provider
 
 
 # With tracing off, the current trace is only an id: kept here, not in an OpenTelemetry
@@ -50,7 +50,7 @@ def enabled() -> bool:
     """Whether an SDK's tracer provider is set (spans are recorded). The global provider is
     looked at once a second until one is set (looking costs an environment read)."""
     global _on, _checked
-    if _own or _on:
+    if _own is not None or _on:
         return True
     now = time.monotonic()
     if now - _checked < 1.0:
@@ -71,9 +71,16 @@ def _attributes(attributes: dict[str, Any]) -> dict[str, Any]:
 
 def span(name: str, key: str, value: Any) -> contextlib.AbstractContextManager[Any]:
     """A span around a block with one attribute, `key` = `value` (nothing at all when
-    tracing is off: the attribute is not even put in a dict)."""
+    tracing is off: the attribute is not even put in a dict; nothing either within a span of
+    ours that the sampler dropped — samplers decide per trace, and an unsampled span costs
+    nearly what a recorded one does)."""
     if not enabled():
         return _NULL
+    parent = trace.get_current_span()
+    if not parent.is_recording():  # dropped, or ended (a task it started goes on after it)
+        context = parent.get_span_context()
+        if context.is_valid and not context.is_remote and not context.trace_flags.sampled:
+            return _NULL
     return _tracer.start_as_current_span(name, attributes=_attributes({key: value}))
 
 
@@ -181,7 +188,8 @@ class _Adopted:
         if not enabled():
             self.token = _TRACE.set(f"{self.number:032x}")
             return
-        parent = SpanContext(self.number, random.getrandbits(64) or 1, True, _SAMPLED)
+        flags = _SAMPLED if _sampled(self.number) else _DROPPED
+        parent = SpanContext(self.number, random.getrandbits(64) or 1, True, flags)
         self.token = otel_context.attach(trace.set_span_in_context(NonRecordingSpan(parent)))
 
     def __exit__(self, *exc: object) -> None:
@@ -189,6 +197,21 @@ class _Adopted:
 
 
 _SAMPLED = TraceFlags(TraceFlags.SAMPLED)
+_DROPPED = TraceFlags(TraceFlags.DEFAULT)
+
+
+def _sampled(number: int) -> bool:
+    """Whether the provider's sampler would keep a new trace with id `number`: what an
+    adopted trace (known only by the envelope's `traceId`) is taken as. With a sampler
+    deterministic in the trace id (TraceIdRatioBased, alone or as ParentBased's root) that
+    is the decision the trace got where it began, so a dropped trace stays dropped across a
+    replayed delivery or an operator's answer; a provider without a sampler: kept."""
+    provider = _own if _own is not None else trace.get_tracer_provider()
+    sampler = getattr(provider, "sampler", None)
+    if sampler is None:
+        return True
+    result = sampler.should_sample(otel_context.Context(), number, "a2a.adopted")
+    return bool(result.decision.is_sampled())
 
 
 def adopted(trace_id: str | None) -> contextlib.AbstractContextManager[Any]:

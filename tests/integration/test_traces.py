@@ -24,6 +24,13 @@ import uvicorn
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace.sampling import (
+    Decision,
+    ParentBased,
+    Sampler,
+    SamplingResult,
+    TraceIdRatioBased,
+)
 from starlette.applications import Starlette
 
 from a2a_handoff import Agent, TaskContext, build_card, create_app
@@ -87,7 +94,10 @@ async def poll(check: Any, seconds: float = 20.0) -> Any:
     raise AssertionError("condition not met")
 
 
-async def test_one_trace_spans_three_agents(spans: InMemorySpanExporter, tmp_path: Path) -> None:
+async def escalated_refund(tmp_path: Path, traceparent: str) -> None:
+    """A refund too big for billing, from triage to billing to the human agent, approved by
+    the operator (a request of its own, no traceparent) and completed at billing."""
+    trace_id = traceparent.split("-")[1]
     ports = {name: free_port() for name in ("triage", "billing", "human")}
     url = {name: f"http://127.0.0.1:{port}/" for name, port in ports.items()}
     store = {name: open_store(f"sqlite:///{tmp_path / name}.db") for name in ports}
@@ -102,8 +112,6 @@ async def test_one_trace_spans_three_agents(spans: InMemorySpanExporter, tmp_pat
         TriageAgent(), triage_card(url["triage"]), store["triage"],
         routes={"billing": url["billing"]}, scope=SCOPE,
     )  # fmt: skip
-    trace_id = f"{random.getrandbits(128):032x}"
-    traceparent = f"00-{trace_id}-{random.getrandbits(64):016x}-01"
     apps = [(triage, ports["triage"]), (billing, ports["billing"]), (human, ports["human"])]
     async with serving(*apps), httpx.AsyncClient(timeout=30) as http:
         message = {"messageId": "m-1", "role": "ROLE_USER", "parts": [{"text": BIG_REFUND}]}
@@ -136,6 +144,10 @@ async def test_one_trace_spans_three_agents(spans: InMemorySpanExporter, tmp_pat
         await poll(refunded)
         await asyncio.sleep(0.3)  # the return's termination lands just after
 
+
+async def test_one_trace_spans_three_agents(spans: InMemorySpanExporter, tmp_path: Path) -> None:
+    trace_id = f"{random.getrandbits(128):032x}"
+    await escalated_refund(tmp_path, f"00-{trace_id}-{random.getrandbits(64):016x}-01")
     ours = [s for s in spans.get_finished_spans() if s.context.trace_id == int(trace_id, 16)]
     by_agent: dict[str, set[str]] = {}
     for span in ours:
@@ -190,3 +202,61 @@ async def test_a_handler_exception_is_logged_with_its_traceback_and_ids(tmp_path
     assert "Traceback" in raised["exc_info"]
     assert "LookupError: no such order: 99" in raised["exc_info"]
     assert "in handle" in raised["exc_info"]
+
+
+async def test_a_sampled_trace_is_kept_whole_and_a_dropped_one_leaves_nothing(
+    tmp_path: Path,
+) -> None:
+    # One trace in two kept, by trace id (the usual production sampler): the decision the
+    # caller made (traceparent's flags) holds on every agent, and for the parts of the chain
+    # that run in no request of the trace — the operator's answer, its return — too.
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(sampler=ParentBased(TraceIdRatioBased(0.5)))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    kept, dropped = (
+        f"{random.getrandbits(64):016x}{1:016x}",
+        f"{random.getrandbits(64):016x}{'f' * 16}",
+    )
+    tracing.use_provider(provider)
+    try:
+        for trace_id, flags in ((kept, "01"), (dropped, "00")):
+            (tmp_path / flags).mkdir()
+            await escalated_refund(tmp_path / flags, f"00-{trace_id}-{1:016x}-{flags}")
+    finally:
+        tracing.use_provider(None)
+    recorded: dict[str, dict[str, set[str]]] = {}
+    for span in exporter.get_finished_spans():
+        agents = recorded.setdefault(f"{span.context.trace_id:032x}", {})
+        agents.setdefault(str(span.attributes.get("a2a.agent")), set()).add(span.name)
+    assert dropped not in recorded
+    assert set(recorded[kept]) == {"triage", "billing", "human"}
+    assert "a2a.escalation_wait" in recorded[kept]["human"]
+    assert {"a2a.receive", "a2a.handler", "a2a.create", "a2a.terminate"} <= recorded[kept][
+        "billing"
+    ]
+
+
+async def test_no_span_is_started_within_a_dropped_one() -> None:
+    asked: list[str] = []
+
+    class Dropping(Sampler):
+        def should_sample(self, parent_context: Any, trace_id: int, name: str, *args: Any,
+                          **kwargs: Any) -> SamplingResult:  # fmt: skip
+            asked.append(name)
+            return SamplingResult(Decision.DROP)
+
+        def get_description(self) -> str:
+            return "drops every span"
+
+    tracing.use_provider(TracerProvider(sampler=Dropping()))
+    try:
+        with tracing.span("a2a.receive", "http.route", "/"):
+            assert tracing.current_trace_id() is not None  # log lines still carry the id
+            with (
+                tracing.span("a2a.handler", "a2a.task_id", "t-1"),
+                tracing.span("a2a.gate", "a2a.target", "billing"),
+            ):
+                pass
+    finally:
+        tracing.use_provider(None)
+    assert asked == ["a2a.receive"]
