@@ -28,7 +28,6 @@ from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
 from a2a_handoff.observe import current, tracing
-from a2a_handoff.observe.metrics import STATE_PREFIX as _STATE_PREFIX
 from a2a_handoff.observe.metrics import short_state
 
 FIELDS = ("event", "agent", "task_id", "context_id", "handoff_id", "trace_id")
@@ -56,8 +55,8 @@ class Sink:
         self.records: list[tuple[Any, ...]] = []
         self._timer: asyncio.TimerHandle | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._second = -1
-        self._head = ""
+        self._second = self._ms = -1
+        self._head = self._last = ""
 
     def event(
         self,
@@ -123,23 +122,27 @@ class Sink:
         self.stream.write("\n".join(lines) + "\n")
         self.stream.flush()
 
+    def _stamp(self, when: float) -> str:
+        """`when` as logging's asctime (milliseconds); strftime once a second."""
+        ms = int(when * 1000)
+        if ms != self._ms:
+            self._ms = ms
+            second, milli = divmod(ms, 1000)
+            if second != self._second:
+                self._second = second
+                self._head = time.strftime(TIME_FORMAT, time.localtime(second))
+            self._last = self._head + _MILLIS[milli]
+        return self._last
+
     def _text(self, records: list[tuple[Any, ...]]) -> list[str]:
         lines: list[str] = []
-        ms, stamp = -1, ""
         for record in records:
-            now = int(record[0] * 1000)
-            if now != ms:  # the time as logging's asctime; strftime once a second
-                ms = now
-                second, milli = divmod(ms, 1000)
-                if second != self._second:
-                    self._second = second
-                    self._head = time.strftime(TIME_FORMAT, time.localtime(second))
-                stamp = self._head + _MILLIS[milli]
+            stamp = self._stamp(record[0])
             if record[1] is None:  # transitions
                 _, _, agent, task_id, context_id, trace_id, states = record
                 if agent and trace_id:  # the usual line: one f-string
                     for wire in states:
-                        state = wire[_STATE_PREFIX:].lower()
+                        state = short_state(wire)
                         lines.append(
                             f"{stamp} INFO {EVENTS}: task {task_id} -> {state} agent={agent}"
                             f" task_id={task_id} context_id={context_id} trace_id={trace_id}"
@@ -148,7 +151,7 @@ class Sink:
                     continue
                 tail = _ids(agent, task_id, context_id, None, trace_id)
                 for wire in states:
-                    state = wire[_STATE_PREFIX:].lower()
+                    state = short_state(wire)
                     lines.append(
                         f"{stamp} INFO {EVENTS}: task {task_id} -> {state}{tail} state={state}"
                     )
@@ -166,16 +169,8 @@ class Sink:
 
     def _json(self, records: list[tuple[Any, ...]]) -> list[str]:
         lines: list[str] = []
-        ms, stamp = -1, ""
         for record in records:
-            now = int(record[0] * 1000)
-            if now != ms:  # the time as logging's asctime; strftime once a second
-                ms = now
-                second, milli = divmod(ms, 1000)
-                if second != self._second:
-                    self._second = second
-                    self._head = time.strftime(TIME_FORMAT, time.localtime(second))
-                stamp = self._head + _MILLIS[milli]
+            stamp = self._stamp(record[0])
             if record[1] is None:  # transitions
                 _, _, agent, task_id, context_id, trace_id, states = record
                 many = [(INFO, EVENTS, f"task {task_id} -> {short_state(wire)}",
