@@ -179,7 +179,7 @@ def _agent_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--contracts", type=Path, default=None, help="enforce the handoff contracts of DIR"
     )
-    limits = parser.add_argument_group("server limits (see README: The server defends itself)")
+    limits = parser.add_argument_group("server limits (see docs/server.md)")
     defaults = ServerLimits()
     limits.add_argument("--max-connections", type=int, default=defaults.max_connections)
     limits.add_argument("--max-streams", type=int, default=1000, help="open SSE streams")
@@ -188,7 +188,7 @@ def _agent_parser(parser: argparse.ArgumentParser) -> None:
     limits.add_argument("--write-timeout", type=float, default=defaults.write_timeout)
     limits.add_argument("--keep-alive", type=float, default=5.0, help="idle keep-alive, s")
     _llm.add_arguments(parser)
-    seen = parser.add_argument_group("observability (see README: See inside)")
+    seen = parser.add_argument_group("observability (see docs/observability.md)")
     seen.add_argument(
         "--log-level", default="info", choices=["debug", "info", "warning", "error"],
         help="info: a line per task transition, handoff step, escalation (default);"

@@ -1,9 +1,12 @@
-"""The README's examples, extracted and run, so they cannot drift from the code (issue 17).
+"""The examples of the README and of every file in docs/, extracted and run, so they cannot
+drift from the code.
 
-Python: every ```python block runs, in order, in one namespace — as a reader pastes them
-into one session — after a prelude that binds only the names the README leaves to the reader
+Python: the README's ```python blocks run, in order, in one namespace — as a reader pastes them
+into one session — after a prelude that binds only the names the docs leave to the reader
 (`card`, `store`, the URLs, `model`, `png_bytes`; `uvicorn.run` records its arguments instead of
-serving forever). The greeter then runs as the README says (`uvicorn module:app`) and greets.
+serving forever); each file of docs/ then runs its blocks in order in a copy of that namespace
+(a topic builds on the README's agents). The greeter then runs as the README says (`uvicorn
+module:app`) and greets.
 
 Shell: every ```bash block is either run or named in SKIPPED with the reason. A block runs in
 its own bash, with the README's ports mapped to free ones on 127.0.0.1, `.venv/bin/python`
@@ -34,9 +37,10 @@ import pytest
 
 from tests.support import ROOT, free_port
 
-README = (ROOT / "README.md").read_text()
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
-BLOCKS = [(lang, body) for lang, body in FENCE.findall(README)]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+BLOCKS_OF = {page: FENCE.findall(page.read_text()) for page in PAGES}
+BLOCKS = [block for page in PAGES for block in BLOCKS_OF[page]]
 COMMANDS = (".venv/bin/python", "python ", "curl ", "redis-server ", "R=", "for ", "mkdir ",
             "pip ", "bench/", "scripts/")  # fmt: skip
 
@@ -55,8 +59,8 @@ SKIPPED = {
 }
 
 
-def python_blocks() -> list[str]:
-    return [body for lang, body in BLOCKS if lang == "python"]
+def python_blocks(page: Path = PAGES[0]) -> list[str]:
+    return [body for lang, body in BLOCKS_OF[page] if lang == "python"]
 
 
 def bash_blocks() -> list[str]:
@@ -92,15 +96,23 @@ def test_the_python_examples_run_in_order(tmp_path: Path, monkeypatch: pytest.Mo
         "httpx": httpx,
         "uvicorn": uvicorn,
     }
-    blocks = python_blocks()
-    assert len(blocks) >= 6
-    for number, block in enumerate(blocks, 1):
-        try:
-            exec(compile(block, f"README python block {number}", "exec"), namespace)
-        except Exception as exc:
-            raise AssertionError(f"README python block {number} fails:\n{block}") from exc
+    run_blocks(PAGES[0], namespace)
+    ran: dict[str, dict[str, Any]] = {}
+    for page in PAGES[1:]:
+        ran[page.name] = run_blocks(page, dict(namespace))
+    assert sum(len(python_blocks(page)) for page in PAGES) >= 8
     assert uvicorn.calls, "the server-limits example calls uvicorn.run"
-    assert type(namespace["contracts"]).__name__ == "Catalog"
+    assert type(ran["contracts.md"]["contracts"]).__name__ == "Catalog"
+
+
+def run_blocks(page: Path, namespace: dict[str, Any]) -> dict[str, Any]:
+    for number, block in enumerate(python_blocks(page), 1):
+        where = f"{page.relative_to(ROOT)} python block {number}"
+        try:
+            exec(compile(block, where, "exec"), namespace)
+        except Exception as exc:
+            raise AssertionError(f"{where} fails:\n{block}") from exc
+    return namespace
 
 
 def test_the_greeter_serves_as_the_readme_says(tmp_path: Path) -> None:

@@ -57,9 +57,9 @@ def test_every_help_shows_the_table(cli: str) -> None:
     assert EXIT_TABLE in out
 
 
-def test_the_readme_shows_the_table() -> None:
-    readme = (ROOT / "README.md").read_text()
-    assert EXIT_TABLE in readme
+def test_the_cli_docs_show_the_table() -> None:
+    docs = (ROOT / "docs" / "cli.md").read_text()
+    assert EXIT_TABLE in docs
 
 
 @pytest.mark.parametrize(
