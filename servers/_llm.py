@@ -14,9 +14,7 @@ DEFAULT_MODEL = "llama3.2"  # what `ollama pull llama3.2` fetches; any model the
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group(
-        "language model (triage, billing; docs/llm.md)"
-    )
+    group = parser.add_argument_group("language model (triage, billing; docs/llm.md)")
     group.add_argument(
         "--llm",
         action="store_true",
