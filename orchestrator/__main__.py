@@ -250,6 +250,13 @@ async def _operate(client: AgentClient, args: argparse.Namespace) -> int:
         return _fail(exc.message, ExitCode.FAILED)
     event = {"event": "answered", "taskId": answered.task_id, "verdict": answered.verdict}
     line = f"answered {answered.task_id}: {answered.verdict}"
+    if answered.not_operator:
+        event["verdict"] = "noted"
+        print(json.dumps(event) if args.json else (
+            f"not decided: only {args.agent}'s operators decide escalations; your message was"
+            f" kept on {answered.task_id} as a note"
+        ))  # fmt: skip
+        return int(ExitCode.FAILED)
     if answered.noted:
         event["verdict"] = "noted"
         line = (

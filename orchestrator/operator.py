@@ -110,6 +110,7 @@ class Answered:
     task_id: str
     verdict: str
     noted: bool = False  # a reply to a permission: recorded, the escalation still waits
+    not_operator: bool = False  # the agent kept it as a note: the caller is no operator
 
 
 async def is_human_agent(client: AgentClient, url: str) -> bool:
@@ -157,5 +158,9 @@ async def answer(client: AgentClient, url: str, task_id: str, verdict: str, text
         raise
     if not isinstance(result, Task):
         raise ValueError("the human agent answered with a message, not the task")
+    status = result.status.message
+    ext = (status.metadata or {}).get(HANDOFF_EXTENSION_URI) if status else None
+    if isinstance(ext, dict) and "note" in ext:  # the agent does not take us for an operator
+        return Answered(result.id, verdict, noted=True, not_operator=True)
     noted = verdict == "answered" and escalation.get("need") == "permission"
     return Answered(result.id, verdict, noted)

@@ -253,28 +253,32 @@ def serve(name: str, args: argparse.Namespace) -> int:
         policy = replace(policy, amount_limit=args.escalate_over)
     if args.repeated_failures is not None:
         policy = replace(policy, repeated_failures=args.repeated_failures)
-    app = create_app(
-        example.make_agent(args),
-        example.make_card(url),
-        store,
-        auth=auth,
-        routes=routes,
-        scope=scope,
-        credentials=credentials,
-        ttl_seconds=args.ttl,
-        max_hops=args.max_hops,
-        recovery_interval=args.recovery_interval,
-        escalation=policy,
-        contracts=contracts,
-        max_streams=args.max_streams,
-        trust=trusted,
-        identity=identity,
-        operators=args.operators.split(",") if args.operators else (),
-        trust_max_age=args.trust_max_age,
-        keys_reload=args.keys_reload,
-        return_give_up=args.return_give_up,
-        metrics_public=args.metrics_public,
-    )
+    try:
+        app = create_app(
+            example.make_agent(args),
+            example.make_card(url),
+            store,
+            auth=auth,
+            routes=routes,
+            scope=scope,
+            credentials=credentials,
+            ttl_seconds=args.ttl,
+            max_hops=args.max_hops,
+            recovery_interval=args.recovery_interval,
+            escalation=policy,
+            contracts=contracts,
+            max_streams=args.max_streams,
+            trust=trusted,
+            identity=identity,
+            operators=args.operators.split(",") if args.operators else (),
+            trust_max_age=args.trust_max_age,
+            keys_reload=args.keys_reload,
+            return_give_up=args.return_give_up,
+            metrics_public=args.metrics_public,
+        )
+    except ValueError as exc:  # an unsafe or impossible combination: say so, do not start
+        print(f"error: {exc}", file=sys.stderr)
+        return int(ExitCode.USAGE)
     if args.otlp_endpoint:
         from a2a_handoff.observe.otel import export_traces
 

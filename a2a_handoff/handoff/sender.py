@@ -78,11 +78,7 @@ def missing_capabilities(
         if outside:
             problems.append(f"outside this agent's scope: {', '.join(outside)}")
     if card is not None:
-        offered: set[str] = set()
-        for ext in card.capabilities.extensions or []:
-            if ext.uri == HANDOFF_EXTENSION_URI and ext.params:
-                offered |= {str(c) for c in ext.params.get("capabilities", [])}
-        lacking = sorted(set(required) - offered)
+        lacking = sorted(set(required) - card.offered)
         if lacking:
             problems.append(f"not offered by {card.name}: {', '.join(lacking)}")
     return problems

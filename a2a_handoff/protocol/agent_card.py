@@ -139,6 +139,16 @@ class AgentCard(WireModel):
         """The URL of the first (preferred) interface."""
         return self.supported_interfaces[0].url
 
+    @property
+    def offered(self) -> frozenset[str]:
+        """The capabilities this agent offers to agents handing tasks to it (the handoff
+        extension's `params.capabilities`)."""
+        offered: set[str] = set()
+        for ext in self.capabilities.extensions or []:
+            if ext.uri == HANDOFF_EXTENSION_URI and ext.params:
+                offered |= {str(c) for c in ext.params.get("capabilities", [])}
+        return frozenset(offered)
+
 
 def handoff_extension(
     capabilities: list[str] | None = None, contracts: list[dict[str, Any]] | None = None

@@ -5,19 +5,26 @@ A blocking escalation (`Escalate`) is a handoff of kind `escalation`; a non-bloc
 (`Handoff.to_human`); the same class of
 failure `repeated_failures` times in one context escalates on its own, listing the failures
 as what was tried. (What an escalation must say, and the policy, are `a2a_handoff.escalation`.)
+
+On the human agent's side, a message to an escalation from someone who is not an operator is
+a note (`add_note`): kept in the task's history and shown, never a decision.
 """
 
 from __future__ import annotations
+
+import logging
 
 from a2a_handoff.agent import TaskContext
 from a2a_handoff.errors import IncompleteEscalationError
 from a2a_handoff.escalation import Escalate, Escalation, EscalationPolicy, Need, Trigger
 from a2a_handoff.outcomes import Failed, Handoff
-from a2a_handoff.protocol.events import status_text
+from a2a_handoff.protocol.events import agent_message, status_event, status_text
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI
-from a2a_handoff.protocol.models import Task
+from a2a_handoff.protocol.models import Message, Task, utc_now
 from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.stores.base import Store, TaskQuery, TaskRecord
+
+log = logging.getLogger("a2a_handoff.runtime")
 
 
 def escalation_handoff(outcome: Escalate, policy: EscalationPolicy) -> Handoff | Failed:
@@ -79,3 +86,24 @@ def failure_kind(task: Task) -> str | None:
     failure = ext.get("failure") if isinstance(ext, dict) else None
     kind = failure.get("kind") if isinstance(failure, dict) else None
     return kind if isinstance(kind, str) else None
+
+
+async def add_note(store: Store, record: TaskRecord, message: Message, by: str) -> TaskRecord:
+    """A note on an escalation from `by`, who may see it but not decide it: the message is
+    kept in the history (whatever it claimed in its metadata dropped: a note is never a
+    verdict) and the status says so; the task still waits for an operator. One write, with
+    check-and-set (ConflictError if the task moved meanwhile)."""
+    task = record.task
+    note = message.model_copy(update={"metadata": {HANDOFF_EXTENSION_URI: {"note": {"by": by}}}})
+    said = message.text.strip()[:500]
+    shown = agent_message(
+        f"Note from {by or 'a user'} (not a decision: only an operator decides): {said}",
+        task,
+        **{HANDOFF_EXTENSION_URI: {"note": {"by": by}}},
+    )
+    status = task.status.model_copy(update={"message": shown, "timestamp": utc_now()})
+    noted = task.model_copy(update={"history": [*(task.history or []), note], "status": status})
+    updated = record.advanced(noted, 1, utc_now())
+    await store.update(updated, [status_event(noted)], expected_version=record.version)
+    log.info("a note on escalation %s from %r (not an operator)", task.id, by)
+    return updated

@@ -15,8 +15,9 @@ Invariants:
 - a received handoff is proven first (signature, trust list, caller: `handoff.verified`),
   then refused, recognised as a replay, or created once per key (the decisions are
   `handoff.receiver`'s; this module creates the task);
-- on an agent with operators (a human agent under API-key auth), operators see every task
-  and only they answer an escalation.
+- under API-key auth only this agent's operators decide an escalation (`operators`: a human
+  agent's); anyone else who may see the task — the agent that escalated, the user it acts
+  for — only adds a note, which never reaches the handler. Operators see every task.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from a2a_handoff.protocol.events import agent_message, status_event, with_status
 from a2a_handoff.protocol.extension import HANDING_OFF, HANDOFF_EXTENSION_URI, ext_metadata
 from a2a_handoff.protocol.models import Message, Role, StreamResponse, Task, TaskStatus, utc_now
 from a2a_handoff.protocol.states import TaskState
+from a2a_handoff.runtime.escalations import add_note
 from a2a_handoff.runtime.journal import Journal, Submission, resolved, write_state
 from a2a_handoff.runtime.leases import Leases
 from a2a_handoff.runtime.local import LocalTasks
@@ -76,7 +78,7 @@ class TaskManager:
         client: AgentClient,
         trust: AgentTrust,
         policy: EscalationPolicy | None = None,
-        operators: frozenset[str] = frozenset(),
+        operators: frozenset[str] | None = None,
         *,
         dedupe_message_ids: bool = True,
     ) -> None:
@@ -84,7 +86,7 @@ class TaskManager:
         self.dedupe_message_ids = dedupe_message_ids
         self.store = store
         self.policy = policy or EscalationPolicy()
-        self.operators = operators
+        self.operators = operators  # None: no authentication, every caller is an operator
         self.leases = Leases(store, settings, self.sweep)
         self.handoffs = Handoffs.build(settings, store, client, self.leases.hold, trust)
         self._runs: dict[str, TaskRun] = {}
@@ -142,7 +144,7 @@ class TaskManager:
 
         async def run() -> None:
             try:
-                await job(LocalTasks(self.store, self._follow_up))
+                await job(LocalTasks(self.store, self._answer_as_operator))
             except asyncio.CancelledError:
                 raise
             except Exception:
@@ -304,14 +306,15 @@ class TaskManager:
         run.run(bound, defer=defer)
         return run.submission
 
-    async def _follow_up(self, message: Message, owner: str) -> Submission:
+    async def _answer_as_operator(self, message: Message, owner: str) -> Submission:
+        """This agent's own background job answers (the escalation fallback): an operator."""
+        return await self._follow_up(message, owner, operator=True)
+
+    async def _follow_up(self, message: Message, owner: str, operator: bool = False) -> Submission:
         assert message.task_id is not None
         record = await self.owned(message.task_id, owner)
         task = record.task
-        if self.operators and "escalation" in ext_metadata(task) and owner not in self.operators:
-            raise UnsupportedOperationError(
-                f"task {task.id} is an escalation: only this agent's operators answer it"
-            )
+        noting = "escalation" in ext_metadata(task) and not (operator or self.decides(owner))
         if message.context_id and message.context_id != task.context_id:
             raise InvalidParamsError(
                 f"message.contextId: task {task.id} belongs to context {task.context_id}"
@@ -339,6 +342,8 @@ class TaskManager:
                 " input; send this message when it asks for input"
             )
         bound = message.model_copy(update={"context_id": task.context_id})
+        if noting:  # a note on an escalation: kept, never a decision, no handler runs
+            return resolved(await add_note(self.store, record, bound, owner))
         resumed = with_status(
             task.model_copy(update={"history": [*(task.history or []), bound]}),
             TaskState.WORKING,
@@ -353,13 +358,18 @@ class TaskManager:
     async def owned(self, task_id: str, owner: str) -> TaskRecord:
         """The committed task if `owner` may see it; -32001 exactly as if absent otherwise."""
         record = await self.store.get(task_id)
-        if record is None or not (record.visible_to(owner) or owner in self.operators):
+        if record is None or not (record.visible_to(owner) or self.sees_all(owner)):
             raise TaskNotFoundError(f"task {task_id} not found", metadata={"taskId": task_id})
         return record
 
     def sees_all(self, principal: str) -> bool:
         """Whether `principal` is an operator of this agent: it sees every task."""
-        return principal in self.operators
+        return self.operators is not None and principal in self.operators
+
+    def decides(self, principal: str) -> bool:
+        """Whether `principal` may decide an escalation here: an operator (without
+        authentication, whoever reaches the agent)."""
+        return self.operators is None or principal in self.operators
 
     async def cancel(self, task_id: str, owner: str) -> TaskRecord:
         record = await self.owned(task_id, owner)

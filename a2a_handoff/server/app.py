@@ -99,6 +99,34 @@ def _with_contracts(card: AgentCard, accepted: list[dict[str, Any]]) -> AgentCar
     return card.model_copy(update={"capabilities": capabilities})
 
 
+HUMAN_CAPABILITY = "escalations"  # what a human agent's card offers
+
+
+def _operators(
+    card: AgentCard, auth: ApiKeyAuth | None, operators: Iterable[str]
+) -> frozenset[str] | None:
+    """Who decides escalations here: the named operators under API-key auth (None: no
+    authentication, whoever reaches the agent). A human agent under auth with no operator
+    is refused: nobody could answer it, and anyone else answering would be a user deciding
+    for an operator."""
+    if auth is None:
+        if HUMAN_CAPABILITY in card.offered:
+            log.warning(
+                "INSECURE: %s keeps escalations without API keys: anyone who can reach it"
+                " answers them (approvals included); turn auth on and name operators",
+                card.name,
+            )
+        return None
+    named = frozenset(operators)
+    if HUMAN_CAPABILITY in card.offered and not named:
+        raise ValueError(
+            f"{card.name} keeps escalations under API-key auth but names no operators: nobody"
+            " could answer them. Name the principals that decide (operators=[...],"
+            " --operators alice,bob): only they approve, deny or answer."
+        )
+    return named
+
+
 class _A2AStarlette(Starlette):
     """Starlette, with `POST /` dispatched straight to the JSON-RPC handler.
 
@@ -193,6 +221,7 @@ def create_app(
         )
     if contracts is not None:
         card = _with_contracts(card, contracts.accepted_by(card.name))
+    deciders = _operators(card, auth, operators)
     routes = dict(routes or {})
     approver = (escalation or EscalationPolicy()).target
     trusted = [TrustedAgent(name, url, approvals=name == approver) for name, url in routes.items()]
@@ -224,7 +253,7 @@ def create_app(
         client,
         agent_trust,
         escalation,
-        frozenset(operators),
+        deciders,
         dedupe_message_ids=dedupe_message_ids,
     )
     methods = A2AMethods(manager, sse_ping, max_streams)

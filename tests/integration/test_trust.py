@@ -19,7 +19,7 @@ import pytest
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI as URI
 from a2a_handoff.protocol.extension import SIGNATURE_KEY
 from a2a_handoff.trust.keys import Identity
-from tests.integration.handoff_support import REFUND, ext, message, result, wait_for
+from tests.integration.handoff_support import REFUND, ext, message, result
 from tests.integration.trust_support import (
     USERS,
     Bank,
@@ -212,37 +212,6 @@ def test_an_untrusted_source_is_refused_up_front(agents: Bank) -> None:
     code, task = refused(send(agents.billing, signed, MALLORY))
     assert code == "untrusted_source"
     assert "not on billing's trust list" in task["status"]["message"]["parts"][0]["text"]
-
-
-# -- operators -------------------------------------------------------------------------------
-
-
-def test_only_operators_see_and_answer_escalations(agents: Bank, tmp_path: Path) -> None:
-    big = "I was charged twice, I want a refund of $750 for order 4242"
-    reply = agents.triage.rpc("SendMessage", message(big), **{"X-API-Key": ALICE})
-    context = result(reply)["task"]["contextId"]
-    operator = Cli(tmp_path / "op.json")
-
-    def waiting() -> list[dict[str, Any]]:
-        code, items = operator.events("--api-key", "operator-key", "inbox",
-                                      "--agent", agents.human.url)  # fmt: skip
-        assert code == 0
-        return [i for i in items if i["contextId"] == context]
-
-    item = wait_for(waiting, timeout=20)[0]
-    # A user — even the one the escalation is about — sees it but cannot answer it.
-    code, out = Cli(tmp_path / "u.json").run(
-        "--api-key", ALICE, "approve", item["taskId"], "--agent", agents.human.url
-    )
-    assert code == 1, out
-    assert "only this agent's operators answer it" in out
-    code, items = Cli(tmp_path / "m.json").events(
-        "--api-key", MALLORY, "inbox", "--agent", agents.human.url
-    )
-    assert [i for i in items if i["contextId"] == context] == []
-    code, out = operator.run("--api-key", "operator-key", "deny", item["taskId"], "no",
-                             "--agent", agents.human.url)  # fmt: skip
-    assert code == 0, out
 
 
 # -- the orchestrator's keys -----------------------------------------------------------------
