@@ -33,7 +33,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from a2a_handoff.errors import IncompleteEscalationError
+from a2a_handoff.errors import IncompleteEscalationError, SignatureError
+from a2a_handoff.trust.canonical import canonical
 
 __all__ = [
     "Action",
@@ -90,14 +91,16 @@ class Action:
     description: str = ""
 
     def fingerprint(self) -> str:
-        """Identifies exactly this action: an approval is for it and nothing else."""
-        canonical = json.dumps(
-            {"name": self.name, "params": dict(self.params), "amount": self.amount},
-            sort_keys=True,
-            separators=(",", ":"),
-            default=str,
-        )
-        return hashlib.sha256(canonical.encode()).hexdigest()[:32]
+        """Identifies exactly this action: an approval is for it and nothing else.
+
+        The SHA-256 of its canonical JSON (RFC 8785), so that the same action read back
+        from the wire — where `750.0` may travel as `750` — has the same fingerprint."""
+        value = {"name": self.name, "params": dict(self.params), "amount": self.amount}
+        try:
+            data = canonical(json.loads(json.dumps(value, default=str)))
+        except (SignatureError, ValueError):  # no canonical form (NaN): still one identity
+            data = json.dumps(value, sort_keys=True, default=str).encode()
+        return hashlib.sha256(data).hexdigest()[:32]
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -195,6 +198,13 @@ class Escalation:
                 raw_action.get("amount"),
                 str(raw_action.get("description") or ""),
             )
+            claimed = raw_action.get("fingerprint")
+            if claimed is not None and claimed != action.fingerprint():
+                # What an operator is shown (name, params, amount) must be what an approval
+                # is signed over (the fingerprint): a mismatch is refused, not displayed.
+                raise IncompleteEscalationError(
+                    "the action's fingerprint does not match its name, params and amount"
+                )
         tried = data.get("whatWasTried")
         return cls(
             data.get("whatHappened"),  # type: ignore[arg-type]  # validated in __post_init__
@@ -241,7 +251,8 @@ class Decision:
     expires: float = 0.0
     id: str = ""
     signer: str = ""
-    escalation_task: str = ""
+    escalation_task: str = ""  # the human agent's task that held the escalation
+    escalated_from: str = ""  # the task of the agent that escalated, which this answers
 
     @property
     def approved(self) -> bool:
@@ -274,6 +285,7 @@ class Decision:
             "id": self.id,
             "signer": self.signer,
             "escalationTask": self.escalation_task,
+            "escalatedFrom": self.escalated_from,
         }
 
     @classmethod
@@ -299,6 +311,7 @@ class Decision:
             str(data.get("id") or ""),
             str(data.get("signer") or ""),
             str(data.get("escalationTask") or ""),
+            str(data.get("escalatedFrom") or ""),
         )
 
 
@@ -355,6 +368,7 @@ def decision_from_claims(
         str(claims.get("jti") or ""),
         signer,
         str(claims.get("sub") or ""),
+        str(claims.get("src") or ""),
     )
 
 

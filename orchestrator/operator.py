@@ -9,6 +9,7 @@ back to the agent that escalated (a return handoff), and the user's conversation
 
 from __future__ import annotations
 
+import json
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -58,6 +59,7 @@ async def inbox(client: AgentClient, url: str) -> list[Item]:
             if escalation is None:
                 continue
             source = escalation.get("source") or {}
+            returns_to = escalation.get("returnsTo") or source
             items.append(
                 {
                     "taskId": task.id,
@@ -72,6 +74,10 @@ async def inbox(client: AgentClient, url: str) -> list[Item]:
                     "whatHappened": escalation.get("whatHappened", ""),
                     "whatWasTried": list(escalation.get("whatWasTried") or []),
                     "whatIsNeeded": escalation.get("whatIsNeeded", ""),
+                    # What a decision binds: the action (its fingerprint is what is signed)
+                    # and the agent that acts on it once approved.
+                    "action": _action(escalation.get("action")),
+                    "actingAgent": returns_to.get("agent", ""),
                 }
             )
         token = page.get("nextPageToken") or ""
@@ -89,12 +95,35 @@ def describe_age(seconds: float) -> str:
     return f"{seconds / 3600:.1f}h"
 
 
+def _action(raw: Any) -> dict[str, Any] | None:
+    """The action an escalation holds back, as its fingerprint was computed (name, params,
+    amount) — the fingerprint an approval is signed over."""
+    if not isinstance(raw, dict):
+        return None
+    return {k: raw.get(k) for k in ("name", "params", "amount", "description", "fingerprint")}
+
+
+def describe_action(action: dict[str, Any], agent: str) -> str:
+    """`refund {"orderId": "4242"} for $750.00 — billing acts on it once approved`."""
+    params = json.dumps(action.get("params") or {}, sort_keys=True)
+    amount = action.get("amount")
+    money = f" for ${amount:,.2f}" if isinstance(amount, int | float) else ""
+    return f"{action.get('name')} {params}{money} — {agent or '?'} acts on it once approved"
+
+
 def render(item: Item) -> str:
-    """One inbox entry as a person reads it."""
+    """One inbox entry as a person reads it: what a decision binds first."""
     tried = "\n".join(f"      - {entry}" for entry in item["whatWasTried"])
+    action = item.get("action")
+    binds = (
+        f"    action: {describe_action(action, item.get('actingAgent', ''))}\n"
+        if action
+        else f"    decision goes back to: {item.get('actingAgent') or item['source']}\n"
+    )
     return (
         f"{item['taskId']}  {describe_age(item['ageSeconds'])} old  from {item['source']}"
         f"  [{item['tier']}, {item['trigger']}, {item['need']} needed]\n"
+        f"{binds}"
         f"    what happened: {item['whatHappened']}\n"
         f"    what was tried:\n{tried}\n"
         f"    what is needed: {item['whatIsNeeded']}"

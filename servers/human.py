@@ -109,7 +109,11 @@ class HumanAgent:
         if ctx.envelope is not None:  # it just arrived: wait for an operator
             return InputRequired(escalation.describe(tier))
         held = escalation_of(ctx.task.metadata) or {}
-        decision = _decision(ctx.message, {**raw, "source": held.get("source")})
+        # Where the decision goes, as the library recorded it from the verified envelope:
+        # the agent that escalated (or the one a forwarding desk named) — never a claim of
+        # the transfer context.
+        return_to = held.get("returnsTo") or {}
+        decision = _decision(ctx.message, {**raw, "source": return_to})
         if decision.verdict is Verdict.ANSWERED and escalation.need == Need.PERMISSION:
             # A reply to a request for permission is information, not a verdict: it is kept
             # (in the task's history) and the escalation still waits for approve or deny.
@@ -117,7 +121,6 @@ class HumanAgent:
                 f"{escalation.describe(tier)}\nOperator's note: {decision.text}\n"
                 "Still waiting for a decision: approve or deny."
             )
-        return_to = carried.get("returnTo") or held.get("source") or {}
         if decision.by == "fallback" and self.fallback != DENY:
             return Handoff(
                 target=self.fallback,

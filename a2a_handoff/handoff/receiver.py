@@ -19,7 +19,6 @@ from typing import Any
 
 from a2a_handoff.contracts.model import MISSING, lookup
 from a2a_handoff.errors import IdempotencyConflictError
-from a2a_handoff.handoff.envelope import HandoffEnvelope
 from a2a_handoff.handoff.ledger import received_entry
 from a2a_handoff.handoff.settings import HandoffSettings
 from a2a_handoff.handoff.verified import EnvelopeRefused, VerifiedEnvelope, verify
@@ -47,13 +46,31 @@ class HandoffReceiver:
 
     async def verify(self, metadata: Mapping[str, Any], caller: str) -> VerifiedEnvelope:
         """The message's envelope, proven (see `handoff.verified`); EnvelopeRefused."""
-        return await verify(
+        verified = await verify(
             metadata.get(HANDOFF_EXTENSION_URI),
             metadata.get(SIGNATURE_KEY),
             caller,
             self.trust,
             self.settings.agent_name,
         )
+        if verified.decision is not None and not await self._escalated(verified):
+            raise EnvelopeRefused(
+                "decision_invalid",
+                f"the decision answers no escalation of {self.settings.agent_name}: task"
+                f" {verified.decision.escalated_from!r} escalated nothing here",
+                verified.envelope,
+            )
+        return verified
+
+    async def _escalated(self, verified: VerifiedEnvelope) -> bool:
+        """Whether the decision a `return` carries answers a task of this agent, in the
+        conversation it returns to (the task that escalated, or informed the human agent):
+        an approval acts only where it was asked for, never at an agent that escalated
+        nothing."""
+        assert verified.decision is not None
+        task_id = verified.decision.escalated_from
+        record = await self.store.get(task_id) if task_id else None
+        return record is not None and record.task.context_id == verified.envelope.context_id
 
     async def refuse_unverified(
         self, message: Message, owner: str, refused: EnvelopeRefused
@@ -210,16 +227,23 @@ def receive_metadata(verified: VerifiedEnvelope) -> dict[str, Any]:
         # A replay with this key must match: SHA-256 of the canonical envelope.
         "envelopeDigest": verified.digest,
         **decision,
-        **_escalation_of(verified.envelope),
+        **_escalation_of(verified),
     }
 
 
-def _escalation_of(envelope: HandoffEnvelope) -> dict[str, Any]:
-    """An escalation's summary on the human agent's task, for inboxes and followers."""
+def _escalation_of(verified: VerifiedEnvelope) -> dict[str, Any]:
+    """An escalation's summary on the human agent's task, for inboxes and followers, with
+    the agent its decision goes back to (`returnsTo`): the agent that escalated — or, when
+    a human desk forwards it (a signer trusted to approve), the one the desk names."""
+    envelope = verified.envelope
     if envelope.kind not in ("escalation", "notice"):
         return {}
     escalation = envelope.transfer_context.get("escalation")
     if not isinstance(escalation, dict):
         return {}
-    source = envelope.source
-    return {"escalation": {**escalation, "source": source.dump()}}
+    source = envelope.source.dump()
+    returns_to = source
+    forwarded = envelope.transfer_context.get("returnTo")
+    if verified.approver and isinstance(forwarded, dict) and forwarded.get("agent"):
+        returns_to = {k: str(forwarded.get(k) or "") for k in ("agent", "url", "taskId")}
+    return {"escalation": {**escalation, "source": source, "returnsTo": returns_to}}

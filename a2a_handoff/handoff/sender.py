@@ -84,6 +84,22 @@ def missing_capabilities(
     return problems
 
 
+def check_return(task: Task, target: str, target_name: str) -> None:
+    """An operator's decision goes back only to the agent its escalation is to return to
+    (`escalation.returnsTo`, recorded from the verified envelope when it arrived): the agent
+    that escalated, or the one a forwarding human desk named. GateRefused otherwise."""
+    escalation = ext_metadata(task).get("escalation")
+    returns_to = escalation.get("returnsTo") if isinstance(escalation, dict) else None
+    agent = str(returns_to.get("agent") or "") if isinstance(returns_to, dict) else ""
+    if not agent:
+        raise GateRefused("a decision goes back only to an agent that escalated: this task holds"
+                          " no escalation")  # fmt: skip
+    if agent not in (target, target_name):
+        raise GateRefused(
+            f"a decision goes back only to {agent}, which escalated (not to {target})"
+        )
+
+
 class HandoffSender:
     """Turns a handler's handoff decision into a checkpointed outbox entry."""
 
@@ -177,6 +193,8 @@ class HandoffSender:
             raise GateRefused("capability gate refused the handoff: " + "; ".join(problems))
         target_name = card.name if card else decision.target
         context = dict(decision.context)
+        if decision.kind == "return":
+            check_return(task, decision.target, target_name)
         if decision.kind == "return" and isinstance(context.get("decision"), dict):
             context["decision"] = self._signed_decision(context["decision"], task, target_name)
         contract_ref = self._contract_for(target_name, decision)

@@ -55,6 +55,7 @@ class VerifiedEnvelope:
     digest: str  # SHA-256 of the canonical envelope: tells a replay from another envelope
     size: int  # bytes of the canonical envelope
     decision: Decision | None = None  # a `return`'s operator decision, verified
+    approver: bool = False  # the signer may sign operators' decisions (a human desk)
     _proof: object = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -126,6 +127,7 @@ async def verify(raw: Any, token: Any, caller: str, trust: TrustList, me: str) -
         hashlib.sha256(payload).hexdigest(),
         len(payload),
         decision,
+        agent.approvals,
         _proof=_MINT,
     )
 

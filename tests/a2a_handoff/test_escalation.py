@@ -213,3 +213,20 @@ def test_an_unsigned_approval_in_the_transfer_context_approves_nothing() -> None
     assert isinstance(outcome, Escalate)
     small = Action("refund", {"orderId": "77"}, amount=20.0)
     assert _context().guard(small, what_happened=HAPPENED, tried=TRIED) is None
+
+
+def test_an_action_whose_fingerprint_does_not_match_its_inputs_is_refused() -> None:
+    # What the operator is shown (name, params, amount) is what the approval binds.
+    data = complete(action=Action("refund", {"orderId": "77"}, amount=900.0)).to_json()
+    assert Escalation.from_json(data).action is not None
+    data["action"] = {**data["action"], "amount": 90000.0}  # the fingerprint of $900 kept
+    with pytest.raises(IncompleteEscalationError, match="fingerprint does not match"):
+        Escalation.from_json(data)
+
+
+def test_an_action_keeps_its_fingerprint_across_the_wire() -> None:
+    # 750.0 travels as 750 in canonical JSON: the same action, the same fingerprint.
+    assert (
+        Action("refund", {"n": 1.0}, amount=750.0).fingerprint()
+        == Action("refund", {"n": 1}, amount=750).fingerprint()
+    )

@@ -317,6 +317,12 @@ def test_an_unanswered_escalation_can_go_to_a_named_agent(
     billing = _agent(tmp_path, "billing", f"--route=human={first_line.url}")
     wire_trust([first_line, billing, supervisor])
     supervisor.extra = (*supervisor.extra, f"--trust=billing={billing.url}")
+    # The first-line desk forwards: the supervisor trusts it as a desk (`approvals: true`),
+    # so the desk's `returnTo` (billing) is where the decision goes; from an ordinary agent
+    # it would go back to that agent.
+    desks = tmp_path / "desks.yaml"
+    desks.write_text(f"agents:\n  - {{name: human, url: '{first_line.url}', approvals: true}}\n")
+    supervisor.extra = (*supervisor.extra, f"--trust-file={desks}")
     # The supervisor's decisions reach billing: billing trusts it to approve.
     approvers = tmp_path / "approvers.yaml"
     approvers.write_text(

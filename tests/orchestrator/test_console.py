@@ -157,6 +157,8 @@ def test_the_console_draws_the_chain_and_the_operator_approves_in_the_page(
         if d.find_elements(By.CSS_SELECTOR, "#inbox .item") else None
     )  # fmt: skip
     assert "permission to refund $750.00 on order 4242" in item.text
+    # What the decision binds, derived from the signed fingerprint's inputs.
+    assert 'refund {"orderId":"4242"} for $750.00 — billing acts on it once approved' in item.text
     screenshot = os.environ.get("CONSOLE_SCREENSHOT")
     if screenshot:  # the chain waiting for the operator, as the README shows it
         driver.save_screenshot(screenshot)

@@ -103,6 +103,13 @@ function drawChains(conversations) {
   for (const chain of conversations) root.append(drawChain(chain));
 }
 
+function describeAction(item) {
+  const a = item.action;
+  const money = typeof a.amount === "number"
+    ? ` for $${a.amount.toLocaleString("en-US", {minimumFractionDigits: 2, maximumFractionDigits: 2})}` : "";
+  return `${a.name} ${JSON.stringify(a.params || {})}${money} — ${item.actingAgent || "?"} acts on it once approved`;
+}
+
 function drawInbox(items) {
   const key = items.map(i => i.taskId).join(",");
   if (key === inboxKey) return;
@@ -115,6 +122,10 @@ function drawInbox(items) {
     card.append(el("h3", {}, `${item.source || "?"} asks: ${item.need || "a decision"}`
       + ` (${item.trigger || item.tier})`));
     const dl = el("dl");
+    // What a decision binds first: the action (its fingerprint is what is signed) and the
+    // agent that acts on it once approved.
+    if (item.action) dl.append(el("dt", {}, "Action"), el("dd", {class: "action"}, describeAction(item)));
+    else dl.append(el("dt", {}, "Goes back to"), el("dd", {}, item.actingAgent || item.source));
     dl.append(el("dt", {}, "What happened"), el("dd", {}, item.whatHappened));
     const tried = el("ul");
     for (const t of item.whatWasTried || []) tried.append(el("li", {}, t));
