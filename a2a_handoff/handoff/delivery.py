@@ -446,11 +446,10 @@ def _create_params(envelope: HandoffEnvelope, envelope_json: str, signature: str
     back at the source task. The source needs only the successor's id and status back:
     `historyLength: 0`.
     """
-    summary = str(envelope.transfer_context.get("summary") or envelope.reason)
     message = {
         "messageId": handoff_message_id(envelope),
         "role": Role.USER.value,
-        "parts": [{"text": summary}, {"data": envelope.transfer_context}],
+        "parts": [{"text": envelope.summary}, {"data": envelope.transfer_context}],
         "contextId": envelope.context_id,
         "extensions": [URI],
         "referenceTaskIds": [envelope.source.task_id],

@@ -67,6 +67,12 @@ class HandoffEnvelope(WireModel):
         canonical = json.dumps(self.dump(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()
 
+    @property
+    def summary(self) -> str:
+        """What the successor's handler reads as `ctx.text`: the context's summary, else the
+        handoff's reason."""
+        return str(self.transfer_context.get("summary") or self.reason)
+
     def expires_at(self) -> datetime:
         return parse_time(self.created_at) + timedelta(seconds=self.ttl_seconds)
 

@@ -30,7 +30,15 @@ from a2a_handoff.protocol.extension import (
     SIGNATURE_KEY,
     ext_metadata,
 )
-from a2a_handoff.protocol.models import Message, StreamResponse, Task, TaskStatus, utc_now
+from a2a_handoff.protocol.models import (
+    Message,
+    Part,
+    Role,
+    StreamResponse,
+    Task,
+    TaskStatus,
+    utc_now,
+)
 from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.stores.base import Store, TaskRecord
 from a2a_handoff.trust.trustlist import TrustList
@@ -151,6 +159,13 @@ class HandoffReceiver:
             return "envelope_too_large", f"envelope of {size} bytes over {MAX_ENVELOPE_BYTES}"
         if envelope.target.agent != me:
             return "misaddressed", f"envelope addressed to {envelope.target.agent}, not {me}"
+        if not self.settings.addressed_here(envelope.target.url):
+            # A genuine envelope replayed to a namesake: another agent of the same name
+            # elsewhere. The sender names the address it delivers to, inside what it signs.
+            return "misaddressed", (
+                f"envelope addressed to {me} at {envelope.target.url[:200]}, not at this"
+                f" agent's address {self.settings.agent_url}"
+            )
         if me in envelope.visited and envelope.kind == "handoff":
             # Escalations and their returns come back by design; the hop limit bounds them.
             return "loop_detected", f"{me} already handled this chain ({envelope.visited})"
@@ -203,6 +218,25 @@ class HandoffReceiver:
             received=received_entry(envelope, task_id, "rejected", code),
         )
         return stored, stored.id != record.id
+
+
+def signed_message(verified: VerifiedEnvelope) -> Message:
+    """The message a received handoff's task starts with, made from the verified envelope
+    alone: its summary as text and its transfer context as data (as the sender writes them),
+    the envelope and its signature in the metadata (the proof, kept). Whatever else the
+    message carried — parts, metadata — was not signed, so a relay may have added it: it is
+    dropped, and nothing a handler reads of a handoff (`ctx.text`, `ctx.message`,
+    `ctx.transfer_context`) is unsigned."""
+    envelope = verified.envelope
+    return Message(
+        message_id=f"handoff-{envelope.idempotency_key}",
+        role=Role.USER,
+        parts=[Part(text=envelope.summary), Part(data=envelope.transfer_context)],
+        context_id=envelope.context_id,
+        extensions=[HANDOFF_EXTENSION_URI],
+        reference_task_ids=[envelope.source.task_id],
+        metadata={HANDOFF_EXTENSION_URI: verified.signed, SIGNATURE_KEY: verified.signature},
+    )
 
 
 def receive_metadata(verified: VerifiedEnvelope) -> dict[str, Any]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from a2a_handoff.protocol.extension import DEFAULT_MAX_HOPS, DEFAULT_TTL_SECONDS
 
@@ -27,3 +28,22 @@ class HandoffSettings:
     contracts: Catalog | None = None  # enforced when set (see a2a_handoff.contracts)
     decision_ttl: float = 900.0  # seconds an operator's signed decision approves anything
     return_give_up: float | None = None  # seconds a return is retried (None: the TTL)
+    # Every URL this agent answers at (its card's interfaces): an envelope must name one.
+    own_urls: frozenset[str] = frozenset()
+
+    def addressed_here(self, address: str) -> bool:
+        """Whether an envelope's `target.url` (a URL, or several comma-separated: replicas)
+        names this agent: one of its URLs, not merely its name."""
+        mine = {same_url(u) for u in (self.own_urls or {self.agent_url})}
+        return any(same_url(u) in mine for u in address.split(",") if u.strip())
+
+
+def same_url(url: str) -> str:
+    """A URL compared as an address: scheme and host in lower case, the default port and a
+    trailing slash dropped."""
+    parts = urlsplit(url.strip())
+    host = (parts.hostname or "").lower()
+    port = parts.port
+    if port is not None and (parts.scheme.lower(), port) not in (("http", 80), ("https", 443)):
+        host = f"{host}:{port}"
+    return f"{parts.scheme.lower()}://{host}{parts.path.rstrip('/')}"

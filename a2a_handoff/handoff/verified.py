@@ -56,6 +56,8 @@ class VerifiedEnvelope:
     size: int  # bytes of the canonical envelope
     decision: Decision | None = None  # a `return`'s operator decision, verified
     approver: bool = False  # the signer may sign operators' decisions (a human desk)
+    signed: dict[str, Any] = field(default_factory=dict, repr=False)  # exactly as signed
+    signature: str = field(default="", repr=False)
     _proof: object = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -128,6 +130,8 @@ async def verify(raw: Any, token: Any, caller: str, trust: TrustList, me: str) -
         len(payload),
         decision,
         agent.approvals,
+        dict(raw),
+        str(token),
         _proof=_MINT,
     )
 

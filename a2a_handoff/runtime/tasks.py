@@ -41,7 +41,7 @@ from a2a_handoff.errors import (
 from a2a_handoff.escalation import EscalationPolicy
 from a2a_handoff.handoff.handoffs import Handoffs
 from a2a_handoff.handoff.ledger import received_entry
-from a2a_handoff.handoff.receiver import receive_metadata
+from a2a_handoff.handoff.receiver import receive_metadata, signed_message
 from a2a_handoff.handoff.settings import HandoffSettings
 from a2a_handoff.handoff.verified import EnvelopeRefused, VerifiedEnvelope
 from a2a_handoff.ids import new_id
@@ -201,11 +201,9 @@ class TaskManager:
             return resolved(answer)
         envelope = verified.envelope
         with tracing.adopted(envelope.trace_id):
-            return await self._receive_verified(message, owner, verified)
+            return await self._receive_verified(owner, verified)
 
-    async def _receive_verified(
-        self, message: Message, owner: str, verified: VerifiedEnvelope
-    ) -> Submission:
+    async def _receive_verified(self, owner: str, verified: VerifiedEnvelope) -> Submission:
         receiver = self.handoffs.receiver
         envelope = verified.envelope
         key, window = receiver.dedupe_for(verified)
@@ -221,7 +219,7 @@ class TaskManager:
                 self.handoffs.ledger.duplicate(envelope, record.id)
                 events.handoff_received(envelope, record.id, "duplicate")
                 return resolved(record, duplicate=True)
-        bound = message.model_copy(update={"context_id": envelope.context_id})
+        bound = signed_message(verified)  # nothing unsigned of the message goes further
         refusal = receiver.refusal(verified)
         if refusal is not None:
             stored, duplicate = await receiver.reject(bound, owner, key, verified, *refusal)

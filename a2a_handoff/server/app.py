@@ -229,6 +229,7 @@ def create_app(
     settings = HandoffSettings(
         agent_name=card.name,
         agent_url=card.url,
+        own_urls=frozenset(i.url for i in card.supported_interfaces),
         routes=routes,
         scope=frozenset(scope) if scope is not None else None,
         max_hops=max_hops,
