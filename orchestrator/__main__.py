@@ -53,6 +53,7 @@ from a2a_handoff import (
 )
 from a2a_handoff.exits import ExitCode, Parser, quiet_pipe
 from a2a_handoff.observe import tracing
+from a2a_handoff.secrets import read_secret
 from orchestrator import operator
 from orchestrator.conversation import Conversation, Event, Exit, chain_of, describe
 from orchestrator.reach import Reach, credentials
@@ -160,7 +161,7 @@ async def _run(args: argparse.Namespace) -> int:
                          else "--agent URL: the agent TASK is at")  # fmt: skip
     start = getattr(args, "entry", None) or getattr(args, "agent", None) or session.entry
     try:
-        keys = credentials(start, args.api_key or os.environ.get("A2A_API_KEY"), args.keys_file)
+        keys = credentials(start, _api_key(args), args.keys_file)
     except (OSError, ValueError) as exc:
         return _fail(str(exc))
     client = _client(keys)
@@ -199,13 +200,20 @@ def _new(session: Session, path: Path, entry: str | None, emit: Callable[[Event]
     return int(ExitCode.COMPLETED)
 
 
+def _api_key(args: argparse.Namespace) -> str | None:
+    """The operator's or user's key: from --api-key @FILE / env:VAR, else $A2A_API_KEY."""
+    if args.api_key:
+        return read_secret(args.api_key, "--api-key")
+    return os.environ.get("A2A_API_KEY") or None
+
+
 async def _console(args: argparse.Namespace) -> int:
     """The console (orchestrator.console): the operator's keys go to the agents named."""
     from orchestrator.console import serve
 
-    api_key = args.api_key or os.environ.get("A2A_API_KEY")
     keys: dict[str, str] = {}
     try:
+        api_key = _api_key(args)
         for url in args.agent:
             keys |= credentials(url, api_key, args.keys_file)
     except (OSError, ValueError) as exc:
@@ -344,8 +352,10 @@ def _options(parser: argparse.ArgumentParser, top: bool) -> None:
     parser.add_argument(
         "--api-key",
         default=default(None),
-        help="the key presented to the origin of --entry / --agent, and only there"
-        " (or $A2A_API_KEY)",
+        metavar="@FILE|env:VAR",
+        help="where to read the key presented to the origin of --entry / --agent, and only"
+        " there: a file or an environment variable, never the key itself (default:"
+        " $A2A_API_KEY)",
     )
     parser.add_argument(
         "--keys-file",

@@ -38,6 +38,7 @@ from a2a_handoff.contracts.catalog import Catalog
 from a2a_handoff.escalation import EscalationPolicy
 from a2a_handoff.exits import ExitCode, Parser, quiet_pipe
 from a2a_handoff.observe.logs import configure as configure_logging
+from a2a_handoff.secrets import SecretError, read_secret
 from a2a_handoff.server.limits import ServerLimits, return_freed_memory
 from a2a_handoff.trust.keys import ENV_VAR as KEY_ENV_VAR
 from a2a_handoff.trust.keys import EnvIdentity, IdentityStore, KeyFile
@@ -107,8 +108,9 @@ def _agent_parser(parser: argparse.ArgumentParser) -> None:
         "--credential",
         action="append",
         default=[],
-        metavar="NAME=KEY",
-        help="the API key presented to agent NAME (a route or a trusted agent)",
+        metavar="NAME=@FILE|NAME=env:VAR",
+        help="the API key presented to agent NAME (a route or a trusted agent), read from FILE"
+        " or from $VAR: never on the command line",
     )
     trust = parser.add_argument_group("trust")
     trust.add_argument(
@@ -243,8 +245,10 @@ def serve(name: str, args: argparse.Namespace) -> int:
         unknown = sorted(set(keys) - set(known))
         if unknown:
             raise HandoffError(f"--credential names no route or trusted agent: {unknown}")
-        credentials = {known[n]: key for n, key in keys.items()}
-    except (HandoffError, OSError) as exc:
+        credentials = {
+            known[n]: read_secret(where, f"--credential {n}") for n, where in keys.items()
+        }
+    except (HandoffError, OSError, SecretError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return int(ExitCode.USAGE)
     scope = args.scope.split(",") if args.scope else example.scope

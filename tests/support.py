@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -154,3 +155,11 @@ def wire_trust(processes: Sequence[AgentProcess]) -> None:
                     continue  # test doubles take no --trust
                 if trust not in target.extra:
                     target.extra = (*target.extra, trust)
+
+
+def key_env(value: str) -> str:
+    """`env:NAME` for a secret option (`--api-key`, `--credential NAME=…`): the commands take
+    where to read a secret, never the secret itself; the tests' processes inherit NAME."""
+    name = "A2A_TEST_SECRET_" + hashlib.sha256(value.encode()).hexdigest()[:12].upper()
+    os.environ[name] = value
+    return f"env:{name}"

@@ -20,7 +20,7 @@ PACKAGE = Path(a2a_handoff.__file__).parent
 # Rooms from the bottom up: a module may import its own room and rooms listed before its own,
 # never a room after it, nor a sibling on the same line.
 LAYERS: list[set[str]] = [
-    {"ids", "failpoints", "errors", "exits", "version"},
+    {"ids", "failpoints", "errors", "exits", "version", "secrets"},
     {"protocol"},
     # Keys, signatures and the trust list: below the store (which keeps an agent's keys)
     # and the client (which verifies cards); I/O is injected into it, never imported.

@@ -33,7 +33,7 @@ from tests.integration.handoff_support import (
     tasks_in,
     wait_for,
 )
-from tests.support import A2A_HEADERS
+from tests.support import A2A_HEADERS, key_env
 
 
 @pytest.fixture(scope="module")
@@ -293,7 +293,7 @@ def test_with_auth_the_source_presents_its_key_and_the_user_reads_the_successor(
 ) -> None:
     keys = tmp_path / "keys"
     keys.write_text("alice=k-alice\nbob=k-bob\ntriage=k-triage\n")
-    agents = make_agents(tmp_path, "--credential=billing=k-triage")
+    agents = make_agents(tmp_path, f"--credential=billing={key_env('k-triage')}")
     for agent in (agents.billing, agents.triage):
         agent.extra = (*agent.extra, f"--auth-keys={keys}")
     agents.billing.start()

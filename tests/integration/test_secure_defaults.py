@@ -30,7 +30,7 @@ from tests.integration.trust_support import (
     keys_file,
     send,
 )
-from tests.support import ROOT, AgentProcess, Cli, free_port
+from tests.support import ROOT, AgentProcess, Cli, free_port, key_env
 from tests.trust_support import sign_with, stolen_identity
 
 ALICE, MALLORY = USERS["alice"], USERS["mallory"]
@@ -79,7 +79,7 @@ def escalated(agents: Bank, tmp_path: Path, key: str = ALICE) -> dict[str, Any]:
     operator = Cli(tmp_path / "op.json")
 
     def waiting() -> list[dict[str, Any]]:
-        code, items = operator.events("--api-key", "operator-key", "inbox",
+        code, items = operator.events("--api-key", key_env("operator-key"), "inbox",
                                       "--agent", agents.human.url)  # fmt: skip
         assert code == 0
         return [i for i in items if i["contextId"] == context]
@@ -101,7 +101,7 @@ def test_only_operators_decide_an_escalation_a_user_adds_a_note(
     # The user the escalation is about sees it and answers "approve" with her own key: kept
     # as a note, never a decision; the escalation still waits, nothing is paid.
     code, out = Cli(tmp_path / "u.json").run(
-        "--api-key", ALICE, "approve", item["taskId"], "--agent", human.url
+        "--api-key", key_env(ALICE), "approve", item["taskId"], "--agent", human.url
     )
     assert code == 1, out
     assert "operators decide" in out
@@ -119,12 +119,12 @@ def test_only_operators_decide_an_escalation_a_user_adds_a_note(
     assert refunds(agents, item["contextId"], ALICE) == []
     # Another user does not even see it.
     code, items = Cli(tmp_path / "m.json").events(
-        "--api-key", MALLORY, "inbox", "--agent", human.url
+        "--api-key", key_env(MALLORY), "inbox", "--agent", human.url
     )
     assert [i for i in items if i["contextId"] == item["contextId"]] == []
     # The operator decides: the refund is paid, once.
     code, out = Cli(tmp_path / "op.json").run(
-        "--api-key", "operator-key", "approve", item["taskId"], "--agent", human.url
+        "--api-key", key_env("operator-key"), "approve", item["taskId"], "--agent", human.url
     )
     assert code == 0, out
     paid = wait_for(lambda: refunds(agents, item["contextId"], ALICE), timeout=20)
@@ -175,16 +175,20 @@ def test_an_approval_goes_back_only_to_the_agent_that_escalated(
     assert held["status"]["state"] == "TASK_STATE_INPUT_REQUIRED", held
     # The operator sees the action the decision binds, and who would act on it.
     operator = Cli(tmp_path / "op.json")
-    code, items = operator.events("--api-key", "operator-key", "inbox", "--agent", agents.human.url)
+    code, items = operator.events(
+        "--api-key", key_env("operator-key"), "inbox", "--agent", agents.human.url
+    )
     item = next(i for i in items if i["contextId"] == context)
     assert item["action"]["name"] == "refund"
     assert item["action"]["amount"] == 25000.0
     assert item["action"]["params"] == {"orderId": "9999"}
     assert item["actingAgent"] == "triage"
-    code, shown = operator.run("--api-key", "operator-key", "inbox", "--agent", agents.human.url)
+    code, shown = operator.run(
+        "--api-key", key_env("operator-key"), "inbox", "--agent", agents.human.url
+    )
     assert "refund" in shown
     assert "25,000.00" in shown
-    code, out = operator.run("--api-key", "operator-key", "approve", item["taskId"],
+    code, out = operator.run("--api-key", key_env("operator-key"), "approve", item["taskId"],
                              "--agent", agents.human.url)  # fmt: skip
     assert code == 0, out
 
@@ -282,3 +286,32 @@ def test_a_genuine_envelope_replayed_to_a_namesake_is_refused(agents: Bank) -> N
                                                  "includeArtifacts": True},
                                    **{"X-API-Key": ALICE}))  # fmt: skip
         assert [a for t in page["tasks"] for a in t.get("artifacts") or []] == []
+
+
+# -- secrets never on a command line ------------------------------------------------------
+
+
+def test_a_secret_on_the_command_line_is_refused_saying_how_to_pass_it(tmp_path: Path) -> None:
+    # Before: `--credential human=KEY` and `--api-key KEY` were taken, and every local user
+    # read them in `ps`.
+    done = serve(
+        "billing", "--port", str(free_port()), "--store", f"sqlite:///{tmp_path / 'b.db'}",
+        "--route=human=http://127.0.0.1:9/", "--credential=human=billing-at-human",
+    )  # fmt: skip
+    assert done.returncode == 64, done.stderr
+    assert "visible to every local user" in done.stderr
+    assert "@FILE" in done.stderr
+    assert "env:NAME" in done.stderr
+    assert "billing-at-human" not in done.stderr
+    code, out = Cli(tmp_path / "s.json").run(
+        "--api-key", "alice-key", "inbox", "--agent", "http://127.0.0.1:9/"
+    )
+    assert code == 64, out
+    assert "visible to every local user" in out
+    secret = tmp_path / "alice.key"
+    secret.write_text("alice-key\n")
+    secret.chmod(0o600)
+    code, out = Cli(tmp_path / "s.json").run(
+        "--api-key", f"@{secret}", "inbox", "--agent", "http://127.0.0.1:9/"
+    )
+    assert code == 3, out  # read, and used: nothing listens there

@@ -29,7 +29,7 @@ from tests.integration.trust_support import (
     make_bank,
     send,
 )
-from tests.support import AgentProcess, Cli
+from tests.support import AgentProcess, Cli, key_env
 from tests.trust_support import sign_with, stolen_identity
 
 ALICE, MALLORY = USERS["alice"], USERS["mallory"]
@@ -222,7 +222,9 @@ def test_a_pointer_to_a_stranger_is_shown_not_followed_and_gets_no_key(
 ) -> None:
     with Listener() as listener, rogue_agent(tmp_path, listener.url) as rogue:
         cli = Cli(tmp_path / "session.json")
-        code, events = cli.events("--api-key", ALICE, "watch", "t-rogue", "--agent", rogue.url)
+        code, events = cli.events(
+            "--api-key", key_env(ALICE), "watch", "t-rogue", "--agent", rogue.url
+        )
         assert code == 5, events
         assert events[-1]["event"] == "refused"
         assert listener.url in events[-1]["message"]

@@ -18,7 +18,7 @@ from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI as URI
 from a2a_handoff.protocol.extension import SIGNATURE_KEY
 from tests.integration.handoff_support import REFUND, ext, message, result, wait_for
 from tests.integration.trust_support import USERS, bank, forged, send
-from tests.support import ROOT, Cli
+from tests.support import ROOT, Cli, key_env
 from tests.trust_support import sign_with, stolen_identity
 
 ALICE = USERS["alice"]
@@ -126,12 +126,12 @@ def test_an_approval_is_used_once_and_a_lost_return_ends_failed_in_health(
         operator = Cli(tmp_path / "op.json")
 
         def waiting() -> list[dict[str, Any]]:
-            _, items = operator.events("--api-key", "operator-key", "inbox",
+            _, items = operator.events("--api-key", key_env("operator-key"), "inbox",
                                        "--agent", agents.human.url)  # fmt: skip
             return [i for i in items if i["contextId"] == context]
 
         item = wait_for(waiting, timeout=20)[0]
-        code, out = operator.run("--api-key", "operator-key", "approve", item["taskId"],
+        code, out = operator.run("--api-key", key_env("operator-key"), "approve", item["taskId"],
                                  "--agent", agents.human.url)  # fmt: skip
         assert code == 0, out
 
@@ -164,7 +164,7 @@ def test_an_approval_is_used_once_and_a_lost_return_ends_failed_in_health(
         second = wait_for(lambda: [i for i in waiting() if i["taskId"] != item["taskId"]],
                           timeout=20)[0]  # fmt: skip
         agents.billing.stop()
-        operator.run("--api-key", "operator-key", "deny", second["taskId"], "no",
+        operator.run("--api-key", key_env("operator-key"), "deny", second["taskId"], "no",
                      "--agent", agents.human.url)  # fmt: skip
 
         def failed() -> dict[str, Any] | None:

@@ -17,7 +17,7 @@ from typing import Any
 
 from a2a_handoff.handoff.envelope import derive_key, root_key_for
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI as URI
-from tests.support import AgentProcess, free_port
+from tests.support import AgentProcess, free_port, key_env
 
 USERS = {"alice": "alice-key", "mallory": "mallory-key"}
 OPERATOR = {"op": "operator-key"}
@@ -44,7 +44,12 @@ def keys_file(tmp: Path, agent: str, extra: dict[str, str]) -> Path:
 
 
 def credentials(agent: str) -> list[str]:
-    return [f"--credential={callee}={key}" for (c, callee), key in AGENT_KEYS.items() if c == agent]
+    """`--credential NAME=env:VAR`: a key is read from the environment, never a command line."""
+    return [
+        f"--credential={callee}={key_env(key)}"
+        for (c, callee), key in AGENT_KEYS.items()
+        if c == agent
+    ]
 
 
 @dataclass
