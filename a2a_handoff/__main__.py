@@ -3,12 +3,17 @@
 lint DIR [--agents FILE] [--permissions FILE] [--json]
     lint a directory of handoff contracts: exit 0 when no contract has an error, 1 otherwise,
     64 on a usage error; each contract's level (none, L1, L2, L3) and what the next needs
-keys list|rotate|retire [KID] (--store URL [--agent NAME] | --key-file PATH) [--json]
-    an agent's signing keys, where its store keeps them (a key file beside a SQLite database,
-    a Redis key per agent name): `rotate` adds a key that signs from now on (the others still
-    verify), `retire KID` withdraws one (its private half dropped; envelopes signed with it
-    stop verifying once receivers read the JWKS again). A running agent picks changes up
-    within seconds. Exit 1 when refused, 64 on a usage error.
+keys list|rotate|retire [KID] (--store sqlite:///… | --key-file PATH) [--json]
+    an agent's signing keys, in its key file (beside a SQLite database, or named by
+    --key-file): `rotate` adds a key that signs from now on (the others still verify),
+    `retire KID` withdraws one (its private half dropped; envelopes signed with it stop
+    verifying once receivers read the JWKS again). A running agent picks changes up within
+    seconds. Exit 1 when refused, 64 on a usage error.
+keys init --agent NAME (--store sqlite:///… | --key-file PATH)
+    a new identity, on purpose (an agent never makes itself one when its key file is missing
+    but its store was used before)
+keys move --store redis://… --agent NAME --key-file PATH
+    keys an older version kept in Redis, moved into a key file (0600) and out of Redis
 """
 
 from __future__ import annotations
@@ -22,9 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from a2a_handoff.contracts import lint, render
-from a2a_handoff.errors import HandoffError
+from a2a_handoff.errors import HandoffError, TrustError
 from a2a_handoff.exits import Parser, quiet_pipe
 from a2a_handoff.stores import open_store
+from a2a_handoff.stores.sqlite import SqliteTaskStore
 from a2a_handoff.trust.keys import Identity, IdentityStore, KeyFile, change
 from a2a_handoff.version import __version__
 
@@ -64,40 +70,82 @@ def _rows(identity: Identity) -> list[dict[str, Any]]:
     ]
 
 
-async def _keys(args: argparse.Namespace) -> int:
-    closer = None
+def _key_file(args: argparse.Namespace, create: bool = False) -> KeyFile:
+    """The key file the command names: --key-file, or the one beside a SQLite store."""
     if args.key_file:
-        store: IdentityStore = KeyFile(args.key_file)
-    else:
-        opened = open_store(args.store)
-        if getattr(opened, "shared", False):  # Redis: the identity is a key in the store
-            await opened.open()
-            closer = opened
-        store = opened
+        return KeyFile(args.key_file, create=create)
+    if not args.store:
+        raise TrustError("name the keys: --key-file PATH, or --store sqlite:///… (beside it)")
+    opened = open_store(args.store)
+    if not isinstance(opened, SqliteTaskStore):
+        raise TrustError("a Redis or memory store keeps no key file: name it with --key-file PATH")
+    return KeyFile(opened.key_file.path, create=create)
+
+
+async def _init(args: argparse.Namespace) -> Identity:
+    """`keys init`: a new identity, on purpose, where none is."""
+    if not args.agent:
+        raise TrustError("keys init needs --agent NAME (the agent the keys are for)")
+    store = _key_file(args, create=True)
+    if store.read() is not None:
+        raise TrustError(f"{store.path} holds an identity already: rotate or retire its keys")
+    identity = Identity.generate(args.agent)
+    store.write_if(identity.to_document(), None)
+    return identity
+
+
+async def _move(args: argparse.Namespace) -> Identity:
+    """`keys move`: an identity an older version kept in Redis, into a key file (0600), and
+    out of Redis."""
+    if not (args.store and args.key_file and args.agent):
+        raise TrustError("keys move needs --store redis://… --agent NAME --key-file PATH")
+    opened = open_store(args.store)
+    legacy = getattr(opened, "legacy_identity", None)
+    if legacy is None:
+        raise TrustError("keys move takes keys out of a Redis store: --store redis://…")
+    await opened.open()
     try:
-        agent = args.agent or ""
-        document = await store.load_identity(agent)
+        document = await legacy(args.agent)
         if document is None:
-            print(f"error: no identity for {agent or 'this agent'} yet (made on first start)",
-                  file=sys.stderr)  # fmt: skip
-            return 1
-        agent = agent or Identity.from_document(document).agent
-        if args.action == "rotate":
-            identity = await change(store, agent, Identity.rotated)
-        elif args.action == "retire":
-            args.kid = args.kid or args.kid_option
-            if not args.kid:
-                print("error: keys retire needs the KID to retire", file=sys.stderr)
-                return 64
-            identity = await change(store, agent, lambda i: i.retired(args.kid))
+            raise TrustError(f"Redis keeps no identity of {args.agent}")
+        identity = Identity.from_document(document, args.agent)
+        target = KeyFile(args.key_file, create=True)
+        if not target.write_if(document, None):
+            raise TrustError(f"{args.key_file} exists already: give another path")
+        await opened.drop_legacy_identity(args.agent, document)  # type: ignore[attr-defined]
+    finally:
+        await opened.aclose()
+    return identity
+
+
+async def _keys(args: argparse.Namespace) -> int:
+    try:
+        if args.action == "init":
+            identity = await _init(args)
+        elif args.action == "move":
+            identity = await _move(args)
         else:
-            identity = Identity.from_document(document, agent)
+            store: IdentityStore = _key_file(args)
+            agent = args.agent or ""
+            document = await store.load_identity(agent)
+            if document is None:
+                print(f"error: no identity at {_key_file(args).path} (keys init makes one)",
+                      file=sys.stderr)  # fmt: skip
+                return 1
+            agent = agent or Identity.from_document(document).agent
+            if args.action == "rotate":
+                identity = await change(store, agent, Identity.rotated)
+            elif args.action == "retire":
+                args.kid = args.kid or args.kid_option
+                if not args.kid:
+                    print("error: keys retire needs the KID to retire", file=sys.stderr)
+                    return 64
+                identity = await change(store, agent, lambda i: i.retired(args.kid))
+            else:
+                identity = Identity.from_document(document, agent)
     except HandoffError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    finally:
-        if closer is not None:
-            await closer.aclose()
     rows = _rows(identity)
     if args.json:
         print(json.dumps({"agent": identity.agent, "keys": rows}, indent=2))
@@ -131,12 +179,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     command.add_argument("--json", action="store_true", help="one JSON document")
     keys = commands.add_parser("keys", help="list, rotate or retire an agent's signing keys")
-    keys.add_argument("action", choices=["list", "rotate", "retire"])
+    keys.add_argument("action", choices=["list", "rotate", "retire", "init", "move"])
     keys.add_argument("kid", nargs="?", help="the key to retire")
     keys.add_argument("--kid", dest="kid_option", help=argparse.SUPPRESS)
-    where = keys.add_mutually_exclusive_group(required=True)
-    where.add_argument("--store", help="the agent's store URL (sqlite:///…, redis://…)")
-    where.add_argument("--key-file", type=Path, help="the agent's key file (--key-file)")
+    keys.add_argument("--store", help="the agent's store URL (sqlite:///…: the key file beside"
+                      " it; redis://…: for keys move)")  # fmt: skip
+    keys.add_argument("--key-file", type=Path, help="the agent's key file (--key-file)")
     keys.add_argument("--agent", help="the agent's name (needed for a Redis store)")
     keys.add_argument("--json", action="store_true", help="one JSON document")
     args = parser.parse_args(_kid_as_value(sys.argv[1:] if argv is None else argv))

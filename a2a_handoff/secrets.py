@@ -59,3 +59,18 @@ def warn_if_shared(path: Path, what: str) -> None:
             " chmod 600 %s",
             what, path, stat.S_IMODE(mode), path,
         )  # fmt: skip
+
+
+def private_dir(path: Path) -> None:
+    """Make directory `path` (and its parents) if missing, the new ones mode 0700."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+
+
+def create_private(path: Path) -> None:
+    """Create file `path`, empty and mode 0600, unless it exists (a store's file: everything
+    its agent was told is in it). An existing file readable by others is named in a WARNING
+    line."""
+    try:
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    except FileExistsError:
+        warn_if_shared(path, "store")

@@ -10,6 +10,7 @@ accepts handoffs only from its routes and the agents `--trust` / `--trust-file` 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import gc
 import os
 import signal
@@ -29,19 +30,28 @@ from a2a_handoff import (
     AgentCard,
     ApiKeyAuth,
     HandoffError,
+    MemoryTaskStore,
     SqliteTaskStore,
     __version__,
     create_app,
     open_store,
 )
 from a2a_handoff.contracts.catalog import Catalog
+from a2a_handoff.errors import TrustError
 from a2a_handoff.escalation import EscalationPolicy
 from a2a_handoff.exits import ExitCode, Parser, quiet_pipe
 from a2a_handoff.observe.logs import configure as configure_logging
-from a2a_handoff.secrets import SecretError, read_secret
+from a2a_handoff.secrets import SecretError, private_dir, read_secret
 from a2a_handoff.server.limits import ServerLimits, return_freed_memory
+from a2a_handoff.stores.base import Store
 from a2a_handoff.trust.keys import ENV_VAR as KEY_ENV_VAR
-from a2a_handoff.trust.keys import EnvIdentity, IdentityStore, KeyFile
+from a2a_handoff.trust.keys import (
+    NO_KEYS_IN_SHARED_STORE,
+    EnvIdentity,
+    IdentityStore,
+    KeyFile,
+    load_or_create,
+)
 from a2a_handoff.trust.trustlist import TrustedAgent, load_trust_file, parse_trust
 from servers import _llm
 from servers.billing import POLICY as BILLING_POLICY
@@ -86,6 +96,38 @@ def _pairs(values: Sequence[str], what: str) -> dict[str, str]:
             raise HandoffError(f"{what} must read NAME=VALUE, not {value!r}")
         pairs[name] = rest
     return pairs
+
+
+def _check_identity(
+    identity: IdentityStore | None, store: Store, store_url: str, name: str
+) -> None:
+    """The agent's signing keys, checked (or made, for a new SQLite store) before it serves:
+    TrustError when they cannot be used — a key file another user owns or can read, one gone
+    missing beside a store used before, keys a Redis store cannot keep."""
+    if identity is None and isinstance(store, SqliteTaskStore):
+        identity = store.key_file
+    shared = not isinstance(store, SqliteTaskStore | MemoryTaskStore)
+    if shared:
+        asyncio.run(_no_keys_left_in(store_url, name))
+    if identity is None:
+        if shared:
+            raise TrustError(NO_KEYS_IN_SHARED_STORE)
+        return  # the memory store keeps its keys in memory
+    asyncio.run(load_or_create(identity, name))
+
+
+async def _no_keys_left_in(store_url: str, name: str) -> None:
+    """TrustError while a shared store still holds the agent's private keys (an older
+    version kept them there). A store of its own: this one lives on no event loop."""
+    store = open_store(store_url)
+    legacy = getattr(store, "refuse_legacy_identity", None)
+    if legacy is None:
+        return
+    await store.open()
+    try:
+        await legacy(name)
+    finally:
+        await store.aclose()
 
 
 def _agent_parser(parser: argparse.ArgumentParser) -> None:
@@ -226,9 +268,10 @@ def serve(name: str, args: argparse.Namespace) -> int:
             auth = ApiKeyAuth.from_env()
         routes = _pairs(args.route, "--route")
         keys = _pairs(args.credential, "--credential")
-        store = open_store(args.store or f"sqlite:///data/{name}.db")
+        store_url = args.store or f"sqlite:///data/{name}.db"
+        store = open_store(store_url)
         if isinstance(store, SqliteTaskStore):
-            Path(store.path).parent.mkdir(parents=True, exist_ok=True)  # data/ in a fresh clone
+            private_dir(Path(store.path).parent)  # data/ in a fresh clone: 0700
             store.check_free()  # another process serving the file: say so, do not start
         contracts = Catalog.load(args.contracts) if args.contracts else None
         trusted: list[TrustedAgent] = [parse_trust(t) for t in args.trust]
@@ -239,6 +282,9 @@ def serve(name: str, args: argparse.Namespace) -> int:
             identity = KeyFile(args.key_file)
         elif os.environ.get(KEY_ENV_VAR):
             identity = EnvIdentity(os.environ[KEY_ENV_VAR])
+        _check_identity(
+            identity, store, store_url, name
+        )  # before anything listens: refused, or made
         # --credential NAME=KEY: the key presented to the agent NAME (a route, or an agent
         # on the trust list: the human agent returns decisions to those).
         known = {**{t.name: t.url for t in trusted}, **routes}
@@ -342,7 +388,7 @@ def run_all(
         print(f"error: port in use on {host}: {', '.join(taken)}; pick another --base-port",
               file=sys.stderr)  # fmt: skip
         return int(ExitCode.FAILED)
-    data_dir.mkdir(parents=True, exist_ok=True)
+    private_dir(data_dir)
     urls = {name: f"http://{host}:{port}/" for name, port in ports.items()}
     procs: dict[str, subprocess.Popen[bytes]] = {}
     try:

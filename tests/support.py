@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -60,6 +61,8 @@ class AgentProcess:
             sys.executable, "-m", self.module, self.name,
             "--port", str(self.port), "--store", self.store, *self.extra,
         ]  # fmt: skip
+        if self.store.startswith("redis") and not any("--key-file" in a for a in self.extra):
+            cmd.append(f"--key-file={shared_key_file(self.name, self.store)}")
         env = {**os.environ, "PYTHONUNBUFFERED": "1", **self.env}
         log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
         self.proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=log)
@@ -163,3 +166,18 @@ def key_env(value: str) -> str:
     name = "A2A_TEST_SECRET_" + hashlib.sha256(value.encode()).hexdigest()[:12].upper()
     os.environ[name] = value
     return f"env:{name}"
+
+
+def shared_key_file(agent: str, store: str) -> Path:
+    """The key file of agent `agent` on shared store `store` — one per agent, used by all its
+    replicas, as an operator deploys them (a shared store keeps no keys): made on first use
+    (`keys init`'s work), mode 0600 in a directory of this user's."""
+    from a2a_handoff.trust.keys import Identity, KeyFile
+
+    home = Path(tempfile.gettempdir()) / f"a2a-handoff-test-keys-{os.geteuid()}"
+    home.mkdir(mode=0o700, exist_ok=True)
+    path = home / (hashlib.sha256(f"{agent}@{store}".encode()).hexdigest()[:16] + ".json")
+    keys = KeyFile(path, create=True)
+    if keys.read() is None:
+        keys.write_if(Identity.generate(agent).to_document(), None)
+    return path

@@ -365,8 +365,8 @@ def test_three_replicas_behind_one_redis(shell: Shell) -> None:
     if shutil.which("redis-server") is None:
         raise AssertionError("redis-server is not installed: run scripts/bootstrap")
     results = shell.run(block_starting("mkdir -p /tmp/redis-a2a"))
-    # mkdir, redis-server, R=, three billing replicas, triage, the refund
-    expect(results, [0, 0, 0, 0, 0, 0])
+    # mkdir, redis-server, R=, two key files, three billing replicas, triage, the refund
+    expect(results, [0, 0, 0, 0, 0, 0, 0, 0])
     assert "Refund of $49.99 issued for order 12345" in results[-1][2]
 
 
@@ -387,14 +387,17 @@ def test_the_keys_commands(shell: Shell) -> None:
         triage.terminate()
         triage.wait(10)
     block = block_starting("python -m a2a_handoff keys list")
-    lines = [line for line in block.splitlines() if "redis://" not in line]  # needs Redis: above
+    # `keys move` needs keys an older version left in Redis: test_secure_defaults.py moves some.
+    lines = [line for line in block.splitlines() if "redis://" not in line]
     first = shell.run(lines[0])
     expect(first, [0])
     old_kid = first[0][2].split()[0]
-    results = shell.run("\n".join([*lines[:2], lines[2].replace("KID", old_kid)]))
-    expect(results, [0, 0, 0])
+    results = shell.run("\n".join([*lines[:2], lines[2].replace("KID", old_kid), lines[3]]))
+    expect(results, [0, 0, 0, 0])
     assert old_kid in results[2][2]
     assert "retired" in results[2][2]
+    made = shell.tmp / "data" / "billing.keys.json"
+    assert made.stat().st_mode & 0o777 == 0o600
 
 
 def test_pip_install_from_a_path(tmp_path: Path) -> None:

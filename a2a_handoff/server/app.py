@@ -275,6 +275,9 @@ def create_app(
         await store.open()
         handoffs = manager.handoffs
         try:
+            legacy = getattr(store, "refuse_legacy_identity", None)
+            if legacy is not None:  # private keys left in a shared store: moved out first
+                await legacy(card.name)
             await agent_trust.open()  # before any delivery: deliveries are signed
             agent_trust.start()
             # Before serving: finish handoffs a previous process left pending, then fail

@@ -17,12 +17,13 @@ from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import asdict
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from a2a_handoff.errors import StoreDownError, StoreError
+from a2a_handoff.errors import StoreDownError, StoreError, TrustError
 from a2a_handoff.stores.base import HandoffStats, OutboxEntry, ReceivedEntry
 from a2a_handoff.stores.guard import StoreGuard
 from a2a_handoff.stores.redis_follow import RedisFollowers
 from a2a_handoff.stores.redis_scripts import ALL as SCRIPTS
 from a2a_handoff.stores.redis_scripts import LAYOUT
+from a2a_handoff.trust.keys import NO_KEYS_IN_SHARED_STORE
 
 try:
     import redis.asyncio as aioredis
@@ -263,17 +264,40 @@ class RedisBase:
         found = await self._redis.get(self._key(f"l:{name}"))
         return str(found) if found is not None else None
 
-    # -- the agent's identity (its signing keys; one per agent name, shared by replicas) ----
+    # -- the agent's identity: never kept here ---------------------------------------------
+    # Whoever reaches Redis would read an agent's private signing key and sign as it. Each
+    # agent keeps its keys in a file of its own (mode 0600; its replicas use the same one) or
+    # in $A2A_AGENT_KEY. A store made before that rule is refused until its keys are moved
+    # out (`keys move`).
+
+    async def load_identity(self, agent: str) -> str | None:
+        await self.refuse_legacy_identity(agent)
+        raise TrustError(NO_KEYS_IN_SHARED_STORE)
+
+    async def refuse_legacy_identity(self, agent: str) -> None:
+        """TrustError while Redis still holds `agent`'s private keys (an older version kept
+        them here): the agent does not start until they are moved out."""
+        if await self.legacy_identity(agent) is not None:
+            raise TrustError(
+                f"{agent}'s private signing keys are kept in Redis ({self._key(f'id:{agent}')}),"
+                " where whoever reaches Redis reads them: move them into a key file with"
+                f" `python -m a2a_handoff keys move --store URL --agent {agent} --key-file PATH`,"
+                " then start the agent with --key-file PATH"
+            )
+
+    async def save_identity(self, agent: str, document: str, expected: str | None) -> bool:
+        raise TrustError(NO_KEYS_IN_SHARED_STORE)
 
     @guarded
-    async def load_identity(self, agent: str) -> str | None:
+    async def legacy_identity(self, agent: str) -> str | None:
+        """The identity document an older version kept in Redis, if any (for `keys move`)."""
         found = await self._redis.get(self._key(f"id:{agent}"))
         return str(found) if found is not None else None
 
     @guarded
-    async def save_identity(self, agent: str, document: str, expected: str | None) -> bool:
-        """Check-and-set: every replica of an agent shares one identity."""
+    async def drop_legacy_identity(self, agent: str, document: str) -> bool:
+        """Delete the identity kept in Redis if it is still `document` (once it is moved)."""
         key = self._key(f"id:{agent}")
-        if expected is None:
-            return bool(await self._redis.set(key, document, nx=True))
-        return bool(await self._scripts["swap"](keys=[key], args=[expected, document]))
+        if await self._redis.get(key) != document:
+            return False
+        return bool(await self._redis.delete(key))

@@ -20,7 +20,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import AsyncGenerator, Sequence
-from functools import partial
+from functools import cached_property, partial
 from pathlib import Path
 from typing import Any, cast
 from urllib.parse import parse_qs
@@ -65,6 +65,10 @@ def parse_sqlite_url(url: str) -> tuple[Path, bool]:
 class SqliteTaskStore(SqliteLedger):
     """Tasks and event logs in one SQLite file (WAL, group commit, durable)."""
 
+    def __init__(self, path: str | Path, **options: Any) -> None:
+        super().__init__(path, **options)
+        self.fresh = not self.path.exists()  # no database yet: its agent's keys are made too
+
     @classmethod
     def from_url(cls, url: str) -> SqliteTaskStore:
         path, shared = parse_sqlite_url(url)
@@ -72,10 +76,12 @@ class SqliteTaskStore(SqliteLedger):
 
     # -- the agent's identity: a key file next to the database (mode 0600) -------------------
 
-    @property
+    @cached_property
     def key_file(self) -> KeyFile:
-        """`billing.db` keeps its agent's keys in `billing.keys.json`, beside it."""
-        return KeyFile(self.path.with_name(self.path.stem + ".keys.json"))
+        """`billing.db` keeps its agent's keys in `billing.keys.json`, beside it (made with
+        the database, never for a database used before: see `KeyFile`)."""
+        path = self.path.with_name(self.path.stem + ".keys.json")
+        return KeyFile(path, create=self.fresh, missing_hint=f"beside {self.path}, used before")
 
     async def load_identity(self, agent: str) -> str | None:
         return self.key_file.read()

@@ -24,6 +24,7 @@ import aiosqlite
 
 from a2a_handoff.errors import ConflictError, StoreError
 from a2a_handoff.protocol.models import StreamResponse
+from a2a_handoff.secrets import create_private, private_dir
 from a2a_handoff.stores._hub import EventHub
 from a2a_handoff.stores.base import LocalLeases, TaskEvent, TaskRecord, check_update
 from a2a_handoff.stores.event_log import log_json
@@ -65,7 +66,8 @@ class SqliteFile(LocalLeases):
         """Take the file (unless shared), create the schema and start the writer; idempotent."""
         if self._writer is not None:
             return self
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(self.path.parent)
+        create_private(self.path)  # 0600: every conversation is in it (WAL, SHM follow it)
         if not self.shared:
             self._owner.acquire()
         try:

@@ -32,7 +32,8 @@ class OwnerLock:
 
     def acquire(self) -> None:
         """Take the lock, or raise StoreError naming the process that has it."""
-        handle = open(self.path, "a+", encoding="utf-8")  # noqa: SIM115 - held until release
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)  # its command line: ours only
+        handle = open(fd, "r+", encoding="utf-8")  # noqa: SIM115 - held until release
         try:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -56,6 +57,8 @@ class OwnerLock:
     def release(self) -> None:
         if self._file is not None:
             with contextlib.suppress(OSError):
+                self._file.seek(0)
+                self._file.truncate()  # nothing of this process stays behind it
                 self._file.close()  # closing the descriptor drops the lock
             self._file = None
 

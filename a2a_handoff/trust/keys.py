@@ -17,6 +17,7 @@ import contextlib
 import fcntl
 import json
 import os
+import stat
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from functools import cached_property
@@ -28,8 +29,15 @@ from joserfc.jwk import OKPKey
 
 from a2a_handoff.errors import TrustError
 from a2a_handoff.protocol.models import utc_now
+from a2a_handoff.secrets import private_dir
 
 ENV_VAR = "A2A_AGENT_KEY"
+NO_KEYS_IN_SHARED_STORE = (
+    "a shared store (Redis) keeps no signing keys — whoever reaches it would read them: give"
+    " the agent a key file of its own, mode 0600 — made by `python -m a2a_handoff keys init"
+    " --key-file PATH --agent NAME` — and start it with --key-file PATH (its replicas with the"
+    " same file), or put the key in $A2A_AGENT_KEY"
+)
 
 
 def public_key(jwk: Mapping[str, Any]) -> OKPKey:
@@ -187,14 +195,22 @@ class IdentityStore(Protocol):
 
 class KeyFile:
     """An identity document in a file, mode 0600, replaced atomically (check-and-set under
-    an advisory lock, so an agent starting and `keys rotate` cannot lose each other's key)."""
+    an advisory lock, so an agent starting and `keys rotate` cannot lose each other's key).
 
-    def __init__(self, path: str | Path) -> None:
+    Only a private file of this user's is used: one another user owns (planted) or can read
+    is refused with TrustError, never signed with. A missing file becomes a new identity
+    only when `create` says so — `keys init`, or a store opened for the first time: an agent
+    whose key file disappeared must not quietly become someone else.
+    """
+
+    def __init__(self, path: str | Path, *, create: bool = False, missing_hint: str = "") -> None:
         self.path = Path(path)
+        self.create = create
+        self.missing_hint = missing_hint
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(self.path.parent)
         fd = os.open(self.path.with_name(self.path.name + ".lock"), os.O_CREAT | os.O_RDWR, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
@@ -203,15 +219,29 @@ class KeyFile:
             os.close(fd)
 
     def read(self) -> str | None:
+        """The document, or None when there is no file; TrustError for an unsafe one."""
         try:
-            return self.path.read_text()
+            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW)
         except FileNotFoundError:
             return None
+        except OSError as exc:
+            raise TrustError(f"cannot read the key file {self.path}: {exc.strerror}") from None
+        with os.fdopen(fd) as handle:
+            _check_private(self.path, os.fstat(fd))
+            return handle.read()
 
     def write_if(self, document: str, expected: str | None) -> bool:
         with self._locked():
             if self.read() != expected:
                 return False
+            if expected is None and not self.create:
+                raise TrustError(
+                    f"the key file {self.path} is missing"
+                    + (f" {self.missing_hint}" if self.missing_hint else "")
+                    + ": this agent will not make itself a new identity on its own (agents"
+                    " that pinned its keys would refuse it). Restore the file, or make a new"
+                    f" identity on purpose: python -m a2a_handoff keys init --key-file {self.path}"
+                )
             tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
             fd = os.open(tmp, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
             with os.fdopen(fd, "w") as out:
@@ -227,6 +257,21 @@ class KeyFile:
 
     async def save_identity(self, agent: str, document: str, expected: str | None) -> bool:
         return self.write_if(document, expected)
+
+
+def _check_private(path: Path, status: os.stat_result) -> None:
+    """TrustError unless `path` is this user's own file, readable by nobody else."""
+    if status.st_uid != os.geteuid():
+        raise TrustError(
+            f"the key file {path} belongs to uid {status.st_uid}, not to this user"
+            f" ({os.geteuid()}): another user may have put it there; refusing to sign with it"
+        )
+    mode = stat.S_IMODE(status.st_mode)
+    if mode & 0o077:
+        raise TrustError(
+            f"the key file {path} is readable by other users (mode {mode:o}): a private key"
+            f" must be mode 600 (chmod 600 {path}), and should be replaced if others read it"
+        )
 
 
 class EnvIdentity:

@@ -4,6 +4,8 @@ show, which succeeded before the defaults changed."""
 
 from __future__ import annotations
 
+import os
+import stat
 import subprocess
 import sys
 import time
@@ -13,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from a2a_handoff.escalation import Action, decision_claims
@@ -30,6 +33,7 @@ from tests.integration.trust_support import (
     keys_file,
     send,
 )
+from tests.redis_support import RedisServer
 from tests.support import ROOT, AgentProcess, Cli, free_port, key_env
 from tests.trust_support import sign_with, stolen_identity
 
@@ -315,3 +319,107 @@ def test_a_secret_on_the_command_line_is_refused_saying_how_to_pass_it(tmp_path:
         "--api-key", f"@{secret}", "inbox", "--agent", "http://127.0.0.1:9/"
     )
     assert code == 3, out  # read, and used: nothing listens there
+
+
+# -- key custody ----------------------------------------------------------------------------
+
+
+def as_nobody(*command: str) -> subprocess.CompletedProcess[str]:
+    """`command` run as another local user (uid 65534), as an attacker on the same machine."""
+    return subprocess.run(
+        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *command],
+        capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+
+
+def test_a_stores_files_and_keys_are_private_to_the_agents_user(tmp_path: Path) -> None:
+    # Before: the SQLite file with every conversation was 0644, and the owner file (with the
+    # command line, credentials included) world-readable and left behind after exit.
+    tmp_path.chmod(0o755)  # others may enter: only the files' own modes keep them out
+    data = tmp_path / "data"
+    agent = AgentProcess("triage", f"sqlite:///{data / 'triage.db'}").start()
+    try:
+        agent.rpc("SendMessage", message("hello"))
+        files = {p.name: stat.S_IMODE(p.stat().st_mode) for p in data.iterdir()}
+        assert stat.S_IMODE(data.stat().st_mode) == 0o700
+        for name in ("triage.db", "triage.keys.json", "triage.db-owner"):
+            assert files[name] == 0o600, (name, oct(files[name]))
+        data.chmod(0o755)  # even where the directory is opened up, the files stay closed
+        for name in ("triage.db", "triage.keys.json", "triage.db-owner"):
+            done = as_nobody("cat", str(data / name))
+            assert done.returncode != 0
+            assert "Permission denied" in done.stderr
+    finally:
+        agent.stop()
+    assert (data / "triage.db-owner").read_text() == ""  # nothing of the process left in it
+
+
+@pytest.mark.parametrize(("mode", "owner", "said"), [
+    (0o644, None, "readable by other users"),
+    (0o600, 65534, "belongs to uid 65534"),
+])  # fmt: skip
+def test_a_readable_or_planted_key_file_is_refused(
+    tmp_path: Path, mode: int, owner: int | None, said: str
+) -> None:
+    # Before: a key file another user planted (or could read) signed without a word.
+    keys = tmp_path / "triage.keys.json"
+    keys.write_text(Identity.generate("triage").to_document())
+    keys.chmod(mode)
+    if owner is not None:
+        os.chown(keys, owner, owner)
+    done = serve("triage", "--port", str(free_port()), "--store",
+                 f"sqlite:///{tmp_path / 'triage.db'}", f"--key-file={keys}")  # fmt: skip
+    assert done.returncode == 64, done.stderr
+    assert said in done.stderr
+
+
+def test_a_missing_key_file_never_becomes_a_new_identity(tmp_path: Path) -> None:
+    # Before: an agent whose key file was gone made itself a new identity without a word.
+    store = f"sqlite:///{tmp_path / 'triage.db'}"
+    agent = AgentProcess("triage", store).start()
+    old = httpx.get(agent.url + ".well-known/jwks.json").json()["keys"][0]["kid"]
+    agent.stop()
+    (tmp_path / "triage.keys.json").unlink()
+    done = serve("triage", "--port", str(free_port()), "--store", store)
+    assert done.returncode == 64, done.stderr
+    assert "is missing" in done.stderr
+    assert "keys init" in done.stderr
+    made = subprocess.run(
+        [sys.executable, "-m", "a2a_handoff", "keys", "init", "--store", store, "--agent",
+         "triage"], cwd=ROOT, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    with running(agent):
+        new = httpx.get(agent.url + ".well-known/jwks.json").json()["keys"][0]["kid"]
+    assert new != old
+
+
+def test_a_shared_store_keeps_no_private_keys(redis_server: RedisServer, tmp_path: Path) -> None:
+    # Before: every agent's private key sat in Redis (no password), and another local user
+    # read the human agent's and signed an approval with it.
+    store = f"{redis_server.url()}?prefix=custody-{uuid.uuid4().hex[:8]}:"
+    done = serve("human", "--port", str(free_port()), "--store", store)
+    assert done.returncode == 64, done.stderr
+    assert "keeps no signing keys" in done.stderr
+    # Keys an older version kept in Redis: refused until moved out into a key file.
+    legacy = Identity.generate("human")
+    prefix = store.split("prefix=")[1]
+    subprocess.run(["redis-cli", "-p", str(redis_server.port), "set", f"{prefix}id:human",
+                    legacy.to_document()], check=True, capture_output=True)  # fmt: skip
+    keys = tmp_path / "human.keys.json"
+    done = serve("human", "--port", str(free_port()), "--store", store, f"--key-file={keys}")
+    assert done.returncode == 64, done.stderr
+    assert "keys move" in done.stderr
+    moved = subprocess.run(
+        [sys.executable, "-m", "a2a_handoff", "keys", "move", "--store", store, "--agent",
+         "human", "--key-file", str(keys)], cwd=ROOT, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert moved.returncode == 0, moved.stderr
+    assert stat.S_IMODE(keys.stat().st_mode) == 0o600
+    left = subprocess.run(["redis-cli", "-p", str(redis_server.port), "exists",
+                           f"{prefix}id:human"], capture_output=True, text=True)  # fmt: skip
+    assert left.stdout.strip() == "0"
+    human = AgentProcess("human", store, extra=(f"--key-file={keys}",))
+    with running(human):
+        kid = httpx.get(human.url + ".well-known/jwks.json").json()["keys"][0]["kid"]
+    assert kid == legacy.signing_key.kid

@@ -16,6 +16,7 @@ import pytest
 from a2a_handoff import ApiKeyAuth, MemoryTaskStore, SqliteTaskStore, create_app
 from a2a_handoff.stores import Store
 from a2a_handoff.stores.redis import RedisTaskStore
+from a2a_handoff.trust.keys import KeyFile
 from servers.echo import EchoAgent, echo_card
 from servers.triage import TriageAgent, triage_card
 from tests.redis_support import RedisServer
@@ -154,7 +155,8 @@ async def test_health_and_the_ledger_cost_about_a_get_task_at_50k_handoffs(
     else:
         redis_server: RedisServer = request.getfixturevalue("redis_server")
         store = RedisTaskStore.from_url(redis_server.store_url())
-    app = create_app(EchoAgent(), echo_card(URL), store)
+    keys = KeyFile(tmp_path / "echo.keys.json", create=True)  # a shared store keeps none
+    app = create_app(EchoAgent(), echo_card(URL), store, identity=keys)
     body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {
         "messageId": "m", "role": "ROLE_USER", "parts": [{"text": "hi"}]}}}  # fmt: skip
     headers = {"A2A-Version": "1.0"}

@@ -27,6 +27,7 @@ from a2a_handoff.protocol.models import StreamResponse, TaskStatus, utc_now
 from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.runtime.orphans import RESTART_REASON
 from a2a_handoff.stores.base import TaskRecord
+from a2a_handoff.trust.keys import KeyFile
 from servers.echo import EchoAgent, echo_card
 from tests.a2a_handoff.stores.test_behaviour import new_task
 
@@ -263,7 +264,8 @@ async def test_tasks_left_running_are_failed_at_start(tmp_path: Path) -> None:
     now = utc_now()
     await store.create(TaskRecord(orphan, "", 1, now, now), [StreamResponse(task=orphan)])
     await store.aclose()
-    async for client in serve(EchoAgent(), SqliteTaskStore(tmp_path / "crashed.db")):
+    keys = KeyFile(tmp_path / "echo.keys.json", create=True)  # the file was used keyless
+    async for client in serve(EchoAgent(), SqliteTaskStore(tmp_path / "crashed.db"), identity=keys):
         task = await client.task(orphan.id)
         assert task["status"]["state"] == "TASK_STATE_FAILED"
         assert task["status"]["message"]["parts"] == [{"text": RESTART_REASON}]

@@ -18,6 +18,7 @@ from a2a_handoff.errors import (
     RpcError,
     StoreError,
     TaskBusyError,
+    TrustError,
 )
 from a2a_handoff.handoff.settings import HandoffSettings
 from a2a_handoff.outcomes import InputRequired
@@ -370,6 +371,11 @@ async def test_an_identity_is_kept_per_agent_and_changed_check_and_set(store: St
     from a2a_handoff.trust.keys import Identity, load_or_create
 
     agent = f"agent-{uuid.uuid4().hex[:6]}"
+    if isinstance(store, RedisTaskStore):
+        # A shared store keeps no private keys: whoever reaches Redis would read them.
+        with pytest.raises(TrustError, match="keeps no signing keys"):
+            await load_or_create(store, agent)
+        return
     assert await store.load_identity(agent) is None
     made = await load_or_create(store, agent)
     again = await load_or_create(store, agent)

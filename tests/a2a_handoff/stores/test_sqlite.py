@@ -20,6 +20,7 @@ from a2a_handoff.errors import StoreError
 from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.stores import SqliteTaskStore
 from a2a_handoff.stores.base import TaskQuery
+from a2a_handoff.trust.keys import KeyFile
 from servers.echo import EchoAgent, echo_card
 from tests.a2a_handoff.stores.test_behaviour import advance, create
 
@@ -166,7 +167,10 @@ async def test_a_damaged_file_fails_writes_with_a_clear_error_and_health_says_so
     with path.open("r+b") as file:  # the last page overwritten with garbage
         file.seek(size - 4096)
         file.write(bytes(range(256)) * 16)
-    app = create_app(EchoAgent(), echo_card("http://echo.test/"), SqliteTaskStore(path))
+    keys = KeyFile(tmp_path / "echo.keys.json", create=True)  # the file was used keyless
+    app = create_app(
+        EchoAgent(), echo_card("http://echo.test/"), SqliteTaskStore(path), identity=keys
+    )
     body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {
         "messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}}}  # fmt: skip
     async with (

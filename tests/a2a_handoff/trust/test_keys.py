@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import stat
 from pathlib import Path
 
@@ -74,11 +75,35 @@ async def test_changes_are_check_and_set() -> None:
 
 
 async def test_a_key_file_and_an_env_identity(tmp_path: Path) -> None:
-    file = KeyFile(tmp_path / "keys" / "agent.json")
+    missing = KeyFile(tmp_path / "keys" / "agent.json")
+    with pytest.raises(TrustError, match="keys init --key-file"):  # never made on its own
+        await load_or_create(missing, "agent")
+    file = KeyFile(tmp_path / "keys" / "agent.json", create=True)
     made = await load_or_create(file, "agent")
+    assert stat.S_IMODE(file.path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(file.path.parent.stat().st_mode) == 0o700
     assert (await load_or_create(file, "agent")).signing_key.kid == made.signing_key.kid
     single = json.dumps(made.signing_key.as_dict(private=True))
     env = EnvIdentity(single)
     assert (await load_or_create(env, "agent")).signing_key.kid == made.signing_key.kid
     with pytest.raises(TrustError, match="change it there"):
         await change(env, "agent", Identity.rotated)
+
+
+@pytest.mark.parametrize(("mode", "owner", "said"), [
+    (0o644, None, "readable by other users"),
+    (0o640, None, "readable by other users"),
+    (0o600, 65534, "belongs to uid 65534"),
+])  # fmt: skip
+async def test_an_unsafe_key_file_is_refused(
+    tmp_path: Path, mode: int, owner: int | None, said: str
+) -> None:
+    # A key another user can read may be someone else's already; one another user owns may
+    # have been planted: neither ever signs.
+    file = KeyFile(tmp_path / "agent.json", create=True)
+    await load_or_create(file, "agent")
+    file.path.chmod(mode)
+    if owner is not None:
+        os.chown(file.path, owner, owner)
+    with pytest.raises(TrustError, match=said):
+        await load_or_create(file, "agent")
