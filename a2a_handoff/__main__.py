@@ -14,6 +14,10 @@ keys init --agent NAME (--store sqlite:///… | --key-file PATH)
     but its store was used before)
 keys move --store redis://… --agent NAME --key-file PATH
     keys an older version kept in Redis, moved into a key file (0600) and out of Redis
+trust list|forget [NAME] (--store sqlite:///… | --key-file PATH) [--json]
+    the keys the agent pinned for each agent it trusts (beside its key file); `forget NAME`
+    drops one pin, on purpose, when NAME's identity changed: the next keys NAME serves are
+    pinned. A running agent sees it at its next fetch of NAME's keys
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from a2a_handoff.exits import Parser, quiet_pipe
 from a2a_handoff.stores import open_store
 from a2a_handoff.stores.sqlite import SqliteTaskStore
 from a2a_handoff.trust.keys import Identity, IdentityStore, KeyFile, change
+from a2a_handoff.trust.pins import PinFile
 from a2a_handoff.version import __version__
 
 
@@ -156,6 +161,32 @@ async def _keys(args: argparse.Namespace) -> int:
     return 0
 
 
+def _trust(args: argparse.Namespace) -> int:
+    """`trust list` / `trust forget NAME`: the keys this agent pinned for the agents it
+    trusts. Forgetting a pin is an operator's act: the agent pins what NAME serves next."""
+    try:
+        pins = PinFile.beside(_key_file(args).path)
+        if args.action == "forget":
+            if not args.name:
+                print("error: trust forget needs the NAME of the trusted agent", file=sys.stderr)
+                return 64
+            if not pins.forget(args.name):
+                print(f"error: no keys are pinned for {args.name}", file=sys.stderr)
+                return 1
+            print(f"forgot {args.name}'s pinned keys: the next keys it serves are pinned")
+            return 0
+        pinned = pins.names()
+    except HandoffError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(pinned, indent=2))
+    else:
+        for name, kids in sorted(pinned.items()):
+            print(f"{name}  {', '.join(kids)}")
+    return 0
+
+
 def _kid_as_value(argv: Sequence[str]) -> list[str]:
     """`keys retire KID`: a kid is base64url and may start with "-", which argparse would take
     for an option; pass it as `--kid=KID`."""
@@ -186,10 +217,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                       " it; redis://…: for keys move)")  # fmt: skip
     keys.add_argument("--key-file", type=Path, help="the agent's key file (--key-file)")
     keys.add_argument("--agent", help="the agent's name (needed for a Redis store)")
+    trust = commands.add_parser("trust", help="the keys an agent pinned for the agents it trusts")
+    trust.add_argument("action", choices=["list", "forget"])
+    trust.add_argument("name", nargs="?", help="the trusted agent whose pin to forget")
+    trust.add_argument("--store", help="the agent's store URL (sqlite:///…: beside it)")
+    trust.add_argument("--key-file", type=Path, help="the agent's key file (pins beside it)")
+    trust.add_argument("--json", action="store_true", help="one JSON document")
     keys.add_argument("--json", action="store_true", help="one JSON document")
     args = parser.parse_args(_kid_as_value(sys.argv[1:] if argv is None else argv))
     if args.command == "lint":
         return _lint(args)
+    if args.command == "trust":
+        return _trust(args)
     try:
         return asyncio.run(_keys(args))
     except HandoffError as exc:

@@ -46,6 +46,8 @@ COMMANDS = (".venv/bin/python", "python ", "curl ", "redis-server ", "R=", "for 
 
 # Blocks not run here, by their first line, and why.
 SKIPPED = {
+    "python -m a2a_handoff trust list": "tests/integration/test_pins.py runs both against an"
+    " agent whose pinned peer an impostor replaced",
     "scripts/demo": "the demo and the whole suite: scripts/test runs both",
     "bench/run": "benchmarks are run by hand, never in the suite",
     "python -m servers billing --port 8102 --llm": "needs a model server (Ollama); tests/llm"

@@ -57,6 +57,8 @@ from a2a_handoff.server.metrics import MetricsRoute
 from a2a_handoff.server.rest import RestEndpoint, not_found
 from a2a_handoff.stores.base import Store
 from a2a_handoff.trust import AgentTrust, IdentityStore
+from a2a_handoff.trust.keys import KeyFile
+from a2a_handoff.trust.pins import MemoryPins, PinFile, Pins
 from a2a_handoff.trust.trustlist import TrustedAgent, TrustList, parse_trust
 
 if TYPE_CHECKING:  # imported when contracts are used: jsonschema is slow to import
@@ -125,6 +127,15 @@ def _operators(
             " --operators alice,bob): only they approve, deny or answer."
         )
     return named
+
+
+def _pins(identity: IdentityStore | None, store: Store) -> Pins:
+    """Where this agent keeps the keys it pinned: beside its key file (given, or its SQLite
+    store's), so a restart keeps them; in memory for an agent with no key file."""
+    key_file = identity if isinstance(identity, KeyFile) else getattr(store, "key_file", None)
+    if isinstance(key_file, KeyFile):
+        return PinFile.beside(key_file.path)
+    return MemoryPins()
 
 
 class _A2AStarlette(Starlette):
@@ -242,7 +253,11 @@ def create_app(
     if client is None:
         client = _default_client(credentials)
     trust_list = TrustList(
-        trusted, client.jwks, max_age=trust_max_age, min_refresh=min(2.0, trust_max_age)
+        trusted,
+        client.jwks,
+        max_age=trust_max_age,
+        min_refresh=min(2.0, trust_max_age),
+        pins=_pins(identity, store),
     )
     if client.trust is None:
         client.trust = trust_list

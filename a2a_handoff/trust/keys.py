@@ -18,6 +18,7 @@ import fcntl
 import json
 import os
 import stat
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from functools import cached_property
@@ -27,9 +28,10 @@ from typing import Any, Protocol
 from joserfc.errors import JoseError
 from joserfc.jwk import OKPKey
 
-from a2a_handoff.errors import TrustError
+from a2a_handoff.errors import SignatureError, TrustError
 from a2a_handoff.protocol.models import utc_now
 from a2a_handoff.secrets import private_dir
+from a2a_handoff.trust.signing import KEY_TYP, sign_claims, verify_claims
 
 ENV_VAR = "A2A_AGENT_KEY"
 NO_KEYS_IN_SHARED_STORE = (
@@ -72,6 +74,9 @@ class KeyEntry:
     key: OKPKey
     created: str
     retired: str | None = None
+    # The key that signed before this one vouching for it (a rotation statement): a
+    # receiver that pinned the older key accepts this one on that proof alone.
+    endorsement: dict[str, Any] | None = None
 
     @property
     def kid(self) -> str:
@@ -109,17 +114,24 @@ class Identity:
         return {e.kid: public_key(e.key.as_dict(private=False)) for e in self.active}
 
     def jwks(self) -> dict[str, Any]:
-        """The public JWKS (`/.well-known/jwks.json`): active keys only, no `alg` member."""
+        """The public JWKS (`/.well-known/jwks.json`): active keys only, no `alg` member,
+        and every rotation statement (`ENDORSEMENTS`), so that a receiver that pinned an
+        older key can follow the chain to the keys that sign now."""
         keys = []
         for entry in self.active:
             jwk = dict(entry.key.as_dict(private=False))
             jwk.update(use="sig", kid=entry.kid)
             keys.append(jwk)
-        return {"keys": keys}
+        endorsements = [e.endorsement for e in self.entries if e.endorsement]
+        return {"keys": keys, ENDORSEMENTS: endorsements} if endorsements else {"keys": keys}
 
     def rotated(self) -> Identity:
-        """A new key added: it signs from now on; the others still verify until retired."""
-        return replace(self, entries=(*self.entries, KeyEntry(_new_key(), utc_now())))
+        """A new key added: it signs from now on; the others still verify until retired. The
+        key that signed until now endorses it (a rotation statement it signs)."""
+        new = _new_key()
+        endorsement = endorse(self.agent, self.signing_key, new)
+        entry = KeyEntry(new, utc_now(), endorsement=endorsement)
+        return replace(self, entries=(*self.entries, entry))
 
     def retired(self, kid: str) -> Identity:
         """Key `kid` retired (its private half dropped); TrustError for the last active key."""
@@ -130,7 +142,7 @@ class Identity:
         if len(self.active) == 1:
             raise TrustError(f"{kid} is {self.agent}'s only active key: rotate first")
         entries = tuple(
-            KeyEntry(public_key(e.key.as_dict(private=False)), e.created, utc_now())
+            KeyEntry(public_key(e.key.as_dict(private=False)), e.created, utc_now(), e.endorsement)
             if e.kid == kid
             else e
             for e in self.entries
@@ -143,6 +155,7 @@ class Identity:
                 "jwk": {**e.key.as_dict(private=e.retired is None), "kid": e.kid},
                 "created": e.created,
                 "retired": e.retired,
+                **({"endorsement": e.endorsement} if e.endorsement else {}),
             }
             for e in self.entries
         ]
@@ -173,11 +186,60 @@ class Identity:
             key.ensure_kid()
             if retired is None and not key.is_private:
                 raise TrustError(f"active key {key.kid} has no private part")
-            entries.append(KeyEntry(key, str(raw.get("created") or ""), retired))
+            endorsement = raw.get("endorsement")
+            entries.append(
+                KeyEntry(
+                    key,
+                    str(raw.get("created") or ""),
+                    retired,
+                    endorsement if isinstance(endorsement, dict) else None,
+                )
+            )
         identity = cls(str(data.get("agent") or agent), tuple(entries))
         if not identity.active:
             raise TrustError("an identity needs at least one active key")
         return identity
+
+
+ENDORSEMENTS = "a2a-handoff:endorsements"  # the JWKS member listing rotation statements
+
+
+def endorse(agent: str, signer: OKPKey, new: OKPKey) -> dict[str, Any]:
+    """A rotation statement: `signer` (a key of `agent`) vouches for `new`."""
+    jwk = {**new.as_dict(private=False), "kid": new.kid}
+    claims = {"iss": agent, "kid": new.kid, "jwk": jwk, "iat": int(time.time())}
+    return sign_claims(claims, signer, KEY_TYP)
+
+
+def endorsed(agent: str, anchors: Mapping[str, OKPKey], document: Any) -> dict[str, OKPKey]:
+    """The keys a JWKS document's rotation statements prove, starting from `anchors` (keys
+    already trusted): a key is proven when a proven key of the same agent endorsed it —
+    along a chain, however many rotations ago the anchor was. Anchors included."""
+    proven = dict(anchors)
+    statements = document.get(ENDORSEMENTS) if isinstance(document, Mapping) else None
+    pending = (
+        [s for s in statements if isinstance(s, Mapping)] if isinstance(statements, list) else []
+    )
+    progress = True
+    while pending and progress:
+        progress = False
+        for statement in list(pending):
+            try:
+                claims, _ = verify_claims(statement, proven, KEY_TYP)
+            except SignatureError:
+                continue  # not (yet) signed by a proven key
+            pending.remove(statement)
+            jwk = claims.get("jwk")
+            if claims.get("iss") != agent or not isinstance(jwk, Mapping):
+                continue
+            try:
+                key = public_key(jwk)
+            except TrustError:
+                continue
+            if key.kid == claims.get("kid") and key.kid is not None and key.kid not in proven:
+                proven[key.kid] = key
+                progress = True
+    return proven
 
 
 class IdentityStore(Protocol):

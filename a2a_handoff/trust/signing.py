@@ -26,6 +26,7 @@ ALG = "EdDSA"
 ALGORITHMS = ("EdDSA", "Ed25519")
 ENVELOPE_TYP = "a2a-handoff-envelope+jws"
 DECISION_TYP = "a2a-handoff-decision+jws"
+KEY_TYP = "a2a-handoff-key+jws"  # a rotation statement: an agent's key vouching for its next
 CARD_TYP = "JOSE"  # what A2A 1.0 §8.4.2 asks of card signatures (SHOULD)
 CARD_TYPS = ("JOSE", "JWT", None)  # accepted on cards: the SDK writes "JWT", others none
 

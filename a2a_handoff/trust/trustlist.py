@@ -6,9 +6,14 @@ being one of its routes — is added by name (`--trust NAME=URL`, or a trust fil
 names the agent, its address, the principal its calls arrive as under API-key auth (its name
 unless said otherwise), and where its keys come from: pinned in the configuration (a JWKS
 file or JWK: never fetched), or the JWKS of its configured address, fetched on first use and
-pinned (trust on first use, logged), fetched again only from that same address — when a
-signature names a key id not pinned yet (a rotation), or when the pin is older than `max_age`
-(so a retired key stops verifying). A URL inside a message or a `jku` header is never fetched.
+pinned (trust on first use, logged; kept across restarts, `trust.pins`). Fetched again only
+from that same address — when a signature names a key id not known yet (a rotation), or when
+what was fetched is older than `max_age` — the pin holds: a key the agent serves is used only
+when a pinned key vouches for it (a rotation statement, `keys.endorsed`); anything else is
+refused and logged, until an operator forgets the pin. Keys are valid for `max_age` after
+they were last fetched: an agent whose JWKS cannot be fetched then has no usable key (its
+envelopes are answered "retry later", never accepted on keys it may have retired). A URL
+inside a message or a `jku` header is never fetched.
 """
 
 from __future__ import annotations
@@ -25,7 +30,8 @@ import yaml
 from joserfc.jwk import OKPKey
 
 from a2a_handoff.errors import TrustError
-from a2a_handoff.trust.keys import jwks_keys, public_key
+from a2a_handoff.trust.keys import endorsed, jwks_keys, public_key
+from a2a_handoff.trust.pins import MemoryPins, Pins
 
 log = logging.getLogger("a2a_handoff.trust")
 
@@ -67,11 +73,13 @@ class TrustList:
         max_age: float = 60.0,
         min_refresh: float = 2.0,
         clock: Callable[[], float] = time.monotonic,
+        pins: Pins | None = None,
     ) -> None:
         self.agents: dict[str, TrustedAgent] = {}
         for agent in agents:
             self.agents[agent.name] = agent
         self.fetch = fetch
+        self.pins: Pins = pins if pins is not None else MemoryPins()
         self.max_age = max_age
         self.min_refresh = min_refresh
         self.clock = clock
@@ -145,30 +153,53 @@ class TrustList:
         if self.fetch is None:
             raise TrustError(f"no way to fetch the keys of {agent.name}")
         try:
-            keys = jwks_keys(await self.fetch(source, "" if agent.jwks_url else JWKS_PATH))
+            document = await self.fetch(source, "" if agent.jwks_url else JWKS_PATH)
+            served = jwks_keys(document)
         except Exception as exc:
-            if cached is not None:  # keep what we had: a passing failure changes nothing
+            if cached is not None and self.clock() - cached[0] < self.max_age:
+                # Keys fetched less than max_age ago still hold: a passing failure to see a
+                # rotation changes nothing. Older ones are never extended.
                 log.warning("trust: could not refresh %s's keys from %s: %s", agent.name,
                             source, exc)  # fmt: skip
-                self._keys[agent.name] = (self.clock() - self.max_age + self.min_refresh,
-                                          cached[1])  # fmt: skip
                 return cached[1]
             raise TrustError(
                 f"cannot fetch the keys of {agent.name} from {source}: {exc}"
             ) from None
         self._fetches[agent.name] = self._fetches.get(agent.name, 0) + 1
-        if cached is None:
+        keys = self._pinned_subset(agent, source, served, document)
+        self._keys[agent.name] = (self.clock(), keys)
+        return keys
+
+    def _pinned_subset(
+        self, agent: TrustedAgent, source: str, served: dict[str, OKPKey], document: Any
+    ) -> dict[str, OKPKey]:
+        """Of the keys `agent` serves, those its pin vouches for (all of them, pinned now, on
+        first use); the pin follows the agent's own rotation statements."""
+        pinned = self.pins.get(agent.name)
+        if pinned is None:
+            self.pins.put(agent.name, served)
             log.warning(
                 "trust: pinned %s's keys %s from %s (trust on first use)",
-                agent.name, sorted(keys), source,
+                agent.name, sorted(served), source,
             )  # fmt: skip
-        elif set(keys) != set(cached[1]):
+            return served
+        proven = endorsed(agent.name, pinned, document)
+        keys = {kid: key for kid, key in served.items() if kid in proven}
+        refused = sorted(set(served) - set(keys))
+        if refused:
+            log.error(
+                "trust: REFUSED %s's keys %s served at %s: no key pinned for %s (%s) vouches"
+                " for them. If %s's identity changed on purpose, drop the pin: python -m"
+                " a2a_handoff trust forget %s (--store URL | --key-file PATH)",
+                agent.name, refused, source, agent.name, sorted(pinned), agent.name,
+                agent.name,
+            )  # fmt: skip
+        if keys and set(keys) != set(pinned):
+            self.pins.put(agent.name, keys)
             log.warning(
-                "trust: %s's keys changed at %s: added %s, removed %s",
-                agent.name, source, sorted(set(keys) - set(cached[1])),
-                sorted(set(cached[1]) - set(keys)),
+                "trust: %s rotated its keys at %s: pinned %s (was %s)",
+                agent.name, source, sorted(keys), sorted(pinned),
             )  # fmt: skip
-        self._keys[agent.name] = (self.clock(), keys)
         return keys
 
 

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import json
 import logging
+import secrets
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs
 
 import httpx
 import uvicorn
@@ -17,6 +20,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from a2a_handoff import HANDOFF_EXTENSION_URI, AgentClient
 from a2a_handoff.errors import HandoffError
@@ -225,6 +229,48 @@ def _envelope_of(task: Task) -> dict[str, Any] | None:
     return None
 
 
+LOOPBACK = ("127.0.0.1", "localhost", "[::1]", "::1")
+
+
+class Guard:
+    """Who may use the console: a request must name the console's own address (`Host`: a
+    page rebound by DNS to 127.0.0.1 still says its own name), come from the console's own
+    page (`Origin`, when a browser sends one), and carry the per-run token (printed at
+    start, in the URL the operator opens) — the page, then, its API calls and its stream."""
+
+    def __init__(self, app: ASGIApp, host: str, port: int, token: str) -> None:
+        self.app = app
+        self.token = token
+        names = {host, *(LOOPBACK if host in LOOPBACK else ())}
+        self.hosts = {f"{name}:{port}" for name in names}
+        self.origins = {f"http://{h}" for h in self.hosts}
+
+    def refusal(self, scope: Scope) -> str | None:
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+        if headers.get("host", "") not in self.hosts:
+            return "this console answers only at its own address"
+        origin = headers.get("origin")
+        if origin is not None and origin not in self.origins:
+            return "this console answers only its own page"
+        if scope["path"].startswith("/static/"):
+            return None  # the page's script and style: nothing of the agents in them
+        offered = headers.get("x-console-token") or ""
+        if not offered:
+            query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+            offered = (query.get("token") or [""])[0]
+        if not hmac.compare_digest(offered, self.token):
+            return "open the console with the URL it printed at start (its token)"
+        return None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            refused = self.refusal(scope)
+            if refused is not None:
+                await JSONResponse({"error": refused}, status_code=403)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
 def console_app(console: Console) -> Starlette:
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -257,9 +303,17 @@ async def serve(
 ) -> int:
     """Serve the console until interrupted."""
     console = Console(agents, client, keys)
-    config = uvicorn.Config(
-        console_app(console), host=host, port=port, log_level="warning", log_config=None
-    )
-    print(f"console on http://{host}:{port}/ watching {len(console.agents)} agent(s)", flush=True)
+    token = secrets.token_urlsafe(24)
+    app = Guard(console_app(console), host, port, token)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", log_config=None)
+    if host not in LOOPBACK:
+        log.warning(
+            "INSECURE: the console listens on %s: whoever reaches that address and has its"
+            " URL acts with the operator's keys; keep it on 127.0.0.1 (a tunnel, not a bind)",
+            host,
+        )
+    name = f"[{host}]" if ":" in host else host
+    print(f"console on http://{name}:{port}/?token={token} watching {len(console.agents)}"
+          " agent(s)", flush=True)  # fmt: skip
     await uvicorn.Server(config).serve()
     return 0

@@ -63,15 +63,20 @@ def console(agents: list[AgentProcess], tmp_path_factory: pytest.TempPathFactory
     proc = subprocess.Popen(
         [sys.executable, "-m", "orchestrator", "--session", str(session), "console",
          *urls, "--port", str(port)],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
     )  # fmt: skip
-    url = f"http://127.0.0.1:{port}/"
+    assert proc.stdout is not None
+    # The URL with the run's token, as the console prints it for the operator to open.
+    line = proc.stdout.readline()
+    url = line.split()[2]
+    assert url.startswith(f"http://127.0.0.1:{port}/?token="), line
     try:
         wait_for(lambda: _http().get(url, timeout=1).status_code == 200, timeout=20)
         yield url
     finally:
         proc.terminate()
         proc.wait(10)
+        proc.stdout.close()
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +87,9 @@ def browser() -> Iterator[object]:
     options = webdriver.ChromeOptions()
     options.binary_location = str(CHROMIUM)
     for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                 "--window-size=1500,900"):  # fmt: skip
+                 "--window-size=1500,900",
+                 # A name an attacker's DNS rebinds to 127.0.0.1 (the console must refuse it).
+                 "--host-resolver-rules=MAP rebound.test 127.0.0.1"):  # fmt: skip
         options.add_argument(flag)
     driver = webdriver.Chrome(service=Service(str(DRIVER)), options=options)
     try:
@@ -172,3 +179,35 @@ def test_the_console_draws_the_chain_and_the_operator_approves_in_the_page(
     wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, done))
     wait.until(lambda d: kinds(d) == ["handoff", "escalation", "return"])
     wait.until(lambda d: not d.find_elements(By.CSS_SELECTOR, "#inbox .item"))
+
+
+def test_the_console_refuses_a_foreign_host_a_foreign_origin_and_no_token(
+    console: str, browser: object
+) -> None:
+    # Before: a page the operator opened could rebind its name to 127.0.0.1, read every
+    # conversation from /api/events and approve through /api/answer with the operator's keys.
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.remote.webdriver import WebDriver
+
+    driver: WebDriver = browser  # type: ignore[assignment]
+    base, token = console.split("?token=")
+    port = base.rstrip("/").rsplit(":", 1)[1]
+    # In the browser: the console's own URL under a rebound name is refused, token and all.
+    driver.get(f"http://rebound.test:{port}/?token={token}")
+    assert "answers only at its own address" in driver.find_element(By.TAG_NAME, "body").text
+    driver.get(f"http://rebound.test:{port}/api/events?token={token}")
+    assert "answers only at its own address" in driver.find_element(By.TAG_NAME, "body").text
+    # From another origin, even one that knows the token: refused before anything is done.
+    answer = {"agent": "http://127.0.0.1:1/", "taskId": "t", "action": "approve"}
+    foreign = _http().post(base + "api/answer", json=answer, headers={
+        "Origin": "http://attacker.test", "X-Console-Token": token})  # fmt: skip
+    assert foreign.status_code == 403
+    assert "its own page" in foreign.json()["error"]
+    # Without the token: nothing, not even the page.
+    for path in ("", "api/events", "api/task?agent=x&id=y"):
+        assert _http().get(base + path, timeout=5).status_code == 403
+    assert _http().post(base + "api/answer", json=answer).status_code == 403
+    # With it, from the console's own page: answered (here: a bad request, not a refusal).
+    own = _http().post(base + "api/answer", json=answer,
+                       headers={"Origin": base.rstrip("/"), "X-Console-Token": token})  # fmt: skip
+    assert own.status_code == 400

@@ -5,6 +5,10 @@ const BOX_W = 156, BOX_H = 66, GAP = 130, TOP = 44, PAD = 8;
 const SVG = "http://www.w3.org/2000/svg";
 let selected = null;     // {agentUrl, taskId} of the box whose detail is open
 let inboxKey = "";       // the inbox's item ids last drawn (a reply being typed survives)
+// The per-run token the console printed at start, in the URL the operator opened: every
+// call of the page carries it (the server answers nothing without it).
+const TOKEN = new URLSearchParams(location.search).get("token") || "";
+const AUTH = {"X-Console-Token": TOKEN};
 
 function el(tag, attrs = {}, text) {
   const node = tag.startsWith("svg:") ? document.createElementNS(SVG, tag.slice(4))
@@ -150,7 +154,7 @@ async function answer(item, action, text, card) {
   const result = card.querySelector(".result");
   result.textContent = "sending…";
   const response = await fetch("/api/answer", {
-    method: "POST", headers: {"Content-Type": "application/json"},
+    method: "POST", headers: {"Content-Type": "application/json", ...AUTH},
     body: JSON.stringify({agent: item.agentUrl, taskId: item.taskId, action, text}),
   });
   const body = await response.json();
@@ -196,7 +200,7 @@ async function openTask(hop) {
   body.replaceChildren(el("p", {}, "loading…"));
   panel.hidden = false;
   const response = await fetch(`/api/task?agent=${encodeURIComponent(hop.agentUrl)}`
-                               + `&id=${encodeURIComponent(hop.taskId)}`);
+                               + `&id=${encodeURIComponent(hop.taskId)}`, {headers: AUTH});
   const data = await response.json();
   body.replaceChildren();
   if (!response.ok) { body.append(el("p", {}, data.error)); return; }
@@ -228,7 +232,7 @@ document.getElementById("detail-close").addEventListener("click", () => {
 
 function connect() {
   const live = document.getElementById("live");
-  const source = new EventSource("/api/events");
+  const source = new EventSource(`/api/events?token=${encodeURIComponent(TOKEN)}`);
   source.addEventListener("open", () => { live.textContent = "live"; live.classList.remove("off"); });
   source.addEventListener("error", () => { live.textContent = "reconnecting…"; live.classList.add("off"); });
   source.addEventListener("snapshot", event => {

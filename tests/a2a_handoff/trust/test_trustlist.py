@@ -11,6 +11,7 @@ import pytest
 
 from a2a_handoff.errors import TrustError
 from a2a_handoff.trust.keys import Identity
+from a2a_handoff.trust.pins import PinFile
 from a2a_handoff.trust.trustlist import (
     TrustedAgent,
     TrustList,
@@ -85,10 +86,11 @@ async def test_pinned_keys_are_never_fetched_and_strangers_have_none() -> None:
         await trust.keys("mallory")
 
 
-async def test_a_failed_refresh_keeps_the_pin_and_a_first_failure_is_an_error() -> None:
+async def test_keys_past_their_age_are_never_extended_by_a_failed_fetch() -> None:
+    # A retired key must stop verifying within max_age, whether or not the JWKS answers.
     clock = Clock()
     triage = Identity.generate("triage")
-    answers: list[Any] = [triage.jwks()]
+    answers: list[Any] = [triage.jwks(), triage.jwks()]
 
     async def flaky(address: str, path: str) -> Any:
         if not answers:
@@ -97,11 +99,51 @@ async def test_a_failed_refresh_keeps_the_pin_and_a_first_failure_is_an_error() 
 
     trust = TrustList([TrustedAgent("triage", "http://t/")], flaky, clock=clock)
     await trust.keys("triage")
-    clock.now += 120
+    clock.now += 30
+    answers.clear()  # down, but what was fetched 30 s ago still holds (a passing failure)
+    assert set(await trust.keys("triage", unknown_kid="x")) == set(triage.public_keys)
+    clock.now += 31
+    with pytest.raises(TrustError, match="cannot fetch"):
+        await trust.keys("triage")
+    answers.append(triage.jwks())  # back: the pin held, the same keys verify again
     assert set(await trust.keys("triage")) == set(triage.public_keys)
     other = TrustList([TrustedAgent("triage", "http://t/")], flaky)
     with pytest.raises(TrustError, match="cannot fetch"):
         await other.keys("triage")
+
+
+async def test_a_pin_follows_rotations_and_refuses_an_impostor(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    clock = Clock()
+    triage = Identity.generate("triage")
+    jwks = Jwks(triage)
+    pins = PinFile(tmp_path / "billing.pins.json")
+    agents = [TrustedAgent("triage", "http://t/")]
+    trust = TrustList(agents, jwks, max_age=60, clock=clock, pins=pins)
+    await trust.keys("triage")
+    # Whoever takes triage's port serves keys of its own: refused, however often asked.
+    jwks.identity = Identity.generate("triage")
+    clock.now += 61
+    with caplog.at_level(logging.ERROR, "a2a_handoff.trust"):
+        assert await trust.keys("triage") == {}
+    assert "REFUSED triage's keys" in caplog.text
+    assert "trust forget triage" in caplog.text
+    # A restart of this agent keeps the pin: the impostor is refused by a new process too.
+    again = TrustList(agents, jwks, max_age=60, clock=clock, pins=PinFile(pins.path))
+    assert await again.keys("triage") == {}
+    # Triage's own rotations, each vouched for by the key before: followed, pin updated.
+    jwks.identity = triage.rotated().rotated()
+    jwks.identity = jwks.identity.retired(str(triage.signing_key.kid))
+    clock.now += 61
+    assert set(await trust.keys("triage")) == set(jwks.identity.public_keys)
+    assert set(pins.names()["triage"]) == set(jwks.identity.public_keys)
+    # An operator's act: forget the pin, and the next keys served are pinned.
+    stranger = Identity.generate("triage")
+    jwks.identity = stranger
+    assert pins.forget("triage")
+    clock.now += 61
+    assert set(await trust.keys("triage")) == set(stranger.public_keys)
 
 
 def test_trust_arguments_and_the_trust_file(tmp_path: Path) -> None:
