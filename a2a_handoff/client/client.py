@@ -86,9 +86,10 @@ class AgentClient:
     `direct`: JSON-RPC calls to plain-http URLs go straight to this transport, past httpx's
     client layer (with `http`'s timeouts); cards and streams still go through `http`.
     `credentials` maps agent URLs (or origins, `scheme://host:port`) to the key presented to
-    them, and to nothing else; `api_key` is presented to every URL (the orchestrator never
-    uses it: a key must not reach an origin it was not meant for). `trust`: the card of an
-    agent on this trust list whose keys are known must carry a signature by one of them.
+    them, and to nothing else: a key never reaches an origin it was not given for (there is
+    no key for every URL — following a transfer pointer would hand it to whoever the pointer
+    names). `trust`: the card of an agent on this trust list whose keys are known must carry
+    a signature by one of them.
     """
 
     def __init__(
@@ -103,13 +104,11 @@ class AgentClient:
         breaker_cooldown: float = 10.0,
         clock: Callable[[], float] = time.monotonic,
         extensions: Iterable[str] = (),
-        api_key: str | None = None,
         trust: TrustList | None = None,
     ) -> None:
         self.http = http
         self.trust = trust
         self.direct = direct
-        self.api_key = api_key
         self.credentials: dict[str, str] = {}
         for address, key in (credentials or {}).items():
             for url in replicas(address):
@@ -145,7 +144,7 @@ class AgentClient:
         uris = ",".join(dict.fromkeys([*self.extensions, *extensions]))
         if uris:
             headers["A2A-Extensions"] = uris
-        key = self.credentials.get(url) or self.credentials.get(endpoint_of(url)) or self.api_key
+        key = self.credentials.get(url) or self.credentials.get(endpoint_of(url))
         if key:
             headers["X-API-Key"] = key
         tracing.outgoing(headers)  # the current trace goes on every call to an agent

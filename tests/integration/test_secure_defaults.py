@@ -4,6 +4,8 @@ show, which succeeded before the defaults changed."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import stat
 import subprocess
@@ -18,6 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
+from a2a_handoff import AgentClient, HandoffError, Message, Part, Role, Task
 from a2a_handoff.escalation import Action, decision_claims
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI as URI
 from a2a_handoff.protocol.extension import SIGNATURE_KEY
@@ -28,6 +31,7 @@ from tests.integration.trust_support import (
     AGENT_KEYS,
     USERS,
     Bank,
+    Listener,
     bank,
     forged,
     keys_file,
@@ -423,3 +427,28 @@ def test_a_shared_store_keeps_no_private_keys(redis_server: RedisServer, tmp_pat
     with running(human):
         kid = httpx.get(human.url + ".well-known/jwks.json").json()["keys"][0]["kid"]
     assert kid == legacy.signing_key.kid
+
+
+# -- a key goes only to its own origin ----------------------------------------------------
+
+
+def test_the_client_sends_a_key_only_to_the_origin_it_was_given_for(agents: Bank) -> None:
+    # Before: AgentClient(api_key=…) presented the user's triage key to every URL it called,
+    # so the agent a transfer pointer named received it (and could use it at triage).
+    with pytest.raises(TypeError):
+        AgentClient(httpx.AsyncClient(), api_key=ALICE)  # type: ignore[call-arg]
+
+    async def follow(listener: str) -> None:
+        async with httpx.AsyncClient(timeout=10) as http:
+            client = AgentClient(http, credentials={agents.triage.url: ALICE})
+            refund = Message(message_id=f"m-{uuid.uuid4()}", role=Role.USER,
+                             parts=[Part(text=REFUND)])  # fmt: skip
+            task = await client.send(agents.triage.url, refund)
+            assert isinstance(task, Task)
+            with contextlib.suppress(HandoffError, ValueError, KeyError):
+                await client.get_task(listener, task.id)  # where a pointer could lead
+
+    with Listener() as listener:
+        asyncio.run(follow(listener.url))
+        assert listener.requests, "the client called the listener"
+        assert all(k.lower() != "x-api-key" for r in listener.requests for k in r["headers"])
