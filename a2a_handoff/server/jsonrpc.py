@@ -158,7 +158,11 @@ class JsonRpcEndpoint:
         return self._rpc(request)
 
     async def rpc(self, request: Request) -> Response:
-        token = tracing.incoming_raw(request.scope["headers"])
+        # A caller's trace context (its sampled flag: whether we record and export spans) is
+        # taken only from a caller who proved who it is: under API-key auth, anyone else's
+        # requests are sampled by this agent's own sampler, as new traces.
+        trusted = self.auth is None or self.auth.authenticate(request.headers) is not None
+        token = tracing.incoming_raw(request.scope["headers"]) if trusted else None
         try:
             if tracing.enabled():
                 with tracing.span("a2a.receive", "http.route", "/"):

@@ -260,3 +260,40 @@ async def test_no_span_is_started_within_a_dropped_one() -> None:
     finally:
         tracing.use_provider(None)
     assert asked == ["a2a.receive"]
+
+
+async def test_only_an_authenticated_callers_traceparent_decides_what_is_recorded(
+    tmp_path: Path,
+) -> None:
+    # Before: any caller, even one answered 401, made the agent record and export spans by
+    # sending a sampled traceparent. The agent's own sampler here keeps no new trace.
+    from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
+
+    from a2a_handoff import ApiKeyAuth
+    from servers.echo import EchoAgent, echo_card
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(sampler=ParentBased(ALWAYS_OFF))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/"
+    app = create_app(EchoAgent(), echo_card(url), open_store("memory://"),
+                     auth=ApiKeyAuth.from_keys({"alice": "alice-key"}))  # fmt: skip
+
+    def call(key: str | None) -> dict[str, str]:
+        sampled = f"00-{random.getrandbits(128):032x}-{1:016x}-01"
+        return {**A2A_HEADERS, "traceparent": sampled, **({"X-API-Key": key} if key else {})}
+
+    body = {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "nope"}}
+    tracing.use_provider(provider)
+    try:
+        async with serving((app, port)), httpx.AsyncClient(timeout=10) as http:
+            for key in (None, "wrong-key") * 10:
+                answer = await http.post(url, json=body, headers=call(key))
+                assert answer.status_code == 401
+            assert exporter.get_finished_spans() == ()
+            answer = await http.post(url, json=body, headers=call("alice-key"))
+            assert answer.json()["error"]["code"] == -32001
+            assert [s.name for s in exporter.get_finished_spans()] == ["a2a.receive"]
+    finally:
+        tracing.use_provider(None)
