@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from a2a_handoff.contracts.model import MISSING, lookup
@@ -95,7 +96,12 @@ class HandoffReceiver:
         )
         text = f"{refused.code}: {refused.reason}"
         rejected = with_status(task, TaskState.REJECTED, agent_message(text, task))
-        await self.store.record_received(received_entry(claimed, task_id, "rejected", refused.code))
+        # One bounded row: nothing the sender made up (names, ids of any length) is kept
+        # beyond what tells the refusal apart.
+        row = received_entry(claimed, task_id, "rejected", refused.code)
+        await self.store.record_received(
+            replace(row, **{f: _cut(getattr(row, f)) for f in CLAIMED_FIELDS})
+        )
         now = utc_now()
         return TaskRecord(rejected, owner, 2, now, now)
 
@@ -218,6 +224,13 @@ class HandoffReceiver:
             received=received_entry(envelope, task_id, "rejected", code),
         )
         return stored, stored.id != record.id
+
+
+CLAIMED_FIELDS = ("handoff_id", "idempotency_key", "context_id", "source_agent", "source_task_id")
+
+
+def _cut(text: str, limit: int = 128) -> str:
+    return text if len(text) <= limit else text[:limit]
 
 
 def signed_message(verified: VerifiedEnvelope) -> Message:

@@ -109,18 +109,34 @@ def handoff_sent(envelope: Any, outcome: str, detail: str = "") -> None:
         escalation(envelope, "sent")
 
 
+def claimed(text: str, limit: int = 64) -> str:
+    """An unproven value as a log field: control characters escaped (a newline in a made-up
+    agent name must not start a forged log line), cut at `limit` characters."""
+    escaped = text.encode("unicode_escape").decode("ascii") if not text.isprintable() else text
+    return escaped if len(escaped) <= limit else escaped[: limit - 1] + "…"
+
+
 def handoff_received(
     envelope: Any, task_id: str, outcome: str, reason: str = "", *, verified: bool = True
 ) -> None:
-    """A handoff received: `accepted`, `duplicate`, or `rejected:<code>` (a rejection)."""
+    """A handoff received: `accepted`, `duplicate`, or `rejected:<code>` (a rejection).
+
+    An envelope refused before it was proven names whatever its sender made up: its names
+    are counted as `unknown` (one label, however many names) and logged escaped and cut."""
     obs = current()
     source, target, kind = _edge(envelope)
-    obs.metrics.handoff_received((source, target, kind, outcome))
+    handoff_id, context_id = envelope.handoff_id, envelope.context_id
+    if not verified:
+        obs.metrics.handoff_received(("unknown", "unknown", kind, outcome))
+        source, target, reason = claimed(source), claimed(target), claimed(reason, 300)
+        handoff_id, context_id = claimed(handoff_id), claimed(context_id)
+    else:
+        obs.metrics.handoff_received((source, target, kind, outcome))
     rejected = outcome.startswith("rejected")
     note(log, "handoff.rejected" if rejected else "handoff.received",
-         "handoff %s %s -> %s (%s) %s%s", envelope.handoff_id, source, target, kind, outcome,
+         "handoff %s %s -> %s (%s) %s%s", handoff_id, source, target, kind, outcome,
          f": {reason}" if reason else "", level=logging.WARNING if rejected else logging.INFO,
-         task_id=task_id, context_id=envelope.context_id, handoff_id=envelope.handoff_id,
+         task_id=task_id, context_id=context_id, handoff_id=handoff_id,
          trace_id=envelope.trace_id if verified else None, outcome=outcome)  # fmt: skip
     if kind in ("escalation",) and outcome == "accepted":
         escalation(envelope, "received", task_id)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import sqlite3
 import stat
 import subprocess
 import sys
@@ -452,3 +453,30 @@ def test_the_client_sends_a_key_only_to_the_origin_it_was_given_for(agents: Bank
         asyncio.run(follow(listener.url))
         assert listener.requests, "the client called the listener"
         assert all(k.lower() != "x-api-key" for r in listener.requests for k in r["headers"])
+
+
+# -- what a refused envelope leaves behind ---------------------------------------------------
+
+
+def test_unsigned_envelopes_with_made_up_names_leave_bounded_residue(agents: Bank) -> None:
+    # Before: 300 of them grew /metrics from 3 kB to 6.1 MB (a label per claimed name), the
+    # store by 9 MB, and a newline in a name forged a log line.
+    metrics = lambda: len(httpx.get(agents.billing.url + "metrics", headers={  # noqa: E731
+        "X-API-Key": ALICE}).content)  # fmt: skip
+    before = metrics()
+    for i in range(40):
+        name = f"evil{i}\n2026-01-01 00:00:00,000 INFO a2a_handoff.events: forged {'x' * 3000}"
+        envelope = forged(source={"agent": name, "url": "http://x/", "taskId": "t" * 5000},
+                          handoffId="h" * 5000, contextId=f"c{i}" + "c" * 5000)  # fmt: skip
+        code = result(send(agents.billing, {URI: envelope}, MALLORY))["task"]
+        assert code["metadata"][URI]["rejected"] == "envelope_unsigned"
+    assert metrics() - before < 2000
+    log = (agents.tmp / "billing.log").read_text()
+    assert not any(line.startswith("2026-01-01") for line in log.splitlines())
+    assert "evil3\\n2026" in log  # escaped, on the line of the refusal
+    with sqlite3.connect(agents.tmp / "billing.db") as db:
+        longest = db.execute(
+            "SELECT max(length(handoff_id) + length(context_id) + length(source_agent)"
+            " + length(source_task_id)) FROM received WHERE source_agent LIKE 'evil%'"
+        ).fetchone()[0]
+    assert longest <= 4 * 128
