@@ -280,8 +280,8 @@ def create_app(
     metrics = MetricsRoute(
         observer, store, client, lambda: methods.streams.open, auth, public=metrics_public
     )
-    card_route = CardRoute(card, agent_trust, v03_fields=card_v03_fields)
-    v03_card_route = CardRoute(card, agent_trust, v03_fields=True)
+    card_route = CardRoute(card, agent_trust, v03_fields=card_v03_fields, auth=auth)
+    v03_card_route = CardRoute(card, agent_trust, v03_fields=True, auth=auth)
     returns = manager.handoffs.delivery.given_up_report
     health = Health(store, client, stale_after, auth, returns=returns)
 

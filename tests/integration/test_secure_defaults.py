@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import sqlite3
 import stat
@@ -480,3 +481,19 @@ def test_unsigned_envelopes_with_made_up_names_leave_bounded_residue(agents: Ban
             " + length(source_task_id)) FROM received WHERE source_agent LIKE 'evil%'"
         ).fetchone()[0]
     assert longest <= 4 * 128
+
+
+def test_the_card_shows_peers_only_to_a_caller_with_a_key(agents: Bank) -> None:
+    # Before: the public card listed the peer URLs that /health hides from anonymous callers.
+    card = agents.billing.url + ".well-known/agent-card.json"
+
+    def peers(headers: dict[str, str]) -> list[str]:
+        served = httpx.get(card, headers=headers).json()
+        ext = next(e for e in served["capabilities"]["extensions"] if e["uri"] == URI)
+        return list(ext.get("params", {}).get("peers", []))
+
+    assert peers({}) == []
+    assert peers({"X-API-Key": "wrong"}) == []
+    assert agents.human.url in peers({"X-API-Key": ALICE})
+    health = httpx.get(agents.billing.url + "health").json()
+    assert agents.human.url not in json.dumps(health)

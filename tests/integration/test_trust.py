@@ -302,7 +302,9 @@ def rogue_requests(rogue: Listener) -> list[dict[str, Any]]:
 def test_the_agents_publish_their_keys_and_sign_their_cards(agents: Bank) -> None:
     with httpx.Client() as http:
         jwks = http.get(agents.billing.url + ".well-known/jwks.json").json()
-        card = http.get(agents.billing.url + ".well-known/agent-card.json").json()
+        card = http.get(
+            agents.billing.url + ".well-known/agent-card.json", headers={"X-API-Key": ALICE}
+        ).json()  # peers: for a known caller
     kids = {k["kid"] for k in jwks["keys"]}
     assert kids
     assert all("d" not in k for k in jwks["keys"])
