@@ -28,13 +28,14 @@ class HandoffSettings:
     contracts: Catalog | None = None  # enforced when set (see a2a_handoff.contracts)
     decision_ttl: float = 900.0  # seconds an operator's signed decision approves anything
     return_give_up: float | None = None  # seconds a return is retried (None: the TTL)
-    # Every URL this agent answers at (its card's interfaces): an envelope must name one.
+    # Every URL this agent answers at (its card's interfaces, as `same_url` writes them): an
+    # envelope must name one.
     own_urls: frozenset[str] = frozenset()
 
     def addressed_here(self, address: str) -> bool:
         """Whether an envelope's `target.url` (a URL, or several comma-separated: replicas)
         names this agent: one of its URLs, not merely its name."""
-        mine = {same_url(u) for u in (self.own_urls or {self.agent_url})}
+        mine = self.own_urls or {same_url(self.agent_url)}
         return any(same_url(u) in mine for u in address.split(",") if u.strip())
 
 

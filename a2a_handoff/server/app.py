@@ -39,7 +39,7 @@ from a2a_handoff.client.client import AgentClient
 from a2a_handoff.client.transport import Http11Transport
 from a2a_handoff.errors import StoreError
 from a2a_handoff.escalation import EscalationPolicy
-from a2a_handoff.handoff.settings import HandoffSettings
+from a2a_handoff.handoff.settings import HandoffSettings, same_url
 from a2a_handoff.observe import Observer, events, use
 from a2a_handoff.protocol.agent_card import AgentCard
 from a2a_handoff.protocol.extension import (
@@ -56,6 +56,7 @@ from a2a_handoff.server.methods import A2AMethods
 from a2a_handoff.server.metrics import MetricsRoute
 from a2a_handoff.server.rest import RestEndpoint, not_found
 from a2a_handoff.stores.base import Store
+from a2a_handoff.stores.memory import MemoryTaskStore
 from a2a_handoff.trust import AgentTrust, IdentityStore
 from a2a_handoff.trust.keys import KeyFile
 from a2a_handoff.trust.pins import MemoryPins, PinFile, Pins
@@ -135,6 +136,12 @@ def _pins(identity: IdentityStore | None, store: Store) -> Pins:
     key_file = identity if isinstance(identity, KeyFile) else getattr(store, "key_file", None)
     if isinstance(key_file, KeyFile):
         return PinFile.beside(key_file.path)
+    if not isinstance(store, MemoryTaskStore):
+        log.warning(
+            "INSECURE: this agent has no key file (its keys come from $A2A_AGENT_KEY), so the"
+            " keys it pins for the agents it trusts last only until it restarts: give it"
+            " --key-file PATH to keep them"
+        )
     return MemoryPins()
 
 
@@ -240,7 +247,7 @@ def create_app(
     settings = HandoffSettings(
         agent_name=card.name,
         agent_url=card.url,
-        own_urls=frozenset(i.url for i in card.supported_interfaces),
+        own_urls=frozenset(same_url(i.url) for i in card.supported_interfaces),
         routes=routes,
         scope=frozenset(scope) if scope is not None else None,
         max_hops=max_hops,
