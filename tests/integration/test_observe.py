@@ -145,7 +145,7 @@ def test_metrics_move_by_exactly_what_happened(desk: Desk, tmp_path: Path) -> No
         billing[
             key(
                 "a2a_handoffs_received_total",
-                **edge("triage", "billing", "handoff", "rejected:envelope_unsigned"),
+                **edge("unknown", "unknown", "handoff", "rejected:envelope_unsigned"),
             )
         ]
         == 1
