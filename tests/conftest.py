@@ -8,6 +8,9 @@ import pytest
 from tests.redis_support import RedisServer
 from tests.support import AgentProcess
 
+# Every test runs under a watchdog that ends the run when a test outlives its timeout.
+pytest_plugins = ["tests.timeouts"]
+
 
 @pytest.fixture
 def anyio_backend() -> str:
