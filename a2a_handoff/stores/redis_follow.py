@@ -16,6 +16,7 @@ from typing import Any
 from a2a_handoff.stores.base import TaskEvent, TaskRecord
 
 QUIET_SECONDS = 1.0  # a follower re-reads the stream after this long without a notification
+CLOSE_SECONDS = 5.0  # closing waits this long at most for the listener to end
 
 
 class RedisFollowers:
@@ -35,8 +36,8 @@ class RedisFollowers:
     async def aclose(self) -> None:
         if self._listener is not None:
             self._listener.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._listener
+            # Bounded: closing a store never waits on Redis for long.
+            await asyncio.wait([self._listener], timeout=CLOSE_SECONDS)
             self._listener = None
         if self._pubsub is not None:
             with contextlib.suppress(Exception):
@@ -51,6 +52,11 @@ class RedisFollowers:
             except asyncio.CancelledError:
                 raise
             except Exception:
+                task = asyncio.current_task()
+                if task is not None and task.cancelling():
+                    # A cancel that redis-py turned into its own error ends the listener
+                    # still: a listener that goes on would keep the store's close waiting.
+                    raise asyncio.CancelledError from None
                 await asyncio.sleep(0.2)  # reconnecting; followers re-read meanwhile
                 continue
             if message is None or message.get("type") != "pmessage":
