@@ -8,6 +8,7 @@ from a2a_handoff.client.retry import RetryPolicy
 from a2a_handoff.client.transport import Http11Transport
 from a2a_handoff.contracts.catalog import Catalog
 from a2a_handoff.errors import (
+    AgentUrlError,
     CircuitOpenError,
     ConflictError,
     HandoffError,
@@ -84,6 +85,7 @@ __all__ = [  # noqa: RUF022 - plain sorted(), as the export test checks
     "AgentInterface",
     "AgentProvider",
     "AgentSkill",
+    "AgentUrlError",
     "ApiKeyAuth",
     "Artifact",
     "ArtifactStream",

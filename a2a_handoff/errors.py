@@ -30,6 +30,7 @@
     ├── ModelError                    a language model's endpoint failed or answered nonsense
     ├── IncompleteEscalationError (ValueError)  an escalation missing what it must say
     ├── ContractError (ValueError)    a handoff contract that cannot be loaded or used
+    ├── AgentUrlError (ValueError)    an agent URL given in the configuration cannot be called
     ├── TrustError                    a key, a signature or the trust list refused something
     │   └── SignatureError (ValueError)  a signature that does not verify (or cannot be made)
     ├── IllegalTransitionError        a move the state machine forbids
@@ -332,6 +333,11 @@ class IncompleteEscalationError(HandoffError, ValueError):
 
 class ContractError(HandoffError, ValueError):
     """A contract file that cannot be read as a contract."""
+
+
+class AgentUrlError(HandoffError, ValueError):
+    """An agent URL in the configuration (a route, a trusted agent, a card) that cannot be
+    called: the message says which and what to write."""
 
 
 class TrustError(HandoffError):

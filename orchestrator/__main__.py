@@ -45,6 +45,7 @@ import httpx
 from a2a_handoff import (
     HANDOFF_EXTENSION_URI,
     AgentClient,
+    AgentUrlError,
     CircuitOpenError,
     RemoteError,
     RetryPolicy,
@@ -53,6 +54,7 @@ from a2a_handoff import (
 )
 from a2a_handoff.exits import ExitCode, Parser, quiet_pipe
 from a2a_handoff.observe import tracing
+from a2a_handoff.protocol.urls import check_agent_url
 from a2a_handoff.secrets import read_secret
 from orchestrator import operator
 from orchestrator.conversation import Conversation, Event, Exit, chain_of, describe
@@ -97,19 +99,11 @@ def printer(as_json: bool) -> Callable[[Event], None]:
 def agent_url(text: str) -> str:
     """An agent's URL as given on the command line (comma-separated replicas allowed),
     checked: `http(s)://host[:port]/path`; a bare origin gets its `/`."""
-    urls = []
-    for one in (u.strip() for u in text.split(",")):
-        try:
-            parts = urlsplit(one)
-            parts.port  # noqa: B018 - raises on a port that is not a number
-        except ValueError:
-            parts = None
-        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
-            raise argparse.ArgumentTypeError(
-                f"{one!r} is not an agent URL: give http://host:port/ (or https://…)"
-            )
-        urls.append(one if parts.path else one + "/")
-    return ",".join(urls)
+    try:
+        checked = check_agent_url(text, "")  # argparse names the option
+    except AgentUrlError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return ",".join(one if urlsplit(one).path else one + "/" for one in checked.split(","))
 
 
 def _client(keys: dict[str, str]) -> AgentClient:

@@ -41,6 +41,7 @@ from a2a_handoff.errors import TrustError
 from a2a_handoff.escalation import EscalationPolicy
 from a2a_handoff.exits import ExitCode, Parser, quiet_pipe
 from a2a_handoff.observe.logs import configure as configure_logging
+from a2a_handoff.protocol.urls import check_agent_url
 from a2a_handoff.secrets import SecretError, private_dir, read_secret
 from a2a_handoff.server.limits import ServerLimits, return_freed_memory
 from a2a_handoff.stores.base import Store
@@ -266,7 +267,11 @@ def serve(name: str, args: argparse.Namespace) -> int:
             auth = ApiKeyAuth.from_file(args.auth_keys)
         elif args.auth_env:
             auth = ApiKeyAuth.from_env()
-        routes = _pairs(args.route, "--route")
+        if args.url:
+            check_agent_url(args.url, "--url", replicas=False)
+        routes = {
+            n: check_agent_url(u, f"--route {n}") for n, u in _pairs(args.route, "--route").items()
+        }
         keys = _pairs(args.credential, "--credential")
         store_url = args.store or f"sqlite:///data/{name}.db"
         store = open_store(store_url)

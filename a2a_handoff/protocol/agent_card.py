@@ -14,6 +14,7 @@ from pydantic import Field, model_validator
 
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI
 from a2a_handoff.protocol.models import WireModel, exactly_one
+from a2a_handoff.protocol.urls import check_agent_url
 
 __all__ = [
     "AgentCapabilities",
@@ -221,6 +222,7 @@ def build_card(
     this library's server streams, and answers push-notification configs and the extended
     card as not supported — declare those only when something in front of it serves them.
     """
+    url = check_agent_url(url, f"the card of {name}", replicas=False)
     interfaces = [AgentInterface(url=url)]
     if http_json:
         # REST paths are appended to it (`{url}/message:send`): no trailing slash.

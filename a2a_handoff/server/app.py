@@ -47,6 +47,7 @@ from a2a_handoff.protocol.extension import (
     DEFAULT_TTL_SECONDS,
     HANDOFF_EXTENSION_URI,
 )
+from a2a_handoff.protocol.urls import check_agent_url
 from a2a_handoff.runtime.tasks import TaskManager
 from a2a_handoff.server.card import CARD_PATH, JWKS_ROUTE, V03_CARD_PATH, CardRoute
 from a2a_handoff.server.compat03 import V03Methods
@@ -240,7 +241,7 @@ def create_app(
     if contracts is not None:
         card = _with_contracts(card, contracts.accepted_by(card.name))
     deciders = _operators(card, auth, operators)
-    routes = dict(routes or {})
+    routes = {name: check_agent_url(url, f"route {name}") for name, url in (routes or {}).items()}
     approver = (escalation or EscalationPolicy()).target
     trusted = [TrustedAgent(name, url, approvals=name == approver) for name, url in routes.items()]
     trusted += [parse_trust(t) if isinstance(t, str) else t for t in trust]

@@ -30,6 +30,7 @@ import yaml
 from joserfc.jwk import OKPKey
 
 from a2a_handoff.errors import TrustError
+from a2a_handoff.protocol.urls import check_agent_url
 from a2a_handoff.trust.keys import endorsed, jwks_keys, public_key
 from a2a_handoff.trust.pins import MemoryPins, Pins
 
@@ -52,6 +53,13 @@ class TrustedAgent:
     jwks_url: str | None = None  # where its keys are fetched (default: its address's JWKS)
     pinned: Mapping[str, OKPKey] | None = field(default=None, compare=False)
     approvals: bool = False  # may sign operators' decisions (a human agent)
+
+    def __post_init__(self) -> None:
+        # A URL without its scheme was accepted before and never matched a caller.
+        object.__setattr__(self, "url", check_agent_url(self.url, f"trusted agent {self.name}"))
+        if self.jwks_url is not None:
+            where = check_agent_url(self.jwks_url, f"the JWKS URL of {self.name}", replicas=False)
+            object.__setattr__(self, "jwks_url", where)
 
     @property
     def caller(self) -> str:

@@ -172,11 +172,14 @@ def test_an_agent_that_is_down_is_named_with_the_reason(cli: Cli) -> None:
 def test_a_url_without_a_scheme_is_a_usage_error(cli: Cli) -> None:
     code, out = cli.run("send", "--entry", "127.0.0.1:8999", "hello")
     assert code == 64
-    assert "'127.0.0.1:8999' is not an agent URL: give http://host:port/" in out
+    assert (
+        "argument --entry: '127.0.0.1:8999' is not an http:// or https:// URL;"
+        " write http://127.0.0.1:8999" in out
+    )
     assert "circuit" not in out
     code, out = cli.run("inbox", "--agent", "://")
     assert code == 64
-    assert "is not an agent URL" in out
+    assert "argument --agent: '://' is not an http:// or https:// URL" in out
 
 
 def test_inbox_at_an_agent_that_is_down_says_so(cli: Cli) -> None:
