@@ -86,6 +86,7 @@ class _Cursor:
     state: TaskState | None = None
     status_text: str = ""
     handing_off: bool = False
+    delivery: str = ""  # why the handoff waits, as the source agent last said it
     pointer: dict[str, Any] | None = None
     escalation: dict[str, Any] | None = None  # the task is an escalation at a human agent
     told_escalation: bool = False
@@ -372,6 +373,7 @@ class Conversation:
             cursor.escalation = _ext(task.metadata).get("escalation") or cursor.escalation
             cursor.pointer = _ext(task.metadata).get("transfer") or cursor.pointer
             cursor.handing_off = _ext(task.metadata).get("state") == "HANDING_OFF"
+            cursor.delivery = str((_ext(task.metadata).get("delivery") or {}).get("reason", ""))
             for artifact in task.artifacts or []:
                 self._artifact(cursor, artifact)
             self._status(cursor, task.status)
@@ -384,6 +386,8 @@ class Conversation:
             cursor.handing_off = ext.get("state") == "HANDING_OFF" or (
                 cursor.handing_off and update.status.state is TaskState.WORKING
             )
+            if ext.get("delivery"):
+                cursor.delivery = str(ext["delivery"].get("reason", ""))
             self._status(cursor, update.status)
         elif item.artifact_update is not None:
             self._artifact(cursor, item.artifact_update.artifact)
@@ -462,9 +466,10 @@ class Conversation:
                     "event": "pending",
                     "agent": cursor.name,
                     "taskId": cursor.task_id,
-                    "message": f"the handoff from {cursor.name} is pending: it waits in"
-                    f" {cursor.name}'s outbox and will be delivered; `send` or `watch`"
-                    " picks the conversation up",
+                    "message": f"the handoff from {cursor.name} is pending: "
+                    + (f"{cursor.delivery}. " if cursor.delivery else "")
+                    + f"It waits in {cursor.name}'s outbox and will be delivered; `send` or"
+                    " `watch` picks the conversation up",
                 }
             )
         else:

@@ -71,7 +71,7 @@ class CircuitBreaker:
             return False
         if state is BreakerState.HALF_OPEN and not self._probing:
             self._probing = True
-            events.breaker(self.name, "half_open", self.failures)
+            events.breaker(self.name, "half_open", self.failures, routine=True)
             return True
         last = f" (last: {self.last_reason})" if self.last_reason else ""
         raise CircuitOpenError(
@@ -113,12 +113,18 @@ class CircuitBreaker:
         if probe:  # the probe failed: open again, with a fresh cool-down
             self._probing = False
             self._opened_at = self.clock()
-            events.breaker(self.name, "open", self.failures)
+            events.breaker(self.name, "open", self.failures, routine=True)
         elif self._opened_at is None and self.failures >= self.threshold:
             self._opened_at = self.clock()
             events.breaker(self.name, "open", self.failures)
         # A late failure of a call admitted before the breaker opened changes nothing else:
         # it must neither free the probe slot nor restart the cool-down.
+
+    def retry_in(self) -> float:
+        """Seconds until the breaker lets a call through again (0: it does now)."""
+        if self._opened_at is None or self._probing:
+            return 0.0
+        return max(0.0, self.cooldown - (self.clock() - self._opened_at))
 
     def snapshot(self) -> dict[str, object]:
         return {"state": self.state.value, "consecutiveFailures": self.failures}

@@ -16,13 +16,14 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 import pydantic_core
 from pydantic import ValidationError
 
 from a2a_handoff.client.client import AgentClient
-from a2a_handoff.client.replicas import never_arrived
+from a2a_handoff.client.replicas import never_arrived, replicas
 from a2a_handoff.contracts.model import Contract
 from a2a_handoff.errors import (
     CircuitOpenError,
@@ -38,7 +39,7 @@ from a2a_handoff.failpoints import failpoint
 from a2a_handoff.handoff.envelope import HandoffEnvelope
 from a2a_handoff.handoff.sender import FAILED, HandoffSender, missing_capabilities
 from a2a_handoff.handoff.settings import HandoffSettings
-from a2a_handoff.handoff.terminate import failed, reopened, transferred
+from a2a_handoff.handoff.terminate import delayed, failed, reopened, transferred
 from a2a_handoff.observe import events, tracing
 from a2a_handoff.outcomes import Handoff
 from a2a_handoff.protocol.events import status_text
@@ -141,6 +142,7 @@ class Delivery:
         may_have_arrived = not fresh
         errors = 0
         tries = 0
+        delay = _Delay()
         while True:
             if tries and envelope.kind == "return":
                 given_up = await self._give_up_return(entry, envelope, tries)
@@ -180,7 +182,7 @@ class Delivery:
                         return await self._recover(
                             entry, envelope, contract, "on_error", reason, "failed"
                         )
-                log.info("handoff %s: %s; retrying", entry.handoff_id, exc)
+                source = await self._delayed(entry, envelope, exc, delay, source)
                 await asyncio.sleep(self.settings.retry_interval)
                 continue
             except (
@@ -200,7 +202,7 @@ class Delivery:
                     return await self._recover(
                         entry, envelope, contract, "on_timeout", reason, "timeout"
                     )
-                log.info("handoff %s: %s; retrying", entry.handoff_id, exc)
+                source = await self._delayed(entry, envelope, exc, delay, source)
                 await asyncio.sleep(self.settings.retry_interval)
                 continue
             failpoint("handoff.after_create")
@@ -220,8 +222,41 @@ class Delivery:
             events.latency(envelope, "created")
             with tracing.span("a2a.terminate", "a2a.handoff_id", entry.handoff_id):
                 record = await transferred(self.store, entry, envelope, created, source)
-            self._closed(entry, envelope, contract, "accepted")
+            after = f"after {delay.failures} failed tries" if delay.failures else ""
+            self._closed(entry, envelope, contract, "accepted", after)
             return record
+
+    async def _delayed(
+        self,
+        entry: OutboxEntry,
+        envelope: HandoffEnvelope,
+        exc: Exception,
+        delay: _Delay,
+        source: TaskRecord | None,
+    ) -> TaskRecord | None:
+        """A failed try, said only when what is wrong changes (the first failure, another
+        reason, the target's breaker opened): one log line, and the source task's status,
+        so whoever follows the task sees why it waits. The source record as now written."""
+        delay.failures += 1
+        words = trouble(entry.target_name, entry.target_url, exc, self.client)
+        wait = self._next_try(entry.target_url)
+        # Once the breaker opened, its cool-down paces the tries: that stays said.
+        opened = wait > self.settings.retry_interval or bool(delay.said and delay.said[1])
+        said = (words, opened)
+        if said == delay.said:
+            return source
+        delay.said = said
+        text = f"{words}; retrying, next try in {_seconds(wait)}"
+        events.handoff_delayed(envelope, text, delay.failures)
+        try:
+            return await delayed(self.store, entry, text, source)
+        except HandoffError:  # the store: the delivery goes on, the next change says it
+            return None
+
+    def _next_try(self, address: str) -> float:
+        """Seconds until the next try can reach the target: its breaker's cool-down left."""
+        opens = min(self.client.breaker(url).retry_in() for url in replicas(address))
+        return max(self.settings.retry_interval, opens)
 
     async def _failed(
         self,
@@ -425,6 +460,39 @@ class Delivery:
             if asyncio.get_running_loop().time() >= deadline:
                 raise HandoffError(f"{envelope.target.agent} unreachable: {error}")
             await asyncio.sleep(self.settings.retry_interval)
+
+
+@dataclass
+class _Delay:
+    """One delivery's failed tries, and what was last said about them."""
+
+    failures: int = 0
+    said: tuple[str, bool] | None = None
+
+
+def trouble(name: str, address: str, exc: Exception, client: AgentClient) -> str:
+    """Why a try failed, in the words of someone waiting for the handoff: `cannot reach
+    billing at http://… (connection refused)`."""
+    where = f"{name} at {address}"
+    if isinstance(exc, CircuitOpenError):
+        reasons = [client.breaker(url).last_reason for url in replicas(address)]
+        last = next((r for r in reasons if r), "")
+        return f"cannot reach {where} ({last or 'it failed too often'})"
+    if isinstance(exc, UnavailableError):
+        text = str(exc)
+        for url in replicas(address):
+            if text.startswith(f"cannot reach {url} "):
+                return f"cannot reach {where} " + text[len(f"cannot reach {url} ") :]
+        return f"cannot deliver to {where}: {text}"
+    if isinstance(exc, RemoteError):
+        if exc.code == HandoffProcessingError.code:
+            return f"{name} is still creating the task"
+        return f"{name} failed to take it: {exc.message}"
+    return f"{where} did not answer with a task"
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.1f} s" if value < 2 else f"{round(value)} s"
 
 
 def refused(created: Task) -> bool:

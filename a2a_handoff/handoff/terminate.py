@@ -96,6 +96,41 @@ async def reopened(
     return None
 
 
+async def delayed(
+    store: Store, entry: OutboxEntry, text: str, source: TaskRecord | None = None
+) -> TaskRecord | None:
+    """The source task, still handing off, says why its handoff waits: a WORKING status
+    update with `text` (not kept in its history) and `metadata[URI].delivery` = {reason, at}.
+    Whoever may read the task (its owner) sees it; the outbox stays as it is."""
+    record = source
+    for _ in range(3):
+        if record is None:
+            record = await store.get(entry.task_id)
+        if record is None or record.state is not TaskState.WORKING:
+            return record
+        now = utc_now()
+        ext = {**ext_metadata(record.task), "delivery": {"reason": text, "at": now}}
+        message = agent_message(text, record.task)
+        task = record.task.model_copy(
+            update={
+                "metadata": {**(record.task.metadata or {}), HANDOFF_EXTENSION_URI: ext},
+                "status": TaskStatus(state=TaskState.WORKING, message=message, timestamp=now),
+            }
+        )
+        said = {k: ext[k] for k in ("state", "handoffId", "delivery") if k in ext}
+        updated = record.advanced(task, 1, now)
+        try:
+            await store.update(
+                updated, [status_event(task, {HANDOFF_EXTENSION_URI: said})],
+                expected_version=record.version,
+            )  # fmt: skip
+        except ConflictError:
+            record = None
+            continue
+        return updated
+    return None
+
+
 async def terminate(
     store: Store,
     entry: OutboxEntry,

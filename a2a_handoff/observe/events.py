@@ -109,6 +109,17 @@ def handoff_sent(envelope: Any, outcome: str, detail: str = "") -> None:
         escalation(envelope, "sent")
 
 
+def handoff_delayed(envelope: Any, why: str, tries: int) -> None:
+    """A handoff's delivery failed and is retried: logged when what is wrong changes (the
+    first failure, another reason, its target's breaker opened), never once per retry."""
+    source, target, _ = _edge(envelope)
+    note(log, "handoff.delayed", "handoff %s %s -> %s: %s (%d failed %s so far)",
+         envelope.handoff_id, source, target, why, tries, "try" if tries == 1 else "tries",
+         level=logging.WARNING,
+         task_id=envelope.source.task_id, context_id=envelope.context_id,
+         handoff_id=envelope.handoff_id, trace_id=envelope.trace_id)  # fmt: skip
+
+
 def claimed(text: str, limit: int = 64) -> str:
     """An unproven value as a log field: control characters escaped (a newline in a made-up
     agent name must not start a forged log line), cut at `limit` characters."""
@@ -175,12 +186,14 @@ def recovery(kind: str, message: str, *args: object, count: int = 1, **ids: Any)
     note(log, f"recovery.{kind}", message, *args, level=logging.WARNING, **ids)
 
 
-def breaker(target: str, state: str, failures: int) -> None:
+def breaker(target: str, state: str, failures: int, *, routine: bool = False) -> None:
     """A circuit breaker changed state (INFO: a client such as the orchestrator CLI, which
-    configures no logging, must not print it on its users' terminal)."""
+    configures no logging, must not print it on its users' terminal). `routine`: a probe
+    let through, or a failed probe opening it again — counted, logged at DEBUG only: while
+    a target stays down that is every cool-down."""
     current().metrics.breaker_changes.labels(target, state).inc()
     note(log, "breaker.change", "circuit for %s is %s after %d consecutive failure(s)",
-         target, state, failures,
+         target, state, failures, level=logging.DEBUG if routine else logging.INFO,
          target=target, state=state)  # fmt: skip
 
 

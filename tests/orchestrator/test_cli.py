@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -139,15 +140,25 @@ def test_a_killed_agent_gives_exit_3_and_the_conversation_resumes(tmp_path: Path
         agents.stop()
 
 
-def test_a_down_handoff_target_leaves_the_handoff_pending(tmp_path: Path) -> None:
+def test_a_down_handoff_target_leaves_the_handoff_pending_and_says_why(tmp_path: Path) -> None:
     agents = make_agents(tmp_path)
     agents.triage.start()  # billing is down
     cli = Cli(tmp_path / "session.json")
     try:
-        code, out = cli.run("--wait", "3", "send", "--entry", agents.triage.url, "I want a refund")
+        code, out = cli.run("--wait", "5", "send", "--entry", agents.triage.url, "I want a refund")
         assert code == 4
-        assert "handoff from triage is pending" in out
+        why = f"cannot reach billing at {agents.billing.url} (connection refused); retrying"
+        # said as it happens (triage's status), and again in the pending line
+        assert f"[triage] working: {why}, next try in" in out
+        assert re.search(rf"handoff from triage is pending: {re.escape(why)}, next try in \d", out)
         assert "outbox" in out
+        # Triage's log says what changed (the first failure, the breaker opening), not each
+        # of the retries of these 5 s (two a second before).
+        assert agents.triage.log_path is not None
+        log = agents.triage.log_path.read_text()
+        said = [line for line in log.splitlines() if "retrying" in line]
+        assert 1 <= len(said) <= 3, said
+        assert "circuit for http://127.0.0.1" in log  # the breaker's own change, once
         agents.billing.start()
         code, out = cli.run("send", "order 888")
         assert code == 0, out
