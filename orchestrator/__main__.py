@@ -280,6 +280,9 @@ async def traced(
         return await conversation.send(text)
 
 
+ECHO_MAX = 200  # characters of a piped input line `chat` shows back
+
+
 async def _chat(conversation: Conversation, session: Session, path: Path, as_json: bool) -> int:
     code = Exit.COMPLETED
     interactive = sys.stdin.isatty()
@@ -292,8 +295,11 @@ async def _chat(conversation: Conversation, session: Session, path: Path, as_jso
         text = line.strip()
         if not text:
             continue
-        if not as_json and not interactive:
-            print(f"you> {text}", flush=True)
+        if not as_json and not interactive:  # piped: the line is shown, a long one cut
+            shown = (
+                text if len(text) <= ECHO_MAX else f"{text[:ECHO_MAX]}… ({len(text)} characters)"
+            )
+            print(f"you> {shown}", flush=True)
         code = await traced(conversation, text, conversation.emit, as_json)
         session.save(path)
 

@@ -17,6 +17,7 @@ The rules of a conversation (one context id):
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -37,7 +38,10 @@ from a2a_handoff import (
     TaskState,
     UnavailableError,
 )
+from a2a_handoff.client.client import CARD_PATH
 from a2a_handoff.client.reasons import reason
+from a2a_handoff.client.replicas import replicas
+from a2a_handoff.errors import PayloadTooLargeError
 from a2a_handoff.exits import ExitCode
 from a2a_handoff.protocol.models import TaskStatus, utc_now
 from orchestrator.reach import Reach
@@ -121,6 +125,7 @@ class Conversation:
         self.reach = reach
         self._names: dict[str, str] = {}
         self._failures: dict[str, Exception] = {}  # the first failure to reach each URL
+        self._no_card: set[str] = set()  # URLs that answered, but with no agent card
         self._catching_up = False  # a pending answer is told by send(), as not delivered
         self._handing_off = False
         self._answered = False  # the agent answered the message being sent (it got it)
@@ -131,8 +136,11 @@ class Conversation:
                 self._names[url] = (await self.client.card(url)).name
             except (UnavailableError, CircuitOpenError) as exc:
                 self._failures.setdefault(url, exc)
+                if _answered_without_card(exc):
+                    self._no_card.add(url)
                 return url
-            except (RemoteError, ValueError):
+            except (RemoteError, ValueError):  # an answer, but not a card
+                self._no_card.add(url)
                 return url
         return self._names[url]
 
@@ -179,6 +187,8 @@ class Conversation:
             self._answered = False
             return await self._follow(cursor, self.client.stream(url, message))
         except (UnavailableError, CircuitOpenError) as exc:
+            if url in self._no_card and not self._answered:
+                return self._not_an_agent(url)
             return self._unreachable(url, exc, delivered=self._answered)
 
     def _not_delivered(self) -> None:
@@ -250,6 +260,10 @@ class Conversation:
                 stream = self._subscribe_or_get(cursor.url, cursor.task_id)
                 continue
             except RemoteError as exc:
+                if cursor.task_id is None and cursor.url in self._no_card:
+                    return self._not_an_agent(cursor.url)
+                if exc.code == PayloadTooLargeError.code:
+                    return self._too_large(cursor, exc)
                 self.emit(
                     {
                         "event": "error",
@@ -484,6 +498,34 @@ class Conversation:
             )
         return Exit.PENDING
 
+    def _not_an_agent(self, url: str) -> Exit:
+        """The URL answers HTTP, but is no agent: no agent card where A2A puts it."""
+        card = replicas(url)[0].rstrip("/") + "/" + CARD_PATH
+        self.emit(
+            {
+                "event": "not_an_agent",
+                "url": url,
+                "message": f"{url} is not an A2A agent (no agent card at {card});"
+                " your message was not delivered",
+            }
+        )
+        return Exit.USAGE
+
+    def _too_large(self, cursor: _Cursor, exc: RemoteError) -> Exit:
+        """-32100: the agent takes requests up to a size; the message was over it."""
+        limit = re.search(r"over (\d+) bytes", exc.message)
+        size = f" ({_size(int(limit.group(1)))})" if limit else ""
+        self.emit(
+            {
+                "event": "too_large",
+                "agent": cursor.name,
+                "code": exc.code,
+                "message": f"{cursor.name} refused your message: {exc.message}{size};"
+                " it was not delivered: send a shorter one",
+            }
+        )
+        return Exit.USAGE
+
     def _unreachable(self, url: str, exc: Exception, delivered: bool = True) -> Exit:
         """`cannot reach billing at URL (connection refused)`: the first failure's reason; the
         circuit breaker only when it is why the call was not made."""
@@ -504,6 +546,21 @@ class Conversation:
             }
         )
         return Exit.UNREACHABLE
+
+
+def _answered_without_card(exc: Exception) -> bool:
+    """Whether a card could not be read because the URL answered without one (a web page, a
+    wrong path): not a failure to reach it, nor a card refused for its signature."""
+    found = re.search(r"agent card answered HTTP (\d+)", str(exc))
+    return found is not None and int(found.group(1)) in (400, 404, 405, 406, 410, 415, 501)
+
+
+def _size(count: int) -> str:
+    """A byte count as a person reads it: `1 MiB`, `64 KiB`, `900 bytes`."""
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if count >= scale:
+            return f"{count / scale:.3g} {unit}"
+    return f"{count} bytes"
 
 
 def describe(exc: Exception) -> str:

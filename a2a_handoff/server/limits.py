@@ -209,6 +209,9 @@ class LimitedHttpProtocol(HttpToolsProtocol):
             self._body_timer.cancel()
             self._body_timer = None
         super().on_message_complete()
+        answered = self.cycle is not None and self.cycle.response_complete
+        if answered and not self.transport.is_closing() and not self.pipeline:
+            self._expect_head()  # answered before its body ended (a 413): the next head
 
     def _body_late(self) -> None:
         self._body_timer = None
@@ -224,7 +227,12 @@ class LimitedHttpProtocol(HttpToolsProtocol):
             self._watch_writes()  # also when the answer said `connection: close`
         complete = self.cycle is not None and self.cycle.response_complete
         if not self.transport.is_closing() and not self.pipeline and complete:
-            self._expect_head()
+            # An answer given before the request's body ended (413 on its declared length):
+            # the rest of the body is read and dropped (uvicorn), within `body_timeout`, and
+            # is no head: counted as one it reset the connection, and the client lost the
+            # answer ("connection reset" instead of "request body over N bytes").
+            if not self._reading_body:
+                self._expect_head()
 
     # -- writing ----------------------------------------------------------------------------
 
