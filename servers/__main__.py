@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import gc
 import os
 import signal
@@ -260,6 +261,10 @@ def server_limits(args: argparse.Namespace) -> ServerLimits:
 def serve(name: str, args: argparse.Namespace) -> int:
     example = EXAMPLES[name]
     url = args.url or f"http://{args.host}:{args.port}/"
+    if not _port_free(args.host, args.port):  # a usage error, said before anything else
+        taken = port_taken(args.host, [f"{args.port} ({name})"], "--port")
+        print(f"error: {taken}", file=sys.stderr)
+        return int(ExitCode.USAGE)
     try:
         auth = None
         if args.auth_keys:
@@ -358,12 +363,24 @@ def serve(name: str, args: argparse.Namespace) -> int:
 
 
 def _port_free(host: str, port: int) -> bool:
+    """Whether a server could listen on host:port now (as uvicorn binds: SO_REUSEADDR, so a
+    port a stopped agent left in TIME_WAIT is free, one another process listens on is not).
+    Only a port in use is not free: other bind errors are left to the server to report."""
     with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((host, port))
-        except OSError:
-            return False
+        except OSError as exc:
+            return exc.errno != errno.EADDRINUSE
     return True
+
+
+def port_taken(host: str, ports: Sequence[str], option: str) -> str:
+    """The usage error of a busy port, saying what to do."""
+    return (
+        f"port in use on {host}: {', '.join(ports)}; stop what listens there, or pick"
+        f" another {option}"
+    )
 
 
 def _serving(url: str) -> bool:
@@ -385,9 +402,8 @@ def run_all(
     ports = {name: base_port + i for i, name in enumerate(ALL)}
     taken = [f"{port} ({name})" for name, port in ports.items() if not _port_free(host, port)]
     if taken:
-        print(f"error: port in use on {host}: {', '.join(taken)}; pick another --base-port",
-              file=sys.stderr)  # fmt: skip
-        return int(ExitCode.FAILED)
+        print(f"error: {port_taken(host, taken, '--base-port')}", file=sys.stderr)
+        return int(ExitCode.USAGE)
     private_dir(data_dir)
     urls = {name: f"http://{host}:{port}/" for name, port in ports.items()}
     procs: dict[str, subprocess.Popen[bytes]] = {}

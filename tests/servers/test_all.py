@@ -81,6 +81,6 @@ def test_a_taken_port_is_an_error_and_no_url_is_printed(tmp_path: Path) -> None:
         taken.listen()
         proc = start(base, tmp_path / "data")
         out, err = proc.communicate(timeout=30)
-    assert proc.returncode == 1
+    assert proc.returncode == 64, err  # a usage error, as in the exit-code table
     assert f"port in use on 127.0.0.1: {base + 2} (logistics)" in err
     assert "http://" not in out
