@@ -52,6 +52,7 @@ from a2a_handoff.trust.keys import (
     IdentityStore,
     KeyFile,
     load_or_create,
+    own_identity,
 )
 from a2a_handoff.trust.trustlist import TrustedAgent, load_trust_file, parse_trust
 from servers import _llm
@@ -105,6 +106,12 @@ def _check_identity(
     """The agent's signing keys, checked (or made, for a new SQLite store) before it serves:
     TrustError when they cannot be used — a key file another user owns or can read, one gone
     missing beside a store used before, keys a Redis store cannot keep."""
+    if isinstance(store, SqliteTaskStore) and identity is not None:
+        # Keys given apart from a SQLite file that has keys of its own: the file is still
+        # that agent's store (tasks, outbox), not one another agent may share.
+        beside = store.key_file.read()
+        if beside is not None:
+            own_identity(beside, name, store.key_file)
     if identity is None and isinstance(store, SqliteTaskStore):
         identity = store.key_file
     shared = not isinstance(store, SqliteTaskStore | MemoryTaskStore)
