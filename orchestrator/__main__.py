@@ -59,7 +59,7 @@ from a2a_handoff.secrets import read_secret
 from orchestrator import operator
 from orchestrator.conversation import Conversation, Event, Exit, chain_of, describe
 from orchestrator.reach import Reach, credentials
-from orchestrator.session import Hop, Session, default_session_path
+from orchestrator.session import Hop, Session, SessionDamaged, default_session_path
 
 
 def human(event: Event) -> str:
@@ -126,8 +126,16 @@ async def _run(args: argparse.Namespace) -> int:
     if args.command == "console":
         return await _console(args)
     path: Path = args.session
-    session = Session.load(path)
     emit = printer(args.json)
+    try:
+        # The operator commands use no conversation: its file is not even read.
+        session = Session() if args.command in _OPERATOR else Session.load(path)
+    except SessionDamaged as exc:  # recover: a new conversation, said in one line
+        session = Session(entry=exc.entry)
+        at = f" at {exc.entry}" if exc.entry else ""
+        emit({"event": "new_conversation", "agent": exc.entry or "",
+              "message": f"the session file {path} is damaged ({exc}): a new conversation"
+              f" starts{at}"})  # fmt: skip
     if args.command == "new":
         return _new(session, path, args.entry, emit)
     if args.command in ("send", "chat"):

@@ -41,7 +41,7 @@ from a2a_handoff import (
 from a2a_handoff.client.client import CARD_PATH
 from a2a_handoff.client.reasons import reason
 from a2a_handoff.client.replicas import replicas
-from a2a_handoff.errors import PayloadTooLargeError
+from a2a_handoff.errors import PayloadTooLargeError, TaskNotFoundError
 from a2a_handoff.exits import ExitCode
 from a2a_handoff.protocol.models import TaskStatus, utc_now
 from orchestrator.reach import Reach
@@ -69,6 +69,13 @@ MAX_DROPS = 3  # streams picked up again after a failure, per user message
 
 class LoopDetected(Exception):
     """The guard stopped following transfers."""
+
+
+class _TaskGone(Exception):
+    """The agent that owns the conversation does not know its task (-32001)."""
+
+
+NOT_FOUND = TaskNotFoundError.code
 
 
 def _ext(metadata: dict[str, Any] | None) -> dict[str, Any]:
@@ -129,6 +136,7 @@ class Conversation:
         self._catching_up = False  # a pending answer is told by send(), as not delivered
         self._handing_off = False
         self._answered = False  # the agent answered the message being sent (it got it)
+        self._session_task = False  # the call being followed names the session's task
 
     async def name_of(self, url: str) -> str:
         if url not in self._names:
@@ -148,11 +156,34 @@ class Conversation:
 
     async def send(self, text: str) -> Exit:
         """Send the user's text by the conversation's rules (see the module docstring) and
-        follow it to an answer."""
+        follow it to an answer. A conversation whose task its agent no longer has (its data
+        was wiped) starts again at the entry agent, and that is said in one line."""
+        session = self.session
+        stale = (session.owner_name or session.owner_url, session.task_id)
+        try:
+            return await self._deliver(text)
+        except _TaskGone:
+            session.restart()
+            self.emit(
+                {
+                    "event": "new_conversation",
+                    "agent": session.entry or "",
+                    "taskId": stale[1],
+                    "message": f"task {stale[1]} is no longer at {stale[0]} (its data was"
+                    f" wiped?): a new conversation starts at {session.entry}",
+                }
+            )
+            return await self._deliver(text)
+        finally:
+            self._session_task = False
+
+    async def _deliver(self, text: str) -> Exit:
         session = self.session
         url = session.owner_url or session.entry
         if url is None:
             raise ValueError("no entry agent: pass --entry URL")
+        self._session_task = session.task_id is not None  # the next call names that task
+        self._answered = False
         try:
             if session.task_id and (
                 session.awaiting_operator or (session.state and not _settled(session.state))
@@ -183,6 +214,7 @@ class Conversation:
                 # same context, so the entry agent routes the new request afresh.
                 message.reference_task_ids = [session.task_id]
                 url = session.entry or url
+                self._session_task = False
             cursor = _Cursor(url, await self.name_of(url))
             self._answered = False
             return await self._follow(cursor, self.client.stream(url, message))
@@ -264,6 +296,8 @@ class Conversation:
                     return self._not_an_agent(cursor.url)
                 if exc.code == PayloadTooLargeError.code:
                     return self._too_large(cursor, exc)
+                if self._session_task and not self._answered and exc.code == NOT_FOUND:
+                    raise _TaskGone from exc  # the session's task: gone from its agent
                 self.emit(
                     {
                         "event": "error",

@@ -2,6 +2,7 @@
 
 python -m servers NAME --port P --store URL [--route NAME=URL …] [--trust NAME=URL …]
 python -m servers all --base-port P --data-dir DIR   (triage, billing, logistics, human)
+    [--log-dir DIR] [the options of every agent: --log-format, --auth-keys, limits, --llm…]
 
 Every agent signs what it hands off (its keys beside its store: `keys list --store URL`) and
 accepts handoffs only from its routes and the agents `--trust` / `--trust-file` name.
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import gc
 import os
 import signal
@@ -52,9 +54,10 @@ from a2a_handoff.trust.keys import (
     IdentityStore,
     KeyFile,
     load_or_create,
+    own_identity,
 )
 from a2a_handoff.trust.trustlist import TrustedAgent, load_trust_file, parse_trust
-from servers import _llm
+from servers import _all, _llm
 from servers.billing import POLICY as BILLING_POLICY
 from servers.billing import billing_card, make_billing
 from servers.echo import EchoAgent, echo_card
@@ -105,6 +108,12 @@ def _check_identity(
     """The agent's signing keys, checked (or made, for a new SQLite store) before it serves:
     TrustError when they cannot be used — a key file another user owns or can read, one gone
     missing beside a store used before, keys a Redis store cannot keep."""
+    if isinstance(store, SqliteTaskStore) and identity is not None:
+        # Keys given apart from a SQLite file that has keys of its own: the file is still
+        # that agent's store (tasks, outbox), not one another agent may share.
+        beside = store.key_file.read()
+        if beside is not None:
+            own_identity(beside, name, store.key_file)
     if identity is None and isinstance(store, SqliteTaskStore):
         identity = store.key_file
     shared = not isinstance(store, SqliteTaskStore | MemoryTaskStore)
@@ -261,6 +270,10 @@ def server_limits(args: argparse.Namespace) -> ServerLimits:
 def serve(name: str, args: argparse.Namespace) -> int:
     example = EXAMPLES[name]
     url = args.url or f"http://{args.host}:{args.port}/"
+    if not _port_free(args.host, args.port):  # a usage error, said before anything else
+        taken = port_taken(args.host, [f"{args.port} ({name})"], "--port")
+        print(f"error: {taken}", file=sys.stderr)
+        return int(ExitCode.USAGE)
     try:
         auth = None
         if args.auth_keys:
@@ -363,12 +376,24 @@ def serve(name: str, args: argparse.Namespace) -> int:
 
 
 def _port_free(host: str, port: int) -> bool:
+    """Whether a server could listen on host:port now (as uvicorn binds: SO_REUSEADDR, so a
+    port a stopped agent left in TIME_WAIT is free, one another process listens on is not).
+    Only a port in use is not free: other bind errors are left to the server to report."""
     with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((host, port))
-        except OSError:
-            return False
+        except OSError as exc:
+            return exc.errno != errno.EADDRINUSE
     return True
+
+
+def port_taken(host: str, ports: Sequence[str], option: str) -> str:
+    """The usage error of a busy port, saying what to do."""
+    return (
+        f"port in use on {host}: {', '.join(ports)}; stop what listens there, or pick"
+        f" another {option}"
+    )
 
 
 def _serving(url: str) -> bool:
@@ -384,28 +409,47 @@ def run_all(
     host: str = "127.0.0.1",
     contracts: Path | None = None,
     start_within: float = 60.0,
+    passed: Sequence[str] = (),
+    keys: dict[str, str] | None = None,
+    log_dir: Path | None = None,
 ) -> int:
     """Every example agent on consecutive ports, wired together; each URL printed once that
-    agent serves. Ctrl-C stops them."""
+    agent serves. `passed`: options for every agent; `keys`: under API-key auth, the key
+    each agent presents to the others; `log_dir`: each agent's output to NAME.log there.
+    Ctrl-C stops them."""
     ports = {name: base_port + i for i, name in enumerate(ALL)}
     taken = [f"{port} ({name})" for name, port in ports.items() if not _port_free(host, port)]
     if taken:
-        print(f"error: port in use on {host}: {', '.join(taken)}; pick another --base-port",
-              file=sys.stderr)  # fmt: skip
-        return int(ExitCode.FAILED)
+        print(f"error: {port_taken(host, taken, '--base-port')}", file=sys.stderr)
+        return int(ExitCode.USAGE)
     private_dir(data_dir)
+    if log_dir is not None:
+        private_dir(log_dir)
     urls = {name: f"http://{host}:{port}/" for name, port in ports.items()}
     procs: dict[str, subprocess.Popen[bytes]] = {}
+    keys = keys or {}
     try:
         for name in ALL:
+            peers = [*EXAMPLES[name].routes, *EXAMPLES[name].trusts]
             routes = [f"--route={r}={urls[r]}" for r in EXAMPLES[name].routes]
             trusts = [f"--trust={t}={urls[t]}" for t in EXAMPLES[name].trusts]
+            env = dict(os.environ)
+            credentials = []
+            if name in keys:  # its own principal's key, to every agent it calls
+                env[_all.KEY_VAR] = keys[name]
+                credentials = [f"--credential={p}=env:{_all.KEY_VAR}" for p in peers]
             cmd = [
                 sys.executable, "-m", "servers", name, "--host", host,
                 "--port", str(ports[name]), "--store", f"sqlite:///{data_dir / name}.db",
                 *routes, *trusts, *(["--contracts", str(contracts)] if contracts else []),
+                *credentials, *passed,
             ]  # fmt: skip
-            procs[name] = subprocess.Popen(cmd)
+            if log_dir is None:
+                procs[name] = subprocess.Popen(cmd, env=env)
+            else:
+                fd = os.open(log_dir / f"{name}.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+                with open(fd, "ab") as log:
+                    procs[name] = subprocess.Popen(cmd, env=env, stdout=log, stderr=log)
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
         waiting = list(ALL)
         deadline = time.monotonic() + start_within
@@ -448,9 +492,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.add_argument("--data-dir", type=Path, default=Path("data"))
         parser.add_argument("--host", default="127.0.0.1")
         parser.add_argument("--contracts", type=Path, default=None)
+        parser.add_argument(
+            "--log-dir", type=Path, default=None,
+            help="each agent's log to NAME.log there (default: this terminal)",
+        )  # fmt: skip
         parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+        actions = _all.add_agent_options(parser, _agent_parser)
         args = parser.parse_args(argv)
-        return run_all(args.base_port, args.data_dir, args.host, args.contracts)
+        callers = [n for n in ALL if EXAMPLES[n].routes or n == "human"]  # it returns
+        try:
+            keys = _all.agent_keys(args, callers)
+        except HandoffError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return int(ExitCode.USAGE)
+        passed = _all.passed_on(args, actions)
+        return run_all(args.base_port, args.data_dir, args.host, args.contracts,
+                       passed=passed, keys=keys, log_dir=args.log_dir)  # fmt: skip
     parser = Parser(prog="python -m servers", description=__doc__)
     parser.add_argument("agent", choices=[*sorted(EXAMPLES), "all"])
     _agent_parser(parser)

@@ -1,7 +1,8 @@
 """The demo behind `scripts/demo`: real agents on SQLite, a conversation with a handoff.
 
 Starts triage, billing, logistics and the human agent (`python -m servers all`, with the
-handoff contracts of `contracts/` enforced), then talks
+handoff contracts of `contracts/` enforced; their logs in files, whose paths it prints, so
+the terminal shows the conversation the README shows), then talks
 to triage through the orchestrator CLI: a refund request is handed off to billing, billing
 asks for the order id, the answer completes the refund; the conversation's trace is printed.
 Then a refund over $500: billing escalates it to the human agent before issuing it, an
@@ -16,10 +17,7 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
-
-import httpx
 
 SCRIPT = ["I was charged twice for my order, I want a refund", "order 12345"]
 BIG_REFUND = "Please refund $750 for order 4242, the sofa arrived broken"
@@ -43,39 +41,42 @@ def _free_base_port(count: int = AGENTS) -> int:
     raise RuntimeError("no free ports")
 
 
-def _wait_healthy(urls: list[str], timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    for url in urls:
-        while True:
-            try:
-                if httpx.get(url + "health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"{url} did not come up")
-            time.sleep(0.1)
+def _start_agents(work: Path, base: int) -> tuple[subprocess.Popen[str], list[str]]:
+    """`servers all`, its agents' logs in files: each agent's URL and log file printed, then
+    "all serving" — before the first prompt. The agents' URLs, in `ALL`'s order."""
+    contracts = Path(__file__).resolve().parent.parent / "contracts"
+    logs = work / "logs"
+    agents = subprocess.Popen(
+        [sys.executable, "-m", "servers", "all", "--base-port", str(base),
+         "--data-dir", str(work / "data"), "--contracts", str(contracts),
+         "--log-dir", str(logs)],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert agents.stdout is not None
+    urls: list[str] = []
+    # `all` prints a line per agent once it serves, then "all serving" (or fails, exiting
+    # within its own start-up bound: the pipe closes).
+    for line in agents.stdout:
+        if line.startswith("all serving"):
+            print(f"all serving; data in {work / 'data'}\n", flush=True)
+            return agents, urls
+        name, url = line.split()
+        urls.append(url)
+        print(f"{name:10} {url:26} log: {logs / name}.log", flush=True)
+    agents.wait(15)
+    raise SystemExit(f"the agents did not start (servers all: exit {agents.returncode})")
 
 
 def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="a2a-demo-"))
-    base = _free_base_port()
-    contracts = Path(__file__).resolve().parent.parent / "contracts"
-    agents = subprocess.Popen(
-        [sys.executable, "-m", "servers", "all", "--base-port", str(base),
-         "--data-dir", str(work / "data"), "--contracts", str(contracts)],
-    )  # fmt: skip
-    urls = [f"http://127.0.0.1:{base + i}/" for i in range(AGENTS)]
+    agents, urls = _start_agents(work, _free_base_port())
     orchestrator = [sys.executable, "-m", "orchestrator", "--session", str(work / "session.json")]
     try:
-        _wait_healthy(urls)
-        print(f"\nagents are up; data in {work / 'data'}\n", flush=True)
         for i, text in enumerate(SCRIPT):
             print(f"you> {text}", flush=True)
             entry = ["--entry", urls[0]] if i == 0 else []
-            code = subprocess.call([*orchestrator, "send", *entry, text])
-            print(f"(exit code {code})\n", flush=True)
-        print("trace of the conversation:", flush=True)
+            subprocess.call([*orchestrator, "send", *entry, text])
+        print("\nyou$ python -m orchestrator trace", flush=True)
         subprocess.call([*orchestrator, "trace"])
         _escalation(work, urls[0], urls[3])
         return 0
@@ -89,8 +90,8 @@ def _escalation(work: Path, triage: str, human: str) -> None:
     user = [sys.executable, "-m", "orchestrator", "--session", str(work / "session2.json")]
     operator = [sys.executable, "-m", "orchestrator"]
     print(f"\n--- a refund over $500 ---\nyou> {BIG_REFUND}", flush=True)
-    code = subprocess.call([*user, "--wait", "3", "send", "--entry", triage, BIG_REFUND])
-    print(f"(exit code {code}: the conversation waits for an operator)\n", flush=True)
+    subprocess.call([*user, "--wait", "3", "send", "--entry", triage, BIG_REFUND])
+    print(flush=True)
     print(f"operator$ python -m orchestrator inbox --agent {human}", flush=True)
     subprocess.call([*operator, "inbox", "--agent", human])
     listing = subprocess.run(
@@ -101,9 +102,8 @@ def _escalation(work: Path, triage: str, human: str) -> None:
     print(f"\noperator$ python -m orchestrator approve {task} '{note}' --agent {human}")
     subprocess.call([*operator, "approve", task, note, "--agent", human])
     print(f"\nyou$ python -m orchestrator watch {task} --agent {human}", flush=True)
-    code = subprocess.call([*user, "watch", task, "--agent", human])
-    print(f"(exit code {code})\n", flush=True)
-    print("trace of the conversation:", flush=True)
+    subprocess.call([*user, "watch", task, "--agent", human])
+    print("\nyou$ python -m orchestrator trace", flush=True)
     subprocess.call([*user, "trace"])
 
 

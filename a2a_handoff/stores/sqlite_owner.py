@@ -43,8 +43,9 @@ class OwnerLock:
             database = str(self.path)[: -len("-owner")]
             raise StoreError(
                 f"the SQLite file {database} is already served by another process ({owner});"
-                " stop that one first, or open the store with ?shared=1 if several processes"
-                " are meant to share the file"
+                " stop that one first, or open the store with ?shared=1 if replicas of the"
+                " same agent are meant to share the file (another agent needs a store of its"
+                " own)"
             ) from None
         handle.seek(0)
         handle.truncate()

@@ -20,7 +20,7 @@ import logging
 
 from joserfc.jwk import OKPKey
 
-from a2a_handoff.trust.keys import Identity, IdentityStore, load_or_create
+from a2a_handoff.trust.keys import Identity, IdentityStore, load_or_create, own_identity
 from a2a_handoff.trust.signing import ENVELOPE_TYP, sign_detached
 from a2a_handoff.trust.trustlist import TrustedAgent, TrustList
 
@@ -75,7 +75,7 @@ class AgentTrust:
         document = await self.store.load_identity(self.agent)
         if document is None or document == self._document:
             return False
-        identity = Identity.from_document(document, self.agent)
+        identity = own_identity(document, self.agent, self.store)
         before = set(self.identity.public_keys)
         self._identity, self._document = identity, document
         log.warning(

@@ -349,12 +349,32 @@ class EnvIdentity:
         raise TrustError(f"the identity comes from ${ENV_VAR}: change it there")
 
 
+def own_identity(document: str, agent: str, store: object = None) -> Identity:
+    """`agent`'s identity from its document; TrustError when the document is another agent's.
+
+    Keys belong to an agent name: an agent started on another agent's store (a SQLite file
+    shared with `?shared=1`, meant for replicas of one agent) or key file would otherwise sign
+    as that agent — two agents, one JWKS, each able to impersonate the other."""
+    identity = Identity.from_document(document, agent)
+    if identity.agent != agent:
+        where = f" ({store.path})" if isinstance(store, KeyFile) else ""
+        raise TrustError(
+            f"the signing keys{where} belong to agent {identity.agent!r}, not {agent!r}: keys,"
+            f" and the store they sit beside, serve one agent (?shared=1 shares a file between"
+            f" replicas of one agent, not between agents); give {agent} a store of its own"
+            f" (sqlite:///data/{agent}.db), or a key file of its own (python -m a2a_handoff"
+            f" keys init --key-file PATH --agent {agent})"
+        )
+    return identity
+
+
 async def load_or_create(store: IdentityStore, agent: str) -> Identity:
-    """The agent's identity; generated and saved on first use (one winner if two race)."""
+    """The agent's identity; generated and saved on first use (one winner if two race);
+    TrustError when the store holds another agent's (`own_identity`)."""
     for _ in range(3):
         document = await store.load_identity(agent)
         if document is not None:
-            return Identity.from_document(document, agent)
+            return own_identity(document, agent, store)
         identity = Identity.generate(agent)
         if await store.save_identity(agent, identity.to_document(), None):
             return identity
@@ -367,7 +387,7 @@ async def change(store: IdentityStore, agent: str, edit: Any) -> Identity:
         document = await store.load_identity(agent)
         if document is None:
             raise TrustError(f"{agent} has no identity yet (it is made on first start)")
-        updated: Identity = edit(Identity.from_document(document, agent))
+        updated: Identity = edit(own_identity(document, agent, store))
         if await store.save_identity(agent, updated.to_document(), document):
             return updated
     raise TrustError(f"{agent}'s identity kept changing; try again")

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import hmac
 import json
 import logging
 import secrets
+import socket
+import sys
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -24,6 +27,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from a2a_handoff import HANDOFF_EXTENSION_URI, AgentClient
 from a2a_handoff.errors import HandoffError
+from a2a_handoff.exits import ExitCode
 from a2a_handoff.protocol.models import Task
 from orchestrator import operator
 from orchestrator.reach import origin
@@ -301,7 +305,15 @@ def console_app(console: Console) -> Starlette:
 async def serve(
     client: AgentClient, agents: Sequence[str], keys: dict[str, str], host: str, port: int
 ) -> int:
-    """Serve the console until interrupted."""
+    """Serve the console until interrupted; a port in use is a usage error (64), said before
+    anything is printed (the URL is printed only once the page's socket is ours)."""
+    try:
+        sock = _bind(host, port)
+    except OSError as exc:
+        why = "in use" if exc.errno == errno.EADDRINUSE else exc.strerror
+        print(f"error: cannot listen on {host}:{port} ({why}): stop what listens there, or"
+              " pick another --port", file=sys.stderr)  # fmt: skip
+        return int(ExitCode.USAGE)
     console = Console(agents, client, keys)
     token = secrets.token_urlsafe(24)
     app = Guard(console_app(console), host, port, token)
@@ -315,5 +327,18 @@ async def serve(
     name = f"[{host}]" if ":" in host else host
     print(f"console on http://{name}:{port}/?token={token} watching {len(console.agents)}"
           " agent(s)", flush=True)  # fmt: skip
-    await uvicorn.Server(config).serve()
+    with sock:
+        await uvicorn.Server(config).serve(sockets=[sock])
     return 0
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """The page's socket, bound as uvicorn binds one (SO_REUSEADDR)."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    return sock

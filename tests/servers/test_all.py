@@ -3,6 +3,7 @@ is an error before anything starts (issue 17)."""
 
 from __future__ import annotations
 
+import json
 import signal
 import socket
 import subprocess
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.support import ROOT, free_port
+from tests.support import A2A_HEADERS, ROOT, Cli, free_port
 
 NAMES = ("triage", "billing", "logistics", "human")
 
@@ -36,7 +37,7 @@ def four_free_ports() -> int:
     raise AssertionError("no four consecutive free ports")
 
 
-def start(base: int, data: Path) -> subprocess.Popen[str]:
+def start(base: int, data: Path, *extra: str) -> subprocess.Popen[str]:
     cmd = [
         sys.executable,
         "-m",
@@ -46,6 +47,7 @@ def start(base: int, data: Path) -> subprocess.Popen[str]:
         str(base),
         "--data-dir",
         str(data),
+        *extra,
     ]
     return subprocess.Popen(
         cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
@@ -81,6 +83,66 @@ def test_a_taken_port_is_an_error_and_no_url_is_printed(tmp_path: Path) -> None:
         taken.listen()
         proc = start(base, tmp_path / "data")
         out, err = proc.communicate(timeout=30)
-    assert proc.returncode == 1
+    assert proc.returncode == 64, err  # a usage error, as in the exit-code table
     assert f"port in use on 127.0.0.1: {base + 2} (logistics)" in err
     assert "http://" not in out
+
+
+def test_all_passes_every_agent_option_on(tmp_path: Path) -> None:
+    # Before: `servers all` refused --log-format, --log-level, --llm, limits and auth.
+    keys = tmp_path / "keys"
+    keys.write_text("triage=kt\nbilling=kb\nhuman=kh\nalice=ka\nuser=ku\n")
+    keys.chmod(0o600)
+    logs = tmp_path / "logs"
+    base = four_free_ports()
+    proc = start(base, tmp_path / "data", "--log-dir", str(logs), "--auth-keys", str(keys),
+                 "--operators", "alice", "--log-format", "json", "--log-level", "debug",
+                 "--llm", "--max-streams", "7", "--ttl", "60")  # fmt: skip
+    urls = [f"http://127.0.0.1:{base + i}/" for i in range(4)]
+    try:
+        assert proc.stdout is not None
+        lines = [proc.stdout.readline() for _ in range(5)]
+        assert lines[-1].startswith("all serving"), lines
+        call = {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "none"}}
+        for url in urls:  # --auth-keys: every agent asks for a key
+            assert httpx.post(url, json=call, headers=A2A_HEADERS).status_code == 401
+            known = {**A2A_HEADERS, "X-API-Key": "ku"}
+            assert httpx.post(url, json=call, headers=known).json()["error"]["code"] == -32001
+        # Under auth, a handoff goes through: each agent presents its own principal's key.
+        origins = tmp_path / "origins"
+        origins.write_text("".join(f"{url.rstrip('/')}=ku\n" for url in urls))
+        origins.chmod(0o600)
+        cli = Cli(tmp_path / "session.json")
+        code, out = cli.run("--keys-file", str(origins), "send", "--entry", urls[0],
+                            "I was charged twice for order 12345, I want a refund")  # fmt: skip
+        assert code == 0, out
+        assert "[billing] completed: Refund of $49.99 issued for order 12345." in out
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert err == ""  # the agents' output went to their log files
+    triage = (logs / "triage.log").read_text().splitlines()
+    assert "--llm: no --llm-url and no $OPENAI_BASE_URL: routing by keywords" in triage
+    records = [json.loads(line) for line in triage if line.startswith("{")]
+    assert records, triage  # --log-format json
+    assert any('"POST / HTTP/1.1"' in r.get("message", "") for r in records)  # debug
+    assert (logs / "human.log").stat().st_mode & 0o077 == 0
+
+
+def test_all_under_auth_needs_a_key_per_calling_agent_and_operators(tmp_path: Path) -> None:
+    keys = tmp_path / "keys"
+    keys.write_text("triage=kt\nuser=ku\n")
+    keys.chmod(0o600)
+    base = four_free_ports()
+    proc = start(base, tmp_path / "data", "--auth-keys", str(keys), "--operators", "alice")
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 64
+    assert f"{keys} has no key for billing, human" in err
+    assert "add lines billing=KEY, human=KEY" in err
+    keys.write_text("triage=kt\nbilling=kb\nhuman=kh\n")
+    proc = start(base, tmp_path / "data", "--auth-keys", str(keys))
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 64
+    assert "the human agent needs --operators" in err
+    assert out == ""

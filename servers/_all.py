@@ -1,0 +1,95 @@
+"""`python -m servers all`: the options it takes for every agent and passes on to each, and
+the keys the agents present to each other under API-key auth."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from a2a_handoff import HandoffError
+from a2a_handoff.auth import ENV_VAR as AUTH_ENV_VAR
+from a2a_handoff.auth import parse_keys
+from a2a_handoff.secrets import warn_if_shared
+
+# The agent options that mean the same for every agent (or for the one agent they concern,
+# the others ignoring them): `all` takes them and passes them on. Not the ones that name one
+# agent's own things (--port, --store, --url, --route, --scope, --key-file, --credential).
+PASSED_ON = (
+    "trust", "trust_file", "operators", "trust_max_age", "keys_reload", "return_give_up",
+    "ttl", "max_hops", "recovery_interval", "auth_keys", "auth_env", "escalate_over",
+    "repeated_failures", "answer_within", "check_every",
+    "max_connections", "max_streams", "header_timeout", "body_timeout", "write_timeout",
+    "keep_alive", "llm", "llm_url", "llm_model", "llm_timeout",
+    "log_level", "log_format", "metrics_public", "otlp_endpoint",
+)  # fmt: skip
+KEY_VAR = "A2A_SERVERS_ALL_AGENT_KEY"  # the key an agent presents to the others, in its env
+
+
+def add_agent_options(
+    parser: argparse.ArgumentParser, agent_options: Callable[[argparse.ArgumentParser], None]
+) -> list[argparse.Action]:
+    """The agent options of `PASSED_ON`, added to `all`'s parser (same names, defaults and
+    help as `python -m servers NAME`); the actions, to pass the values on."""
+    template = argparse.ArgumentParser(add_help=False)
+    agent_options(template)
+    group = parser.add_argument_group(
+        "passed on to every agent (what they mean: python -m servers NAME --help)"
+    )
+    actions = [a for a in template._actions if a.dest in PASSED_ON]
+    for action in actions:
+        group._add_action(action)
+    return actions
+
+
+def passed_on(args: argparse.Namespace, actions: Sequence[argparse.Action]) -> list[str]:
+    """The options given to `all`, as arguments for each agent (defaults left out)."""
+    out: list[str] = []
+    for action in actions:
+        value = getattr(args, action.dest)
+        if value is None or value == action.default:
+            continue
+        option = action.option_strings[-1]
+        if action.nargs == 0:  # a flag
+            out.append(option)
+        elif isinstance(value, list):
+            out += [f"{option}={v}" for v in value]
+        else:
+            out.append(f"{option}={value}")
+    return out
+
+
+def agent_keys(args: argparse.Namespace, callers: Sequence[str]) -> dict[str, str]:
+    """Under API-key auth, the key each agent that calls others presents: its own
+    principal's (named for the agent) from the same keys — the principal its peers trust it
+    as. {} without auth; HandoffError (a usage error) when one is missing, or when the human
+    agent would have no operators."""
+    if args.auth_keys and args.auth_env:
+        raise HandoffError("--auth-keys and --auth-env: give one")
+    if args.auth_keys:
+        path = Path(args.auth_keys)
+        warn_if_shared(path, "--auth-keys")
+        try:
+            keys = parse_keys(path.read_text())
+        except OSError as exc:
+            raise HandoffError(f"--auth-keys: cannot read {path}: {exc.strerror}") from None
+        where = str(path)
+    elif args.auth_env:
+        keys = parse_keys(os.environ.get(AUTH_ENV_VAR, ""))
+        where = f"${AUTH_ENV_VAR}"
+    else:
+        return {}
+    missing = [name for name in callers if name not in keys]
+    if missing:
+        raise HandoffError(
+            f"{where} has no key for {', '.join(missing)}: under API-key auth each agent"
+            " presents its own principal's key (named for the agent) to the others; add"
+            f" lines {', '.join(f'{name}=KEY' for name in missing)}"
+        )
+    if not args.operators:
+        raise HandoffError(
+            "under API-key auth the human agent needs --operators (the principals that decide"
+            " escalations)"
+        )
+    return {name: keys[name] for name in callers}
