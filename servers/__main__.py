@@ -136,8 +136,8 @@ def _agent_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--store",
         default=None,
-        help="sqlite:///PATH (default sqlite:///data/NAME.db), redis://HOST:PORT/DB (shared by"
-        " replicas) or memory://",
+        help="sqlite:///PATH (default sqlite:///data/NAME.db), postgresql://USER@HOST:PORT/DB or"
+        " redis://HOST:PORT/DB (shared by replicas), or memory://",
     )
     parser.add_argument("--url", default=None, help="the URL the card advertises")
     parser.add_argument(
@@ -373,15 +373,33 @@ def _serving(url: str) -> bool:
         return False
 
 
+def _store_of(name: str, data_dir: Path, store: str | None) -> list[str]:
+    """The --store (and --key-file) of example agent `name` under `servers all --store URL`:
+    a SQLite file each by default; on a shared store, a schema (PostgreSQL) or key prefix
+    (Redis) each, and a key file each in `data_dir` (made on first use: a shared store keeps
+    no keys)."""
+    if store is None or store.startswith("sqlite:"):
+        return ["--store", f"sqlite:///{data_dir / name}.db"]
+    if store.startswith("memory:"):
+        return ["--store", store]
+    option = f"schema={name}" if store.startswith("postgres") else f"prefix={name}:"
+    url = f"{store}{'&' if '?' in store else '?'}{option}"
+    key_file = KeyFile(data_dir / f"{name}.keys.json", create=True)
+    asyncio.run(load_or_create(key_file, name))
+    return ["--store", url, "--key-file", str(key_file.path)]
+
+
 def run_all(
     base_port: int,
     data_dir: Path,
     host: str = "127.0.0.1",
     contracts: Path | None = None,
     start_within: float = 60.0,
+    store: str | None = None,
 ) -> int:
     """Every example agent on consecutive ports, wired together; each URL printed once that
-    agent serves. Ctrl-C stops them."""
+    agent serves. Ctrl-C stops them. `store`: a URL every agent shares (each in a schema or
+    key prefix of its own) instead of a SQLite file each."""
     ports = {name: base_port + i for i, name in enumerate(ALL)}
     taken = [f"{port} ({name})" for name, port in ports.items() if not _port_free(host, port)]
     if taken:
@@ -397,7 +415,7 @@ def run_all(
             trusts = [f"--trust={t}={urls[t]}" for t in EXAMPLES[name].trusts]
             cmd = [
                 sys.executable, "-m", "servers", name, "--host", host,
-                "--port", str(ports[name]), "--store", f"sqlite:///{data_dir / name}.db",
+                "--port", str(ports[name]), *_store_of(name, data_dir, store),
                 *routes, *trusts, *(["--contracts", str(contracts)] if contracts else []),
             ]  # fmt: skip
             procs[name] = subprocess.Popen(cmd)
@@ -443,9 +461,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.add_argument("--data-dir", type=Path, default=Path("data"))
         parser.add_argument("--host", default="127.0.0.1")
         parser.add_argument("--contracts", type=Path, default=None)
+        parser.add_argument(
+            "--store",
+            default=None,
+            help="one postgresql://… or redis://… URL for every agent (a schema or key prefix"
+            " each, key files in --data-dir); default: a SQLite file each in --data-dir",
+        )
         parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
         args = parser.parse_args(argv)
-        return run_all(args.base_port, args.data_dir, args.host, args.contracts)
+        return run_all(args.base_port, args.data_dir, args.host, args.contracts, store=args.store)
     parser = Parser(prog="python -m servers", description=__doc__)
     parser.add_argument("agent", choices=[*sorted(EXAMPLES), "all"])
     _agent_parser(parser)
