@@ -3,6 +3,7 @@ private server (`initdb`) on a free port that a test may kill, pause and restart
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -13,6 +14,8 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import psutil
 
 from tests.support import free_port
 
@@ -97,7 +100,7 @@ class PostgresServer:
             self._as_owner([binary("postgres"), "-D", str(self.dir / "data"),
                             "-p", str(self.port), "-c", "listen_addresses=127.0.0.1",
                             "-k", str(self.dir), "-c", "max_connections=100"]),
-            stdout=log, stderr=log, start_new_session=True,
+            stdout=log, stderr=log,
         )  # fmt: skip
         log.close()
         deadline = time.monotonic() + timeout
@@ -124,21 +127,26 @@ class PostgresServer:
         return PostgresDatabase(self.port).create()
 
     def send(self, signum: int) -> None:
-        """A signal to the server and every backend of it (its own process group)."""
-        if self.proc is not None and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signum)
+        """A signal to the server and every backend of it (each backend is a session of its
+        own: a process group signal would miss them)."""
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        server = psutil.Process(self.proc.pid)
+        for process in [server, *server.children(recursive=True)]:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                process.send_signal(signum)
 
     def kill(self) -> None:
         """kill -9 of the server and its backends at once, as a crash would: the next start
         recovers from the WAL."""
         if self.proc is not None and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.send(signal.SIGKILL)
             self.proc.wait(10)
         (self.dir / "data" / "postmaster.pid").unlink(missing_ok=True)
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGCONT)
+            self.send(signal.SIGCONT)
             self.proc.send_signal(signal.SIGINT)  # fast shutdown (SIGTERM waits for clients)
             try:
                 self.proc.wait(15)

@@ -15,13 +15,14 @@ ledger.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import re
 from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any, Concatenate, ParamSpec, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
-from a2a_handoff.errors import StoreError, TrustError
+from a2a_handoff.errors import HandoffError, StoreDownError, StoreError, TrustError
 from a2a_handoff.stores.base import HandoffStats, OutboxEntry, ReceivedEntry
 from a2a_handoff.stores.guard import StoreGuard
 from a2a_handoff.stores.postgres_follow import PostgresFollowers
@@ -62,6 +63,9 @@ def _unreachable() -> tuple[type[BaseException], ...]:
         errors.CrashShutdownError,
         errors.TooManyConnectionsError,
         errors.ConnectionDoesNotExistError,
+        # A pooled connection left mid-operation by a cut (asyncpg's own state machine):
+        # it is dropped and the call fails like any other that could not reach the server.
+        errors.InternalClientError,
     )
 
 
@@ -120,6 +124,7 @@ class PostgresBase:
         self.channel = f"a2a_events_{schema}"
         self.followers = PostgresFollowers(self.channel, self._connect)
         self._pool: Any = None
+        self._lost_signal: asyncio.Future[None] | None = None  # set when one is lost
 
     @staticmethod
     def parse_url(url: str) -> tuple[str, dict[str, Any]]:
@@ -162,7 +167,7 @@ class PostgresBase:
         try:
             pool = await asyncpg.create_pool(
                 self.dsn,
-                min_size=1,
+                min_size=0,  # no floor to restore while the server is down
                 max_size=self.pool_max,
                 timeout=self.connect_timeout,
                 command_timeout=self.command_timeout,
@@ -223,20 +228,55 @@ class PostgresBase:
         """A pooled connection, waited for `acquire_timeout` at most."""
         if self._pool is None:
             raise StoreError("the PostgreSQL store is not open")
+        conn = await self._acquire()
         try:
-            holder = self._pool.acquire(timeout=self.acquire_timeout)
-            conn = await holder.__aenter__()
+            yield conn
+        except (HandoffError, asyncpg.PostgresError) as exc:
+            if isinstance(exc, self.guard.unreachable):
+                self._drop(conn)
+            raise  # otherwise the server answered (a constraint, say): the connection is fine
+        except BaseException:
+            # Timed out, cut, or cancelled mid-statement: the connection is in no state to be
+            # reset and reused (a reset would wait on a server that does not answer).
+            self._drop(conn)
+            raise
+        finally:
+            with contextlib.suppress(Exception):  # a failed reset terminated the connection
+                await self._pool.release(conn)
+
+    async def _acquire(self) -> Any:
+        """A connection from the pool, waited for `acquire_timeout` at most — or until another
+        call finds the server not answering (its statement timed out, its connection was cut):
+        this one then fails at once rather than wait out timeouts of its own."""
+        pool = self._pool
+        acquiring = asyncio.ensure_future(pool.acquire(timeout=self.acquire_timeout))
+        if self._lost_signal is None:
+            self._lost_signal = asyncio.get_running_loop().create_future()
+        lost = self._lost_signal
+        await asyncio.wait((acquiring, lost), return_when=asyncio.FIRST_COMPLETED)
+        if not acquiring.done():
+            acquiring.cancel()  # asyncpg's acquire gives the connection back when cancelled
+            with contextlib.suppress(BaseException):
+                await acquiring
+            raise StoreDownError("PostgreSQL stopped answering while this call waited")
+        try:
+            return acquiring.result()
         except TimeoutError as exc:
-            if self._pool.get_size() < self.pool_max or self._pool.get_idle_size():
+            if pool.get_size() < self.pool_max or pool.get_idle_size():
                 raise  # a connection could not be made: the server does not answer
             raise StoreError(
                 f"every one of the {self.pool_max} pooled connections stayed busy for"
                 f" {self.acquire_timeout:g} s (raise pool_max in the store URL)"
             ) from exc
-        try:
-            yield conn
-        finally:
-            await holder.__aexit__(None, None, None)
+
+    def _drop(self, conn: Any) -> None:
+        """Terminate a connection a timeout or a cut left unusable; wake the calls waiting
+        for a connection (`_acquire`)."""
+        if self._lost_signal is not None:
+            self._lost_signal.set_result(None)
+            self._lost_signal = None
+        with contextlib.suppress(Exception):  # the pool may have taken it back already
+            conn.terminate()
 
     async def ping(self) -> bool:
         return await self.problem() is None
