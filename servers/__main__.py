@@ -146,8 +146,8 @@ def _agent_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--store",
         default=None,
-        help="sqlite:///PATH (default sqlite:///data/NAME.db), redis://HOST:PORT/DB (shared by"
-        " replicas) or memory://",
+        help="sqlite:///PATH (default sqlite:///data/NAME.db), postgresql://USER@HOST:PORT/DB or"
+        " redis://HOST:PORT/DB (shared by replicas), or memory://",
     )
     parser.add_argument("--url", default=None, help="the URL the card advertises")
     parser.add_argument(
@@ -403,6 +403,22 @@ def _serving(url: str) -> bool:
         return False
 
 
+def _store_of(name: str, data_dir: Path, store: str | None) -> list[str]:
+    """The --store (and --key-file) of example agent `name` under `servers all --store URL`:
+    a SQLite file each by default; on a shared store, a schema (PostgreSQL) or key prefix
+    (Redis) each, and a key file each in `data_dir` (made on first use: a shared store keeps
+    no keys)."""
+    if store is None or store.startswith("sqlite:"):
+        return ["--store", f"sqlite:///{data_dir / name}.db"]
+    if store.startswith("memory:"):
+        return ["--store", store]
+    option = f"schema={name}" if store.startswith("postgres") else f"prefix={name}:"
+    url = f"{store}{'&' if '?' in store else '?'}{option}"
+    key_file = KeyFile(data_dir / f"{name}.keys.json", create=True)
+    asyncio.run(load_or_create(key_file, name))
+    return ["--store", url, "--key-file", str(key_file.path)]
+
+
 def run_all(
     base_port: int,
     data_dir: Path,
@@ -412,11 +428,13 @@ def run_all(
     passed: Sequence[str] = (),
     keys: dict[str, str] | None = None,
     log_dir: Path | None = None,
+    store: str | None = None,
 ) -> int:
     """Every example agent on consecutive ports, wired together; each URL printed once that
     agent serves. `passed`: options for every agent; `keys`: under API-key auth, the key
-    each agent presents to the others; `log_dir`: each agent's output to NAME.log there.
-    Ctrl-C stops them."""
+    each agent presents to the others; `log_dir`: each agent's output to NAME.log there;
+    `store`: a URL every agent shares (each in a schema or key prefix of its own) instead of
+    a SQLite file each. Ctrl-C stops them."""
     ports = {name: base_port + i for i, name in enumerate(ALL)}
     taken = [f"{port} ({name})" for name, port in ports.items() if not _port_free(host, port)]
     if taken:
@@ -440,7 +458,7 @@ def run_all(
                 credentials = [f"--credential={p}=env:{_all.KEY_VAR}" for p in peers]
             cmd = [
                 sys.executable, "-m", "servers", name, "--host", host,
-                "--port", str(ports[name]), "--store", f"sqlite:///{data_dir / name}.db",
+                "--port", str(ports[name]), *_store_of(name, data_dir, store),
                 *routes, *trusts, *(["--contracts", str(contracts)] if contracts else []),
                 *credentials, *passed,
             ]  # fmt: skip
@@ -496,6 +514,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             "--log-dir", type=Path, default=None,
             help="each agent's log to NAME.log there (default: this terminal)",
         )  # fmt: skip
+        parser.add_argument(
+            "--store",
+            default=None,
+            help="one postgresql://… or redis://… URL for every agent (a schema or key prefix"
+            " each, key files in --data-dir); default: a SQLite file each in --data-dir",
+        )
         parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
         actions = _all.add_agent_options(parser, _agent_parser)
         args = parser.parse_args(argv)
@@ -507,7 +531,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return int(ExitCode.USAGE)
         passed = _all.passed_on(args, actions)
         return run_all(args.base_port, args.data_dir, args.host, args.contracts,
-                       passed=passed, keys=keys, log_dir=args.log_dir)  # fmt: skip
+                       passed=passed, keys=keys, log_dir=args.log_dir,
+                       store=args.store)  # fmt: skip
     parser = Parser(prog="python -m servers", description=__doc__)
     parser.add_argument("agent", choices=[*sorted(EXAMPLES), "all"])
     _agent_parser(parser)

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.postgres_support import PostgresDatabase
 from tests.redis_support import RedisServer
 from tests.support import AgentProcess
 
@@ -38,3 +39,14 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServ
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres_database() -> Iterator[PostgresDatabase]:
+    """One database of the session's own on the machine's PostgreSQL (127.0.0.1:5432), dropped
+    at the end; tests keep apart by schema (`store_url()`)."""
+    database = PostgresDatabase().create()
+    try:
+        yield database
+    finally:
+        database.drop()

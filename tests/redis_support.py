@@ -15,11 +15,13 @@ from tests.support import free_port
 
 @dataclass
 class RedisServer:
-    """`redis-server` with its append-only file fsync'd on every write; killable, restartable."""
+    """`redis-server` with its append-only file fsync'd on every write; killable, restartable.
+    `extra`: more options, after those (`--appendonly no` makes one that loses writes)."""
 
     dir: Path
     port: int = field(default_factory=free_port)
     proc: subprocess.Popen[bytes] | None = None
+    extra: tuple[str, ...] = ()
 
     def url(self, db: int = 0) -> str:
         return f"redis://127.0.0.1:{self.port}/{db}"
@@ -38,7 +40,7 @@ class RedisServer:
         cmd = [
             binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
             "--appendonly", "yes", "--appendfsync", "always", "--dir", str(self.dir),
-            "--daemonize", "no", "--protected-mode", "no",
+            "--daemonize", "no", "--protected-mode", "no", *self.extra,
         ]  # fmt: skip
         log = open(self.dir / "redis.log", "ab")  # noqa: SIM115
         self.proc = subprocess.Popen(cmd, stdout=log, stderr=log)

@@ -61,7 +61,8 @@ class AgentProcess:
             sys.executable, "-m", self.module, self.name,
             "--port", str(self.port), "--store", self.store, *self.extra,
         ]  # fmt: skip
-        if self.store.startswith("redis") and not any("--key-file" in a for a in self.extra):
+        shared = self.store.startswith(("redis", "postgres"))
+        if shared and not any("--key-file" in a for a in self.extra):
             cmd.append(f"--key-file={shared_key_file(self.name, self.store)}")
         env = {**os.environ, "PYTHONUNBUFFERED": "1", **self.env}
         log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115

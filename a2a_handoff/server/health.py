@@ -4,7 +4,8 @@ Degraded when the store cannot be reached or fails writes, or a handoff has been
 longer than `stale_after` seconds (a target down, or a delivery stuck). The report also gives
 the number of pending handoffs, the oldest one, the last completed one, the returns this
 process gave up (an operator's decision that could not reach the agent that escalated: the
-task failed, its reason here) and the circuit breakers of the agents this one calls.
+task failed, its reason here), the circuit breakers of the agents this one calls, and for a
+store with a connection pool (PostgreSQL) the pool's use (`storePool`: open, in use, max).
 
 Cheap whatever the ledger's size: the figures come from the store's indexes and kept values
 (`handoff_stats`), never from reading the ledger — a report costs about what a GetTask does,
@@ -56,6 +57,9 @@ class Health:
     async def _measure(self) -> tuple[bool, dict[str, Any]]:
         problem = await self.store.problem()
         report: dict[str, Any] = {"store": problem or "ok"}
+        pool_use = getattr(self.store, "pool_use", None)  # a store with a connection pool
+        if pool_use is not None:
+            report["storePool"] = pool_use()
         stale = 0
         if problem is None or problem.startswith("failing writes"):
             cutoff = datetime.now(UTC) - timedelta(seconds=self.stale_after)

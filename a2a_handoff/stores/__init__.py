@@ -1,4 +1,5 @@
-"""Store backends, chosen by URL: `sqlite:///path`, `memory://`, `redis://host:port/db`."""
+"""Store backends, chosen by URL: `sqlite:///path`, `memory://`, `redis://host:port/db`,
+`postgresql://user@host:port/db`."""
 
 from __future__ import annotations
 
@@ -45,6 +46,11 @@ def open_store(url: str) -> Store:
         from a2a_handoff.stores.redis import RedisTaskStore  # the optional `redis` extra
 
         return RedisTaskStore.from_url(url)
+    if url.startswith(("postgresql://", "postgres://")):
+        from a2a_handoff.stores.postgres import PostgresTaskStore  # the `postgres` extra
+
+        return PostgresTaskStore.from_url(url)
     raise StoreError(
-        f"unknown store URL {url!r}: use sqlite:///PATH, memory:// or redis://HOST:PORT/DB"
+        f"unknown store URL {url!r}: use sqlite:///PATH, memory://, redis://HOST:PORT/DB"
+        " or postgresql://USER@HOST:PORT/DB"
     )

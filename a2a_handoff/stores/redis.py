@@ -3,9 +3,10 @@
 For several replicas of one agent sharing their state (`redis://HOST:PORT/DB`). Every write
 that checks something — a task's version, a dedupe key, a pending outbox entry, a lease — is
 ONE Lua script (`stores.redis_scripts`), so it is atomic across replicas; the snapshot, its
-events and its indexes change together or not at all. Run Redis with `appendonly yes` and
-`appendfsync always` for the durability of the SQLite default (an acknowledged write is on
-disk).
+events and its indexes change together or not at all. Redis must run with `appendonly yes`,
+`appendfsync always` and `maxmemory-policy noeviction` for the durability of the SQLite
+default (an acknowledged write is on disk): the store refuses to open otherwise, unless the URL
+says `durability=none` (`stores.redis_durability`).
 
 Calls have timeouts (connect 1 s, read 2 s by default; `socket_connect_timeout` and
 `socket_timeout` in the URL) and are not retried blindly: while Redis cannot be reached every
@@ -67,16 +68,19 @@ class RedisTaskStore(RedisBase):
         *,
         prefix: str = "a2a:",
         idempotency_ttl: float = DEFAULT_IDEMPOTENCY_TTL,
+        durability: str = "full",
     ) -> None:
-        super().__init__(url, prefix)
+        super().__init__(url, prefix, durability)
         self.idempotency_ttl = idempotency_ttl
 
     @classmethod
     def from_url(cls, url: str) -> RedisTaskStore:
-        """`redis://HOST:PORT/DB?prefix=a2a:&idempotency_ttl=86400` (query optional)."""
+        """`redis://HOST:PORT/DB?prefix=a2a:&idempotency_ttl=86400&durability=none` (query
+        optional; `durability=none` accepts a Redis that may lose writes, see
+        `stores.redis_durability`)."""
         parts = urlsplit(url)
         query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
-        ours = ("prefix", "idempotency_ttl")
+        ours = ("prefix", "idempotency_ttl", "durability")
         rest = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k not in ours]
         base = parts._replace(query=urlencode(rest)).geturl()  # redis-py's own options stay
         try:
@@ -85,7 +89,11 @@ class RedisTaskStore(RedisBase):
             ttl = -1.0
         if not ttl > 0:
             raise StoreError(f"idempotency_ttl must be a positive number of seconds in {url!r}")
-        return cls(base, prefix=query.get("prefix", "a2a:"), idempotency_ttl=ttl)
+        durability = query.get("durability", "full")
+        if durability not in ("full", "none"):
+            raise StoreError(f"durability must be full (the default) or none in {url!r}")
+        prefix = query.get("prefix", "a2a:")
+        return cls(base, prefix=prefix, idempotency_ttl=ttl, durability=durability)
 
     async def open(self) -> RedisTaskStore:
         await super().open()

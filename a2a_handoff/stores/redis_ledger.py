@@ -20,6 +20,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 from a2a_handoff.errors import StoreDownError, StoreError, TrustError
 from a2a_handoff.stores.base import HandoffStats, OutboxEntry, ReceivedEntry
 from a2a_handoff.stores.guard import StoreGuard
+from a2a_handoff.stores.redis_durability import check_durability
 from a2a_handoff.stores.redis_follow import RedisFollowers
 from a2a_handoff.stores.redis_scripts import ALL as SCRIPTS
 from a2a_handoff.stores.redis_scripts import LAYOUT
@@ -80,11 +81,12 @@ class RedisBase:
 
     shared = True
 
-    def __init__(self, url: str, prefix: str) -> None:
+    def __init__(self, url: str, prefix: str, durability: str = "full") -> None:
         if aioredis is None:  # pragma: no cover - the optional extra
             raise StoreError("the Redis store needs redis-py: pip install 'a2a-handoff[redis]'")
         self.url = url
         self.prefix = prefix
+        self.durability = durability  # "none": a Redis that may lose writes is accepted
         self.guard = StoreGuard(UNREACHABLE)
         self.followers = RedisFollowers(prefix + "n:")
         self._client: Any = None
@@ -119,6 +121,13 @@ class RedisBase:
         except Exception as exc:
             await client.aclose()
             raise StoreError(f"cannot reach Redis at {self.url}: {exc}") from exc
+        try:
+            await check_durability(
+                client, f"{self.url} (prefix {self.prefix})", accept_loss=self.durability == "none"
+            )
+        except BaseException:
+            await client.aclose()
+            raise
         self._client = client
         for name, source in SCRIPTS.items():
             self._scripts[name] = client.register_script(source)

@@ -35,10 +35,10 @@ from a2a_handoff.trust.signing import KEY_TYP, sign_claims, verify_claims
 
 ENV_VAR = "A2A_AGENT_KEY"
 NO_KEYS_IN_SHARED_STORE = (
-    "a shared store (Redis) keeps no signing keys — whoever reaches it would read them: give"
-    " the agent a key file of its own, mode 0600 — made by `python -m a2a_handoff keys init"
-    " --key-file PATH --agent NAME` — and start it with --key-file PATH (its replicas with the"
-    " same file), or put the key in $A2A_AGENT_KEY"
+    "a shared store (Redis, PostgreSQL) keeps no signing keys — whoever reaches it would read"
+    " them: give the agent a key file of its own, mode 0600 — made by `python -m a2a_handoff"
+    " keys init --key-file PATH --agent NAME` — and start it with --key-file PATH (its"
+    " replicas with the same file), or put the key in $A2A_AGENT_KEY"
 )
 
 

@@ -1,4 +1,5 @@
-"""Several replicas of one agent on one Redis: any replica answers for any task."""
+"""Several replicas of one agent on one shared store (Redis, PostgreSQL): any replica answers
+for any task."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import pytest
 from a2a_handoff.failpoints import ENV_VAR, EXIT_CODE
 from tests.integration.handoff_support import REFUND, ext, message, result, tasks_in, wait_for
 from tests.integration.test_streams import sse, start, state_of
+from tests.postgres_support import PostgresDatabase
 from tests.redis_support import RedisServer
 from tests.support import AgentProcess, Cli, wire_trust
 
@@ -49,13 +51,23 @@ def address(agents: list[AgentProcess]) -> str:
     return ",".join(agent.url for agent in agents)
 
 
+@pytest.fixture(scope="module", params=["redis", "postgres"])
+def shared(request: pytest.FixtureRequest) -> RedisServer | PostgresDatabase:
+    """The shared store the module's tests run on: a Redis, then a PostgreSQL database
+    (`store_url()`: a fresh key prefix or schema, an empty store, each time)."""
+    server: RedisServer | PostgresDatabase = request.getfixturevalue(
+        "redis_server" if request.param == "redis" else "postgres_database"
+    )
+    return server
+
+
 @pytest.fixture(scope="module")
 def echo_pair(
-    redis_server: RedisServer, tmp_path_factory: pytest.TempPathFactory
+    shared: RedisServer | PostgresDatabase, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[AgentProcess, AgentProcess]]:
-    """Two echo replicas on one Redis, shared by the tests of this module that leave them
-    as they found them."""
-    a, b = replicas("echo", redis_server.store_url(), tmp_path_factory.mktemp("echo"))
+    """Two echo replicas on one shared store, shared by the tests of this module that leave
+    them as they found them."""
+    a, b = replicas("echo", shared.store_url(), tmp_path_factory.mktemp("echo"))
     with running(a, b):
         yield a, b
 
@@ -156,10 +168,10 @@ async def test_concurrent_follow_ups_on_two_replicas_get_one_in_and_the_others_b
 
 
 def test_a_replica_killed_mid_handoff_leaves_it_to_the_other(
-    redis_server: RedisServer, tmp_path: Path
+    shared: RedisServer | PostgresDatabase, tmp_path: Path
 ) -> None:
-    (billing,) = replicas("billing", redis_server.store_url(), tmp_path, 1)
-    store = redis_server.store_url()
+    (billing,) = replicas("billing", shared.store_url(), tmp_path, 1)
+    store = shared.store_url()
     first, second = replicas("triage", store, tmp_path, 2, f"--route=billing={billing.url}")
     first.env = {ENV_VAR: "handoff.after_checkpoint"}
     with running(billing, first, second):
@@ -182,11 +194,11 @@ def test_a_replica_killed_mid_handoff_leaves_it_to_the_other(
 
 
 def test_the_orchestrator_fails_over_between_replicas_mid_conversation(
-    redis_server: RedisServer, tmp_path: Path
+    shared: RedisServer | PostgresDatabase, tmp_path: Path
 ) -> None:
-    billing = replicas("billing", redis_server.store_url(), tmp_path)
+    billing = replicas("billing", shared.store_url(), tmp_path)
     triage = replicas(
-        "triage", redis_server.store_url(), tmp_path, 2, f"--route=billing={address(billing)}"
+        "triage", shared.store_url(), tmp_path, 2, f"--route=billing={address(billing)}"
     )
     cli = Cli(tmp_path / "session.json")
     with running(*billing, *triage):

@@ -38,6 +38,7 @@ from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.runtime.tasks import TaskManager
 from a2a_handoff.stores import SqliteTaskStore, Store, TaskStore, open_store
 from a2a_handoff.stores.base import TaskEvent, TaskQuery, TaskRecord
+from a2a_handoff.stores.postgres import PostgresTaskStore
 from a2a_handoff.stores.redis import RedisTaskStore
 from a2a_handoff.trust import AgentTrust
 from a2a_handoff.trust.trustlist import TrustList
@@ -286,10 +287,13 @@ def user_message(text: str, task_id: str | None = None) -> Message:
 
 
 async def replica_of(store: Store) -> Store:
-    """Another replica's view of the same store: its own connection for Redis, the same
-    object otherwise (two task managers on one store, as two processes sharing it would be)."""
+    """Another replica's view of the same store: its own connections for Redis and
+    PostgreSQL, the same object otherwise (two task managers on one store, as two processes
+    sharing it would be)."""
     if isinstance(store, RedisTaskStore):
         return await RedisTaskStore(store.url, prefix=store.prefix).open()
+    if isinstance(store, PostgresTaskStore):
+        return await PostgresTaskStore(store.dsn, schema=store.schema).open()
     return store
 
 
@@ -371,8 +375,8 @@ async def test_an_identity_is_kept_per_agent_and_changed_check_and_set(store: St
     from a2a_handoff.trust.keys import Identity, load_or_create
 
     agent = f"agent-{uuid.uuid4().hex[:6]}"
-    if isinstance(store, RedisTaskStore):
-        # A shared store keeps no private keys: whoever reaches Redis would read them.
+    if store.shared:
+        # A shared store keeps no private keys: whoever reaches it would read them.
         with pytest.raises(TrustError, match="keeps no signing keys"):
             await load_or_create(store, agent)
         return

@@ -1,18 +1,23 @@
-"""What only the Redis store promises: replicas share it, keys expire, a restart loses nothing."""
+"""What only the Redis store promises: replicas share it, keys expire, a restart loses nothing,
+and a Redis that may lose writes is refused unless the URL accepts the loss."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from pathlib import Path
 
 import pytest
 
+from a2a_handoff.errors import StoreError
 from a2a_handoff.protocol.models import StreamResponse, utc_now
 from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.stores.base import TaskQuery, TaskRecord
 from a2a_handoff.stores.redis import RedisTaskStore
 from tests.a2a_handoff.stores.test_behaviour import advance, create, new_task
+from tests.integration.handoff_support import message
 from tests.redis_support import RedisServer
+from tests.support import AgentProcess
 
 pytestmark = pytest.mark.anyio
 
@@ -95,3 +100,65 @@ async def test_a_redis_restart_loses_nothing_acknowledged(tmp_path: Path) -> Non
             await store.create(fresh, [StreamResponse(task=task)])  # it still takes writes
     finally:
         server.stop()
+
+
+async def test_a_redis_that_may_lose_writes_is_refused_unless_the_url_accepts_the_loss(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    volatile = RedisServer(tmp_path / "volatile", extra=("--appendonly", "no")).start()
+    evicting = RedisServer(tmp_path / "evicting", extra=("--maxmemory-policy", "allkeys-lru"))
+    evicting.start()
+    try:
+        with pytest.raises(StoreError) as refused:
+            await RedisTaskStore.from_url(volatile.store_url()).open()
+        message = str(refused.value)
+        assert "appendonly is 'no'" in message
+        assert "appendonly yes appendfsync always" in message
+        assert "durability=none" in message
+        with pytest.raises(StoreError, match="maxmemory-policy is 'allkeys-lru'"):
+            await RedisTaskStore.from_url(evicting.store_url()).open()
+        # Accepted in the URL: it opens and works, and says so once, as a WARNING.
+        url = volatile.store_url() + "&durability=none"
+        with caplog.at_level(logging.WARNING, logger="a2a_handoff.stores"):
+            async with RedisTaskStore.from_url(url) as one, RedisTaskStore.from_url(url) as two:
+                record = await create(one, key="k")
+                assert await two.find("k") == record.id
+        said = [r for r in caplog.records if "durability=none" in r.getMessage()]
+        assert len(said) == 1
+        assert said[0].levelno == logging.WARNING
+        assert "appendonly is 'no'" in said[0].getMessage()
+        with pytest.raises(StoreError, match="durability must be"):
+            RedisTaskStore.from_url(volatile.store_url() + "&durability=some")
+    finally:
+        volatile.stop()
+        evicting.stop()
+
+
+def test_an_agent_on_a_redis_without_an_append_only_file_does_not_start(tmp_path: Path) -> None:
+    volatile = RedisServer(tmp_path / "volatile", extra=("--appendonly", "no")).start()
+    try:
+        agent = AgentProcess("echo", volatile.store_url())
+        agent.log_path = tmp_path / "echo.log"
+        agent.start(wait=False)
+        assert agent.proc is not None
+        assert agent.proc.wait(30) == 64
+        said = agent.log_path.read_text()
+        assert "appendonly is 'no'" in said
+        assert "appendonly yes appendfsync always" in said
+        # The same Redis, the loss accepted: it serves, having said so once.
+        accepting = AgentProcess("echo", volatile.store_url() + "&durability=none")
+        accepting.log_path = tmp_path / "accepting.log"
+        accepting.start()
+        try:
+            done = accepting.rpc("SendMessage", message("hello"))
+            assert done["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+        finally:
+            accepting.stop()
+        warnings = [
+            line for line in accepting.log_path.read_text().splitlines()
+            if "durability=none" in line
+        ]  # fmt: skip
+        assert len(warnings) == 1
+        assert "WARNING" in warnings[0]
+    finally:
+        volatile.stop()

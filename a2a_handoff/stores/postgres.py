@@ -1,0 +1,281 @@
+"""Tasks, event streams, idempotency records, outbox, ledger and leases in PostgreSQL.
+
+For several replicas of one agent sharing their state on the database a team already runs,
+backs up and monitors (`postgresql://USER@HOST:PORT/DB`, the `postgres` extra). Every write
+that checks something — a task's version, a dedupe key, a pending outbox entry — is one call
+of a PL/pgSQL function (`stores.postgres_schema`): one round trip, one transaction, atomic
+across replicas; the snapshot, its events and the outbox or ledger row commit together or
+not at all, and an acknowledged write is as durable as the server's `synchronous_commit`
+makes it (on by default: flushed to the WAL). A journal flush (the events of one step of a
+handler) is one such call. Leases are one upsert each (`stores.postgres_ledger`). A stream
+served by one replica wakes on the NOTIFY another's write sent at commit
+(`stores.postgres_follow`).
+
+Round trips: a read is one; a write is one; `list_tasks` is one (the page and the total in
+one statement); a task created with a dedupe key that is already taken is two (the key's
+task is then read).
+
+URL options: `?schema=a2a` (agents sharing a database need different schemas, replicas of one
+agent the same), `pool_max=10`, `acquire_timeout=5`, `command_timeout=2`,
+`connect_timeout=1` (seconds); asyncpg's own options (`sslmode`, …) pass through.
+
+The rooms: `stores.postgres_ledger` (pool, lifecycle, outbox, ledger, leases, /health),
+`stores.postgres_schema` (tables, functions, migrations), `stores.postgres_follow`
+(LISTEN), this module (tasks).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Sequence
+from typing import Any
+
+from a2a_handoff.errors import ConflictError, StoreError
+from a2a_handoff.protocol.models import StreamResponse, Task
+from a2a_handoff.stores.base import (
+    OutboxEntry,
+    ReceivedEntry,
+    TaskEvent,
+    TaskPage,
+    TaskQuery,
+    TaskRecord,
+    check_create,
+    check_update,
+)
+from a2a_handoff.stores.event_log import from_log, log_json, needs_snapshot
+from a2a_handoff.stores.pages import decode_page_token, encode_page_token
+from a2a_handoff.stores.postgres_ledger import PostgresBase, guarded
+from a2a_handoff.stores.postgres_schema import OUTBOX_COLUMNS, RECEIVED_COLUMNS
+
+try:
+    from asyncpg import UniqueViolationError
+except ImportError:  # pragma: no cover - the optional extra
+    UniqueViolationError = ConflictError
+
+TASK_COLUMNS = "body, owner, version, created_at, updated_at, delegate"
+
+
+class PostgresTaskStore(PostgresBase):
+    """The store on PostgreSQL, shared by every replica of an agent (module docstring)."""
+
+    @classmethod
+    def from_url(cls, url: str) -> PostgresTaskStore:
+        dsn, options = cls.parse_url(url)
+        return cls(dsn, **options)
+
+    async def open(self) -> PostgresTaskStore:
+        await super().open()
+        return self
+
+    async def __aenter__(self) -> PostgresTaskStore:
+        return await self.open()
+
+    # -- tasks ------------------------------------------------------------------------------
+
+    @guarded
+    async def create(
+        self,
+        record: TaskRecord,
+        events: Sequence[StreamResponse],
+        *,
+        dedupe_key: str | None = None,
+        outbox: OutboxEntry | None = None,
+        dedupe_ttl: float | None = None,
+        received: ReceivedEntry | None = None,
+    ) -> TaskRecord:
+        check_create(record, events)
+        task = record.task
+        entry = [getattr(outbox, c) for c in OUTBOX_COLUMNS] if outbox is not None else None
+        ledger = [getattr(received, c) for c in RECEIVED_COLUMNS] if received else None
+        async with self._conn() as conn:
+            try:
+                found = await conn.fetchval(
+                    f"SELECT {self.s}.create_task($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,"
+                    " $11, $12, $13, $14, $15)",
+                    task.id, record.owner, record.delegate, task.context_id,
+                    task.status.state.value, record.version, record.created_at,
+                    record.updated_at, record.task_json(),
+                    [log_json(item, task) for item in events], dedupe_key,
+                    dedupe_ttl, entry, ledger, self.channel,
+                )  # fmt: skip
+            except UniqueViolationError as exc:
+                raise _conflict(exc, record.id) from exc
+            if found is None:
+                return record
+            row = await conn.fetchrow(
+                f"SELECT {TASK_COLUMNS} FROM {self.s}.tasks WHERE id = $1", found
+            )
+        if row is None:  # pragma: no cover - the dedupe row and the task commit together
+            raise StoreError(f"dedupe key names a missing task {found}")
+        return _record(row)
+
+    @guarded
+    async def _update(
+        self,
+        record: TaskRecord,
+        events: Sequence[StreamResponse],
+        expected_version: int,
+        entry: OutboxEntry | None = None,
+        close: tuple[str, str, str] | None = None,
+    ) -> None:
+        check_update(record, events, expected_version)
+        task = record.task
+        row = [getattr(entry, c) for c in OUTBOX_COLUMNS] if entry is not None else None
+        closed_id, status, detail = close or (None, None, None)
+        async with self._conn() as conn:
+            try:
+                outcome = await conn.fetchval(
+                    f"SELECT {self.s}.update_task($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,"
+                    " $11, $12)",
+                    task.id, expected_version, record.version, task.status.state.value,
+                    record.updated_at, record.task_json(),
+                    [log_json(item, task) for item in events], row, closed_id, status,
+                    detail, self.channel,
+                )  # fmt: skip
+            except UniqueViolationError as exc:
+                raise _conflict(exc, record.id) from exc
+        if outcome == "ok":
+            return
+        if outcome == "conflict":
+            raise ConflictError(f"task {record.id} changed since version {expected_version}")
+        raise ConflictError(f"handoff {closed_id} is not pending")
+
+    async def update(
+        self, record: TaskRecord, events: Sequence[StreamResponse], *, expected_version: int
+    ) -> None:
+        await self._update(record, events, expected_version)
+
+    @guarded
+    async def get(self, task_id: str) -> TaskRecord | None:
+        async with self._conn() as conn:
+            row = await conn.fetchrow(
+                f"SELECT {TASK_COLUMNS} FROM {self.s}.tasks WHERE id = $1", task_id
+            )
+        return _record(row) if row is not None else None
+
+    @guarded
+    async def find(self, dedupe_key: str) -> str | None:
+        async with self._conn() as conn:
+            found = await conn.fetchval(
+                f"SELECT task_id FROM {self.s}.dedupe WHERE key = $1"
+                " AND (expires IS NULL OR expires > clock_timestamp())",
+                dedupe_key,
+            )
+        return str(found) if found is not None else None
+
+    @guarded
+    async def list_tasks(self, query: TaskQuery) -> TaskPage:
+        where, params = ["true"], []
+
+        def param(value: Any) -> str:
+            params.append(value)
+            return f"${len(params)}"
+
+        if query.owner is not None:
+            owner = param(query.owner)
+            where.append(f"(owner = {owner} OR delegate = {owner})")
+        if query.context_id is not None:
+            where.append(f"context_id = {param(query.context_id)}")
+        if query.state is not None:
+            where.append(f"state = {param(query.state.value)}")
+        if query.status_after is not None:
+            # The index narrows by updated_at (never before the status changed), the body
+            # decides: only the tasks updated since then are looked into.
+            after = param(query.status_after)
+            where.append(
+                f"updated_at > {after} AND (body::jsonb #>> '{{status,timestamp}}') > {after}"
+            )
+        filters = " AND ".join(where)
+        filter_params = len(params)
+        page_where = filters
+        if query.page_token:
+            updated_at, task_id = decode_page_token(query.page_token)
+            page_where += f" AND (updated_at, id) < ({param(updated_at)}, {param(task_id)})"
+        limit = param(query.page_size + 1)
+        async with self._conn() as conn:
+            # One round trip: the page, and the total as an uncorrelated subquery (run once).
+            rows = await conn.fetch(
+                f"SELECT {TASK_COLUMNS}, (SELECT count(*) FROM {self.s}.tasks WHERE {filters})"
+                f" FROM {self.s}.tasks WHERE {page_where}"
+                f" ORDER BY updated_at DESC, id DESC LIMIT {limit}",
+                *params,
+            )
+            if rows:
+                total = int(rows[0][6])
+            else:  # past the last page: the total alone
+                total = int(
+                    await conn.fetchval(
+                        f"SELECT count(*) FROM {self.s}.tasks WHERE {filters}",
+                        *params[:filter_params],
+                    )
+                )
+        records = [_record(row) for row in rows[: query.page_size]]
+        token = ""
+        if len(rows) > query.page_size:
+            token = encode_page_token(records[-1].updated_at, records[-1].id)
+        return TaskPage(records=records, next_page_token=token, total_size=total)
+
+    @guarded
+    async def events(self, task_id: str, after: int = 0) -> list[TaskEvent]:
+        async with self._conn() as conn:
+            rows = await conn.fetch(
+                f"SELECT seq, body FROM {self.s}.task_events WHERE task_id = $1 AND seq > $2"
+                " ORDER BY seq",
+                task_id,
+                after,
+            )
+            snapshot = None
+            if needs_snapshot([row[1] for row in rows]):
+                # Read after the events: every reference resolves.
+                found = await conn.fetchrow(
+                    f"SELECT {TASK_COLUMNS} FROM {self.s}.tasks WHERE id = $1", task_id
+                )
+                snapshot = _record(found).task if found is not None else None
+        return [TaskEvent(seq, from_log(body, snapshot)) for seq, body in rows]
+
+    def follow(self, task_id: str, after: int = 0) -> AsyncGenerator[TaskEvent, None]:
+        return self.followers.follow(task_id, after, self.events, self.get)
+
+    # -- outbox steps (atomic with the task) ------------------------------------------
+
+    async def checkpoint(
+        self,
+        record: TaskRecord,
+        events: Sequence[StreamResponse],
+        *,
+        expected_version: int,
+        entry: OutboxEntry,
+        close: tuple[str, str, str] | None = None,
+    ) -> None:
+        await self._update(record, events, expected_version, entry, close)
+
+    async def terminate(
+        self,
+        record: TaskRecord,
+        events: Sequence[StreamResponse],
+        *,
+        expected_version: int,
+        handoff_id: str,
+        status: str,
+        detail: str,
+    ) -> None:
+        await self._update(record, events, expected_version, None, (handoff_id, status, detail))
+
+
+def _conflict(exc: Any, task_id: str) -> ConflictError:
+    constraint = getattr(exc, "constraint_name", "") or ""
+    if constraint.startswith("outbox"):
+        return ConflictError("handoff already checkpointed")
+    return ConflictError(f"task {task_id} already exists")
+
+
+def _record(row: Sequence[Any]) -> TaskRecord:
+    body, owner, version, created_at, updated_at, delegate = tuple(row)[:6]
+    return TaskRecord(
+        task=Task.model_validate_json(body),
+        owner=owner,
+        version=version,
+        created_at=created_at,
+        updated_at=updated_at,
+        delegate=delegate,
+        json=body,
+    )
