@@ -32,14 +32,13 @@ from a2a_handoff import (
     Part,
     RemoteError,
     Role,
-    StreamResponse,
     Task,
     TaskState,
     UnavailableError,
 )
 from a2a_handoff.client.reasons import reason
 from a2a_handoff.exits import ExitCode
-from a2a_handoff.protocol.models import TaskStatus, utc_now
+from a2a_handoff.protocol.models import StreamResponse, TaskStatus, utc_now
 from orchestrator.reach import Reach
 from orchestrator.session import Hop, Session
 

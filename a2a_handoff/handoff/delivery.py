@@ -47,7 +47,7 @@ from a2a_handoff.protocol.extension import SIGNATURE_KEY, ext_metadata, with_ext
 from a2a_handoff.protocol.models import Role, Task, parse_time, utc_now
 from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.stores.base import OutboxEntry, Store, TaskRecord
-from a2a_handoff.trust import AgentTrust
+from a2a_handoff.trust.agent_trust import AgentTrust
 from a2a_handoff.trust.canonical import canonical
 
 log = logging.getLogger("a2a_handoff.handoff")
