@@ -36,9 +36,9 @@ from a2a_handoff import (
     TaskState,
     UnavailableError,
 )
-from a2a_handoff.client.reasons import reason
+from a2a_handoff.client import reason
 from a2a_handoff.exits import ExitCode
-from a2a_handoff.protocol.models import StreamResponse, TaskStatus, utc_now
+from a2a_handoff.protocol import StreamResponse, TaskStatus, utc_now
 from orchestrator.reach import Reach
 from orchestrator.session import Hop, Session
 

@@ -1,1 +1,16 @@
 """Calling other agents: the client, its HTTP/1.1 transport, retries, breakers and replicas."""
+
+from a2a_handoff.client.breaker import BreakerState, CircuitBreaker
+from a2a_handoff.client.client import AgentClient
+from a2a_handoff.client.reasons import reason
+from a2a_handoff.client.retry import RetryPolicy
+from a2a_handoff.client.transport import Http11Transport
+
+__all__ = [
+    "AgentClient",
+    "BreakerState",
+    "CircuitBreaker",
+    "Http11Transport",
+    "RetryPolicy",
+    "reason",
+]

@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from a2a_handoff.canonical import canonical
 from a2a_handoff.client.client import AgentClient
 from a2a_handoff.errors import GateRefused, HandoffError
 from a2a_handoff.escalation import decision_claims
@@ -47,7 +48,6 @@ from a2a_handoff.protocol.models import StreamResponse, Task, utc_now
 from a2a_handoff.protocol.states import TaskState, transition
 from a2a_handoff.stores.base import OutboxEntry, Store, TaskRecord
 from a2a_handoff.trust.agent_trust import AgentTrust
-from a2a_handoff.trust.canonical import canonical
 from a2a_handoff.trust.signing import DECISION_TYP, sign_claims
 
 PENDING, DONE, FAILED = "pending", "done", "failed"
