@@ -1,26 +1,27 @@
-"""a2a-handoff: A2A 1.0 agents as HTTP services, with atomic handoff between them."""
+"""a2a-handoff: A2A 1.0 agents as HTTP services, with atomic handoff between them.
+
+The front door: what a handler author (the agent API, outcomes, escalation, cards, the wire
+values a handler reads) and an app author (`create_app`, stores, the client, the public
+errors) use. Everything else is imported from its room (`a2a_handoff.client`,
+`a2a_handoff.contracts`, `a2a_handoff.trust`, …).
+
+The handler API is imported with the package; the server, the stores and the client — and
+with them httpx, joserfc, aiosqlite and prometheus-client — the first time one of their
+names is looked up here (`from a2a_handoff import create_app`).
+"""
+
+import typing as _typing
+from importlib import import_module as _import_module
 
 from a2a_handoff.agent import Agent, ArtifactStream, TaskContext
-from a2a_handoff.auth import ApiKeyAuth
-from a2a_handoff.client.breaker import BreakerState, CircuitBreaker
-from a2a_handoff.client.client import AgentClient
-from a2a_handoff.client.retry import RetryPolicy
-from a2a_handoff.client.transport import Http11Transport
-from a2a_handoff.contracts.catalog import Catalog
 from a2a_handoff.errors import (
     AgentUrlError,
     CircuitOpenError,
-    ConflictError,
+    GateRefused,
     HandoffError,
-    IllegalTransitionError,
     IncompleteEscalationError,
     RemoteError,
-    RpcError,
-    SignatureError,
-    StoreDownError,
     StoreError,
-    StoreUnavailableError,
-    TaskBusyError,
     TrustError,
     UnavailableError,
 )
@@ -34,8 +35,6 @@ from a2a_handoff.escalation import (
     Trigger,
     Verdict,
 )
-from a2a_handoff.handoff.envelope import HandoffEnvelope
-from a2a_handoff.handoff.verified import VerifiedEnvelope
 from a2a_handoff.outcomes import (
     Completed,
     Failed,
@@ -44,72 +43,73 @@ from a2a_handoff.outcomes import (
     Outcome,
     Rejected,
     Reply,
+    Route,
 )
-from a2a_handoff.protocol.agent_card import (
-    AgentCard,
-    AgentInterface,
-    AgentProvider,
-    AgentSkill,
-    build_card,
-    skill,
-)
-from a2a_handoff.protocol.events import agent_message
+from a2a_handoff.protocol.agent_card import AgentCard, AgentProvider, AgentSkill, build_card, skill
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI
-from a2a_handoff.protocol.models import (
-    Artifact,
-    Message,
-    Part,
-    Role,
-    StreamResponse,
-    Task,
-    TaskStatus,
-)
-from a2a_handoff.protocol.states import TaskState, transition
-from a2a_handoff.runtime.local import LocalTasks
-from a2a_handoff.server.app import create_app
-from a2a_handoff.stores import (
-    MemoryTaskStore,
-    SqliteTaskStore,
-    TaskStore,
-    open_store,
-)
-from a2a_handoff.trust.keys import Identity, KeyFile
-from a2a_handoff.trust.trustlist import TrustedAgent, load_trust_file
+from a2a_handoff.protocol.models import Artifact, Message, Part, Role, Task
+from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.version import __version__ as __version__
+
+if _typing.TYPE_CHECKING:
+    from a2a_handoff.auth import ApiKeyAuth
+    from a2a_handoff.client.client import AgentClient
+    from a2a_handoff.client.retry import RetryPolicy
+    from a2a_handoff.runtime.local import LocalTasks
+    from a2a_handoff.server.app import create_app
+    from a2a_handoff.stores import MemoryTaskStore, SqliteTaskStore, TaskStore, open_store
+
+# name → the module it is imported from when first looked up
+_LAZY = {
+    "AgentClient": "a2a_handoff.client.client",
+    "ApiKeyAuth": "a2a_handoff.auth",
+    "LocalTasks": "a2a_handoff.runtime.local",
+    "MemoryTaskStore": "a2a_handoff.stores",
+    "RetryPolicy": "a2a_handoff.client.retry",
+    "SqliteTaskStore": "a2a_handoff.stores",
+    "TaskStore": "a2a_handoff.stores",
+    "create_app": "a2a_handoff.server.app",
+    "open_store": "a2a_handoff.stores",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'a2a_handoff' has no attribute {name!r}")
+    value = getattr(_import_module(module), name)
+    globals()[name] = value  # looked up once
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
 
 __all__ = [  # noqa: RUF022 - plain sorted(), as the export test checks
     "Action",
     "Agent",
     "AgentCard",
     "AgentClient",
-    "AgentInterface",
     "AgentProvider",
     "AgentSkill",
     "AgentUrlError",
     "ApiKeyAuth",
     "Artifact",
     "ArtifactStream",
-    "BreakerState",
-    "Catalog",
-    "CircuitBreaker",
     "CircuitOpenError",
     "Completed",
-    "ConflictError",
     "Decision",
     "Escalate",
     "Escalation",
     "EscalationPolicy",
     "Failed",
+    "GateRefused",
     "HANDOFF_EXTENSION_URI",
     "Handoff",
-    "HandoffEnvelope",
     "HandoffError",
-    "Http11Transport",
-    "Identity",
-    "IllegalTransitionError",
     "IncompleteEscalationError",
     "InputRequired",
-    "KeyFile",
     "LocalTasks",
     "MemoryTaskStore",
     "Message",
@@ -121,30 +121,19 @@ __all__ = [  # noqa: RUF022 - plain sorted(), as the export test checks
     "Reply",
     "RetryPolicy",
     "Role",
-    "RpcError",
-    "SignatureError",
+    "Route",
     "SqliteTaskStore",
-    "StoreDownError",
     "StoreError",
-    "StoreUnavailableError",
-    "StreamResponse",
     "Task",
-    "TaskBusyError",
     "TaskContext",
     "TaskState",
-    "TaskStatus",
     "TaskStore",
     "Trigger",
     "TrustError",
-    "TrustedAgent",
     "UnavailableError",
     "Verdict",
-    "VerifiedEnvelope",
-    "agent_message",
     "build_card",
     "create_app",
-    "load_trust_file",
     "open_store",
     "skill",
-    "transition",
 ]

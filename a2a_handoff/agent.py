@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from a2a_handoff.escalation import (
     Action,
@@ -25,8 +25,6 @@ from a2a_handoff.escalation import (
     Need,
 )
 from a2a_handoff.handoff.envelope import HandoffEnvelope
-from a2a_handoff.handoff.sender import Route
-from a2a_handoff.handoff.verified import VerifiedEnvelope
 from a2a_handoff.ids import new_id
 from a2a_handoff.outcomes import (
     Completed,
@@ -36,10 +34,14 @@ from a2a_handoff.outcomes import (
     Outcome,
     Rejected,
     Reply,
+    Route,
 )
 from a2a_handoff.protocol.events import agent_message
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI, ext_metadata
 from a2a_handoff.protocol.models import Artifact, Message, Part, Task
+
+if TYPE_CHECKING:  # verifying needs joserfc: the handler API only reads a proven envelope
+    from a2a_handoff.handoff.verified import VerifiedEnvelope
 
 __all__ = [
     "Agent",

@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from a2a_handoff.canonical import canonical
 from a2a_handoff.errors import IncompleteEscalationError, SignatureError
-from a2a_handoff.trust.canonical import canonical
 
 __all__ = [
     "Action",

@@ -10,10 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from a2a_handoff.escalation import Escalate, Escalation
+from a2a_handoff.protocol.agent_card import AgentCard
 from a2a_handoff.protocol.models import Part
+
+if TYPE_CHECKING:  # imported when contracts are used: jsonschema is slow to import
+    from a2a_handoff.contracts.model import Contract
 
 __all__ = [
     "Completed",
@@ -23,6 +27,7 @@ __all__ = [
     "Outcome",
     "Rejected",
     "Reply",
+    "Route",
 ]
 
 
@@ -140,3 +145,14 @@ class Handoff:
 
 
 Outcome = Completed | InputRequired | Failed | Rejected | Reply | Handoff | Escalate
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """A route as a handler may see it before handing off: the target's card (None while it
+    cannot be fetched) and the contract of the edge to it (None: no contract applies)."""
+
+    name: str
+    url: str
+    card: AgentCard | None
+    contract: Contract | None

@@ -54,7 +54,7 @@ from a2a_handoff import (
 )
 from a2a_handoff.exits import ExitCode, Parser, quiet_pipe
 from a2a_handoff.observe import tracing
-from a2a_handoff.protocol.urls import check_agent_url
+from a2a_handoff.protocol import check_agent_url
 from a2a_handoff.secrets import read_secret
 from orchestrator import operator
 from orchestrator.conversation import Conversation, Event, Exit, chain_of, describe

@@ -33,17 +33,14 @@ from a2a_handoff import (
     Part,
     RemoteError,
     Role,
-    StreamResponse,
     Task,
     TaskState,
     UnavailableError,
 )
-from a2a_handoff.client.client import CARD_PATH
-from a2a_handoff.client.reasons import reason
-from a2a_handoff.client.replicas import replicas
+from a2a_handoff.client import CARD_PATH, reason, replicas
 from a2a_handoff.errors import PayloadTooLargeError, TaskNotFoundError
 from a2a_handoff.exits import ExitCode
-from a2a_handoff.protocol.models import TaskStatus, utc_now
+from a2a_handoff.protocol import StreamResponse, TaskStatus, utc_now
 from orchestrator.reach import Reach
 from orchestrator.session import Hop, Session
 

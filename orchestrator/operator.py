@@ -25,7 +25,7 @@ from a2a_handoff import (
     Task,
     TaskState,
 )
-from a2a_handoff.protocol.models import parse_time
+from a2a_handoff.protocol import parse_time
 
 Item = dict[str, Any]
 HUMAN_CAPABILITY = "escalations"  # what a human agent's card offers (servers.human)

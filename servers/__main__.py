@@ -38,25 +38,27 @@ from a2a_handoff import (
     create_app,
     open_store,
 )
-from a2a_handoff.contracts.catalog import Catalog
+from a2a_handoff.contracts import Catalog
 from a2a_handoff.errors import TrustError
 from a2a_handoff.escalation import EscalationPolicy
 from a2a_handoff.exits import ExitCode, Parser, quiet_pipe
-from a2a_handoff.observe.logs import configure as configure_logging
-from a2a_handoff.protocol.urls import check_agent_url
+from a2a_handoff.observe import logs
+from a2a_handoff.protocol import check_agent_url
 from a2a_handoff.secrets import SecretError, private_dir, read_secret
-from a2a_handoff.server.limits import ServerLimits, return_freed_memory
-from a2a_handoff.stores.base import Store
-from a2a_handoff.trust.keys import ENV_VAR as KEY_ENV_VAR
-from a2a_handoff.trust.keys import (
+from a2a_handoff.server import ServerLimits, return_freed_memory
+from a2a_handoff.stores import Store
+from a2a_handoff.trust import ENV_VAR as KEY_ENV_VAR
+from a2a_handoff.trust import (
     NO_KEYS_IN_SHARED_STORE,
     EnvIdentity,
     IdentityStore,
     KeyFile,
+    TrustedAgent,
     load_or_create,
+    load_trust_file,
     own_identity,
+    parse_trust,
 )
-from a2a_handoff.trust.trustlist import TrustedAgent, load_trust_file, parse_trust
 from servers import _all, _llm
 from servers.billing import POLICY as BILLING_POLICY
 from servers.billing import billing_card, make_billing
@@ -348,9 +350,9 @@ def serve(name: str, args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return int(ExitCode.USAGE)
     if args.otlp_endpoint:
-        from a2a_handoff.observe.otel import export_traces
+        from a2a_handoff.observe import otel
 
-        export_traces(name, args.otlp_endpoint)
+        otel.export_traces(name, args.otlp_endpoint)
     limits = server_limits(args)
     return_freed_memory()
     # Long-lived server: move start-up objects out of the collector's way, and collect the
@@ -538,7 +540,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     _agent_parser(parser)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     args = parser.parse_args(argv)
-    configure_logging(args.log_level, args.log_format)
+    logs.configure(args.log_level, args.log_format)
     return serve(args.agent, args)
 
 

@@ -7,8 +7,7 @@ import argparse
 import os
 import sys
 
-from a2a_handoff.llm import Model
-from a2a_handoff.llm.model import BASE_URL_ENV, MODEL_ENV
+from a2a_handoff.llm import BASE_URL_ENV, MODEL_ENV, Model
 
 DEFAULT_MODEL = "llama3.2"  # what `ollama pull llama3.2` fetches; any model the endpoint has
 

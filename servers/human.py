@@ -35,7 +35,7 @@ from a2a_handoff import (
 )
 from a2a_handoff.errors import IncompleteEscalationError
 from a2a_handoff.escalation import Decision, Escalation, Need, Verdict
-from a2a_handoff.protocol.models import parse_time, utc_now
+from a2a_handoff.protocol import parse_time, utc_now
 
 CAPABILITIES = ("approvals", "escalations")
 DENY = "deny"

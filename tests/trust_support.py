@@ -10,10 +10,10 @@ from typing import Any
 
 from joserfc.jwk import OKPKey
 
+from a2a_handoff.canonical import canonical
 from a2a_handoff.handoff.envelope import HandoffEnvelope
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI as URI
 from a2a_handoff.protocol.extension import SIGNATURE_KEY
-from a2a_handoff.trust.canonical import canonical
 from a2a_handoff.trust.keys import Identity
 from a2a_handoff.trust.signing import ENVELOPE_TYP, sign_detached
 from a2a_handoff.trust.trustlist import TrustedAgent

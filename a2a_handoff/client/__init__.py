@@ -1,1 +1,19 @@
 """Calling other agents: the client, its HTTP/1.1 transport, retries, breakers and replicas."""
+
+from a2a_handoff.client.breaker import BreakerState, CircuitBreaker
+from a2a_handoff.client.client import CARD_PATH, AgentClient
+from a2a_handoff.client.reasons import reason
+from a2a_handoff.client.replicas import replicas
+from a2a_handoff.client.retry import RetryPolicy
+from a2a_handoff.client.transport import Http11Transport
+
+__all__ = [
+    "CARD_PATH",
+    "AgentClient",
+    "BreakerState",
+    "CircuitBreaker",
+    "Http11Transport",
+    "RetryPolicy",
+    "reason",
+    "replicas",
+]

@@ -15,10 +15,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
+from typing import TYPE_CHECKING, Any
 
 from a2a_handoff.contracts.lint import Registry, registry_file
 from a2a_handoff.contracts.model import (
@@ -31,6 +28,9 @@ from a2a_handoff.contracts.model import (
     lookup,
 )
 from a2a_handoff.errors import ContractError
+
+if TYPE_CHECKING:  # jsonschema is slow to import: loaded when a catalog is
+    from jsonschema import Draft202012Validator
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +60,9 @@ class Catalog:
             permissions or registry_file(directory, "permissions"),
         )
         contracts = tuple(load_contract(path) for path in contract_files(directory))
+        from jsonschema import Draft202012Validator
+        from jsonschema.exceptions import SchemaError
+
         validators: dict[str, Draft202012Validator] = {}
         for contract in contracts:
             path = contract.schema_path()

@@ -22,6 +22,7 @@ from typing import Any
 import pydantic_core
 from pydantic import ValidationError
 
+from a2a_handoff.canonical import canonical
 from a2a_handoff.client.client import AgentClient
 from a2a_handoff.client.replicas import never_arrived, replicas
 from a2a_handoff.contracts.model import Contract
@@ -48,8 +49,7 @@ from a2a_handoff.protocol.extension import SIGNATURE_KEY, ext_metadata, with_ext
 from a2a_handoff.protocol.models import Role, Task, parse_time, utc_now
 from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.stores.base import OutboxEntry, Store, TaskRecord
-from a2a_handoff.trust import AgentTrust
-from a2a_handoff.trust.canonical import canonical
+from a2a_handoff.trust.agent_trust import AgentTrust
 
 log = logging.getLogger("a2a_handoff.handoff")
 

@@ -19,7 +19,7 @@ from a2a_handoff.handoff.recovery import LeaseHolder, Outbox
 from a2a_handoff.handoff.sender import HandoffSender
 from a2a_handoff.handoff.settings import HandoffSettings
 from a2a_handoff.stores.base import Store
-from a2a_handoff.trust import AgentTrust
+from a2a_handoff.trust.agent_trust import AgentTrust
 
 
 @dataclass(frozen=True, slots=True)

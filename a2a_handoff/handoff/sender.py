@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import ValidationError
 
+from a2a_handoff.canonical import canonical
 from a2a_handoff.client.client import AgentClient
 from a2a_handoff.errors import GateRefused, HandoffError
 from a2a_handoff.escalation import decision_claims
@@ -34,7 +34,7 @@ from a2a_handoff.handoff.envelope import (
 from a2a_handoff.handoff.settings import HandoffSettings
 from a2a_handoff.ids import new_id
 from a2a_handoff.observe import events, tracing
-from a2a_handoff.outcomes import Handoff
+from a2a_handoff.outcomes import Handoff, Route
 from a2a_handoff.protocol.agent_card import AgentCard
 from a2a_handoff.protocol.events import agent_message, status_event
 from a2a_handoff.protocol.extension import (
@@ -47,25 +47,10 @@ from a2a_handoff.protocol.extension import (
 from a2a_handoff.protocol.models import StreamResponse, Task, utc_now
 from a2a_handoff.protocol.states import TaskState, transition
 from a2a_handoff.stores.base import OutboxEntry, Store, TaskRecord
-from a2a_handoff.trust import AgentTrust
-from a2a_handoff.trust.canonical import canonical
+from a2a_handoff.trust.agent_trust import AgentTrust
 from a2a_handoff.trust.signing import DECISION_TYP, sign_claims
 
-if TYPE_CHECKING:  # imported when contracts are used: jsonschema is slow to import
-    from a2a_handoff.contracts.model import Contract
-
 PENDING, DONE, FAILED = "pending", "done", "failed"
-
-
-@dataclass(frozen=True, slots=True)
-class Route:
-    """A route as a handler may see it before handing off: the target's card (None while it
-    cannot be fetched) and the contract of the edge to it (None: no contract applies)."""
-
-    name: str
-    url: str
-    card: AgentCard | None
-    contract: Contract | None
 
 
 def missing_capabilities(

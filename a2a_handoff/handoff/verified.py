@@ -24,11 +24,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from a2a_handoff.canonical import canonical
 from a2a_handoff.errors import InternalError, InvalidParamsError, SignatureError, TrustError
 from a2a_handoff.escalation import Decision, decision_from_claims
 from a2a_handoff.handoff.envelope import HandoffEnvelope
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI
-from a2a_handoff.trust.canonical import canonical
 from a2a_handoff.trust.signing import DECISION_TYP, ENVELOPE_TYP, verify_claims, verify_detached
 from a2a_handoff.trust.trustlist import TrustedAgent, TrustList
 

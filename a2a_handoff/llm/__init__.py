@@ -9,11 +9,13 @@ llama.cpp server, a LiteLLM proxy.
 from __future__ import annotations
 
 from a2a_handoff.llm.agent import ESCALATE_TOOL, LLMAgent, Transfer
-from a2a_handoff.llm.model import Model, ToolCall, Turn
+from a2a_handoff.llm.model import BASE_URL_ENV, MODEL_ENV, Model, ToolCall, Turn
 from a2a_handoff.llm.tools import FunctionTool, function_tool, tool
 
 __all__ = [
+    "BASE_URL_ENV",
     "ESCALATE_TOOL",
+    "MODEL_ENV",
     "FunctionTool",
     "LLMAgent",
     "Model",

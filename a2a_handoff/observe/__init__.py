@@ -6,14 +6,19 @@ process never mix their counters): the server makes its app's observer current f
 ASGI call and for the lifespan (`use`), so the runtime, the handoff side, the stores and the
 client reach it with `current()` — a context variable, copied into every task they start —
 without threading it through their constructors.
+
+Nothing here imports prometheus-client: an observer's `Metrics` are made (and the library
+loaded) the first time something counts.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from contextvars import ContextVar, Token
+from typing import TYPE_CHECKING
 
-from a2a_handoff.observe.metrics import Metrics
+if TYPE_CHECKING:
+    from a2a_handoff.observe.metrics import Metrics
 
 
 class Observer:
@@ -21,9 +26,19 @@ class Observer:
 
     __slots__ = ("agent", "metrics")
 
+    metrics: Metrics  # made on first use (`__getattr__`), then a plain slot read
+
     def __init__(self, agent: str = "") -> None:
         self.agent = agent
-        self.metrics = Metrics()
+
+    def __getattr__(self, name: str) -> Metrics:
+        # Called only while the slot is empty: the hot path reads the slot directly.
+        if name != "metrics":
+            raise AttributeError(name)
+        from a2a_handoff.observe.metrics import Metrics
+
+        self.metrics = metrics = Metrics()
+        return metrics
 
 
 _FALLBACK = Observer()
@@ -40,4 +55,4 @@ current: Callable[[], Observer] = _CURRENT.get
 use: Callable[[Observer], Token[Observer]] = _CURRENT.set
 
 
-__all__ = ["Metrics", "Observer", "current", "use"]
+__all__ = ["Observer", "current", "use"]

@@ -14,8 +14,8 @@ from datetime import datetime
 from typing import Any
 
 from a2a_handoff.observe import current, tracing
+from a2a_handoff.observe.labels import short_state
 from a2a_handoff.observe.logs import EVENTS, INFO, note, sink
-from a2a_handoff.observe.metrics import short_state
 
 log = logging.getLogger(EVENTS)
 

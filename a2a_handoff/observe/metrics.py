@@ -22,6 +22,8 @@ from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, M
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.registry import Collector
 
+from a2a_handoff.observe.labels import short_state
+
 __all__ = ["CONTENT_TYPE_LATEST", "Metrics"]
 
 _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
@@ -29,13 +31,6 @@ _COMMIT_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1
 _BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128)
 _MS_BUCKETS = (5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000, 300000)
 BREAKER_VALUES = {"closed": 0, "half_open": 1, "open": 2}
-STATE_PREFIX = len("TASK_STATE_")
-
-
-def short_state(state: str) -> str:
-    """A state's short name, its label: `working` for `TASK_STATE_WORKING` (a plain str,
-    even from a StrEnum member)."""
-    return state[STATE_PREFIX:].lower()
 
 
 _EDGE = ("source", "target", "kind", "outcome")
@@ -43,6 +38,8 @@ _EDGE = ("source", "target", "kind", "outcome")
 
 class Metrics:
     """The metrics of one agent."""
+
+    content_type = CONTENT_TYPE_LATEST  # of `render()`'s text
 
     def __init__(self) -> None:
         self.registry = r = CollectorRegistry(auto_describe=True)

@@ -3,7 +3,9 @@
 The library uses `opentelemetry-api` only: without an SDK configured (`a2a-handoff[otel]`,
 see `a2a_handoff.observe.otel`) its tracer records nothing, and this module takes a fast
 path — no span objects at all; the trace id still travels (it is the envelope's `traceId`,
-and log lines carry it). The envelope's `traceId` becomes the trace's id on every agent a
+and log lines carry it). opentelemetry-api itself is imported the first time the global
+provider is looked at (the first span, traced call or request), not with the package. The
+envelope's `traceId` becomes the trace's id on every agent a
 chain reaches, whether or not the HTTP header made it (a handoff replayed after a crash
 carries no header, only its signed envelope).
 """
@@ -16,16 +18,14 @@ import re
 import time
 from collections.abc import Iterable, Mapping, MutableMapping
 from contextvars import ContextVar, Token
-from typing import Any
-
-from opentelemetry import context as otel_context
-from opentelemetry import propagate, trace
-from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
+from typing import TYPE_CHECKING, Any
 
 from a2a_handoff.observe import current
 
-_global = trace.get_tracer("a2a_handoff")
-_tracer: trace.Tracer = _global
+if TYPE_CHECKING:
+    from opentelemetry import trace
+
+_tracer: trace.Tracer | None = None  # None: the global provider's (made on first use)
 _own: trace.TracerProvider | None = None  # a provider given to `use_provider`, if any
 _NULL: contextlib.nullcontext[None] = contextlib.nullcontext()
 
@@ -34,8 +34,17 @@ def use_provider(provider: trace.TracerProvider | None) -> None:
     """Record this library's spans with `provider` rather than the global one (None: the
     global again) — for tests, which must not set the process-wide provider."""
     global _tracer, _own
-    _tracer = provider.get_tracer("a2a_handoff") if provider is not None else _global
+    _tracer = provider.get_tracer("a2a_handoff") if provider is not None else None
     _own = provider
+
+
+def _get_tracer() -> trace.Tracer:
+    global _tracer
+    if _tracer is None:
+        from opentelemetry import trace
+
+        _tracer = trace.get_tracer("a2a_handoff")
+    return _tracer
 
 
 # With tracing off, the current trace is only an id: kept here, not in an OpenTelemetry
@@ -56,6 +65,8 @@ def enabled() -> bool:
     if now - _checked < 1.0:
         return False
     _checked = now
+    from opentelemetry import trace
+
     provider = trace.get_tracer_provider()
     _on = not isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider)
     return _on
@@ -76,25 +87,29 @@ def span(name: str, key: str, value: Any) -> contextlib.AbstractContextManager[A
     nearly what a recorded one does)."""
     if not enabled():
         return _NULL
+    from opentelemetry import trace
+
     parent = trace.get_current_span()
     if not parent.is_recording():  # dropped, or ended (a task it started goes on after it)
         context = parent.get_span_context()
         if context.is_valid and not context.is_remote and not context.trace_flags.sampled:
             return _NULL
-    return _tracer.start_as_current_span(name, attributes=_attributes({key: value}))
+    return _get_tracer().start_as_current_span(name, attributes=_attributes({key: value}))
 
 
 def record_span(name: str, start_ns: int, **attributes: Any) -> None:
     """A span that began at `start_ns` (time.time_ns) and ends now (an escalation's wait)."""
     if not enabled():
         return
-    _tracer.start_span(name, start_time=start_ns, attributes=_attributes(attributes)).end()
+    _get_tracer().start_span(name, start_time=start_ns, attributes=_attributes(attributes)).end()
 
 
 def current_trace_id() -> str | None:
     """The current trace's id as 32 hex digits, or None outside a trace."""
     if not enabled():
         return _TRACE.get()
+    from opentelemetry import trace
+
     ctx = trace.get_current_span().get_span_context()
     return format(ctx.trace_id, "032x") if ctx.is_valid else None
 
@@ -127,7 +142,9 @@ def incoming(headers: Mapping[str, str]) -> object | None:
     if traceparent is None:
         return None
     if enabled():
-        return otel_context.attach(propagate.extract(headers))
+        from opentelemetry import context, propagate
+
+        return context.attach(propagate.extract(headers))
     trace_id = _trace_id_of(traceparent)
     return _TRACE.set(trace_id) if trace_id is not None else None
 
@@ -159,7 +176,9 @@ def leave(token: object | None) -> None:
         except ValueError:
             pass
     elif token is not None:
-        otel_context.detach(token)  # type: ignore[arg-type]
+        from opentelemetry import context
+
+        context.detach(token)  # type: ignore[arg-type]
 
 
 def outgoing(headers: MutableMapping[str, str]) -> None:
@@ -169,6 +188,8 @@ def outgoing(headers: MutableMapping[str, str]) -> None:
         if trace_id is not None:
             headers["traceparent"] = f"00-{trace_id}-{random.getrandbits(64) or 1:016x}-01"
         return
+    from opentelemetry import trace
+
     ctx = trace.get_current_span().get_span_context()
     if ctx.is_valid:
         headers["traceparent"] = f"00-{ctx.trace_id:032x}-{ctx.span_id:016x}-{ctx.trace_flags:02x}"
@@ -188,16 +209,16 @@ class _Adopted:
         if not enabled():
             self.token = _TRACE.set(f"{self.number:032x}")
             return
-        flags = _SAMPLED if _sampled(self.number) else _DROPPED
-        parent = SpanContext(self.number, random.getrandbits(64) or 1, True, flags)
-        self.token = otel_context.attach(trace.set_span_in_context(NonRecordingSpan(parent)))
+        from opentelemetry import context, trace
+
+        flags = trace.TraceFlags(
+            trace.TraceFlags.SAMPLED if _sampled(self.number) else trace.TraceFlags.DEFAULT
+        )
+        parent = trace.SpanContext(self.number, random.getrandbits(64) or 1, True, flags)
+        self.token = context.attach(trace.set_span_in_context(trace.NonRecordingSpan(parent)))
 
     def __exit__(self, *exc: object) -> None:
         leave(self.token)
-
-
-_SAMPLED = TraceFlags(TraceFlags.SAMPLED)
-_DROPPED = TraceFlags(TraceFlags.DEFAULT)
 
 
 def _sampled(number: int) -> bool:
@@ -206,11 +227,13 @@ def _sampled(number: int) -> bool:
     deterministic in the trace id (TraceIdRatioBased, alone or as ParentBased's root) that
     is the decision the trace got where it began, so a dropped trace stays dropped across a
     replayed delivery or an operator's answer; a provider without a sampler: kept."""
+    from opentelemetry import context, trace
+
     provider = _own if _own is not None else trace.get_tracer_provider()
     sampler = getattr(provider, "sampler", None)
     if sampler is None:
         return True
-    result = sampler.should_sample(otel_context.Context(), number, "a2a.adopted")
+    result = sampler.should_sample(context.Context(), number, "a2a.adopted")
     return bool(result.decision.is_sampled())
 
 
@@ -255,5 +278,7 @@ def new_trace() -> contextlib.AbstractContextManager[Any]:
     """A new trace (the orchestrator's, for one user message): a root span when tracing is
     on, else a fresh trace id made current, so calls carry it."""
     if enabled():
-        return _tracer.start_as_current_span("a2a.user_message", context=otel_context.Context())
+        from opentelemetry import context
+
+        return _get_tracer().start_as_current_span("a2a.user_message", context=context.Context())
     return adopted(f"{random.getrandbits(128) or 1:032x}")

@@ -3,3 +3,37 @@
 Everything here is data and pure functions over it: no I/O, nothing that knows a store, a
 server or a client. Every other room of the package may import it; it imports none of them.
 """
+
+from a2a_handoff.protocol.agent_card import AgentCard, build_card, skill
+from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI
+from a2a_handoff.protocol.models import (
+    Artifact,
+    Message,
+    Part,
+    Role,
+    StreamResponse,
+    Task,
+    TaskStatus,
+    parse_time,
+    utc_now,
+)
+from a2a_handoff.protocol.states import TaskState
+from a2a_handoff.protocol.urls import check_agent_url
+
+__all__ = [
+    "HANDOFF_EXTENSION_URI",
+    "AgentCard",
+    "Artifact",
+    "Message",
+    "Part",
+    "Role",
+    "StreamResponse",
+    "Task",
+    "TaskState",
+    "TaskStatus",
+    "build_card",
+    "check_agent_url",
+    "parse_time",
+    "skill",
+    "utc_now",
+]

@@ -57,7 +57,7 @@ from a2a_handoff.runtime.local import LocalTasks
 from a2a_handoff.runtime.orphans import fail_orphans, fail_stranded
 from a2a_handoff.runtime.run import TaskRun
 from a2a_handoff.stores.base import Store, TaskRecord
-from a2a_handoff.trust import AgentTrust
+from a2a_handoff.trust.agent_trust import AgentTrust
 
 log = logging.getLogger("a2a_handoff.runtime")
 

@@ -58,8 +58,8 @@ from a2a_handoff.server.metrics import MetricsRoute
 from a2a_handoff.server.rest import RestEndpoint, not_found
 from a2a_handoff.stores.base import Store
 from a2a_handoff.stores.memory import MemoryTaskStore
-from a2a_handoff.trust import AgentTrust, IdentityStore
-from a2a_handoff.trust.keys import KeyFile
+from a2a_handoff.trust.agent_trust import AgentTrust
+from a2a_handoff.trust.keys import IdentityStore, KeyFile
 from a2a_handoff.trust.pins import MemoryPins, PinFile, Pins
 from a2a_handoff.trust.trustlist import TrustedAgent, TrustList, parse_trust
 

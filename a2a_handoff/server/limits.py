@@ -226,13 +226,13 @@ class LimitedHttpProtocol(HttpToolsProtocol):
         if self.transport.get_write_buffer_size():
             self._watch_writes()  # also when the answer said `connection: close`
         complete = self.cycle is not None and self.cycle.response_complete
-        if not self.transport.is_closing() and not self.pipeline and complete:
-            # An answer given before the request's body ended (413 on its declared length):
-            # the rest of the body is read and dropped (uvicorn), within `body_timeout`, and
-            # is no head: counted as one it reset the connection, and the client lost the
-            # answer ("connection reset" instead of "request body over N bytes").
-            if not self._reading_body:
-                self._expect_head()
+        # An answer given before the request's body ended (413 on its declared length): the
+        # rest of the body is read and dropped (uvicorn), within `body_timeout`, and is no
+        # head: counted as one it reset the connection, and the client lost the answer
+        # ("connection reset" instead of "request body over N bytes").
+        idle = not self.transport.is_closing() and not self.pipeline and complete
+        if idle and not self._reading_body:
+            self._expect_head()
 
     # -- writing ----------------------------------------------------------------------------
 

@@ -18,7 +18,6 @@ from a2a_handoff.auth import ApiKeyAuth
 from a2a_handoff.client.client import AgentClient
 from a2a_handoff.errors import StoreError
 from a2a_handoff.observe import Observer
-from a2a_handoff.observe.metrics import CONTENT_TYPE_LATEST
 from a2a_handoff.protocol.models import parse_time
 from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.stores.base import Store, TaskQuery
@@ -66,4 +65,4 @@ class MetricsRoute:
             pending=pending, oldest_age=oldest, breakers=breakers, streams=self.streams(),
             waiting=waiting,
         )  # fmt: skip
-        return Response(metrics.render(), media_type=CONTENT_TYPE_LATEST)
+        return Response(metrics.render(), media_type=metrics.content_type)

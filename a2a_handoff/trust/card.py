@@ -15,8 +15,8 @@ from typing import Any
 
 from joserfc.jwk import OKPKey
 
+from a2a_handoff.canonical import canonical
 from a2a_handoff.errors import SignatureError
-from a2a_handoff.trust.canonical import canonical
 from a2a_handoff.trust.signing import CARD_TYP, CARD_TYPS, sign_detached, verify_detached
 
 

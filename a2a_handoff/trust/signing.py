@@ -19,8 +19,8 @@ from joserfc.errors import JoseError, SecurityWarning
 from joserfc.jwk import OKPKey
 from joserfc.jws import JWSRegistry
 
+from a2a_handoff.canonical import canonical
 from a2a_handoff.errors import SignatureError
-from a2a_handoff.trust.canonical import canonical
 
 ALG = "EdDSA"
 ALGORITHMS = ("EdDSA", "Ed25519")

@@ -28,7 +28,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from a2a_handoff import HANDOFF_EXTENSION_URI, AgentClient
 from a2a_handoff.errors import HandoffError
 from a2a_handoff.exits import ExitCode
-from a2a_handoff.protocol.models import Task
+from a2a_handoff.protocol import Task
 from orchestrator import operator
 from orchestrator.reach import origin
 

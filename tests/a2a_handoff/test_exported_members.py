@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import a2a_handoff
 
 
@@ -13,3 +16,28 @@ def test_all_is_sorted_and_complete() -> None:
 def test_every_export_resolves() -> None:
     for name in a2a_handoff.__all__:
         assert getattr(a2a_handoff, name) is not None, name
+
+
+def test_importing_the_package_leaves_slow_libraries_alone() -> None:
+    # The handler API comes with the package; the server, stores and client (and the
+    # libraries behind them) when one of their names is first looked up.
+    code = (
+        "import sys, a2a_handoff\n"
+        "slow = ('jsonschema', 'opentelemetry', 'prometheus_client', 'openai', 'joserfc',"
+        " 'httpx', 'aiosqlite', 'redis', 'starlette')\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in slow))\n"
+        "from a2a_handoff import create_app\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in slow[:4]))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    ).stdout.splitlines()
+    assert out == ["[]", "[]"], out
+
+
+def test_a_name_looked_up_lazily_is_the_rooms_own() -> None:
+    from a2a_handoff.server.app import create_app
+    from a2a_handoff.stores import open_store
+
+    assert a2a_handoff.create_app is create_app
+    assert a2a_handoff.open_store is open_store

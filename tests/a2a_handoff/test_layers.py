@@ -21,6 +21,8 @@ PACKAGE = Path(a2a_handoff.__file__).parent
 # never a room after it, nor a sibling on the same line.
 LAYERS: list[set[str]] = [
     {"ids", "failpoints", "errors", "exits", "version", "secrets"},
+    # RFC 8785 canonical JSON: the bytes that are signed, and an action's fingerprint.
+    {"canonical"},
     {"protocol"},
     # Keys, signatures and the trust list: below the store (which keeps an agent's keys)
     # and the client (which verifies cards); I/O is injected into it, never imported.
@@ -125,3 +127,43 @@ def test_no_module_imports_itself_back() -> None:
 def test_layers_name_every_room() -> None:
     rooms = {room_of(m) for m in MODULES}
     assert rooms <= set(RANK), f"rooms without a layer: {sorted(rooms - set(RANK))}"
+
+
+# The example agents and the orchestrator are users of the library: they import the front
+# door (`a2a_handoff`) and public rooms (`a2a_handoff.<room>`), never a module inside a room.
+ROOT = PACKAGE.parent
+USERS = sorted(p for d in ("servers", "orchestrator") for p in (ROOT / d).rglob("*.py"))
+
+
+def library_imports(path: Path) -> Iterator[tuple[int, str, str | None]]:
+    """(line, module, name) of every import of the library in a user's file."""
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == "a2a_handoff":
+                    yield node.lineno, alias.name, None
+        elif (
+            isinstance(node, ast.ImportFrom)
+            and not node.level
+            and (node.module or "").split(".")[0] == "a2a_handoff"
+        ):
+            for alias in node.names:
+                yield node.lineno, node.module or "", alias.name
+
+
+def test_the_users_are_seen() -> None:
+    found = {m for p in USERS for _, m, _ in library_imports(p)}
+    assert "a2a_handoff" in found
+    assert len(USERS) > 10
+
+
+@pytest.mark.parametrize("path", USERS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_users_import_only_the_front_door_and_public_rooms(path: Path) -> None:
+    deep = [
+        f"line {line}: {module}" + (f" import {name}" if name else "")
+        for line, module, name in library_imports(path)
+        if module.count(".") > 1
+        or any(part.startswith("_") for part in module.split(".")[1:])
+        or (name is not None and name.startswith("_") and not name.startswith("__"))
+    ]
+    assert not deep, f"{path.relative_to(ROOT)} reaches inside a room: {deep}"

@@ -7,6 +7,7 @@ import decimal
 import json
 import uuid
 
+from a2a_handoff.canonical import canonical
 from a2a_handoff.handoff.delivery import _create_params
 from a2a_handoff.handoff.envelope import (
     HandoffEnvelope,
@@ -18,7 +19,6 @@ from a2a_handoff.handoff.envelope import (
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI as URI
 from a2a_handoff.protocol.extension import SIGNATURE_KEY
 from a2a_handoff.protocol.models import SendMessageRequest, utc_now
-from a2a_handoff.trust.canonical import canonical
 
 
 def envelope(**changes: object) -> HandoffEnvelope:

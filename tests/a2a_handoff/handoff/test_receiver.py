@@ -6,6 +6,7 @@ import hashlib
 
 import pytest
 
+from a2a_handoff.canonical import canonical
 from a2a_handoff.errors import GateRefused
 from a2a_handoff.handoff.receiver import receive_metadata
 from a2a_handoff.handoff.sender import check_return
@@ -13,7 +14,6 @@ from a2a_handoff.handoff.verified import verify
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI as URI
 from a2a_handoff.protocol.models import Task, TaskStatus
 from a2a_handoff.protocol.states import TaskState
-from a2a_handoff.trust.canonical import canonical
 from a2a_handoff.trust.trustlist import TrustList
 from tests.a2a_handoff.handoff.test_delivery import envelope
 from tests.trust_support import Signer

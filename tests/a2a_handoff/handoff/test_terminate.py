@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from a2a_handoff.canonical import canonical
 from a2a_handoff.handoff.sender import HandoffSender
 from a2a_handoff.handoff.terminate import reopened
 from a2a_handoff.protocol.events import status_event
@@ -13,7 +14,6 @@ from a2a_handoff.protocol.models import StreamResponse, Task, TaskStatus, utc_no
 from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.stores.base import TaskRecord
 from a2a_handoff.stores.memory import MemoryTaskStore
-from a2a_handoff.trust.canonical import canonical
 from tests.a2a_handoff.handoff.test_delivery import envelope
 
 pytestmark = pytest.mark.anyio

@@ -40,7 +40,7 @@ from a2a_handoff.stores import SqliteTaskStore, Store, TaskStore, open_store
 from a2a_handoff.stores.base import TaskEvent, TaskQuery, TaskRecord
 from a2a_handoff.stores.postgres import PostgresTaskStore
 from a2a_handoff.stores.redis import RedisTaskStore
-from a2a_handoff.trust import AgentTrust
+from a2a_handoff.trust.agent_trust import AgentTrust
 from a2a_handoff.trust.trustlist import TrustList
 from tests.redis_support import RedisServer
 

@@ -9,8 +9,8 @@ import pytest
 from joserfc import jws
 from joserfc.jwk import OKPKey
 
+from a2a_handoff.canonical import canonical
 from a2a_handoff.errors import SignatureError
-from a2a_handoff.trust.canonical import canonical
 from a2a_handoff.trust.signing import (
     DECISION_TYP,
     ENVELOPE_TYP,

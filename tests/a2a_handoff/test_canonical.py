@@ -12,8 +12,8 @@ import rfc8785
 from hypothesis import given
 from hypothesis import strategies as st
 
+from a2a_handoff.canonical import canonical
 from a2a_handoff.errors import SignatureError
-from a2a_handoff.trust.canonical import canonical
 
 # RFC 8785 Appendix B: IEEE-754 bit patterns and their ECMAScript serializations.
 NUMBERS = [
