@@ -141,6 +141,12 @@ def _agent_parser(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--url", default=None, help="the URL the card advertises")
     parser.add_argument(
+        "--card-v03",
+        action="store_true",
+        help="serve the A2A 0.3 card members at /.well-known/agent-card.json too, for 0.3"
+        " clients that read only that path (the 1.0 card schema forbids them there)",
+    )
+    parser.add_argument(
         "--route", action="append", default=[], metavar="NAME=URL", help="a handoff target"
     )
     parser.add_argument(
@@ -325,6 +331,7 @@ def serve(name: str, args: argparse.Namespace) -> int:
             keys_reload=args.keys_reload,
             return_give_up=args.return_give_up,
             metrics_public=args.metrics_public,
+            card_v03_fields=args.card_v03,
         )
     except ValueError as exc:  # an unsafe or impossible combination: say so, do not start
         print(f"error: {exc}", file=sys.stderr)

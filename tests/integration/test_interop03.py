@@ -47,10 +47,11 @@ def echo(agents: tuple[AgentProcess, Agents]) -> AgentProcess:
     return agents[0]
 
 
-def client03(agent: AgentProcess, *commands: tuple[str, Any]) -> list[Any]:
-    """Run the 0.3 client; one parsed result per command."""
+def client03(agent: AgentProcess, *commands: tuple[str, Any], how: str = "") -> list[Any]:
+    """Run the 0.3 client; one parsed result per command (`how="connect"`: the client made by
+    `ClientFactory.connect(url)` with every default)."""
     done = subprocess.run(
-        [str(PYTHON03), str(CLIENT), agent.url, json.dumps(commands)],
+        [str(PYTHON03), str(CLIENT), agent.url, json.dumps(commands), how],
         capture_output=True,
         text=True,
         timeout=60,
@@ -153,3 +154,22 @@ def test_a_handed_off_task_is_completed_with_its_pointer(
     [refund] = successor["artifacts"]
     assert refund["parts"][0]["kind"] == "data"
     assert refund["parts"][0]["data"]["orderId"] == "12345"
+
+
+def test_a_stock_0_3_client_connects_at_its_default_path(tmp_path: Path) -> None:
+    """`ClientFactory.connect(url)` with every default reads `/.well-known/agent-card.json`:
+    an agent started with `--card-v03` serves the 0.3 members there too."""
+    agent = AgentProcess("echo", f"sqlite:///{tmp_path / 'echo.db'}", extra=("--card-v03",))
+    agent.log_path = tmp_path / "echo.log"
+    agent.start()
+    try:
+        card, sent, streamed = client03(
+            agent, ("card", None), ("send", "hello"), ("stream", "again"), how="connect"
+        )
+    finally:
+        agent.stop()
+    assert card["url"] == agent.url
+    assert card["protocolVersion"].startswith("0.3")
+    assert last_task(sent)["status"]["state"] == "completed"
+    assert texts(last_task(sent)) == ["hello"]
+    assert last_task(streamed)["status"]["state"] == "completed"
