@@ -5,13 +5,15 @@ entry agent. A client owns one task at the gateway; the gateway owns the convers
 agents, as the CLI does (`orchestrator.conversation`): it sends the client's message to whoever
 owns the conversation now, follows TRANSFERRED pointers itself, and relays the current owner's
 statuses, artifacts and questions into the client's task (same task id and context for the
-client). A question (INPUT_REQUIRED) pauses the client's task; the client's answer goes to the
-task that asked. A new task in the same context continues the conversation (at the entry
-agent, which routes it afresh), as the CLI's next `send` does.
+client). A question (INPUT_REQUIRED) pauses the client's task; the client's answer on that
+task goes to the agent's task that asked. A new task in the same context is a new request in
+the same conversation: it starts at the entry agent (which routes it afresh), in the agents'
+context of the client's earlier tasks.
 
 Invariants:
-- a conversation is kept per (client principal, context id), in a file of its own: a client
-  never reaches another client's conversation, whatever context id it sends;
+- a conversation is kept per client task (and a client's context maps to one context at the
+  agents), in files named for the client's principal: a client never reaches another
+  client's conversation, whatever context or task id it sends;
 - the message to an agent is written to that file (with its id) before it is sent; a gateway
   that restarted (kill -9 included) runs the step again and sends that same message again —
   the same id, so the agent answers with what the first one started —, never a second one;
@@ -71,15 +73,18 @@ class Kept:
         return cls(Session(**raw, chain=chain), data.get("outgoing"), path)
 
     def save(self) -> None:
-        """Atomically and durably: a crash leaves the old or the new file."""
         assert self.path is not None
-        body = {"session": asdict(self.session), "outgoing": self.outgoing}
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".conversation-")
-        with os.fdopen(fd, "w") as out:
-            json.dump(body, out)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, self.path)
+        _write(self.path, {"session": asdict(self.session), "outgoing": self.outgoing})
+
+
+def _write(path: Path, body: dict[str, Any]) -> None:
+    """Atomically and durably: a crash leaves the old or the new file."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".conversation-")
+    with os.fdopen(fd, "w") as out:
+        json.dump(body, out)
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(tmp, path)
 
 
 class Conversations:
@@ -99,9 +104,24 @@ class Conversations:
         """One step at a time per conversation (two tasks of one context take turns)."""
         return self._locks.setdefault(self._name(principal, context_id), asyncio.Lock())
 
-    def open(self, principal: str, context_id: str) -> Kept:
-        path = self.directory / f"{self._name(principal, context_id)}.json"
-        return Kept.load(path, self.entry)
+    def open(self, principal: str, context_id: str, task_id: str) -> Kept:
+        """The conversation of one client task. A new task of a context the client used
+        before continues that context at the agents: a new request at the entry agent, in
+        the agents' context of the client's earlier tasks."""
+        path = self.directory / f"{self._name(principal, context_id + chr(31) + task_id)}.json"
+        kept = Kept.load(path, self.entry)
+        if not path.exists():
+            index = self.directory / f"{self._name(principal, context_id)}.json"
+            if index.exists():
+                kept.session.context_id = json.loads(index.read_text()).get("contextId")
+        return kept
+
+    def remember(self, principal: str, context_id: str, kept: Kept) -> None:
+        """The agents' context of a client's context, for the client's next task in it."""
+        if kept.session.context_id is None:
+            return
+        index = self.directory / f"{self._name(principal, context_id)}.json"
+        _write(index, {"contextId": kept.session.context_id})
 
 
 class _Relay:
@@ -191,7 +211,8 @@ class GatewayAgent:
 
     async def handle(self, ctx: TaskContext) -> Outcome:
         async with self.conversations.lock(ctx.principal, ctx.context_id):
-            kept = self.conversations.open(ctx.principal, ctx.context_id)
+            book = self.conversations
+            kept = book.open(ctx.principal, ctx.context_id, ctx.task_id)
             relay = _Relay(ctx)
             pump = asyncio.create_task(relay.pump())
             try:
@@ -199,6 +220,7 @@ class GatewayAgent:
             finally:
                 relay.queue.put_nowait(None)
                 await pump
+                book.remember(ctx.principal, ctx.context_id, kept)
             return relay.outcome(code)
 
     async def _turn(self, ctx: TaskContext, kept: Kept, relay: _Relay) -> Exit:

@@ -315,8 +315,9 @@ def create_app(
                     )
                 recovered = await manager.recover()
                 if recovered:
+                    done = "resumed" if getattr(agent, "resumes", False) else "failed"
                     events.recovery(
-                        "orphaned", "failed %d task(s) left running by a previous process",
+                        "orphaned", f"{done} %d task(s) left running by a previous process",
                         recovered, count=recovered,
                     )  # fmt: skip
             except StoreError as exc:

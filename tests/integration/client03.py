@@ -5,7 +5,8 @@ client is installed (it cannot share a virtualenv with the 1.x SDK). Imports not
     python client03.py URL COMMANDS_JSON [connect]
 
 With `connect` the clients are made by `ClientFactory.connect(URL)` with every default (the
-card read from the SDK's default path, `/.well-known/agent-card.json`).
+card read from the SDK's default path, `/.well-known/agent-card.json`). `$CLIENT03_API_KEY`:
+an API key sent with every request (`X-API-Key`).
 
 COMMANDS_JSON is a list of [command, argument] pairs; each prints one line of JSON:
 `card` (the card as the 0.3 resolver parses it, read from /.well-known/agent.json),
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 import uuid
 from typing import Any
@@ -55,7 +57,9 @@ def message(text: str, task_id: str | None = None, context_id: str | None = None
 
 
 async def run(url: str, commands: list[tuple[str, Any]], how: str) -> None:
-    async with httpx.AsyncClient(timeout=30.0) as http:
+    key = os.environ.get("CLIENT03_API_KEY")
+    headers = {"X-API-Key": key} if key else None
+    async with httpx.AsyncClient(timeout=30.0, headers=headers) as http:
         if how == "connect":  # all defaults: the card from the SDK's default path
             card: AgentCard = await A2ACardResolver(http, url).get_agent_card()
             blocking_config = ClientConfig(streaming=False, httpx_client=http)

@@ -9,6 +9,7 @@ client parsed. The client sends no `A2A-Version` header: the agents serve it as 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -47,15 +48,19 @@ def echo(agents: tuple[AgentProcess, Agents]) -> AgentProcess:
     return agents[0]
 
 
-def client03(agent: AgentProcess, *commands: tuple[str, Any], how: str = "") -> list[Any]:
+def client03(
+    agent: AgentProcess, *commands: tuple[str, Any], how: str = "", api_key: str = ""
+) -> list[Any]:
     """Run the 0.3 client; one parsed result per command (`how="connect"`: the client made by
-    `ClientFactory.connect(url)` with every default)."""
+    `ClientFactory.connect(url)` with every default; `api_key` sent with every request)."""
+    env = {**os.environ, "CLIENT03_API_KEY": api_key}
     done = subprocess.run(
         [str(PYTHON03), str(CLIENT), agent.url, json.dumps(commands), how],
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
+        env=env,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     results = [json.loads(line) for line in done.stdout.splitlines()]
