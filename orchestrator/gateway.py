@@ -24,6 +24,7 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import os
@@ -45,6 +46,7 @@ from a2a_handoff import (
     Reply,
     TaskContext,
 )
+from a2a_handoff.errors import HandoffError
 from a2a_handoff.failpoints import failpoint
 from a2a_handoff.outcomes import Outcome
 from orchestrator.conversation import Conversation, Event, Exit
@@ -217,11 +219,20 @@ class GatewayAgent:
             pump = asyncio.create_task(relay.pump())
             try:
                 code = await self._turn(ctx, kept, relay)
+            except asyncio.CancelledError:  # the client canceled its task: so is the agent's
+                await asyncio.shield(self._cancel_at_owner(kept.session))
+                raise
             finally:
                 relay.queue.put_nowait(None)
                 await pump
                 book.remember(ctx.principal, ctx.context_id, kept)
             return relay.outcome(code)
+
+    async def _cancel_at_owner(self, session: Session) -> None:
+        if not (session.owner_url and session.task_id):
+            return
+        with contextlib.suppress(HandoffError, TimeoutError):
+            await asyncio.wait_for(self.client.cancel(session.owner_url, session.task_id), 5.0)
 
     async def _turn(self, ctx: TaskContext, kept: Kept, relay: _Relay) -> Exit:
         conversation = Conversation(

@@ -18,7 +18,7 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from a2a.client import Client, ClientConfig, create_client
+from a2a.client import A2ACardResolver, Client, ClientConfig, create_client
 from a2a.types.a2a_pb2 import (
     CancelTaskRequest,
     GetTaskRequest,
@@ -29,6 +29,7 @@ from a2a.types.a2a_pb2 import (
     SendMessageConfiguration,
     SendMessageRequest,
     StreamResponse,
+    SubscribeToTaskRequest,
     Task,
     TaskState,
 )
@@ -189,6 +190,40 @@ def test_a_stock_0_3_client_gets_its_refund_through_the_gateway(world: World) ->
     assert done["id"] == asked["id"]
     assert done["status"]["state"] == "completed"
     assert done["artifacts"][0]["parts"][0]["data"]["orderId"] == "12345"
+
+
+async def test_the_card_says_what_the_gateway_fronts(world: World) -> None:
+    async with httpx.AsyncClient(timeout=10.0) as http:
+        card = await A2ACardResolver(http, world.gateway.url).get_agent_card()
+    assert card.name == "gateway"
+    assert "triage" in card.description
+    assert world.agents.triage.url in card.description
+    skills = [skill.id for skill in card.skills]
+    assert "conversation" in skills
+    assert len(skills) > 1  # triage's own skills, as it offers them
+
+
+async def test_a_subscriber_follows_the_client_task_across_the_handoff(world: World) -> None:
+    config = SendMessageConfiguration(return_immediately=True)
+    async with connect(world.gateway, ALICE) as client:
+        started, _ = await send(client, user_message(ASK), config)
+    async with connect(world.gateway, ALICE, streaming=True) as client:
+        seen: list[StreamResponse] = []
+        last = started
+        with anyio.fail_after(30):
+            async for event in client.subscribe(SubscribeToTaskRequest(id=started.id)):
+                seen.append(event)
+                if event.HasField("task"):
+                    last = event.task
+                elif event.HasField("status_update"):
+                    assert event.status_update.task_id == started.id
+                    last.status.CopyFrom(event.status_update.status)
+                if last.status.state == TaskState.TASK_STATE_INPUT_REQUIRED:
+                    break
+        assert seen[0].HasField("task")  # the current task first, then its updates
+        assert "Which order" in status_text(last)
+        canceled = await client.cancel_task(CancelTaskRequest(id=started.id))
+        assert canceled.status.state == TaskState.TASK_STATE_CANCELED
 
 
 async def test_each_client_sees_only_its_own_tasks_and_conversations(world: World) -> None:
