@@ -56,7 +56,7 @@ from a2a_handoff.trust.trustlist import TrustedAgent, load_trust_file, parse_tru
 from servers import _llm
 from servers.billing import POLICY as BILLING_POLICY
 from servers.billing import billing_card, make_billing
-from servers.echo import EchoAgent, echo_card
+from servers.echo import EchoAgent, echo_card, echo_extended_card
 from servers.human import HumanAgent, human_card
 from servers.logistics import LogisticsAgent, logistics_card
 from servers.triage import SCOPE as TRIAGE_SCOPE
@@ -71,6 +71,7 @@ class Example:
     routes: tuple[str, ...] = field(default=())  # route names `all` wires up
     policy: EscalationPolicy | None = None
     trusts: tuple[str, ...] = field(default=())  # agents `all` adds to its trust list
+    make_extended: Callable[[str], AgentCard] | None = None  # for authenticated callers
 
 
 def _human(args: argparse.Namespace) -> Agent:
@@ -78,7 +79,7 @@ def _human(args: argparse.Namespace) -> Agent:
 
 
 EXAMPLES: dict[str, Example] = {
-    "echo": Example(lambda _: EchoAgent(), echo_card),
+    "echo": Example(lambda _: EchoAgent(), echo_card, make_extended=echo_extended_card),
     # triage: its contracts' recovery paths may escalate to the human, whose answer returns
     "triage": Example(make_triage, triage_card, TRIAGE_SCOPE, ("billing", "logistics", "human")),
     "billing": Example(make_billing, billing_card, None, ("human",), BILLING_POLICY, ("triage",)),
@@ -332,6 +333,7 @@ def serve(name: str, args: argparse.Namespace) -> int:
             return_give_up=args.return_give_up,
             metrics_public=args.metrics_public,
             card_v03_fields=args.card_v03,
+            extended_card=example.make_extended(url) if example.make_extended else None,
         )
     except ValueError as exc:  # an unsafe or impossible combination: say so, do not start
         print(f"error: {exc}", file=sys.stderr)

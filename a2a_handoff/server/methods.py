@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+from collections.abc import Callable
 from datetime import UTC
 
 from pydantic import Field
@@ -80,11 +81,21 @@ def trim_history(task: Task, history_length: int | None) -> Task:
 class A2AMethods:
     """The methods `POST /` dispatches to."""
 
-    def __init__(self, manager: TaskManager, sse_ping: float, max_streams: int = 1000) -> None:
+    def __init__(
+        self,
+        manager: TaskManager,
+        sse_ping: float,
+        max_streams: int = 1000,
+        *,
+        extended_card: Callable[[], str] | None = None,
+        extended_declared: bool = False,
+    ) -> None:
         self.manager = manager
         self.store: Store = manager.store
         self.sse_ping = sse_ping
         self.streams = StreamSlots(max_streams)
+        self.extended_card = extended_card  # the extended card's JSON, as served
+        self.extended_declared = extended_declared or extended_card is not None
 
     def table(self) -> dict[str, Handler]:
         """Method name → handler."""
@@ -260,7 +271,17 @@ class A2AMethods:
         return sse_answer(call, stream, self.sse_ping, self.streams)
 
     async def get_extended_card(self, call: Call) -> Response:
-        raise ExtendedCardNotConfiguredError()
+        """The authenticated extended card: to a caller the binding authenticated (under
+        API-key auth no call gets here without a valid key; without auth the public card
+        declares no scheme to authenticate with, and every caller gets it)."""
+        if self.extended_card is not None:
+            return call.binding.answer(call, self.extended_card())
+        if self.extended_declared:
+            raise ExtendedCardNotConfiguredError()
+        raise UnsupportedOperationError(
+            "this agent offers no extended card (its card does not declare"
+            " capabilities.extendedAgentCard)"
+        )
 
     async def _visible(self, task_id: str, principal: str) -> bool:
         record = await self.store.get(task_id)

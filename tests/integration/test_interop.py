@@ -12,6 +12,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -20,6 +21,7 @@ import pytest
 from a2a.client import A2ACardResolver, Client, ClientConfig, create_client
 from a2a.types.a2a_pb2 import (
     CancelTaskRequest,
+    GetExtendedAgentCardRequest,
     GetTaskRequest,
     ListTasksRequest,
     Message,
@@ -594,3 +596,47 @@ async def test_the_sdk_verifies_the_signed_card_with_the_published_jwks(
     raw["description"] = "an impostor"
     with pytest.raises(InvalidSignaturesError):
         verifier(parse_agent_card(raw))  # type: ignore[operator]
+
+
+# -- the authenticated extended card ------------------------------------------------------
+
+
+@BINDINGS
+async def test_the_extended_card_goes_to_an_authenticated_caller_only(
+    tmp_path: Path, binding: str
+) -> None:
+    keys = tmp_path / "keys"
+    keys.write_text("alice=alice-key-0123456789\n")
+    keys.chmod(0o600)
+    agent = AgentProcess(
+        "echo", f"sqlite:///{tmp_path / 'echo.db'}", extra=("--auth-keys", str(keys))
+    )
+    agent.log_path = tmp_path / "echo.log"
+    agent.start()
+    try:
+        async with httpx.AsyncClient(timeout=10.0) as http:
+            public = await A2ACardResolver(http, agent.url).get_agent_card()
+        assert public.capabilities.extended_agent_card is True
+        assert [s.id for s in public.skills] == ["echo"]
+        headers = {"X-API-Key": "alice-key-0123456789"}
+        async with httpx.AsyncClient(timeout=10.0, headers=headers) as http:
+            config = ClientConfig(httpx_client=http, supported_protocol_bindings=[binding])
+            client = await create_client(agent.url, config)
+            try:
+                extended = await client.get_extended_agent_card(GetExtendedAgentCardRequest())
+            finally:
+                await client.close()
+        assert extended.name == "echo"
+        assert [s.id for s in extended.skills] == ["echo", "ask", "sleep", "reply", "tokens"]
+        async with httpx.AsyncClient(timeout=10.0) as http:
+            rpc = await http.post(
+                agent.url,
+                json={"jsonrpc": "2.0", "id": 1, "method": "GetExtendedAgentCard", "params": {}},
+                headers={"A2A-Version": "1.0"},
+            )
+            rest = await http.get(agent.url + "extendedAgentCard", headers={"A2A-Version": "1.0"})
+        assert rpc.status_code == rest.status_code == 401  # no key: no extended card
+        assert "ask" not in rpc.text
+        assert "ask" not in rest.text
+    finally:
+        agent.stop()
