@@ -96,6 +96,7 @@ class TaskContext:
     _use_approval: Callable[[str], bool] | None = field(default=None, repr=False)
     _planner: RoutePlanner | None = field(default=None, repr=False)
     _attempt: Callable[[Handoff], Awaitable[str | None]] | None = field(default=None, repr=False)
+    principal: str = ""  # the caller the task belongs to: its owner ("" without authentication)
 
     @property
     def transfer_context(self) -> dict[str, Any]:

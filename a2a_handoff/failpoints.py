@@ -2,7 +2,8 @@
 
 The exit is immediate (`os._exit`: no cleanup, no flush, no finally blocks), like `kill -9`.
 Names: `handoff.after_checkpoint`, `handoff.after_create`, `handoff.after_terminate`,
-`receive.after_create`. A testing tool only: never set it in production.
+`receive.after_create`, `gateway.after_send` (the gateway's message taken by the agent, its
+answer not yet relayed). A testing tool only: never set it in production.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ NAMES = frozenset(
         "handoff.after_create",
         "handoff.after_terminate",
         "receive.after_create",
+        "gateway.after_send",
     }
 )
 EXIT_CODE = 137

@@ -19,6 +19,9 @@ deny TASK [NOTE] --agent URL      refuse it
 reply TASK TEXT --agent URL       answer it with information or a decision; to a permission
                                   it is a note, and the escalation still waits for approve or
                                   deny (or `reply --approve` / `reply --deny`)
+serve --entry URL --port P [--auth-keys FILE] [--store URL]
+                                  the gateway: an A2A agent any client talks to, which
+                                  follows handoffs for it (docs/gateway.md)
 console --agent URL [--agent URL …] [--port P]
                                   a live web page: conversations drawn as chains across
                                   agents, the inbox with approve / deny / reply, health
@@ -59,6 +62,7 @@ from a2a_handoff.secrets import read_secret
 from orchestrator import operator
 from orchestrator.conversation import Conversation, Event, Exit, chain_of, describe
 from orchestrator.reach import Reach, credentials
+from orchestrator.serve import add_arguments as serve_arguments
 from orchestrator.session import Hop, Session, SessionDamaged, default_session_path
 
 
@@ -120,6 +124,17 @@ def _client(keys: dict[str, str]) -> AgentClient:
 def _fail(message: str, code: int = ExitCode.USAGE) -> int:
     print(f"error: {message}", file=sys.stderr)
     return int(code)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    """The gateway (orchestrator.serve): the CLI's keys go to the agents behind it."""
+    from orchestrator.serve import serve
+
+    try:
+        keys = credentials(args.entry, _api_key(args), args.keys_file)
+    except (OSError, ValueError) as exc:
+        return _fail(str(exc))
+    return serve(args, lambda: _client(keys), keys)
 
 
 async def _run(args: argparse.Namespace) -> int:
@@ -426,6 +441,8 @@ def _parser() -> argparse.ArgumentParser:
                                const="approved", help="the reply approves")  # fmt: skip
             given.add_argument("--deny", dest="verdict", action="store_const",
                                const="denied", help="the reply denies")  # fmt: skip
+    serve = command("serve", "the gateway: an A2A agent that follows handoffs for its clients")
+    serve_arguments(serve, agent_url)
     console = command("console", "a live web page of the agents' work (Ctrl-C stops it)")
     console.add_argument("--agent", type=agent_url, action="append", required=True,
                          help="an agent's URL (repeat it for each agent)")  # fmt: skip
@@ -436,6 +453,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "serve":
+        return _serve(args)
     return quiet_pipe(lambda: asyncio.run(_run(args)))
 
 

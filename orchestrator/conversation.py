@@ -197,21 +197,38 @@ class Conversation:
                     return Exit.NOT_DELIVERED
                 if code is Exit.UNREACHABLE:
                     return code
-                url = session.owner_url or url
-            message = Message(
-                message_id=str(uuid.uuid4()),
-                role=Role.USER,
-                parts=[Part(text=text)],
-                context_id=session.context_id,
-            )
-            if session.task_id and session.state in _INTERRUPTED:
-                message.task_id = session.task_id  # the answer the task waits for
-            elif session.task_id:
-                # The conversation's last task is over: a new task at the entry agent, in the
-                # same context, so the entry agent routes the new request afresh.
-                message.reference_task_ids = [session.task_id]
-                url = session.entry or url
-                self._session_task = False
+        except (UnavailableError, CircuitOpenError) as exc:
+            return self._unreachable(url, exc, delivered=self._answered)
+        return await self.deliver(*self.prepare([Part(text=text)]))
+
+    def prepare(self, parts: list[Part], message_id: str | None = None) -> tuple[str, Message]:
+        """Where the user's next message goes and the message itself, by the conversation's
+        rules (its last task paused or ended): the answer to the task that waits for input,
+        else a new task at the entry agent in the same context."""
+        session = self.session
+        url = session.owner_url or session.entry
+        if url is None:
+            raise ValueError("no entry agent: pass --entry URL")
+        message = Message(
+            message_id=message_id or str(uuid.uuid4()),
+            role=Role.USER,
+            parts=parts,
+            context_id=session.context_id,
+        )
+        if session.task_id and session.state in _INTERRUPTED:
+            message.task_id = session.task_id  # the answer the task waits for
+        elif session.task_id:
+            # The conversation's last task is over: a new task at the entry agent, in the
+            # same context, so the entry agent routes the new request afresh.
+            message.reference_task_ids = [session.task_id]
+            url = session.entry or url
+            self._session_task = False  # a new task: not the session's
+        return url, message
+
+    async def deliver(self, url: str, message: Message) -> Exit:
+        """Send `message` to `url` and follow it to an answer, across transfers. Sent again
+        (the same message id), an agent answers with what the first one started."""
+        try:
             cursor = _Cursor(url, await self.name_of(url))
             self._answered = False
             return await self._follow(cursor, self.client.stream(url, message))
@@ -450,6 +467,7 @@ class Conversation:
                 "agent": cursor.name,
                 "taskId": cursor.task_id,
                 "name": artifact.name or "",
+                "artifactId": artifact.artifact_id,
                 "parts": [p.dump() for p in artifact.parts],
             }
         )

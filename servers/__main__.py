@@ -62,7 +62,7 @@ from a2a_handoff.trust import (
 from servers import _all, _llm
 from servers.billing import POLICY as BILLING_POLICY
 from servers.billing import billing_card, make_billing
-from servers.echo import EchoAgent, echo_card
+from servers.echo import EchoAgent, echo_card, echo_extended_card
 from servers.human import HumanAgent, human_card
 from servers.logistics import LogisticsAgent, logistics_card
 from servers.triage import SCOPE as TRIAGE_SCOPE
@@ -77,6 +77,7 @@ class Example:
     routes: tuple[str, ...] = field(default=())  # route names `all` wires up
     policy: EscalationPolicy | None = None
     trusts: tuple[str, ...] = field(default=())  # agents `all` adds to its trust list
+    make_extended: Callable[[str], AgentCard] | None = None  # for authenticated callers
 
 
 def _human(args: argparse.Namespace) -> Agent:
@@ -84,7 +85,7 @@ def _human(args: argparse.Namespace) -> Agent:
 
 
 EXAMPLES: dict[str, Example] = {
-    "echo": Example(lambda _: EchoAgent(), echo_card),
+    "echo": Example(lambda _: EchoAgent(), echo_card, make_extended=echo_extended_card),
     # triage: its contracts' recovery paths may escalate to the human, whose answer returns
     "triage": Example(make_triage, triage_card, TRIAGE_SCOPE, ("billing", "logistics", "human")),
     "billing": Example(make_billing, billing_card, None, ("human",), BILLING_POLICY, ("triage",)),
@@ -152,6 +153,12 @@ def _agent_parser(parser: argparse.ArgumentParser) -> None:
         " redis://HOST:PORT/DB (shared by replicas), or memory://",
     )
     parser.add_argument("--url", default=None, help="the URL the card advertises")
+    parser.add_argument(
+        "--card-v03",
+        action="store_true",
+        help="serve the A2A 0.3 card members at /.well-known/agent-card.json too, for 0.3"
+        " clients that read only that path (the 1.0 card schema forbids them there)",
+    )
     parser.add_argument(
         "--route", action="append", default=[], metavar="NAME=URL", help="a handoff target"
     )
@@ -345,6 +352,8 @@ def serve(name: str, args: argparse.Namespace) -> int:
             keys_reload=args.keys_reload,
             return_give_up=args.return_give_up,
             metrics_public=args.metrics_public,
+            card_v03_fields=args.card_v03,
+            extended_card=example.make_extended(url) if example.make_extended else None,
         )
     except ValueError as exc:  # an unsafe or impossible combination: say so, do not start
         print(f"error: {exc}", file=sys.stderr)

@@ -79,3 +79,16 @@ def echo_card(url: str) -> AgentCard:
             )
         ],
     )
+
+
+def echo_extended_card(url: str) -> AgentCard:
+    """What a signed-in caller sees (`GetExtendedAgentCard`): each of echo's commands as a
+    skill of its own."""
+    card = echo_card(url)
+    commands = [
+        skill("ask", "'ask: Q' asks Q (INPUT_REQUIRED); the follow-up completes the task", "test"),
+        skill("sleep", "'sleep:N' works N seconds, a status a second (cancel, subscribe)", "test"),
+        skill("reply", "'reply: T' answers T as a direct Message, without a task", "test"),
+        skill("tokens", "'tokens: W…' streams the words as chunks of one artifact", "test"),
+    ]
+    return card.model_copy(update={"skills": [*card.skills, *commands]})

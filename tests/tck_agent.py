@@ -112,7 +112,11 @@ def tck_app(url: str, store: str = "memory://") -> Starlette:
         description="a2a-handoff, as the A2A conformance kit tests it",
         skills=[skill("tck", "Behaves as the conformance kit's scenarios say", "tck")],
     )
-    return create_app(TckAgent(), card, open_store(store), dedupe_message_ids=False)
+    signed_in = skill("tck-extended", "Seen only in the authenticated extended card", "tck")
+    extended = card.model_copy(update={"skills": [*card.skills, signed_in]})
+    return create_app(
+        TckAgent(), card, open_store(store), dedupe_message_ids=False, extended_card=extended
+    )
 
 
 def main() -> None:

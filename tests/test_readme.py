@@ -56,6 +56,8 @@ SKIPPED = {
     " real browser against real agents",
     "pip install 'a2a-handoff[otel]'": "needs an OTLP collector; traces across agents are"
     " tested with an in-memory exporter (tests/integration/test_traces.py)",
+    ".venv/bin/python -m orchestrator serve": "tests/orchestrator/test_gateway.py runs the"
+    " gateway with the official SDK clients (1.x on both bindings, 0.3), across a kill -9",
     "pip install /path/to/a2a-handoff": "run below, into a target directory (the git URL is"
     " a placeholder for the reader's clone)",
 }

@@ -36,8 +36,9 @@ def _settled(record: TaskRecord) -> bool:
     )
 
 
-async def fail_orphans(store: Store, running: Container[str], leases: Leases) -> int:
-    """Fail the orphans (none of `running`, this process's own runs); returns how many."""
+async def find_orphans(store: Store, running: Container[str], leases: Leases) -> list[TaskRecord]:
+    """The orphans: tasks left SUBMITTED/WORKING by a process that is gone (none of
+    `running`, this process's own runs)."""
     shared = store.shared
     orphans: list[TaskRecord] = []
     for state in (TaskState.SUBMITTED, TaskState.WORKING):
@@ -54,8 +55,13 @@ async def fail_orphans(store: Store, running: Container[str], leases: Leases) ->
                 and (not shared or not await leases.runner_alive(r))
             ]
             token = page.next_page_token
+    return orphans
+
+
+async def fail_orphans(store: Store, running: Container[str], leases: Leases) -> int:
+    """Fail the orphans; returns how many."""
     failed = 0
-    for record in orphans:
+    for record in await find_orphans(store, running, leases):
         with contextlib.suppress(ConflictError):
             reason = agent_message(RESTART_REASON, record.task)
             await write_state(store, record, TaskState.FAILED, reason)

@@ -145,6 +145,7 @@ class TaskRun(Journal):
                 _use_approval=self._use_approval,
                 _planner=host.handoffs.sender,
                 _attempt=self._attempt,
+                principal=self.owner,
             )
             try:
                 if tracing.enabled():

@@ -54,7 +54,7 @@ from a2a_handoff.runtime.escalations import add_note
 from a2a_handoff.runtime.journal import Journal, Submission, resolved, write_state
 from a2a_handoff.runtime.leases import Leases
 from a2a_handoff.runtime.local import LocalTasks
-from a2a_handoff.runtime.orphans import fail_orphans, fail_stranded
+from a2a_handoff.runtime.orphans import fail_orphans, fail_stranded, find_orphans
 from a2a_handoff.runtime.run import TaskRun
 from a2a_handoff.stores.base import Store, TaskRecord
 from a2a_handoff.trust.agent_trust import AgentTrust
@@ -119,10 +119,33 @@ class TaskManager:
     # -- lifecycle ------------------------------------------------------------------------
 
     async def recover(self) -> int:
-        """Fail tasks a previous process (or a dead replica) left running; how many."""
-        failed = await fail_orphans(self.store, self._runs, self.leases)
+        """Fail tasks a previous process (or a dead replica) left running — or, for an agent
+        that resumes them (`agent.resumes = True`), run their handler again on their last
+        message; how many."""
+        if not getattr(self.agent, "resumes", False):
+            failed = await fail_orphans(self.store, self._runs, self.leases)
+            self._recovered = True
+            return failed
+        orphans = await find_orphans(self.store, self._runs, self.leases)
+        for record in orphans:
+            self._resume(record)
         self._recovered = True
-        return failed
+        return len(orphans)
+
+    def _resume(self, record: TaskRecord) -> None:
+        """Run an orphan's handler again on the last message its caller sent: the agent
+        said its handler may run twice for a message (it keeps its own journal)."""
+        task = record.task
+        last = next((m for m in reversed(task.history or []) if m.role is Role.USER), None)
+        if last is None or task.id in self._runs:
+            return
+        resumed = with_status(task, TaskState.WORKING)
+        run = TaskRun(
+            self, resumed, record.owner, committed=record, dedupe_key=None,
+            first=status_event(resumed),
+        )  # fmt: skip
+        self._runs[task.id] = run
+        run.run(last)
 
     async def sweep(self, others: bool) -> int:
         """The heartbeat's sweep: fail the tasks this process stranded, and with `others` the

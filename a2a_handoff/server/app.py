@@ -103,6 +103,12 @@ def _with_contracts(card: AgentCard, accepted: list[dict[str, Any]]) -> AgentCar
     return card.model_copy(update={"capabilities": capabilities})
 
 
+def _declaring_extended(card: AgentCard) -> AgentCard:
+    """The card declaring `capabilities.extendedAgentCard`."""
+    capabilities = card.capabilities.model_copy(update={"extended_agent_card": True})
+    return card.model_copy(update={"capabilities": capabilities})
+
+
 HUMAN_CAPABILITY = "escalations"  # what a human agent's card offers
 
 
@@ -198,6 +204,7 @@ def create_app(
     keys_reload: float = 2.0,
     return_give_up: float | None = None,
     metrics_public: bool = False,
+    extended_card: AgentCard | None = None,
 ) -> Starlette:
     """Serve `agent` over A2A JSON-RPC; the app opens and closes `store` in its lifespan.
 
@@ -225,6 +232,10 @@ def create_app(
     retried before its task fails (default: the envelope TTL).
     `GET /metrics` serves the agent's Prometheus metrics; under API-key auth it needs a key
     unless `metrics_public`.
+    `extended_card`: the card an authenticated caller gets from `GetExtendedAgentCard` (REST
+    `GET /extendedAgentCard`) — say, with skills a user sees only when signed in; the public
+    card then declares `capabilities.extendedAgentCard`. Under API-key auth only a caller
+    with a valid key gets it; without auth, anyone (the public card names no scheme).
     """
     if not inspect.iscoroutinefunction(getattr(agent, "handle", None)):
         raise TypeError(
@@ -238,8 +249,20 @@ def create_app(
                 "security_requirements": auth.security_requirements(),
             }
         )
+    if extended_card is not None:
+        card = _declaring_extended(card)
+        extended_card = _declaring_extended(extended_card)
+        if auth is not None and not extended_card.security_schemes:
+            extended_card = extended_card.model_copy(
+                update={
+                    "security_schemes": card.security_schemes,
+                    "security_requirements": card.security_requirements,
+                }
+            )
     if contracts is not None:
         card = _with_contracts(card, contracts.accepted_by(card.name))
+        if extended_card is not None:
+            extended_card = _with_contracts(extended_card, contracts.accepted_by(card.name))
     deciders = _operators(card, auth, operators)
     routes = {name: check_agent_url(url, f"route {name}") for name, url in (routes or {}).items()}
     approver = (escalation or EscalationPolicy()).target
@@ -280,7 +303,16 @@ def create_app(
         deciders,
         dedupe_message_ids=dedupe_message_ids,
     )
-    methods = A2AMethods(manager, sse_ping, max_streams)
+    extended = None
+    if extended_card is not None:
+        extended = CardRoute(extended_card, agent_trust, auth=auth).text
+    methods = A2AMethods(
+        manager,
+        sse_ping,
+        max_streams,
+        extended_card=extended,
+        extended_declared=bool(card.capabilities.extended_agent_card),
+    )
     table = methods.table()
     endpoint = JsonRpcEndpoint(table, auth, max_body, legacy=V03Methods(table).dispatch)
     observer = Observer(card.name)
@@ -316,8 +348,9 @@ def create_app(
                     )
                 recovered = await manager.recover()
                 if recovered:
+                    done = "resumed" if getattr(agent, "resumes", False) else "failed"
                     events.recovery(
-                        "orphaned", "failed %d task(s) left running by a previous process",
+                        "orphaned", f"{done} %d task(s) left running by a previous process",
                         recovered, count=recovered,
                     )  # fmt: skip
             except StoreError as exc:

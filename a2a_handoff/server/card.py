@@ -92,6 +92,11 @@ class CardRoute:
         self.modified = email.utils.formatdate(time.time(), usegmt=True)
         self._for = identity
 
+    def text(self) -> str:
+        """The card as served to a caller with a valid key (or to anyone, without auth)."""
+        self._current()
+        return self._served[True][0].decode()
+
     async def get(self, request: Request) -> Response:
         self._current()
         known = self.auth is None or self.auth.authenticate(request.headers) is not None

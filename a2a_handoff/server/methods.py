@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+from collections.abc import Callable
 from datetime import UTC
 
 from pydantic import Field
@@ -21,14 +22,22 @@ from a2a_handoff.errors import (
     ExtendedCardNotConfiguredError,
     InvalidParamsError,
     PushNotificationNotSupportedError,
+    TaskNotCancelableError,
     UnsupportedOperationError,
 )
 from a2a_handoff.handoff.ledger import received_row, sent_row
-from a2a_handoff.protocol.extension import render_task, with_ext_metadata
+from a2a_handoff.protocol.events import agent_message
+from a2a_handoff.protocol.extension import (
+    HANDOFF_EXTENSION_URI,
+    ext_metadata,
+    render_task,
+    with_ext_metadata,
+)
 from a2a_handoff.protocol.models import (
     CancelTaskRequest,
     GetTaskRequest,
     ListTasksRequest,
+    Message,
     SendMessageRequest,
     StreamResponse,
     SubscribeToTaskRequest,
@@ -72,11 +81,21 @@ def trim_history(task: Task, history_length: int | None) -> Task:
 class A2AMethods:
     """The methods `POST /` dispatches to."""
 
-    def __init__(self, manager: TaskManager, sse_ping: float, max_streams: int = 1000) -> None:
+    def __init__(
+        self,
+        manager: TaskManager,
+        sse_ping: float,
+        max_streams: int = 1000,
+        *,
+        extended_card: Callable[[], str] | None = None,
+        extended_declared: bool = False,
+    ) -> None:
         self.manager = manager
         self.store: Store = manager.store
         self.sse_ping = sse_ping
         self.streams = StreamSlots(max_streams)
+        self.extended_card = extended_card  # the extended card's JSON, as served
+        self.extended_declared = extended_declared or extended_card is not None
 
     def table(self) -> dict[str, Handler]:
         """Method name → handler."""
@@ -120,7 +139,13 @@ class A2AMethods:
         if config is not None and config.task_push_notification_config is not None:
             raise PushNotificationNotSupportedError()
         immediately = bool(config and config.return_immediately)
-        submission = await self.manager.send(request.message, call.principal, prompt=immediately)
+        try:
+            submission = await self.manager.send(
+                request.message, call.principal, prompt=immediately
+            )
+        except UnsupportedOperationError as refused:
+            reply = await self._moved_on(call, request.message, refused)
+            return call.binding.answer(call, '{"message":' + reply.dump_json() + "}")
         waiting = submission.created if immediately else submission.settled
         try:
             record = await asyncio.shield(waiting)
@@ -140,7 +165,10 @@ class A2AMethods:
             raise PushNotificationNotSupportedError()
         self.streams.take()  # refused before the task is created
         try:
-            submission = await self.manager.send(request.message, call.principal)
+            try:
+                submission = await self.manager.send(request.message, call.principal)
+            except UnsupportedOperationError as refused:
+                raise Replied(await self._moved_on(call, request.message, refused)) from None
             await asyncio.shield(submission.created)
         except Replied as replied:
             item = one_item(StreamResponse(message=replied.message))
@@ -150,6 +178,30 @@ class A2AMethods:
             raise
         stream = task_stream(self.store, submission.task_id, submission.head, submission.after)
         return sse_answer(call, stream, self.sse_ping, self.streams)
+
+    async def _moved_on(
+        self, call: Call, message: Message, refused: UnsupportedOperationError
+    ) -> Message:
+        """The answer to a follow-up sent to a task that cannot take it, for a client shown
+        TRANSFERRED as COMPLETED: the task is complete, and where the conversation went (a
+        Message naming the successor, the pointer in its metadata). Else `refused` is raised."""
+        if call.transfers_visible or not message.task_id:
+            raise refused
+        record = await self.manager.owned(message.task_id, call.principal)
+        pointer = ext_metadata(record.task).get("transfer")
+        if record.state is not TaskState.TRANSFERRED or not isinstance(pointer, dict):
+            raise refused
+        text = (
+            f"Task {record.id} is complete: the conversation continues at"
+            f" {pointer.get('agentName')} ({pointer.get('agentUrl')}), task"
+            f" {pointer.get('taskId')}. Send your message there."
+        )
+        reply = agent_message(
+            text, None, **{HANDOFF_EXTENSION_URI: {"state": "TRANSFERRED", "transfer": pointer}}
+        )
+        return reply.model_copy(
+            update={"context_id": record.task.context_id, "reference_task_ids": [record.id]}
+        )
 
     async def get_task(self, call: Call) -> Response:
         request = validate(GetTaskRequest, call.params)
@@ -167,6 +219,7 @@ class A2AMethods:
                 page_size=page_size,
                 page_token=request.page_token or None,
                 status_after=_status_after(request.status_timestamp_after),
+                transfers_as_completed=not call.transfers_visible,
             )
         )
         tasks = []
@@ -188,7 +241,15 @@ class A2AMethods:
 
     async def cancel_task(self, call: Call) -> Response:
         request = validate(CancelTaskRequest, call.params)
-        record = await self.manager.cancel(request.id, call.principal)
+        try:
+            record = await self.manager.cancel(request.id, call.principal)
+        except TaskNotCancelableError as refused:
+            if call.transfers_visible or "TRANSFERRED" not in refused.message:
+                raise
+            raise TaskNotCancelableError(
+                f"task {request.id} is {_shown(call, TaskState.TRANSFERRED)}, a terminal state",
+                metadata={"taskId": request.id},
+            ) from None
         return self._task_response(call, record.task, None)
 
     async def subscribe_to_task(self, call: Call) -> Response:
@@ -196,7 +257,7 @@ class A2AMethods:
         record = await self.manager.owned(request.id, call.principal)
         if record.state.terminal:
             raise UnsupportedOperationError(
-                f"task {record.id} is {record.state.name}: a terminal task has no updates",
+                f"task {record.id} is {_shown(call, record.state)}: a terminal task has no updates",
                 metadata={"taskId": record.id},
             )
         resume = _last_event_id(call.request)
@@ -210,7 +271,17 @@ class A2AMethods:
         return sse_answer(call, stream, self.sse_ping, self.streams)
 
     async def get_extended_card(self, call: Call) -> Response:
-        raise ExtendedCardNotConfiguredError()
+        """The authenticated extended card: to a caller the binding authenticated (under
+        API-key auth no call gets here without a valid key; without auth the public card
+        declares no scheme to authenticate with, and every caller gets it)."""
+        if self.extended_card is not None:
+            return call.binding.answer(call, self.extended_card())
+        if self.extended_declared:
+            raise ExtendedCardNotConfiguredError()
+        raise UnsupportedOperationError(
+            "this agent offers no extended card (its card does not declare"
+            " capabilities.extendedAgentCard)"
+        )
 
     async def _visible(self, task_id: str, principal: str) -> bool:
         record = await self.store.get(task_id)
@@ -244,6 +315,14 @@ class A2AMethods:
         token = _ledger_token(next_sent or None, next_received or None, context_id)
         result = {"sent": sent, "received": received, "nextPageToken": token}
         return call.binding.answer(call, json.dumps(result, separators=(",", ":")))
+
+
+def _shown(call: Call, state: TaskState) -> str:
+    """The name of `state` as this client is shown it (TRANSFERRED is COMPLETED without the
+    handoff extension)."""
+    if state is TaskState.TRANSFERRED and not call.transfers_visible:
+        return TaskState.COMPLETED.name
+    return state.name
 
 
 def _ledger_token(sent: str | None, received: str | None, context_id: str | None) -> str:

@@ -29,7 +29,6 @@ from a2a_handoff.auth import ApiKeyAuth
 from a2a_handoff.errors import (
     AuthenticationError,
     ContentTypeNotSupportedError,
-    ExtendedCardNotConfiguredError,
     InternalError,
     InvalidParamsError,
     MethodNotFoundError,
@@ -197,12 +196,7 @@ class RestEndpoint:
             ("/tasks/{id}:subscribe", ["GET", "POST"], m["SubscribeToTask"], _task_params),
             ("/tasks/{id}/pushNotificationConfigs", ["GET", "POST"], push, _body_params),
             ("/tasks/{id}/pushNotificationConfigs/{cid}", ["GET", "DELETE"], push, _body_params),
-            (
-                "/extendedAgentCard",
-                ["GET"],
-                _unsupported(ExtendedCardNotConfiguredError),
-                _body_params,
-            ),
+            ("/extendedAgentCard", ["GET"], m["GetExtendedAgentCard"], _body_params),
             ("/tasks/{id}", ["GET"], m["GetTask"], _task_params),  # after the `:verb` routes
         ]
         return [

@@ -77,6 +77,22 @@ class TaskQuery:
     page_token: str | None = None
     status_after: str | None = None  # only tasks whose status changed after this (a stamp
     # of `utc_now()`'s form); a status changes no later than its task's updated_at
+    transfers_as_completed: bool = False  # the caller is shown TRANSFERRED as COMPLETED
+    # (no handoff extension): `state` COMPLETED matches TRANSFERRED tasks too, and
+    # TRANSFERRED matches none
+
+    @property
+    def states(self) -> frozenset[TaskState] | None:
+        """The stored states `state` matches (None: any)."""
+        if self.state is None:
+            return None
+        if not self.transfers_as_completed:
+            return frozenset({self.state})
+        if self.state is TaskState.TRANSFERRED:
+            return frozenset()
+        if self.state is TaskState.COMPLETED:
+            return frozenset({TaskState.COMPLETED, TaskState.TRANSFERRED})
+        return frozenset({self.state})
 
 
 @dataclass(frozen=True, slots=True)

@@ -45,7 +45,7 @@ def page_of(records: Iterable[TaskRecord], query: TaskQuery) -> TaskPage:
         for r in records
         if (query.owner is None or r.visible_to(query.owner))
         and (query.context_id is None or r.task.context_id == query.context_id)
-        and (query.state is None or r.state == query.state)
+        and (query.states is None or r.state in query.states)
         and (query.status_after is None or _status_after(r, query.status_after))
     ]
     matching.sort(key=lambda r: (r.updated_at, r.id), reverse=True)

@@ -228,8 +228,10 @@ class RedisTaskStore(RedisBase):
         narrowing = []
         if query.context_id is not None:
             narrowing.append(self._key(f"i:c:{query.context_id}"))
-        if query.state is not None:
-            narrowing.append(self._key(f"i:s:{query.state.value}"))
+        states = query.states
+        if states is not None and len(states) == 1:
+            narrowing.append(self._key(f"i:s:{next(iter(states)).value}"))
+        # several states: the page filters them (page_of)
         if narrowing:
             ids = await redis.sinter(narrowing)
         elif query.owner is not None:

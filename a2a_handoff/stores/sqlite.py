@@ -185,9 +185,10 @@ class SqliteTaskStore(SqliteLedger):
         if query.context_id is not None:
             where.append("context_id = ?")
             params.append(query.context_id)
-        if query.state is not None:
-            where.append("state = ?")
-            params.append(query.state.value)
+        states = query.states
+        if states is not None:
+            where.append(f"state IN ({','.join('?' * len(states))})" if states else "0")
+            params += sorted(s.value for s in states)
         if query.status_after is not None:
             # The index narrows by updated_at (never before the status changed), the body
             # decides: only the tasks updated since then are looked into.

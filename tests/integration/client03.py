@@ -2,7 +2,11 @@
 `tests/integration/test_interop03.py` with the interpreter of `.venv-a2a03`, where that
 client is installed (it cannot share a virtualenv with the 1.x SDK). Imports nothing of ours.
 
-    python client03.py URL COMMANDS_JSON
+    python client03.py URL COMMANDS_JSON [connect]
+
+With `connect` the clients are made by `ClientFactory.connect(URL)` with every default (the
+card read from the SDK's default path, `/.well-known/agent-card.json`). `$CLIENT03_API_KEY`:
+an API key sent with every request (`X-API-Key`).
 
 COMMANDS_JSON is a list of [command, argument] pairs; each prints one line of JSON:
 `card` (the card as the 0.3 resolver parses it, read from /.well-known/agent.json),
@@ -15,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 import uuid
 from typing import Any
@@ -51,12 +56,21 @@ def message(text: str, task_id: str | None = None, context_id: str | None = None
     )
 
 
-async def run(url: str, commands: list[tuple[str, Any]]) -> None:
-    async with httpx.AsyncClient(timeout=30.0) as http:
-        resolver = A2ACardResolver(http, url, agent_card_path=".well-known/agent.json")
-        card: AgentCard = await resolver.get_agent_card()
-        blocking = ClientFactory(ClientConfig(streaming=False, httpx_client=http)).create(card)
-        streaming = ClientFactory(ClientConfig(streaming=True, httpx_client=http)).create(card)
+async def run(url: str, commands: list[tuple[str, Any]], how: str) -> None:
+    key = os.environ.get("CLIENT03_API_KEY")
+    headers = {"X-API-Key": key} if key else None
+    async with httpx.AsyncClient(timeout=30.0, headers=headers) as http:
+        if how == "connect":  # all defaults: the card from the SDK's default path
+            card: AgentCard = await A2ACardResolver(http, url).get_agent_card()
+            blocking_config = ClientConfig(streaming=False, httpx_client=http)
+            blocking = await ClientFactory.connect(url, client_config=blocking_config)
+            streaming_config = ClientConfig(streaming=True, httpx_client=http)
+            streaming = await ClientFactory.connect(url, client_config=streaming_config)
+        else:
+            resolver = A2ACardResolver(http, url, agent_card_path=".well-known/agent.json")
+            card = await resolver.get_agent_card()
+            blocking = ClientFactory(ClientConfig(streaming=False, httpx_client=http)).create(card)
+            streaming = ClientFactory(ClientConfig(streaming=True, httpx_client=http)).create(card)
         for command, arg in commands:
             try:
                 result: Any
@@ -93,4 +107,4 @@ async def run(url: str, commands: list[tuple[str, Any]]) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(run(sys.argv[1], json.loads(sys.argv[2])))
+    asyncio.run(run(sys.argv[1], json.loads(sys.argv[2]), sys.argv[3] if len(sys.argv) > 3 else ""))

@@ -12,6 +12,8 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
 
 import anyio
 import httpx
@@ -19,6 +21,7 @@ import pytest
 from a2a.client import A2ACardResolver, Client, ClientConfig, create_client
 from a2a.types.a2a_pb2 import (
     CancelTaskRequest,
+    GetExtendedAgentCardRequest,
     GetTaskRequest,
     ListTasksRequest,
     Message,
@@ -35,7 +38,7 @@ from a2a.utils.errors import JSON_RPC_ERROR_CODE_MAP, TaskNotCancelableError
 from google.protobuf import json_format
 
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI as URI
-from tests.integration.handoff_support import REFUND, Agents, running
+from tests.integration.handoff_support import REFUND, Agents, result, running
 from tests.support import AgentProcess
 
 pytestmark = pytest.mark.anyio
@@ -474,6 +477,76 @@ async def test_a_handed_off_task_and_its_successor(handoff_agents: Agents, bindi
 
 
 @BINDINGS
+async def test_a_client_without_the_extension_sees_one_state_everywhere(
+    handoff_agents: Agents, binding: str
+) -> None:
+    """GetTask, ListTasks (and its status filter) and a follow-up all speak of the handed-off
+    task as COMPLETED; a follow-up is answered with where the conversation went."""
+    agents = handoff_agents
+    async with connect(agents.triage, streaming=False, binding=binding) as client:
+        source = await send_for_task(client, REFUND)
+        pointer = json_format.MessageToDict(source.metadata)[URI]["transfer"]
+        fetched = await client.get_task(GetTaskRequest(id=source.id))
+        assert fetched.status.state == TaskState.TASK_STATE_COMPLETED
+        completed = await client.list_tasks(
+            ListTasksRequest(context_id=source.context_id, status=TaskState.TASK_STATE_COMPLETED)
+        )
+        assert [(t.id, t.status.state) for t in completed.tasks] == [
+            (source.id, TaskState.TASK_STATE_COMPLETED)
+        ]
+        assert completed.total_size == 1
+        working = await client.list_tasks(
+            ListTasksRequest(context_id=source.context_id, status=TaskState.TASK_STATE_WORKING)
+        )
+        assert list(working.tasks) == []
+        for streaming in (False, True):
+            async with connect(agents.triage, streaming=streaming, binding=binding) as follow:
+                events = await send(
+                    follow,
+                    user_message(
+                        "and one more thing", task_id=source.id, context_id=source.context_id
+                    ),
+                )
+            assert len(events) == 1, events
+            assert events[0].HasField("message"), events
+            reply = events[0].message
+            assert reply.role == Role.ROLE_AGENT
+            assert reply.context_id == source.context_id
+            assert list(reply.reference_task_ids) == [source.id]
+            text = reply.parts[0].text
+            assert "is complete" in text
+            assert "TRANSFERRED" not in text
+            assert pointer["agentUrl"] in text
+            assert pointer["taskId"] in text
+            moved = json_format.MessageToDict(reply.metadata)[URI]
+            assert moved == {"state": "TRANSFERRED", "transfer": pointer}
+        with pytest.raises(TaskNotCancelableError) as refused:
+            await client.cancel_task(CancelTaskRequest(id=source.id))
+        assert "COMPLETED" in str(refused.value)
+        assert "TRANSFERRED" not in str(refused.value)
+    # A client that asked for the extension is shown TRANSFERRED, and filters on it.
+    listed = result(
+        agents.triage.rpc("ListTasks", {"contextId": source.context_id}, **{"A2A-Extensions": URI})
+    )
+    assert [t["status"]["state"] for t in listed["tasks"]] == ["TASK_STATE_TRANSFERRED"]
+    for state, count in (("TASK_STATE_TRANSFERRED", 1), ("TASK_STATE_COMPLETED", 0)):
+        params = {"contextId": source.context_id, "status": state}
+        listed = result(agents.triage.rpc("ListTasks", params, **{"A2A-Extensions": URI}))
+        assert listed["totalSize"] == count, (state, listed)
+    follow_up = {
+        "message": {
+            "messageId": f"m-{uuid.uuid4()}",
+            "role": "ROLE_USER",
+            "parts": [{"text": "more"}],
+            "taskId": source.id,
+        }
+    }
+    refused_ext: Any = agents.triage.rpc("SendMessage", follow_up, **{"A2A-Extensions": URI})
+    assert refused_ext["error"]["code"] == -32004
+    assert "TRANSFERRED" in refused_ext["error"]["message"]
+
+
+@BINDINGS
 async def test_a_direct_reply_is_one_message(echo_agent: AgentProcess, binding: str) -> None:
     for streaming in (False, True):
         async with connect(echo_agent, streaming=streaming, binding=binding) as client:
@@ -523,3 +596,47 @@ async def test_the_sdk_verifies_the_signed_card_with_the_published_jwks(
     raw["description"] = "an impostor"
     with pytest.raises(InvalidSignaturesError):
         verifier(parse_agent_card(raw))  # type: ignore[operator]
+
+
+# -- the authenticated extended card ------------------------------------------------------
+
+
+@BINDINGS
+async def test_the_extended_card_goes_to_an_authenticated_caller_only(
+    tmp_path: Path, binding: str
+) -> None:
+    keys = tmp_path / "keys"
+    keys.write_text("alice=alice-key-0123456789\n")
+    keys.chmod(0o600)
+    agent = AgentProcess(
+        "echo", f"sqlite:///{tmp_path / 'echo.db'}", extra=("--auth-keys", str(keys))
+    )
+    agent.log_path = tmp_path / "echo.log"
+    agent.start()
+    try:
+        async with httpx.AsyncClient(timeout=10.0) as http:
+            public = await A2ACardResolver(http, agent.url).get_agent_card()
+        assert public.capabilities.extended_agent_card is True
+        assert [s.id for s in public.skills] == ["echo"]
+        headers = {"X-API-Key": "alice-key-0123456789"}
+        async with httpx.AsyncClient(timeout=10.0, headers=headers) as http:
+            config = ClientConfig(httpx_client=http, supported_protocol_bindings=[binding])
+            client = await create_client(agent.url, config)
+            try:
+                extended = await client.get_extended_agent_card(GetExtendedAgentCardRequest())
+            finally:
+                await client.close()
+        assert extended.name == "echo"
+        assert [s.id for s in extended.skills] == ["echo", "ask", "sleep", "reply", "tokens"]
+        async with httpx.AsyncClient(timeout=10.0) as http:
+            rpc = await http.post(
+                agent.url,
+                json={"jsonrpc": "2.0", "id": 1, "method": "GetExtendedAgentCard", "params": {}},
+                headers={"A2A-Version": "1.0"},
+            )
+            rest = await http.get(agent.url + "extendedAgentCard", headers={"A2A-Version": "1.0"})
+        assert rpc.status_code == rest.status_code == 401  # no key: no extended card
+        assert "ask" not in rpc.text
+        assert "ask" not in rest.text
+    finally:
+        agent.stop()

@@ -9,6 +9,7 @@ client parsed. The client sends no `A2A-Version` header: the agents serve it as 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -47,14 +48,19 @@ def echo(agents: tuple[AgentProcess, Agents]) -> AgentProcess:
     return agents[0]
 
 
-def client03(agent: AgentProcess, *commands: tuple[str, Any]) -> list[Any]:
-    """Run the 0.3 client; one parsed result per command."""
+def client03(
+    agent: AgentProcess, *commands: tuple[str, Any], how: str = "", api_key: str = ""
+) -> list[Any]:
+    """Run the 0.3 client; one parsed result per command (`how="connect"`: the client made by
+    `ClientFactory.connect(url)` with every default; `api_key` sent with every request)."""
+    env = {**os.environ, "CLIENT03_API_KEY": api_key}
     done = subprocess.run(
-        [str(PYTHON03), str(CLIENT), agent.url, json.dumps(commands)],
+        [str(PYTHON03), str(CLIENT), agent.url, json.dumps(commands), how],
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
+        env=env,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     results = [json.loads(line) for line in done.stdout.splitlines()]
@@ -153,3 +159,22 @@ def test_a_handed_off_task_is_completed_with_its_pointer(
     [refund] = successor["artifacts"]
     assert refund["parts"][0]["kind"] == "data"
     assert refund["parts"][0]["data"]["orderId"] == "12345"
+
+
+def test_a_stock_0_3_client_connects_at_its_default_path(tmp_path: Path) -> None:
+    """`ClientFactory.connect(url)` with every default reads `/.well-known/agent-card.json`:
+    an agent started with `--card-v03` serves the 0.3 members there too."""
+    agent = AgentProcess("echo", f"sqlite:///{tmp_path / 'echo.db'}", extra=("--card-v03",))
+    agent.log_path = tmp_path / "echo.log"
+    agent.start()
+    try:
+        card, sent, streamed = client03(
+            agent, ("card", None), ("send", "hello"), ("stream", "again"), how="connect"
+        )
+    finally:
+        agent.stop()
+    assert card["url"] == agent.url
+    assert card["protocolVersion"].startswith("0.3")
+    assert last_task(sent)["status"]["state"] == "completed"
+    assert texts(last_task(sent)) == ["hello"]
+    assert last_task(streamed)["status"]["state"] == "completed"

@@ -154,7 +154,7 @@ async def test_subscribe_stays_open_through_input_required_until_terminal(
         ("GET", "/tasks/t/pushNotificationConfigs", 400, "PUSH_NOTIFICATION_NOT_SUPPORTED"),
         ("GET", "/tasks/t/pushNotificationConfigs/c", 400, "PUSH_NOTIFICATION_NOT_SUPPORTED"),
         ("DELETE", "/tasks/t/pushNotificationConfigs/c", 400, "PUSH_NOTIFICATION_NOT_SUPPORTED"),
-        ("GET", "/extendedAgentCard", 400, "EXTENDED_AGENT_CARD_NOT_CONFIGURED"),
+        ("GET", "/extendedAgentCard", 400, "UNSUPPORTED_OPERATION"),
         ("GET", "/no/such/route", 404, None),
         ("GET", "/message:send", 405, None),
         ("DELETE", "/tasks/t", 405, None),

@@ -163,6 +163,24 @@ async def test_list_filters_by_owner_context_and_state(store: TaskStore) -> None
     assert everyone.total_size == 3
 
 
+async def test_a_client_shown_transferred_as_completed_filters_on_completed(
+    store: TaskStore,
+) -> None:
+    moved = await advance(store, await create(store), TaskState.WORKING, TaskState.TRANSFERRED)
+    done = await advance(store, await create(store), TaskState.WORKING, TaskState.COMPLETED)
+    await advance(store, await create(store), TaskState.WORKING)
+    for shown_as_completed, state, expected in (
+        (True, TaskState.COMPLETED, {moved.id, done.id}),
+        (True, TaskState.TRANSFERRED, set()),
+        (False, TaskState.COMPLETED, {done.id}),
+        (False, TaskState.TRANSFERRED, {moved.id}),
+    ):
+        query = TaskQuery(owner="alice", state=state, transfers_as_completed=shown_as_completed)
+        page = await store.list_tasks(query)
+        assert {r.id for r in page.records} == expected, (shown_as_completed, state)
+        assert page.total_size == len(expected)
+
+
 async def test_pages_cover_every_task_once(store: TaskStore) -> None:
     ids = {(await create(store)).id for _ in range(7)}
     seen: list[str] = []
