@@ -239,6 +239,10 @@ def _agent_parser(parser: argparse.ArgumentParser) -> None:
         " debug adds a line per HTTP request",
     )  # fmt: skip
     seen.add_argument("--log-format", default="text", choices=["text", "json"])
+    parser.add_argument(
+        "--mcp-server", action="store_true",
+        help="also serve this agent as an MCP server at /mcp (needs a2a-handoff[mcp])",
+    )  # fmt: skip
     seen.add_argument(
         "--metrics-public", action="store_true", help="GET /metrics without a key under auth"
     )
@@ -325,6 +329,7 @@ def serve(name: str, args: argparse.Namespace) -> int:
             keys_reload=args.keys_reload,
             return_give_up=args.return_give_up,
             metrics_public=args.metrics_public,
+            mcp_server=args.mcp_server,
         )
     except ValueError as exc:  # an unsafe or impossible combination: say so, do not start
         print(f"error: {exc}", file=sys.stderr)
