@@ -26,6 +26,9 @@ console --agent URL [--agent URL …] [--port P]
                                   a live web page: conversations drawn as chains across
                                   agents, the inbox with approve / deny / reply, health
 
+mcp --entry URL                   the agent network as an MCP server over stdio, for MCP
+                                  hosts: one `converse` tool (needs a2a-handoff[mcp])
+
 Keys are per origin: --api-key (or $A2A_API_KEY) goes to the origin of the agent a command
 starts at (--entry, --agent); more origins by --keys-file (lines `http://host:port=KEY`) or
 $A2A_API_KEYS (`origin=key,…`). A key is never sent to another origin. Options go before or
@@ -140,6 +143,8 @@ def _serve(args: argparse.Namespace) -> int:
 async def _run(args: argparse.Namespace) -> int:
     if args.command == "console":
         return await _console(args)
+    if args.command == "mcp":
+        return await _mcp(args)
     path: Path = args.session
     emit = printer(args.json)
     try:
@@ -240,6 +245,26 @@ async def _console(args: argparse.Namespace) -> int:
         return await serve(client, args.agent, keys, args.host, args.port)
     finally:
         await client.aclose()
+
+
+async def _mcp(args: argparse.Namespace) -> int:
+    """The network as an MCP server over stdio (orchestrator.mcp_server)."""
+    try:
+        from orchestrator.mcp_server import NetworkServer
+    except ImportError:
+        return _fail("the MCP server needs the mcp package: pip install 'a2a-handoff[mcp]'")
+    try:
+        keys = credentials(args.entry, _api_key(args), args.keys_file)
+    except (OSError, ValueError) as exc:
+        return _fail(str(exc))
+    client = _client(keys)
+    reach = Reach(client, [args.entry, *keys])
+    server = NetworkServer(client, args.entry, reach, human, max_hops=args.max_hops, wait=args.wait)
+    try:
+        await server.serve_stdio()
+    finally:
+        await client.aclose()
+    return 0
 
 
 _OPERATOR = ("inbox", "approve", "deny", "reply")
@@ -448,6 +473,8 @@ def _parser() -> argparse.ArgumentParser:
                          help="an agent's URL (repeat it for each agent)")  # fmt: skip
     console.add_argument("--port", type=int, default=8190, help="the page's port (8190)")
     console.add_argument("--host", default="127.0.0.1", help="the page's address (127.0.0.1)")
+    mcp = command("mcp", "the agent network as an MCP server over stdio (for MCP hosts)")
+    mcp.add_argument("--entry", type=agent_url, required=True, help="the entry agent's URL")
     return parser
 
 

@@ -258,6 +258,10 @@ def _agent_parser(parser: argparse.ArgumentParser) -> None:
         " debug adds a line per HTTP request",
     )  # fmt: skip
     seen.add_argument("--log-format", default="text", choices=["text", "json"])
+    parser.add_argument(
+        "--mcp-server", action="store_true",
+        help="also serve this agent as an MCP server at /mcp (needs a2a-handoff[mcp])",
+    )  # fmt: skip
     seen.add_argument(
         "--metrics-public", action="store_true", help="GET /metrics without a key under auth"
     )
@@ -354,6 +358,7 @@ def serve(name: str, args: argparse.Namespace) -> int:
             metrics_public=args.metrics_public,
             card_v03_fields=args.card_v03,
             extended_card=example.make_extended(url) if example.make_extended else None,
+            mcp_server=args.mcp_server,
         )
     except ValueError as exc:  # an unsafe or impossible combination: say so, do not start
         print(f"error: {exc}", file=sys.stderr)

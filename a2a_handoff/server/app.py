@@ -205,6 +205,7 @@ def create_app(
     return_give_up: float | None = None,
     metrics_public: bool = False,
     extended_card: AgentCard | None = None,
+    mcp_server: bool = False,
 ) -> Starlette:
     """Serve `agent` over A2A JSON-RPC; the app opens and closes `store` in its lifespan.
 
@@ -236,6 +237,8 @@ def create_app(
     `GET /extendedAgentCard`) — say, with skills a user sees only when signed in; the public
     card then declares `capabilities.extendedAgentCard`. Under API-key auth only a caller
     with a valid key gets it; without auth, anyone (the public card names no scheme).
+    `mcp_server=True` also serves the agent as an MCP server at `/mcp` (streamable HTTP; needs
+    `a2a-handoff[mcp]`, imported only then): see `server.mcp`.
     """
     if not inspect.iscoroutinefunction(getattr(agent, "handle", None)):
         raise TypeError(
@@ -324,6 +327,14 @@ def create_app(
     v03_card_route = CardRoute(card, agent_trust, v03_fields=True, auth=auth)
     returns = manager.handoffs.delivery.given_up_report
     health = Health(store, client, stale_after, auth, returns=returns)
+    extra_routes: list[Route] = []
+    mcp_face = None
+    if mcp_server:  # imported only when on: an agent without it pays nothing for MCP
+        from a2a_handoff.server.mcp import HEALTH_STALE_SECONDS, MCP_PATH, McpFace
+
+        mcp_health = Health(store, client, HEALTH_STALE_SECONDS, auth, returns=returns)
+        mcp_face = McpFace(card, table, mcp_health, auth)
+        extra_routes.append(Route(MCP_PATH, mcp_face, methods=["GET", "POST", "DELETE"]))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -357,7 +368,10 @@ def create_app(
                 log.error("start-up recovery failed, serving degraded: %s", exc)
             handoffs.outbox.start()
             manager.start_background()
-            yield
+            async with contextlib.AsyncExitStack() as faces:
+                if mcp_face is not None:
+                    await faces.enter_async_context(mcp_face.running())
+                yield
         finally:
             await manager.aclose()
             await agent_trust.aclose()
@@ -376,6 +390,7 @@ def create_app(
             Route("/health", health.get, methods=["GET"]),
             Route("/metrics", metrics.get, methods=["GET"]),
             *RestEndpoint(table, auth, max_body).routes(),
+            *extra_routes,
         ],
         exception_handlers={404: not_found, 405: not_found},
         lifespan=lifespan,

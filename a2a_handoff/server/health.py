@@ -48,13 +48,14 @@ class Health:
         self.auth = auth
 
     async def get(self, request: Request) -> Response:
-        healthy, report = await self._measure()
+        healthy, report = await self.measure()
         status = 200 if healthy else 503
         if self.auth is not None and self.auth.authenticate(request.headers) is None:
             return JSONResponse({"status": report["status"]}, status_code=status)
         return JSONResponse(report, status_code=status)
 
-    async def _measure(self) -> tuple[bool, dict[str, Any]]:
+    async def measure(self) -> tuple[bool, dict[str, Any]]:
+        """(healthy, the report): what `GET /health` answers a caller with a key."""
         problem = await self.store.problem()
         report: dict[str, Any] = {"store": problem or "ok"}
         pool_use = getattr(self.store, "pool_use", None)  # a store with a connection pool
