@@ -31,11 +31,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--llm-timeout", type=float, default=120.0, help="seconds a model call may take"
     )
+    group.add_argument(
+        "--framework",
+        choices=FRAMEWORKS,
+        default="native",
+        help="triage: agents-sdk (the OpenAI Agents SDK, needs a model); billing: langgraph"
+        " (docs/adapters.md)",
+    )
+
+
+FRAMEWORKS = ("native", "agents-sdk", "langgraph")
 
 
 def model(args: argparse.Namespace) -> Model | None:
     """The model `--llm` asks for, or None: keyword routing (said once on stderr)."""
-    if not getattr(args, "llm", False):
+    if not getattr(args, "llm", False) and getattr(args, "framework", None) != "agents-sdk":
         return None
     url = args.llm_url or os.environ.get(BASE_URL_ENV)
     if not url:
