@@ -34,6 +34,7 @@ class Shop:
     triage: AgentProcess
     billing: AgentProcess
     human: AgentProcess
+    front: AgentProcess  # a LangGraph graph handing off with Command(goto="billing")
     tmp: Path
 
 
@@ -66,11 +67,15 @@ def shop(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Shop]:
     human, billing, triage = _pair(
         tmp, chat, "triage", "--route=logistics=http://127.0.0.1:9/", "--scope=invoices,refunds"
     )
-    agents = [human, billing, triage]
+    front = AgentProcess("front", f"sqlite:///{tmp / 'front'}.db",
+                         extra=(f"--route=billing={billing.url}",),
+                         module="tests.adapters.graph_front")  # fmt: skip
+    wire_trust([front, billing])
+    agents = [human, billing, triage, front]
     for agent in agents:
         agent.start()
     try:
-        yield Shop(chat, triage, billing, human, tmp)
+        yield Shop(chat, triage, billing, human, front, tmp)
     finally:
         for agent in agents:
             agent.stop()
@@ -200,6 +205,28 @@ def follow_up(text: str, **more: Any) -> dict[str, Any]:
     params = message(text)
     params["message"].update(more)
     return params
+
+
+def test_a_graph_s_command_goto_a_route_is_a_handoff_carrying_the_declared_fields(
+    shop: Shop,
+) -> None:
+    task = send(shop.front, "I want a refund on order 31337")
+    transfer = ext(task)["transfer"]
+    assert transfer["agentName"] == "billing"
+    done = "TASK_STATE_COMPLETED"
+    successor = wait_for(lambda: (t := get(shop.billing, transfer["taskId"]))["status"]["state"]
+                         == done and t)  # fmt: skip
+    envelope = successor["history"][0]["metadata"]
+    context = next(v for v in envelope.values() if "transferContext" in v)["transferContext"]
+    assert context == {
+        "intent": "refund",
+        "entities": {"orderId": "31337"},
+        "summary": "Refund asked at the front desk: I want a refund on order 31337",
+    }  # the declared fields only: the graph's scratch stayed home
+    assert len(refunds(shop.billing, task["contextId"])) == 1
+    answered = send(shop.front, "hello")
+    assert answered["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert answered["status"]["message"]["parts"][0]["text"] == "I only know where refunds go."
 
 
 def send(agent: AgentProcess, text: str, **more: Any) -> dict[str, Any]:
