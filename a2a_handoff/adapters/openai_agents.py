@@ -29,6 +29,8 @@ Each step runs the agent with `Runner.run_streamed`:
 
 from __future__ import annotations
 
+import contextvars
+import dataclasses
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -118,7 +120,17 @@ class A2ARunContext:
 def ask_user(question: str) -> NoReturn:
     """From a function tool: stop the run and ask the user; the task waits INPUT_REQUIRED and
     the user's answer continues the conversation."""
-    raise _AskUser(question)
+    asked = _ASKED.get()
+    if asked is None:
+        raise RuntimeError("ask_user() is for the tools of an agent served by from_agents_sdk")
+    asked.append(question)
+    raise _AskUser(question)  # the SDK turns it into the tool's error: _asking() stops the run
+
+
+# The questions the step's tools asked: read past the SDK's handling of tool errors.
+_ASKED: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
+    "a2a_handoff_asked", default=None
+)
 
 
 class _AskUser(AgentsException):
@@ -142,6 +154,7 @@ class _Step:
     max_refusals: int
     answer: ArtifactStream | None = None
     refusals: int = 0
+    asked: list[str] = field(default_factory=list)
 
     async def write(self, token: str) -> None:
         if self.answer is None:
@@ -176,6 +189,7 @@ class AgentsSdkAgent:
         filters = {Transfer(r).tool_name: f for r, (_, f) in remote.items() if f is not None}
         agent = _with_transfer_tools(self.agent, tools, filters, step, {})
         context = A2ARunContext(ctx, ctx.transfer_context, handed_over_by(ctx), ctx.decision)
+        asking = _ASKED.set(step.asked)
         try:
             run = Runner.run_streamed(
                 agent,
@@ -214,6 +228,8 @@ class AgentsSdkAgent:
         except MaxTurnsExceeded:
             await step.close()
             return Failed(f"the agent did not finish within {self.max_turns} turns", "ModelTurns")
+        finally:
+            _ASKED.reset(asking)
         await step.close()
         output = run.final_output
         if output is None or isinstance(output, str):
@@ -292,8 +308,24 @@ def _with_transfer_tools(
         else:
             handoffs.append(item)
     clone.handoffs = handoffs
-    clone.tools = [*agent.tools, *extra]
+    clone.tools = [
+        *(_asking(t, step.asked) if isinstance(t, FunctionTool) else t for t in agent.tools),
+        *extra,
+    ]
     return clone
+
+
+def _asking(tool: FunctionTool, asked: list[str]) -> FunctionTool:
+    """`tool`, stopping the run when it called `ask_user` (whatever the SDK made of it)."""
+    invoke_tool = tool.on_invoke_tool
+
+    async def invoke(ctx: Any, raw: str) -> Any:
+        result = await invoke_tool(ctx, raw)
+        if asked:
+            raise _AskUser(asked[-1])
+        return result
+
+    return dataclasses.replace(tool, on_invoke_tool=invoke)
 
 
 def _transfer_tool(tool: HandoffTool, filter_: InputFilter | None, step: _Step) -> FunctionTool:
