@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
-import statistics
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -135,14 +134,19 @@ async def fill_redis_ledger(store: RedisTaskStore, task_id: str) -> None:
         await store._redis.eval(FILL_REDIS, 0, store.prefix, task_id, at, ROWS, start, start + 5000)
 
 
-async def median_seconds(call: Callable[[], Awaitable[httpx.Response]], times: int = 15) -> float:
+async def least_cpu_seconds(
+    call: Callable[[], Awaitable[httpx.Response]], times: int = 15
+) -> float:
+    """The least CPU time of this process (event loop and aiosqlite's thread) over `times` calls:
+    what the work costs, not how long a loaded machine made it wait, so the ratios below hold
+    whatever else runs beside the test."""
     took = []
     for _ in range(times):
-        start = time.perf_counter()
+        start = time.process_time()
         response = await call()
-        took.append(time.perf_counter() - start)
+        took.append(time.process_time() - start)
         assert response.status_code in (200, 503), response.text
-    return statistics.median(took)
+    return min(took)
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "redis"])
@@ -182,10 +186,10 @@ async def test_health_and_the_ledger_cost_about_a_get_task_at_50k_handoffs(
         page = (await rpc("ListHandoffs", {})()).json()["result"]
         assert (len(page["sent"]), len(page["received"])) == (50, 50)
         assert page["nextPageToken"]
-        get_task = await median_seconds(rpc("GetTask", {"id": task["id"]}))
-        health_took = await median_seconds(lambda: http.get("/health"))
-        ledger_took = await median_seconds(rpc("ListHandoffs", {}))
-        by_context = await median_seconds(rpc("ListHandoffs", {"contextId": "c42"}))
+        get_task = await least_cpu_seconds(rpc("GetTask", {"id": task["id"]}))
+        health_took = await least_cpu_seconds(lambda: http.get("/health"))
+        ledger_took = await least_cpu_seconds(rpc("ListHandoffs", {}))
+        by_context = await least_cpu_seconds(rpc("ListHandoffs", {"contextId": "c42"}))
     ratios = (health_took / get_task, ledger_took / get_task, by_context / get_task)
     print(f"{backend}: /health, ListHandoffs {{}}, by context = {ratios} x GetTask")
     # Reading everything took /health 694 ms and ListHandoffs 1.5 s here: hundreds of GetTasks.
