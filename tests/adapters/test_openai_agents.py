@@ -1,5 +1,6 @@
 """The Agents SDK adapter served in process (memory store), the real SDK against the
-scripted chat-completions server: guardrails, questions, local handoffs, the run context."""
+scripted chat-completions server: guardrails, questions, local handoffs, the run context of a
+handed-over task, and the history a remote handoff carries."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 from agents import (
     Agent,
     GuardrailFunctionOutput,
+    HandoffInputData,
     OpenAIChatCompletionsModel,
     RunContextWrapper,
     function_tool,
@@ -18,10 +20,25 @@ from agents import (
 )
 from openai import AsyncOpenAI
 
-from a2a_handoff import MemoryTaskStore
-from a2a_handoff.adapters.openai_agents import A2ARunContext, ask_user, from_agents_sdk
+from a2a_handoff import Completed, Handoff, MemoryTaskStore, TaskContext
+from a2a_handoff.adapters.openai_agents import (
+    A2ARunContext,
+    _HandedOver,
+    _Step,
+    _transfer_tool,
+    ask_user,
+    from_agents_sdk,
+)
+from a2a_handoff.agent import Route
+from a2a_handoff.contracts.model import load_contract
+from a2a_handoff.llm.chat import HISTORY_KEY
+from a2a_handoff.llm.transfer import HandoffTool, Transfer, tool_spec
+from a2a_handoff.protocol.models import Message, Part, Role, Task, TaskStatus
+from a2a_handoff.protocol.states import TaskState
 from tests.a2a_handoff.server.test_methods import Client, serve
 from tests.llm.chat_server import Call, ChatServer, Say
+from tests.llm.test_chat import _handoff
+from tests.support import ROOT
 
 pytestmark = pytest.mark.anyio
 
@@ -167,3 +184,87 @@ async def test_max_turns_pass_through_and_fail_the_task(
         reply = await client.send("go")
         assert state(reply) == "TASK_STATE_FAILED"
         assert said(reply) == "the agent did not finish within 2 turns"
+
+
+def _received_ctx(attempts: list[Handoff]) -> TaskContext:
+    """A task billing received from triage (the stored handoff message first), then the
+    user's follow-up; handing off is recorded in `attempts` and taken."""
+    history = [
+        _handoff({"intent": "refund", "summary": "Refund on order 12345"}),
+        Message(message_id="m2", role=Role.USER, parts=[Part(text="it was $20")]),
+    ]
+    task = Task(
+        id="t1", context_id="c1", status=TaskStatus(state=TaskState.WORKING), history=history
+    )
+
+    async def nothing(_: Any) -> None:
+        return None
+
+    async def attempt(decision: Handoff) -> str | None:
+        attempts.append(decision)
+        return None
+
+    return TaskContext(history[-1], task, nothing, nothing, _attempt=attempt)
+
+
+async def test_the_receiving_side_reads_the_transfer_context_in_the_run_context(
+    chat: ChatServer, clients: list[AsyncOpenAI]
+) -> None:
+    seen: list[A2ARunContext] = []
+
+    @function_tool
+    async def note(ctx: RunContextWrapper[A2ARunContext]) -> str:
+        """Read the case."""
+        seen.append(ctx.context)
+        return "noted"
+
+    agent = Agent(name="billing", model=model(chat, "receives", clients), tools=[note])
+    chat.script("receives", Call("note", {}), Say("Refund of $20 noted."))
+    outcome = await from_agents_sdk(agent).handle(_received_ctx([]))
+    assert outcome == Completed("Refund of $20 noted.")
+    (context,) = seen
+    assert context.transfer_context == {"intent": "refund", "summary": "Refund on order 12345"}
+    assert context.handed_over_by == "triage"
+    said = chat.requests["receives"][0]["messages"]
+    assert any("handed over to you by triage" in (m["content"] or "") for m in said)
+
+
+def _contract_tool(strategy: str) -> HandoffTool:
+    contract = load_contract(ROOT / "contracts" / "triage-to-billing.yaml")
+    payload = contract.payload.model_copy(update={"history_strategy": strategy})
+    contract = contract.model_copy(update={"payload": payload})
+    route = Route("billing", "http://127.0.0.1:1/", None, contract)
+    return HandoffTool(Transfer("billing", ("refunds",)), route, tool_spec("t", "d", {}))
+
+
+def users_only(data: HandoffInputData) -> HandoffInputData:
+    history = data.input_history
+    assert not isinstance(history, str)
+    kept = tuple(m for m in history if isinstance(m, dict) and m.get("role") == "user")
+    return data.clone(input_history=kept)
+
+
+@pytest.mark.parametrize(
+    ("strategy", "filter_", "carried"),
+    [
+        ("full", None, ["user", "assistant", "user"]),
+        ("full", users_only, ["user", "user"]),  # the SDK's filter chooses what travels…
+        ("summary", users_only, []),  # …within what the edge's contract lets travel
+    ],
+)
+async def test_an_input_filter_chooses_the_history_within_the_contract_s_strategy(
+    strategy: str, filter_: Any, carried: list[str]
+) -> None:
+    attempts: list[Handoff] = []
+    step = _Step(_received_ctx(attempts), [], 3)
+    step.chat += [
+        {"role": "user", "content": "refund please"},
+        {"role": "assistant", "content": "Which order?"},
+        {"role": "user", "content": "12345"},
+    ]
+    tool = _transfer_tool(_contract_tool(strategy), filter_, step)
+    with pytest.raises(_HandedOver):
+        await tool.on_invoke_tool(None, '{"intent": "refund", "summary": "Refund on 12345"}')  # type: ignore[arg-type]
+    (decision,) = attempts
+    assert decision.required == ("refunds",)
+    assert [t["role"] for t in decision.context.get(HISTORY_KEY, [])] == carried
