@@ -49,7 +49,10 @@ def model(args: argparse.Namespace) -> Model | None:
         return None
     url = args.llm_url or os.environ.get(BASE_URL_ENV)
     if not url:
-        print(f"--llm: no --llm-url and no ${BASE_URL_ENV}: routing by keywords", file=sys.stderr)
+        if args.llm:
+            print(
+                f"--llm: no --llm-url and no ${BASE_URL_ENV}: routing by keywords", file=sys.stderr
+            )
         return None
     name = args.llm_model or os.environ.get(MODEL_ENV) or DEFAULT_MODEL
     return Model(name, url, timeout=args.llm_timeout, read_timeout=min(60.0, args.llm_timeout))

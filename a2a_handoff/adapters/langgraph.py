@@ -121,7 +121,9 @@ class LangGraphAgent:
                 return self._handoff(value[REMOTE_KEY])
             if isinstance(value, Mapping) and isinstance(value.get("question"), str):
                 return InputRequired(value["question"])
-            return InputRequired(value if isinstance(value, str) else json.dumps(value))
+            return InputRequired(
+                value if isinstance(value, str) else json.dumps(value, default=str)
+            )
         said = state.values.get(self.answer_field)
         return Completed(str(said) if said else None)
 
