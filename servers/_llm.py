@@ -30,15 +30,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--llm-timeout", type=float, default=120.0, help="seconds a model call may take"
     )
+    group.add_argument(
+        "--framework",
+        choices=FRAMEWORKS,
+        default="native",
+        help="triage: agents-sdk (the OpenAI Agents SDK, needs a model); billing: langgraph"
+        " (docs/adapters.md)",
+    )
+
+
+FRAMEWORKS = ("native", "agents-sdk", "langgraph")
 
 
 def model(args: argparse.Namespace) -> Model | None:
     """The model `--llm` asks for, or None: keyword routing (said once on stderr)."""
-    if not getattr(args, "llm", False):
+    if not getattr(args, "llm", False) and getattr(args, "framework", None) != "agents-sdk":
         return None
     url = args.llm_url or os.environ.get(BASE_URL_ENV)
     if not url:
-        print(f"--llm: no --llm-url and no ${BASE_URL_ENV}: routing by keywords", file=sys.stderr)
+        if args.llm:
+            print(
+                f"--llm: no --llm-url and no ${BASE_URL_ENV}: routing by keywords", file=sys.stderr
+            )
         return None
     name = args.llm_model or os.environ.get(MODEL_ENV) or DEFAULT_MODEL
     return Model(name, url, timeout=args.llm_timeout, read_timeout=min(60.0, args.llm_timeout))

@@ -100,7 +100,12 @@ async def issue_refund(ctx: TaskContext, order_id: str, amount: float) -> str:
 
 
 def make_billing(args: argparse.Namespace) -> Agent:
-    """Billing by a model (`--llm` with an endpoint), else by rules."""
+    """Billing by a model (`--llm` with an endpoint), else by rules; or written with
+    LangGraph (`--framework langgraph`)."""
+    if getattr(args, "framework", None) == "langgraph":
+        from servers.billing_graph import make_billing_graph  # the `langgraph` extra
+
+        return make_billing_graph(args)
     model = _llm.model(args)
     if model is None:
         return BillingAgent()

@@ -93,7 +93,12 @@ INSTRUCTIONS = (
 
 
 def make_triage(args: argparse.Namespace) -> Agent:
-    """Triage by a model (`--llm` with an endpoint), else by keywords."""
+    """Triage by a model (`--llm` with an endpoint), else by keywords; or written with the
+    OpenAI Agents SDK (`--framework agents-sdk`)."""
+    if getattr(args, "framework", None) == "agents-sdk":
+        from servers.triage_sdk import make_triage_sdk  # the `agents` extra: only when asked
+
+        return make_triage_sdk(args)
     model = _llm.model(args)
     if model is None:
         return TriageAgent()

@@ -58,6 +58,8 @@ SKIPPED = {
     " tested with an in-memory exporter (tests/integration/test_traces.py)",
     ".venv/bin/python -m orchestrator serve": "tests/orchestrator/test_gateway.py runs the"
     " gateway with the official SDK clients (1.x on both bindings, 0.3), across a kill -9",
+    "pip install 'a2a-handoff[agents]'": "scripts/bootstrap installs both extras; the docs'"
+    " Python blocks import them, and the example pair runs below",
     "pip install /path/to/a2a-handoff": "run below, into a target directory (the git URL is"
     " a placeholder for the reader's clone)",
 }
@@ -324,6 +326,7 @@ RUN = {
     ".venv/bin/python -m servers echo": "echo",
     "curl -s localhost:8001/": "echo",
     "python -m a2a_handoff keys list": "keys",
+    "python -m servers human --port 8104": "adapters",
 }
 
 
@@ -430,3 +433,23 @@ def test_pip_install_from_a_path(tmp_path: Path) -> None:
     import a2a_handoff
 
     assert version == a2a_handoff.__version__
+
+
+def test_the_adapters_example_pair_through_the_cli(shell: Shell) -> None:
+    from tests.llm.chat_server import Call, ChatServer
+
+    chat = ChatServer().start()
+    try:
+        # The Agents SDK triage's model, scripted: it hands the refund to billing.
+        arguments = {"reason": "refund request", "summary": "Charged twice, wants a refund"}
+        chat.script("docs", Call("transfer_to_billing", arguments))
+        shell.env["LLM_URL"] = chat.url("docs")
+        block = block_starting("python -m servers human --port 8104")
+        local = "--llm-url http://127.0.0.1:11434/v1"
+        assert local in block
+        results = shell.run(block.replace(local, "--llm-url $LLM_URL"))
+        # human, billing, triage (in the background), send (billing asks), the answer
+        expect(results, [0, 0, 0, 2, 0])
+        assert "[triage] transferred to billing" in results[3][2]
+    finally:
+        chat.stop()

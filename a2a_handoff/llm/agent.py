@@ -18,14 +18,12 @@ restart fails the task or follows the contract, as for any handoff).
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from a2a_handoff.agent import ArtifactStream, Route, TaskContext
-from a2a_handoff.errors import GateRefused, IncompleteEscalationError
+from a2a_handoff.agent import ArtifactStream, TaskContext
+from a2a_handoff.errors import IncompleteEscalationError
 from a2a_handoff.escalation import Escalate, Escalation, Need, Trigger
 from a2a_handoff.ids import new_id
 from a2a_handoff.llm.chat import HISTORY_KEY, build_chat, transcript
@@ -37,7 +35,15 @@ from a2a_handoff.llm.tools import (
     function_tool,
     json_object,
 )
-from a2a_handoff.outcomes import Completed, Failed, Handoff, InputRequired, Outcome, Rejected
+from a2a_handoff.llm.transfer import (
+    HandoffTool,
+    Transfer,
+    handoff_decision,
+    handoff_tools,
+    refused,
+    tool_spec,
+)
+from a2a_handoff.outcomes import Completed, Failed, InputRequired, Outcome, Rejected
 
 __all__ = ["ESCALATE_TOOL", "LLMAgent", "Transfer"]
 
@@ -45,15 +51,6 @@ ESCALATE_TOOL = "escalate_to_human"
 HUMAN_ROUTE = "human"
 PENDING_TOOL = "pendingTool"  # in an escalation's resume: the tool call waiting for approval
 
-FREE_FORM = {
-    "type": "object",
-    "properties": {
-        "reason": {"type": "string", "description": "why this agent should take over"},
-        "summary": {"type": "string", "description": "what the next agent needs to know"},
-        "entities": {"type": "object", "description": "ids, amounts, names found so far"},
-    },
-    "required": ["reason", "summary"],
-}
 ESCALATE_PARAMETERS = {
     "type": "object",
     "properties": {
@@ -70,24 +67,7 @@ ESCALATE_PARAMETERS = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class Transfer:
-    """A handoff route offered to the model, with the capabilities the target must offer."""
-
-    route: str
-    required: tuple[str, ...] = ()
-    description: str | None = None
-
-    @property
-    def tool_name(self) -> str:
-        return "transfer_to_" + re.sub(r"[^A-Za-z0-9_-]", "_", self.route)
-
-
-@dataclass(frozen=True, slots=True)
-class _HandoffTool:
-    transfer: Transfer
-    route: Route
-    spec: dict[str, Any]
+_HandoffTool = HandoffTool  # the name the tests knew
 
 
 @dataclass(slots=True)
@@ -154,12 +134,12 @@ class LLMAgent:
 
     async def handle(self, ctx: TaskContext) -> Outcome | None:
         step = _Step(ctx, build_chat(self.instructions_text, ctx))
-        transfers = await self._handoff_tools(ctx)
+        transfers = await handoff_tools(ctx, self._transfers)
         escalate = HUMAN_ROUTE in ctx.routes
         specs = [t.spec() for t in self._tools.values()]
         specs += [t.spec for t in transfers.values()]
         if escalate:
-            specs.append(_spec(ESCALATE_TOOL, _ESCALATE_DESCRIPTION, ESCALATE_PARAMETERS))
+            specs.append(tool_spec(ESCALATE_TOOL, _ESCALATE_DESCRIPTION, ESCALATE_PARAMETERS))
         outcome = await self._resume_approved(step)
         if outcome is not None:
             return outcome
@@ -197,53 +177,12 @@ class LLMAgent:
         await step.close()
         return Failed(f"the model did not finish within {self.max_turns} calls", kind="ModelTurns")
 
-    async def _handoff_tools(self, ctx: TaskContext) -> dict[str, _HandoffTool]:
-        tools = {}
-        for transfer in self._transfers:
-            try:
-                route = await ctx.route(transfer.route)
-            except GateRefused:
-                continue  # not configured here: not offered
-            parameters = FREE_FORM
-            contract = route.contract
-            path = contract.schema_path() if contract is not None else None
-            if contract is not None and path is not None and path.is_file():
-                parameters = json.loads(path.read_text())
-                for key in ("$schema", "title", "$id"):
-                    parameters.pop(key, None)
-                required = [*parameters.get("required", [])]
-                required += [k for k in contract.payload.required if k not in required]
-                parameters["required"] = required
-            description = transfer.description or _describe(route)
-            tools[transfer.tool_name] = _HandoffTool(
-                transfer, route, _spec(transfer.tool_name, description, parameters)
-            )
-        return tools
-
-    async def _transfer(self, step: _Step, tool: _HandoffTool, call: ToolCall) -> str | Outcome:
+    async def _transfer(self, step: _Step, tool: HandoffTool, call: ToolCall) -> str | Outcome:
         try:
             arguments = json_object(call.arguments)
         except ToolArgumentsError as exc:
             return self._refused(step, f"bad arguments: {exc}")
-        contract = tool.route.contract
-        if contract is None:
-            reason = str(arguments.get("reason") or f"handed over to {tool.route.name}")
-            context: dict[str, Any] = {
-                "summary": str(arguments.get("summary") or reason),
-                "entities": arguments.get("entities") or {},
-            }
-        else:
-            context = dict(arguments)
-            reason = str(arguments.get("summary") or f"handed over to {tool.route.name}")
-            turns = transcript(step.chat, contract.payload.history_strategy)
-            if turns:
-                context[HISTORY_KEY] = turns
-        decision = Handoff(
-            target=tool.route.name,
-            reason=reason[:500],
-            context=context,
-            required=tool.transfer.required,
-        )
+        decision = handoff_decision(tool, arguments, step.chat)
         await step.close()  # the answer so far is stored before the task is handed over
         refusal = await step.ctx.hand_off(decision)
         if refusal is not None:
@@ -328,9 +267,7 @@ class LLMAgent:
     def _refused(self, step: _Step, reason: str) -> str:
         step.refusals += 1
         step.last_refusal = reason
-        return (
-            f"refused: {reason}. Choose again: correct the arguments, pick another tool, or answer."
-        )
+        return refused(reason)
 
     async def aclose(self) -> None:
         await self._model.aclose()
@@ -342,22 +279,6 @@ _ESCALATE_DESCRIPTION = (
     "Hand the conversation to a human operator and wait for their decision. Use it when you"
     " cannot or must not decide: say what happened, what you tried, and what you need."
 )
-
-
-def _spec(name: str, description: str, parameters: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "type": "function",
-        "function": {"name": name, "description": description, "parameters": dict(parameters)},
-    }
-
-
-def _describe(route: Route) -> str:
-    card = route.card
-    if card is None:
-        return f"Hand the conversation over to the agent {route.name}."
-    skills = "; ".join(f"{s.name}: {s.description}" for s in card.skills or [])
-    text = f"Hand the conversation over to {card.name}: {card.description}."
-    return f"{text} Skills: {skills}." if skills else text
 
 
 def _resume(step: _Step) -> dict[str, Any]:

@@ -65,6 +65,13 @@ def build_chat(instructions: str, ctx: TaskContext) -> list[dict[str, Any]]:
     return chat
 
 
+def handed_over_by(ctx: TaskContext) -> str | None:
+    """The agent that handed this task's conversation over (None: it started here)."""
+    history = ctx.history
+    envelope = _envelope_of(history[0]) if history else None
+    return envelope.source.agent if envelope is not None else None
+
+
 def transcript(chat: Sequence[Mapping[str, Any]], strategy: str | None) -> list[dict[str, str]]:
     """The turns a successor may see, by the edge's history strategy: all of them (`full`),
     the last few (`last_k`), or none (`summary`, `pointer`, none given: the model's summary

@@ -1,0 +1,233 @@
+"""A LangGraph graph served as an A2A agent: `create_app(from_langgraph(builder, …), …)`.
+
+Needs the `langgraph` extra (`pip install 'a2a-handoff[langgraph]'`: `langgraph` and its
+SQLite checkpointer).
+
+Each task is one LangGraph thread (`thread_id` = `<contextId>/<taskId>`):
+
+- **the first step** starts the graph from an initial state made of the task: the verified
+  transfer context's keys that are fields of the state, the user's text in `text_field`, and
+  — when the state has `messages` — the conversation (as `LLMAgent` sees it);
+- **`interrupt(question)`** in a node leaves the task INPUT_REQUIRED with the question; the
+  user's next message resumes the graph (`Command(resume=<text>)`) where it stopped;
+- **`Command(goto=<route>)`** (from a node, or from a tool in a `ToolNode`, as langgraph-swarm
+  hands off) to one of the agent's routes becomes the library's three-phase handoff, the state's
+  `context_fields` as the transfer context: for each route the graph has no node of its own,
+  the adapter adds one that hands the task over;
+- in a node, `task_context()` is the step's `TaskContext` (status, artifacts, `guard`, the
+  operator's decision) and `end_step(outcome)` ends the step with any outcome — an `Escalate`
+  from `guard`, a `Rejected`;
+- the text of chat models called inside nodes streams as chunks of one artifact (`answer`);
+  at the end, the state's `answer_field` completes the task.
+
+**Checkpoints.** The graph's checkpoints live where its checkpointer puts them: for
+`checkpoints="sqlite:///PATH"` (the agent's own SQLite store), LangGraph's `AsyncSqliteSaver`
+on that same file — its own tables (`checkpoints`, `writes`) beside the store's. We keep
+LangGraph's saver, not a copy of it over our store: its format (channel versions, pending
+writes, interrupts) is LangGraph's and changes with it. On the same file, one backup holds a
+task and its graph, and the store's one-process rule covers both. LangGraph writes a
+checkpoint before the graph yields an interrupt, and the task becomes INPUT_REQUIRED only
+after: a waiting task always has its checkpoint, so a restarted agent resumes it. A process
+killed mid-step leaves its task WORKING, FAILED at the next start like any interrupted task
+(its thread is never resumed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NoReturn
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Command, interrupt
+
+from a2a_handoff.agent import ArtifactStream, TaskContext
+from a2a_handoff.ids import new_id
+from a2a_handoff.llm.chat import build_chat
+from a2a_handoff.outcomes import Completed, Handoff, InputRequired, Outcome
+
+__all__ = ["LangGraphAgent", "end_step", "from_langgraph", "task_context"]
+
+REMOTE_KEY = "a2a-handoff:remote"  # in an interrupt's value: a handoff to a route
+MESSAGES = "messages"
+
+_CURRENT: contextvars.ContextVar[TaskContext] = contextvars.ContextVar("a2a_handoff_task")
+
+
+def task_context() -> TaskContext:
+    """The `TaskContext` of the step running this node."""
+    try:
+        return _CURRENT.get()
+    except LookupError:
+        raise RuntimeError(
+            "task_context() is for nodes of a graph served by from_langgraph"
+        ) from None
+
+
+def end_step(outcome: Outcome) -> NoReturn:
+    """End the step now with `outcome` (an `Escalate` from `guard`, a `Rejected`, …)."""
+    raise _EndStep(outcome)
+
+
+class _EndStep(Exception):
+    def __init__(self, outcome: Outcome) -> None:
+        super().__init__(type(outcome).__name__)
+        self.outcome = outcome
+
+
+@dataclass
+class LangGraphAgent:
+    """A LangGraph graph as a handler (see the module's docstring)."""
+
+    graph: StateGraph[Any] | CompiledStateGraph[Any, Any, Any, Any]
+    checkpoints: str | BaseCheckpointSaver[Any] | None = None
+    context_fields: Sequence[str] | None = None
+    required: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    text_field: str = "text"
+    answer_field: str = "answer"
+    _compiled: CompiledStateGraph[Any, Any, Any, Any] | None = field(default=None, repr=False)
+    _saver: Any = field(default=None, repr=False)
+    _lock: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)
+
+    async def handle(self, ctx: TaskContext) -> Outcome | None:
+        graph = await self._graph(ctx.routes)
+        config: Any = {"configurable": {"thread_id": f"{ctx.context_id}/{ctx.task_id}"}}
+        waiting = (await graph.aget_state(config)).interrupts
+        start: Any = Command(resume=ctx.text) if waiting else self._initial(ctx, graph)
+        answer: ArtifactStream | None = None
+        token = _CURRENT.set(ctx)
+        try:
+            async for mode, chunk in graph.astream(start, config, stream_mode=["messages"]):
+                text = _token(chunk) if mode == "messages" else ""
+                if text:
+                    if answer is None:
+                        answer = ArtifactStream(ctx, new_id(), "answer", None)
+                    await answer.write(text)
+        except _EndStep as end:
+            return end.outcome
+        finally:
+            _CURRENT.reset(token)
+            if answer is not None:
+                await answer.close()
+        state = await graph.aget_state(config)
+        if state.interrupts:
+            value = state.interrupts[0].value
+            if isinstance(value, dict) and REMOTE_KEY in value:
+                return self._handoff(value[REMOTE_KEY])
+            if isinstance(value, Mapping) and isinstance(value.get("question"), str):
+                return InputRequired(value["question"])
+            return InputRequired(
+                value if isinstance(value, str) else json.dumps(value, default=str)
+            )
+        said = state.values.get(self.answer_field)
+        return Completed(str(said) if said else None)
+
+    def _initial(self, ctx: TaskContext, graph: CompiledStateGraph[Any, Any, Any, Any]) -> Any:
+        fields = set(graph.stream_channels_list)
+        state = {k: v for k, v in ctx.transfer_context.items() if k in fields}
+        if self.text_field in fields:
+            state[self.text_field] = ctx.text
+        if MESSAGES in fields:
+            state[MESSAGES] = build_chat("", ctx)[1:]
+        return state
+
+    def _handoff(self, asked: Mapping[str, Any]) -> Handoff:
+        target = str(asked["target"])
+        context = dict(asked.get("context") or {})
+        reason = str(context.get("summary") or f"handed over to {target}")
+        return Handoff(
+            target=target,
+            reason=reason[:500],
+            context=context,
+            required=tuple(self.required.get(target, ())),
+        )
+
+    async def _graph(self, routes: Sequence[str]) -> CompiledStateGraph[Any, Any, Any, Any]:
+        async with self._lock:
+            if self._compiled is None:
+                self._compiled = await self._compile(routes)
+            return self._compiled
+
+    async def _compile(self, routes: Sequence[str]) -> CompiledStateGraph[Any, Any, Any, Any]:
+        if isinstance(self.graph, CompiledStateGraph):
+            if self.graph.checkpointer is None and self.checkpoints is None:
+                raise ValueError(
+                    "the graph needs a checkpointer to wait for input: compile it with one,"
+                    " or pass checkpoints="
+                )
+            if self.checkpoints is None:
+                return self.graph
+            return self.graph.copy(update={"checkpointer": await self._open_saver()})
+        builder = self.graph
+        fields = [
+            f
+            for f in self.context_fields or builder.channels
+            if f not in (self.text_field, self.answer_field, MESSAGES)
+        ]
+        for route in routes:
+            if route not in builder.nodes:
+                builder.add_node(route, _remote_node(route, fields))
+        return builder.compile(checkpointer=await self._open_saver())
+
+    async def _open_saver(self) -> BaseCheckpointSaver[Any]:
+        if isinstance(self.checkpoints, BaseCheckpointSaver):
+            return self.checkpoints
+        if self.checkpoints is None:
+            raise ValueError("no checkpointer: pass checkpoints='sqlite:///PATH' or a saver")
+        path = self.checkpoints.removeprefix("sqlite:///")
+        if path == self.checkpoints:
+            raise ValueError(f"checkpoints: a sqlite:/// URL or a saver, not {self.checkpoints!r}")
+        import aiosqlite
+        from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+        self._saver = AsyncSqliteSaver(await aiosqlite.connect(path))
+        return self._saver  # type: ignore[no-any-return]
+
+    async def aclose(self) -> None:
+        if self._saver is not None:
+            await self._saver.conn.close()
+            self._saver = None
+
+
+def from_langgraph(
+    graph: StateGraph[Any] | CompiledStateGraph[Any, Any, Any, Any],
+    *,
+    checkpoints: str | BaseCheckpointSaver[Any] | None = None,
+    context_fields: Sequence[str] | None = None,
+    required: Mapping[str, Sequence[str]] | None = None,
+    text_field: str = "text",
+    answer_field: str = "answer",
+) -> LangGraphAgent:
+    """Serve `graph` (a `StateGraph` to compile, or a compiled graph with its checkpointer):
+    `create_app(from_langgraph(builder, checkpoints="sqlite:///data/billing.db"), …)`.
+    `context_fields`: the state's fields a handoff carries (default: all but the text, the
+    answer and the messages); `required`: the capabilities each route's target must offer."""
+    return LangGraphAgent(
+        graph, checkpoints, context_fields, dict(required or {}), text_field, answer_field
+    )
+
+
+def _remote_node(route: str, fields: Sequence[str]) -> Any:
+    """The node standing for the agent behind `route`: reaching it hands the task over."""
+
+    async def hand_over(state: Mapping[str, Any]) -> dict[str, Any]:
+        context = {f: state[f] for f in fields if state.get(f) is not None}
+        context = json.loads(json.dumps(context, default=str))  # what travels is JSON
+        interrupt({REMOTE_KEY: {"target": route, "context": context}})
+        return {}  # not reached: the handoff ends the task
+
+    hand_over.__name__ = f"hand_over_to_{route}"
+    return hand_over
+
+
+def _token(chunk: Any) -> str:
+    message = chunk[0] if isinstance(chunk, tuple) else chunk
+    content = getattr(message, "content", None)
+    if type(message).__name__ != "AIMessageChunk" or not isinstance(content, str):
+        return ""
+    return content
