@@ -416,6 +416,18 @@ class Conversation:
                 "text": escalation.get("whatIsNeeded", ""),
             }
         )
+        # Said at once: what this command now waits for, and where an operator answers.
+        inbox = f"python -m orchestrator inbox --agent {cursor.url}"
+        self.emit(
+            {
+                "event": "awaiting_operator",
+                "agent": cursor.name,
+                "taskId": cursor.task_id,
+                "inbox": inbox,
+                "message": f"waiting up to {self.wait:g} s for a human operator at"
+                f" {cursor.name} to answer; an operator sees it with `{inbox}` (or the console)",
+            }
+        )
 
     async def _until_answered(self, cursor: _Cursor, every: float = 0.25) -> Task:
         assert cursor.task_id is not None

@@ -1,11 +1,16 @@
 """The operator's commands mean what they say (issue 17): real CLI, real agents.
 
 A reply to a request for permission is information, not a denial; acting twice is told the
-escalation is already decided; `inbox` at an agent that is no human agent says so.
+escalation is already decided; `inbox` at an agent that is no human agent says so; the user's
+`send` says at once that it waits for an operator, and the command that shows them the
+escalation (it said nothing for the whole wait).
 """
 
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 from tests.integration.handoff_support import result, tasks_in, wait_for
@@ -19,7 +24,7 @@ from tests.integration.test_escalation import (  # the escalation desk: module-s
     waiting_from,
     with_artifacts,
 )
-from tests.support import Cli
+from tests.support import ROOT, Cli
 
 __all__ = ["cli", "desk"]  # fixtures, used by name
 
@@ -74,3 +79,41 @@ def test_inbox_at_an_agent_that_is_not_a_human_agent_says_so(desk: Desk, cli: Cl
     assert "no escalation is waiting" not in out
     code, out = cli.run("inbox", "--agent", desk.human.url)
     assert code == 0, out
+
+
+def test_send_says_at_once_that_it_waits_for_an_operator_and_where(
+    desk: Desk, cli: Cli, tmp_path: Path
+) -> None:
+    user = subprocess.Popen(
+        [sys.executable, "-m", "orchestrator", "--session", str(cli.session), "--wait", "60",
+         "send", "--entry", desk.triage.url, BIG_REFUND],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    assert user.stdout is not None
+    try:
+        for line in user.stdout:
+            if "escalated to a human operator" in line:
+                break
+        waiting = user.stdout.readline().rstrip("\n")  # the next line, before the wait ends
+        assert user.poll() is None, waiting  # still waiting: this line is not its end
+        inbox_command = f"python -m orchestrator inbox --agent {desk.human.url}"
+        assert waiting == (
+            "waiting up to 60 s for a human operator at human to answer; an operator sees it"
+            f" with `{inbox_command}` (or the console)"
+        )
+        # The command, as printed, shows an operator the escalation; they approve it.
+        shown = re.search(r"`python -m orchestrator (inbox [^`]+)`", waiting)
+        assert shown is not None
+        operator = Cli(tmp_path / "operator.json")
+        code, items = operator.events(*shown.group(1).split())
+        assert code == 0
+        (item,) = [i for i in items if i["sourceTaskId"] == session_task(cli, "billing")]
+        code, out = operator.run("approve", item["taskId"], "--agent", desk.human.url)
+        assert code == 0, out
+        rest, _ = user.communicate(timeout=60)
+        assert user.returncode == 0, rest
+        assert "[billing] completed: Refund of $750.00 issued for order 4242" in rest
+    finally:
+        if user.poll() is None:
+            user.kill()
+            user.wait(10)
