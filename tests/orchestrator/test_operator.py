@@ -3,7 +3,9 @@
 A reply to a request for permission is information, not a denial; acting twice is told the
 escalation is already decided; `inbox` at an agent that is no human agent says so; the user's
 `send` says at once that it waits for an operator, and the command that shows them the
-escalation (it said nothing for the whole wait).
+escalation (it said nothing for the whole wait); following a conversation whose tasks are
+over asks for them, and subscribes to none (each such subscription was an error the agents
+counted: `SubscribeToTask outcome="UnsupportedOperationError"`).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from tests.integration.test_escalation import (  # the escalation desk: module-s
     waiting_from,
     with_artifacts,
 )
-from tests.support import ROOT, Cli
+from tests.support import ROOT, AgentProcess, Cli, _http
 
 __all__ = ["cli", "desk"]  # fixtures, used by name
 
@@ -117,3 +119,32 @@ def test_send_says_at_once_that_it_waits_for_an_operator_and_where(
         if user.poll() is None:
             user.kill()
             user.wait(10)
+
+
+def refused_subscriptions(agent: AgentProcess) -> float:
+    """How many SubscribeToTask calls `agent` answered -32004 (the task was already over)."""
+    text = _http().get(agent.url + "metrics").text
+    found = re.search(
+        r'^a2a_requests_total\{method="SubscribeToTask",outcome="UnsupportedOperationError"\}'
+        r" (\S+)$", text, re.M,
+    )  # fmt: skip
+    return float(found.group(1)) if found else 0.0
+
+
+def test_following_a_conversation_that_is_over_subscribes_to_none_of_its_tasks(
+    desk: Desk, cli: Cli, tmp_path: Path
+) -> None:
+    code, _ = cli.run("--wait", "2", "send", "--entry", desk.triage.url, BIG_REFUND)
+    assert code == 4
+    operator = Cli(tmp_path / "operator.json")
+    item = waiting_from(operator, desk.human, session_task(cli, "billing"))
+    code, out = operator.run("approve", item["taskId"], "--agent", desk.human.url)
+    assert code == 0, out
+    wait_for(lambda: with_artifacts(desk.billing, item["contextId"]))  # the refund: all over
+    before = {agent.name: refused_subscriptions(agent) for agent in desk.all()}
+    code, out = cli.run("watch")  # the escalation, over, then billing's task, over
+    assert code == 0, out
+    assert "[human] transferred to billing" in out
+    assert "[billing] completed: Refund of $750.00 issued for order 4242" in out
+    after = {agent.name: refused_subscriptions(agent) for agent in desk.all()}
+    assert after == before  # a normal flow makes no error the agents count
