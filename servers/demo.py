@@ -19,9 +19,11 @@ import sys
 import tempfile
 from pathlib import Path
 
+from servers.__main__ import ALL  # the agents `servers all` starts, in its order
+
 SCRIPT = ["I was charged twice for my order, I want a refund", "order 12345"]
 BIG_REFUND = "Please refund $750 for order 4242, the sofa arrived broken"
-AGENTS = 4
+AGENTS = len(ALL)
 
 
 def _free_base_port(count: int = AGENTS) -> int:
@@ -53,16 +55,17 @@ def _start_agents(work: Path, base: int) -> tuple[subprocess.Popen[str], list[st
         stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
     assert agents.stdout is not None
-    urls: list[str] = []
-    # `all` prints a line per agent once it serves, then "all serving" (or fails, exiting
-    # within its own start-up bound: the pipe closes).
+    urls: dict[str, str] = {}
+    # `all` prints a line per agent once it serves (in the order they come up), then "all
+    # serving" (or fails, exiting within its own start-up bound: the pipe closes).
     for line in agents.stdout:
         if line.startswith("all serving"):
+            for name in ALL:
+                print(f"{name:10} {urls[name]:26} log: {logs / name}.log", flush=True)
             print(f"all serving; data in {work / 'data'}\n", flush=True)
-            return agents, urls
+            return agents, [urls[name] for name in ALL]
         name, url = line.split()
-        urls.append(url)
-        print(f"{name:10} {url:26} log: {logs / name}.log", flush=True)
+        urls[name] = url
     agents.wait(15)
     raise SystemExit(f"the agents did not start (servers all: exit {agents.returncode})")
 
