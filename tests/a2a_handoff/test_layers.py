@@ -37,6 +37,8 @@ LAYERS: list[set[str]] = [
     # Language-model agents build on the agent API only: siblings of the runtime, which
     # runs them without knowing them.
     {"runtime", "llm"},
+    # Agents written with other frameworks (each module imports its own, when used).
+    {"adapters"},
     {"server"},
     {"__init__", "__main__"},
 ]
