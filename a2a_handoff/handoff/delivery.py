@@ -19,6 +19,7 @@ import asyncio
 import json
 import logging
 import sys
+from dataclasses import replace
 from typing import Any
 
 import pydantic_core
@@ -111,9 +112,9 @@ class Delivery:
                     signer = self.trust.signing_key
                     params = _create_params(envelope, body, self.trust.sign_envelope(body.encode()))
                 outcome = await self._try(entry, envelope, params)
-                now = asyncio.get_running_loop().time()
-                tries = Tries(tries.failed, tries.errors, tries.may_have_arrived,
-                              now - started, _age(entry))  # fmt: skip
+                elapsed = asyncio.get_running_loop().time() - started
+                age = _age(entry) if returns is not None else 0.0  # only a return's counts
+                tries = replace(tries, elapsed=elapsed, age=age)
                 verdict = classify(outcome, tries, rules)
                 if not isinstance(verdict, Retry):
                     return await self._end(job, envelope, contract, verdict, source, tries)
