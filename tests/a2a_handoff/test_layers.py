@@ -37,6 +37,8 @@ LAYERS: list[set[str]] = [
     # Language-model agents build on the agent API only: siblings of the runtime, which
     # runs them without knowing them.
     {"runtime", "llm"},
+    # Push notifications: a task's events to webhooks, from the store (beside the runtime).
+    {"push"},
     {"server"},
     {"__init__", "__main__"},
 ]
