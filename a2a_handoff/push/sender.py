@@ -27,7 +27,7 @@ import random
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any
 
 import httpx
 from joserfc.jwk import OKPKey
@@ -39,7 +39,7 @@ from a2a_handoff.protocol.models import StreamResponse, parse_time, utc_now
 from a2a_handoff.push.config import PushConfig, PushSettings, config_json, load_config
 from a2a_handoff.push.metrics import PushCollector
 from a2a_handoff.push.policy import Address, PushRefused, PushUnreachable
-from a2a_handoff.stores.base import PushConfigRecord, PushStore, Store, TaskEvent
+from a2a_handoff.stores.base import PushConfigRecord, Store, TaskEvent
 from a2a_handoff.trust.signing import sign_detached
 
 log = logging.getLogger("a2a_handoff.push")
@@ -48,11 +48,12 @@ PUSH_TYP = "a2a-push-notification+jws"
 DELIVERY_HEADER = "X-A2A-Delivery-Id"
 TOKEN_HEADER = "X-A2A-Notification-Token"
 SIGNATURE_HEADER = "X-A2A-Signature"
-LEASE_TTL = 60.0
+LEASE_TTL = 10.0
+"""Seconds a replica's claim on a config lasts unless renewed (every sweep): how long the
+deliveries of a replica killed -9 wait before another one takes them over."""
 
 
-class PushingStore(PushStore, Store, Protocol):
-    """The store a pusher needs."""
+PushingStore = Store  # the store a pusher needs: every store keeps push configs
 
 
 def delivery_id(task_id: str, config_id: str, seq: int) -> str:
@@ -193,10 +194,21 @@ class Pusher:
     async def _sweep_forever(self) -> None:
         while True:
             try:
+                await self._renew()
                 await self.sweep()
             except StoreError as exc:
                 log.warning("push sweep failed: %s", exc)
-            await asyncio.sleep(self.settings.sweep)
+            await asyncio.sleep(min(self.settings.sweep, LEASE_TTL / 3))
+
+    async def _renew(self) -> None:
+        """Renew the claims of this process's workers (replicas); a worker whose claim
+        another replica took stops."""
+        if not self.store.shared:
+            return
+        for (task_id, config_id), worker in list(self._workers.items()):
+            lease = f"push:{task_id}:{config_id}"
+            if not await self.store.acquire(lease, self.holder, LEASE_TTL):
+                worker.cancel()
 
     # -- one config's deliveries ------------------------------------------------------------
 

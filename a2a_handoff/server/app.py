@@ -25,7 +25,7 @@ import logging
 import urllib.request
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import httpx
 from starlette.applications import Starlette
@@ -48,7 +48,7 @@ from a2a_handoff.protocol.extension import (
     HANDOFF_EXTENSION_URI,
 )
 from a2a_handoff.protocol.urls import check_agent_url
-from a2a_handoff.push import Pusher, PushingStore, PushSettings
+from a2a_handoff.push import Pusher, PushSettings
 from a2a_handoff.runtime.tasks import TaskManager
 from a2a_handoff.server.card import CARD_PATH, JWKS_ROUTE, V03_CARD_PATH, CardRoute
 from a2a_handoff.server.compat03 import V03Methods
@@ -334,7 +334,7 @@ def create_app(
     )
     pusher = None
     if push is not None:
-        pusher = Pusher(cast(PushingStore, store), push, lambda: agent_trust.signing_key)
+        pusher = Pusher(store, push, lambda: agent_trust.signing_key)
         methods.push = PushMethods(manager, pusher)
     table = methods.table() | (methods.push.table() if methods.push else {})
     endpoint = JsonRpcEndpoint(table, auth, max_body, legacy=V03Methods(table).dispatch)

@@ -409,6 +409,6 @@ class LocalLeases:
         return current[0]
 
 
-class Store(TaskStore, HandoffStore, LeaseStore, IdentityStore, Protocol):
-    """What an agent's server needs: tasks, events, outbox, ledger, leases and the agent's
-    identity (its signing keys) in one backend."""
+class Store(TaskStore, HandoffStore, PushStore, LeaseStore, IdentityStore, Protocol):
+    """What an agent's server needs: tasks, events, outbox, ledger, push configs, leases and
+    the agent's identity (its signing keys) in one backend."""
