@@ -26,6 +26,7 @@ from a2a_handoff.errors import (
 from a2a_handoff.escalation import Escalate, Escalation, EscalationPolicy
 from a2a_handoff.handoff.envelope import HandoffEnvelope
 from a2a_handoff.handoff.handoffs import Handoffs
+from a2a_handoff.handoff.job import DeliveryJob
 from a2a_handoff.ids import new_id
 from a2a_handoff.observe import events, tracing
 from a2a_handoff.outcomes import (
@@ -245,9 +246,7 @@ class TaskRun(Journal):
             raise
         self.committed = record
         self.task = record.task
-        job = handoffs.outbox.spawn(
-            entry, self.settle, True, envelope=envelope, source=record, reopen=True
-        )
+        job = handoffs.outbox.spawn(DeliveryJob(entry, True, envelope, record, True), self.settle)
         try:
             final = await asyncio.shield(job)
         except Exception:
@@ -314,9 +313,8 @@ class TaskRun(Journal):
                 return
             if created:
                 events.handoff_step(envelope, "checkpointed")
-                handoffs.outbox.spawn(
-                    entry, self.settle, True, envelope=envelope, source=self.committed
-                )
+                job = DeliveryJob(entry, True, envelope, self.committed)
+                handoffs.outbox.spawn(job, self.settle)
             return
         await self.drain()
         if self.pending or self.committed is None or self.settled.done():
@@ -334,7 +332,7 @@ class TaskRun(Journal):
         self.committed = record
         self.task = record.task
         events.handoff_step(envelope, "checkpointed")
-        handoffs.outbox.spawn(entry, self.settle, True, envelope=envelope, source=record)
+        handoffs.outbox.spawn(DeliveryJob(entry, True, envelope, record), self.settle)
 
     @property
     def direct(self) -> bool:
