@@ -43,7 +43,8 @@ from a2a_handoff.stores.base import (
 )
 from a2a_handoff.stores.event_log import from_log, log_json, needs_snapshot
 from a2a_handoff.stores.pages import decode_page_token, encode_page_token
-from a2a_handoff.stores.postgres_ledger import PostgresBase, guarded
+from a2a_handoff.stores.postgres_ledger import guarded
+from a2a_handoff.stores.postgres_push import PostgresPush
 from a2a_handoff.stores.postgres_schema import OUTBOX_COLUMNS, RECEIVED_COLUMNS
 
 try:
@@ -54,7 +55,7 @@ except ImportError:  # pragma: no cover - the optional extra
 TASK_COLUMNS = "body, owner, version, created_at, updated_at, delegate"
 
 
-class PostgresTaskStore(PostgresBase):
+class PostgresTaskStore(PostgresPush):
     """The store on PostgreSQL, shared by every replica of an agent (module docstring)."""
 
     @classmethod
