@@ -275,7 +275,7 @@ class TaskRun:
             if isinstance(outcome, Handoff):
                 await hand_off(self, outcome)
             elif isinstance(outcome, Reply) and direct:
-                self.journal.reply(self._message(outcome, direct=True))
+                self.journal.reply(reply_message(outcome, self.task, direct=True))
             else:
                 self.finish(outcome)
         except asyncio.CancelledError:
@@ -300,39 +300,11 @@ class TaskRun:
             events.handler_failed(self.task.id, self.task.context_id, exc)
             return Failed.raised(exc)
 
-    def _message(self, reply: Reply, *, direct: bool) -> Message:
-        """The agent's reply as a Message (in the task's context, bound to it if it exists)."""
-        return Message(
-            message_id=new_id(),
-            role=Role.AGENT,
-            parts=reply.all_parts(),
-            context_id=self.task.context_id,
-            task_id=None if direct else self.task.id,
-        )
-
     # -- what is emitted ----------------------------------------------------------------------
 
     def finish(self, outcome: Outcome | None) -> None:
         """End the step as `outcome` says (None completes the task)."""
-        match outcome:
-            case None:
-                self.emit_state(TaskState.COMPLETED)
-            case Completed(message=text):
-                msg = agent_message(text, self.task) if text else None
-                self.emit_state(TaskState.COMPLETED, msg)
-            case InputRequired(question=question):
-                self.emit_state(TaskState.INPUT_REQUIRED, agent_message(question, self.task))
-            case Failed(reason=reason, kind=kind):
-                failure = {HANDOFF_EXTENSION_URI: {"failure": {"kind": kind}}}
-                self.emit_state(TaskState.FAILED, agent_message(reason, self.task, **failure))
-            case Rejected(reason=reason):
-                self.emit_state(TaskState.REJECTED, agent_message(reason, self.task))
-            case Reply():  # the task exists already: the reply completes it
-                self.emit_state(TaskState.COMPLETED, self._message(outcome, direct=False))
-            case Handoff() | Escalate():
-                raise TypeError("a handoff is carried out by the driver, not finish()")
-            case _:
-                raise TypeError(f"the handler returned {type(outcome).__name__}, not an outcome")
+        self.emit_state(*ending(outcome, self.task))
 
     def emit_state(self, state: TaskState, message: Message | None = None) -> None:
         task = with_status(self.task, state, message)
@@ -346,3 +318,36 @@ class TaskRun:
         if not self.phase.emits:
             raise PhaseError(f"a task's run emits nothing while {self.phase.name}")
         self.journal.emit(task, item)
+
+
+def ending(outcome: Outcome | None, task: Task) -> tuple[TaskState, Message | None]:
+    """The state (and status message) `outcome` ends the step of `task` with."""
+    match outcome:
+        case None:
+            return TaskState.COMPLETED, None
+        case Completed(message=text):
+            return TaskState.COMPLETED, agent_message(text, task) if text else None
+        case InputRequired(question=question):
+            return TaskState.INPUT_REQUIRED, agent_message(question, task)
+        case Failed(reason=reason, kind=kind):
+            failure = {HANDOFF_EXTENSION_URI: {"failure": {"kind": kind}}}
+            return TaskState.FAILED, agent_message(reason, task, **failure)
+        case Rejected(reason=reason):
+            return TaskState.REJECTED, agent_message(reason, task)
+        case Reply():  # the task exists already: the reply completes it
+            return TaskState.COMPLETED, reply_message(outcome, task, direct=False)
+        case Handoff() | Escalate():
+            raise TypeError("a handoff is carried out by the driver, not finish()")
+        case _:
+            raise TypeError(f"the handler returned {type(outcome).__name__}, not an outcome")
+
+
+def reply_message(reply: Reply, task: Task, *, direct: bool) -> Message:
+    """The agent's reply as a Message (in the task's context, bound to it unless direct)."""
+    return Message(
+        message_id=new_id(),
+        role=Role.AGENT,
+        parts=reply.all_parts(),
+        context_id=task.context_id,
+        task_id=None if direct else task.id,
+    )
