@@ -41,7 +41,7 @@ LAYERS: list[set[str]] = [
     # Language-model agents build on the agent API only: siblings of the runtime, which
     # runs them without knowing them.
     {"runtime", "llm"},
-    # Other frameworks' agents as handlers (built on the agent API and the LLM room).
+    # Agents written with other frameworks (each module imports its own, when used).
     {"adapters"},
     {"server"},
     {"__init__", "__main__"},
