@@ -12,6 +12,7 @@ from typing import Protocol
 
 from a2a_handoff.errors import GateRefused, InternalError, RpcError
 from a2a_handoff.handoff.envelope import HandoffEnvelope
+from a2a_handoff.handoff.job import DeliveryJob
 from a2a_handoff.observe import events, tracing
 from a2a_handoff.outcomes import Failed, Handoff, Outcome
 from a2a_handoff.protocol.extension import ext_metadata
@@ -91,9 +92,8 @@ async def _checkpoint(run: Ending, envelope: HandoffEnvelope, envelope_json: str
             return
         if created:
             events.handoff_step(envelope, "checkpointed")
-            handoffs.outbox.spawn(
-                entry, journal.settle, True, envelope=envelope, source=journal.committed
-            )
+            job = DeliveryJob(entry, True, envelope, journal.committed)
+            handoffs.outbox.spawn(job, journal.settle)
         return
     await journal.drain()
     if journal.pending or journal.committed is None or journal.settled.done():
@@ -109,4 +109,4 @@ async def _checkpoint(run: Ending, envelope: HandoffEnvelope, envelope_json: str
     journal.committed = record
     journal.task = record.task
     events.handoff_step(envelope, "checkpointed")
-    handoffs.outbox.spawn(entry, journal.settle, True, envelope=envelope, source=record)
+    handoffs.outbox.spawn(DeliveryJob(entry, True, envelope, record), journal.settle)

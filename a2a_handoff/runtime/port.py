@@ -15,6 +15,7 @@ from typing import Protocol
 from a2a_handoff.errors import GateRefused, InternalError
 from a2a_handoff.escalation import Escalation
 from a2a_handoff.handoff.handoffs import Handoffs
+from a2a_handoff.handoff.job import DeliveryJob
 from a2a_handoff.outcomes import Handoff, Route
 from a2a_handoff.protocol.events import agent_message, appended, status_event
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI, ext_metadata, with_ext_metadata
@@ -180,7 +181,7 @@ class RunPort:
         journal.committed = record
         journal.task = record.task
         job = handoffs.outbox.spawn(
-            entry, journal.settle, True, envelope=envelope, source=record, reopen=True
+            DeliveryJob(entry, True, envelope, record, True), journal.settle
         )
         try:
             final = await asyncio.shield(job)

@@ -30,7 +30,6 @@ from a2a_handoff.agent import Agent
 from a2a_handoff.client.client import AgentClient
 from a2a_handoff.errors import (
     ConflictError,
-    HandoffProcessingError,
     InternalError,
     InvalidParamsError,
     TaskBusyError,
@@ -41,7 +40,7 @@ from a2a_handoff.errors import (
 from a2a_handoff.escalation import EscalationPolicy
 from a2a_handoff.handoff.handoffs import Handoffs
 from a2a_handoff.handoff.ledger import received_entry
-from a2a_handoff.handoff.receiver import receive_metadata, signed_message
+from a2a_handoff.handoff.receiver import Duplicate, Refuse, receive_metadata
 from a2a_handoff.handoff.settings import HandoffSettings
 from a2a_handoff.handoff.verified import EnvelopeRefused, VerifiedEnvelope
 from a2a_handoff.ids import new_id
@@ -227,40 +226,31 @@ class TaskManager:
             return await self._receive_verified(owner, verified)
 
     async def _receive_verified(self, owner: str, verified: VerifiedEnvelope) -> Submission:
+        """Act on the receiver's one decision: answer a replay with its task, store a
+        refusal, or create the task (once per key, across replicas too)."""
         receiver = self.handoffs.receiver
-        envelope = verified.envelope
-        key, window = receiver.dedupe_for(verified)
-        if key in self._creating:
-            raise HandoffProcessingError()
-        existing_id = await self.store.find(key)
-        if key in self._creating:
-            raise HandoffProcessingError()
-        if existing_id is not None:
-            record = await self.store.get(existing_id)
-            if record is not None:
-                receiver.check_replay(record, verified)
-                self.handoffs.ledger.duplicate(envelope, record.id)
-                events.handoff_received(envelope, record.id, "duplicate")
-                return resolved(record, duplicate=True)
-        bound = signed_message(verified)  # nothing unsigned of the message goes further
-        refusal = receiver.refusal(verified)
-        if refusal is not None:
-            stored, duplicate = await receiver.reject(bound, owner, key, verified, *refusal)
-            if duplicate:
-                self.handoffs.ledger.duplicate(envelope, stored.id)
-            outcome = "duplicate" if duplicate else f"rejected:{refusal[0]}"
-            events.handoff_received(envelope, stored.id, outcome, refusal[1])
-            return resolved(stored, duplicate=duplicate)
-        if key in self._creating:
-            raise HandoffProcessingError()
-        submission = self._start(bound, owner, key, verified, window)
-        record = await asyncio.shield(submission.created)
-        if record.id != submission.task_id:  # another replica created it first
-            self.handoffs.ledger.duplicate(envelope, record.id)
-            events.handoff_received(envelope, record.id, "duplicate")
+        decision = await receiver.decide(verified, self._creating.__contains__)
+        detail = ""
+        if isinstance(decision, Duplicate):
+            record, outcome = decision.record, "duplicate"
+            answer = resolved(record, duplicate=True)
+        elif isinstance(decision, Refuse):
+            record, duplicate = await receiver.reject(
+                decision.message, owner, decision.key, verified, decision.code, decision.reason
+            )
+            outcome = "duplicate" if duplicate else f"rejected:{decision.code}"
+            detail = decision.reason
+            answer = resolved(record, duplicate=duplicate)
         else:
-            events.handoff_received(envelope, record.id, "accepted")
-        return submission
+            answer = self._start(decision.message, owner, decision.key, verified, decision.window)
+            record = await asyncio.shield(answer.created)
+            # Another replica may have created it first: then it is that one's task.
+            outcome = "accepted" if record.id == answer.task_id else "duplicate"
+        envelope = verified.envelope
+        if outcome == "duplicate":
+            self.handoffs.ledger.duplicate(envelope, record.id)
+        events.handoff_received(envelope, record.id, outcome, detail)
+        return answer
 
     async def _create(
         self,

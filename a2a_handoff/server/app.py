@@ -23,7 +23,7 @@ import contextlib
 import inspect
 import logging
 import urllib.request
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -48,6 +48,7 @@ from a2a_handoff.protocol.extension import (
     HANDOFF_EXTENSION_URI,
 )
 from a2a_handoff.protocol.urls import check_agent_url
+from a2a_handoff.push import Pusher, PushSettings
 from a2a_handoff.runtime.tasks import TaskManager
 from a2a_handoff.server.card import CARD_PATH, JWKS_ROUTE, V03_CARD_PATH, CardRoute
 from a2a_handoff.server.compat03 import V03Methods
@@ -55,6 +56,7 @@ from a2a_handoff.server.health import STALE_AFTER_SECONDS, Health
 from a2a_handoff.server.jsonrpc import DEFAULT_MAX_BODY, JsonRpcEndpoint
 from a2a_handoff.server.methods import A2AMethods
 from a2a_handoff.server.metrics import MetricsRoute
+from a2a_handoff.server.push import PushMethods
 from a2a_handoff.server.rest import RestEndpoint, not_found
 from a2a_handoff.stores.base import Store
 from a2a_handoff.stores.memory import MemoryTaskStore
@@ -152,6 +154,13 @@ def _pins(identity: IdentityStore | None, store: Store) -> Pins:
     return MemoryPins()
 
 
+def _with_push(
+    returns: Callable[[], dict[str, Any]], pusher: Pusher
+) -> Callable[[], dict[str, Any]]:
+    """/health's extra members, with the push deliveries' figures."""
+    return lambda: {**returns(), "push": pusher.report()}
+
+
 class _A2AStarlette(Starlette):
     """Starlette, with `POST /` dispatched straight to the JSON-RPC handler.
 
@@ -206,6 +215,7 @@ def create_app(
     metrics_public: bool = False,
     extended_card: AgentCard | None = None,
     mcp_server: bool = False,
+    push: PushSettings | None = None,
 ) -> Starlette:
     """Serve `agent` over A2A JSON-RPC; the app opens and closes `store` in its lifespan.
 
@@ -237,6 +247,9 @@ def create_app(
     `GET /extendedAgentCard`) — say, with skills a user sees only when signed in; the public
     card then declares `capabilities.extendedAgentCard`. Under API-key auth only a caller
     with a valid key gets it; without auth, anyone (the public card names no scheme).
+    `push` (a `PushSettings`) turns push notifications on: the four config methods, a config
+    on SendMessage, deliveries from the store's outbox (see `push.sender`), and
+    `capabilities.pushNotifications` in the card; its `allow` is the webhook allowlist.
     `mcp_server=True` also serves the agent as an MCP server at `/mcp` (streamable HTTP; needs
     `a2a-handoff[mcp]`, imported only then): see `server.mcp`.
     """
@@ -266,6 +279,9 @@ def create_app(
         card = _with_contracts(card, contracts.accepted_by(card.name))
         if extended_card is not None:
             extended_card = _with_contracts(extended_card, contracts.accepted_by(card.name))
+    if push is not None:
+        capabilities = card.capabilities.model_copy(update={"push_notifications": True})
+        card = card.model_copy(update={"capabilities": capabilities})
     deciders = _operators(card, auth, operators)
     routes = {name: check_agent_url(url, f"route {name}") for name, url in (routes or {}).items()}
     approver = (escalation or EscalationPolicy()).target
@@ -316,7 +332,11 @@ def create_app(
         extended_card=extended,
         extended_declared=bool(card.capabilities.extended_agent_card),
     )
-    table = methods.table()
+    pusher = None
+    if push is not None:
+        pusher = Pusher(store, push, lambda: agent_trust.signing_key)
+        methods.push = PushMethods(manager, pusher)
+    table = methods.table() | (methods.push.table() if methods.push else {})
     endpoint = JsonRpcEndpoint(table, auth, max_body, legacy=V03Methods(table).dispatch)
     observer = Observer(card.name)
     served = Served(card, store, client, manager, agent_trust, observer)
@@ -326,6 +346,9 @@ def create_app(
     card_route = CardRoute(card, agent_trust, v03_fields=card_v03_fields, auth=auth)
     v03_card_route = CardRoute(card, agent_trust, v03_fields=True, auth=auth)
     returns = manager.handoffs.delivery.given_up_report
+    if pusher is not None:
+        returns = _with_push(returns, pusher)
+        observer.metrics.registry.register(pusher.collector())
     health = Health(store, client, stale_after, auth, returns=returns)
     extra_routes: list[Route] = []
     mcp_face = None
@@ -367,12 +390,16 @@ def create_app(
             except StoreError as exc:
                 log.error("start-up recovery failed, serving degraded: %s", exc)
             handoffs.outbox.start()
+            if pusher is not None:
+                pusher.start()  # its first sweep resumes what a previous process left
             manager.start_background()
             async with contextlib.AsyncExitStack() as faces:
                 if mcp_face is not None:
                     await faces.enter_async_context(mcp_face.running())
                 yield
         finally:
+            if pusher is not None:
+                await pusher.aclose()
             await manager.aclose()
             await agent_trust.aclose()
             if own_client:

@@ -41,8 +41,9 @@ LAYERS: list[set[str]] = [
     # Language-model agents build on the agent API only: siblings of the runtime, which
     # runs them without knowing them.
     {"runtime", "llm"},
-    # Agents written with other frameworks (each module imports its own, when used).
-    {"adapters"},
+    # Agents written with other frameworks (each module imports its own, when used), and push
+    # notifications: a task's events to webhooks, from the store (beside the runtime).
+    {"adapters", "push"},
     {"server"},
     {"__init__", "__main__"},
 ]
