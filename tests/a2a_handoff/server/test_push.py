@@ -162,3 +162,33 @@ async def test_without_push_the_methods_answer_not_supported() -> None:
         assert answer["error"]["code"] == -32003
         rest = await http.get("/tasks/t/pushNotificationConfigs")
         assert rest.status_code == 400
+
+
+async def test_a_0_3_client_sets_gets_lists_and_deletes_in_its_shapes(
+    http: httpx.AsyncClient,
+) -> None:
+    task = await task_of(http)
+
+    async def v03(method: str, params: Json) -> Json:
+        body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+        answer: Json = (
+            await http.post("/", json=body, headers={**ALICE, "A2A-Version": ""})
+        ).json()
+        return answer
+
+    config = {
+        "id": "old",
+        "url": HOOK,
+        "authentication": {"schemes": ["Bearer"], "credentials": "c"},
+    }
+    made = await v03("tasks/pushNotificationConfig/set",
+                     {"taskId": task["id"], "pushNotificationConfig": config})  # fmt: skip
+    assert made["result"] == {"taskId": task["id"], "pushNotificationConfig": config}
+    one = await v03("tasks/pushNotificationConfig/get", {"id": task["id"]})
+    assert one["result"] == made["result"]
+    by_id = {"id": task["id"], "pushNotificationConfigId": "old"}
+    assert (await v03("tasks/pushNotificationConfig/get", by_id))["result"] == made["result"]
+    listed = await v03("tasks/pushNotificationConfig/list", {"id": task["id"]})
+    assert listed["result"] == [made["result"]]
+    assert (await v03("tasks/pushNotificationConfig/delete", by_id))["result"] is None
+    assert (await v03("tasks/pushNotificationConfig/list", {"id": task["id"]}))["result"] == []
