@@ -20,7 +20,14 @@ from pathlib import Path
 
 import uvicorn
 
-from a2a_handoff import AgentClient, ApiKeyAuth, build_card, create_app, open_store
+from a2a_handoff import (
+    AgentClient,
+    ApiKeyAuth,
+    TrustConfig,
+    build_card,
+    create_app,
+    open_store,
+)
 from a2a_handoff.errors import HandoffError
 from a2a_handoff.exits import ExitCode
 from a2a_handoff.observe.logs import configure as configure_logging
@@ -128,7 +135,7 @@ def serve(
         agent,
         _card(url, args.entry, fronted),
         store,
-        auth=auth,
+        trust=TrustConfig(auth=auth),
         card_v03_fields=True,  # stock 0.3 clients read only the 1.0 path
     )
     uvicorn.run(
