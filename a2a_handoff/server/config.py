@@ -93,7 +93,8 @@ class TrustConfig:
     (None: its store — a key file beside a SQLite database). `operators`: the principals
     that see and decide escalations (a human agent under API-key auth must name one).
     `trusted_max_age`: seconds a trusted agent's fetched keys are used before they are
-    fetched again. `keys_reload`: seconds between reads of its own keys (rotation).
+    fetched again. `keys_reload`: seconds between reads of its own keys, to pick up a
+    rotation (0: never; a rotation then needs a restart).
     """
 
     auth: ApiKeyAuth | None = field(default=None, repr=False)
@@ -112,8 +113,8 @@ class TrustConfig:
                 raise ConfigError(f"trusted takes TrustedAgent or 'NAME=URL', not {entry!r}")
         object.__setattr__(self, "trusted", parsed)
         object.__setattr__(self, "operators", _names(self.operators, "operators"))
-        _seconds("trusted_max_age", self.trusted_max_age)
-        _seconds("keys_reload", self.keys_reload)
+        _seconds("trusted_max_age", self.trusted_max_age, zero=True)  # 0: fetched every time
+        _seconds("keys_reload", self.keys_reload, zero=True)  # 0: never read again
 
     def trusted_agents(self) -> tuple[TrustedAgent, ...]:
         """`trusted`, every entry a `TrustedAgent`."""
