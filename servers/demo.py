@@ -41,9 +41,10 @@ def _free_base_port(count: int = AGENTS) -> int:
     raise RuntimeError("no free ports")
 
 
-def _start_agents(work: Path, base: int) -> tuple[subprocess.Popen[str], list[str]]:
+def _start_agents(work: Path, base: int) -> tuple[subprocess.Popen[str], dict[str, str]]:
     """`servers all`, its agents' logs in files: each agent's URL and log file printed, then
-    "all serving" — before the first prompt. The agents' URLs, in `ALL`'s order."""
+    "all serving" — before the first prompt. The agents' URLs by name (the lines come in the
+    order the agents start serving, which the machine's load decides)."""
     contracts = Path(__file__).resolve().parent.parent / "contracts"
     logs = work / "logs"
     agents = subprocess.Popen(
@@ -53,7 +54,7 @@ def _start_agents(work: Path, base: int) -> tuple[subprocess.Popen[str], list[st
         stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
     assert agents.stdout is not None
-    urls: list[str] = []
+    urls: dict[str, str] = {}
     # `all` prints a line per agent once it serves, then "all serving" (or fails, exiting
     # within its own start-up bound: the pipe closes).
     for line in agents.stdout:
@@ -61,7 +62,7 @@ def _start_agents(work: Path, base: int) -> tuple[subprocess.Popen[str], list[st
             print(f"all serving; data in {work / 'data'}\n", flush=True)
             return agents, urls
         name, url = line.split()
-        urls.append(url)
+        urls[name] = url
         print(f"{name:10} {url:26} log: {logs / name}.log", flush=True)
     agents.wait(15)
     raise SystemExit(f"the agents did not start (servers all: exit {agents.returncode})")
@@ -74,11 +75,11 @@ def main() -> int:
     try:
         for i, text in enumerate(SCRIPT):
             print(f"you> {text}", flush=True)
-            entry = ["--entry", urls[0]] if i == 0 else []
+            entry = ["--entry", urls["triage"]] if i == 0 else []
             subprocess.call([*orchestrator, "send", *entry, text])
         print("\nyou$ python -m orchestrator trace", flush=True)
         subprocess.call([*orchestrator, "trace"])
-        _escalation(work, urls[0], urls[3])
+        _escalation(work, urls["triage"], urls["human"])
         return 0
     finally:
         agents.terminate()

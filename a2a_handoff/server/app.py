@@ -212,7 +212,7 @@ def create_app(
     _check_handler(agent)
     card, extended_card = _cards(card, extended_card, trust.auth, handoff.contracts)
     deciders = _operators(card, trust.auth, trust.operators)
-    client = handoff.client or _default_client(handoff.credentials)
+    client = handoff.client if handoff.client is not None else _default_client(handoff.credentials)
     agent_trust = _agent_trust(card, store, client, trust, handoff.routes, escalation)
     settings = _settings(card, handoff)
     manager = TaskManager(
