@@ -9,6 +9,8 @@
 --                  on messageId, so ids must never repeat across warm-up and measured runs)
 --   BENCH_TEXT     message text (default "hello")
 --   BENCH_OUT      file for the one-line JSON summary
+--   BENCH_PORTS    "P1 P2 …": thread i talks to 127.0.0.1:P(i) in turn (replicas behind a
+--                  simple round-robin); empty: the URL's port
 
 local run_id = os.getenv("BENCH_RUN_ID") or tostring(os.time())
 local text = os.getenv("BENCH_TEXT") or "hello"
@@ -21,9 +23,15 @@ wrk.headers["A2A-Version"] = "1.0"
 local all_threads = {}
 local next_tid = 0
 
+local ports = {}
+for port in (os.getenv("BENCH_PORTS") or ""):gmatch("%d+") do ports[#ports + 1] = port end
+
 function setup(thread)
   next_tid = next_tid + 1
   thread:set("tid", next_tid)
+  if #ports > 0 then
+    thread.addr = wrk.lookup("127.0.0.1", ports[(next_tid - 1) % #ports + 1])[1]
+  end
   all_threads[#all_threads + 1] = thread
 end
 

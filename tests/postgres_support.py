@@ -77,6 +77,7 @@ class PostgresServer:
     port: int = field(default_factory=free_port)
     dir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="a2a-pg-")))
     proc: subprocess.Popen[bytes] | None = None
+    options: tuple[str, ...] = ()  # more `-c name=value` settings for the server
 
     def _as_owner(self, cmd: list[str]) -> list[str]:
         if os.geteuid() != 0:
@@ -99,7 +100,8 @@ class PostgresServer:
         self.proc = subprocess.Popen(
             self._as_owner([binary("postgres"), "-D", str(self.dir / "data"),
                             "-p", str(self.port), "-c", "listen_addresses=127.0.0.1",
-                            "-k", str(self.dir), "-c", "max_connections=100"]),
+                            "-k", str(self.dir), "-c", "max_connections=100",
+                            *self.options]),
             stdout=log, stderr=log,
         )  # fmt: skip
         log.close()

@@ -27,6 +27,7 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,14 +36,15 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.postgres_support import psql
 from tests.support import ROOT, free_port
 
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 BLOCKS_OF = {page: FENCE.findall(page.read_text()) for page in PAGES}
 BLOCKS = [block for page in PAGES for block in BLOCKS_OF[page]]
-COMMANDS = (".venv/bin/python", "python ", "curl ", "redis-server ", "R=", "for ", "mkdir ",
-            "pip ", "bench/", "scripts/")  # fmt: skip
+COMMANDS = (".venv/bin/python", "python ", "curl ", "redis-server ", "R=", "P=", "psql ", "for ",
+            "mkdir ", "pip ", "bench/", "scripts/")  # fmt: skip
 
 # Blocks not run here, by their first line, and why.
 SKIPPED = {
@@ -321,6 +323,7 @@ def block_starting(first: str) -> str:
 
 RUN = {
     "mkdir -p /tmp/redis-a2a": "redis",
+    "psql -h 127.0.0.1 -U postgres": "postgres",
     ".venv/bin/python -m servers all --base-port 8101": "orchestrator",
     ".venv/bin/python -m a2a_handoff lint contracts": "lint",
     ".venv/bin/python -m servers echo": "echo",
@@ -375,6 +378,19 @@ def test_three_replicas_behind_one_redis(shell: Shell) -> None:
     # mkdir, redis-server, R=, two key files, three billing replicas, triage, the refund
     expect(results, [0, 0, 0, 0, 0, 0, 0, 0])
     assert "Refund of $49.99 issued for order 12345" in results[-1][2]
+
+
+def test_three_replicas_on_postgresql(shell: Shell) -> None:
+    name = f"a2a_doc_{uuid.uuid4().hex[:12]}"  # the docs' database, made unique here
+    block = block_starting("psql -h 127.0.0.1 -U postgres").replace("a2a_demo", name)
+    try:
+        results = shell.run(block)
+        # the database, P=, two key files, three billing replicas, triage, the refund
+        expect(results, [0, 0, 0, 0, 0, 0, 0])
+        assert "Refund of $49.99 issued for order 12345" in results[-1][2]
+    finally:
+        shell.stop()
+        psql(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
 def test_the_keys_commands(shell: Shell) -> None:

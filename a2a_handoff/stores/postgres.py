@@ -175,8 +175,9 @@ class PostgresTaskStore(PostgresBase):
             where.append(f"(owner = {owner} OR delegate = {owner})")
         if query.context_id is not None:
             where.append(f"context_id = {param(query.context_id)}")
-        if query.state is not None:
-            where.append(f"state = {param(query.state.value)}")
+        states = query.states
+        if states is not None:
+            where.append(f"state = ANY({param(sorted(s.value for s in states))})")
         if query.status_after is not None:
             # The index narrows by updated_at (never before the status changed), the body
             # decides: only the tasks updated since then are looked into.

@@ -89,6 +89,14 @@ def guarded(
     return call
 
 
+async def _keep_session(_conn: Any) -> None:
+    """A pooled connection goes back as it is: the store sets no session state on one (no
+    SET, LISTEN — that has a connection of its own — session advisory locks or cursors; the
+    schema is named in every statement), so asyncpg's default reset (UNLISTEN, RESET ALL,
+    CLOSE ALL, pg_advisory_unlock_all: a round trip on every release) is not needed. An open
+    transaction is still rolled back by asyncpg itself."""
+
+
 class PostgresBase:
     """The pool, the schema, and the outbox, ledger and leases (module docstring)."""
 
@@ -172,6 +180,7 @@ class PostgresBase:
                 timeout=self.connect_timeout,
                 command_timeout=self.command_timeout,
                 max_inactive_connection_lifetime=60.0,
+                reset=_keep_session,
             )
         except Exception as exc:
             raise StoreError(f"cannot reach PostgreSQL at {_safe(self.dsn)}: {exc}") from exc
