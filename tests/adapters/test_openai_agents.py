@@ -35,9 +35,9 @@ from a2a_handoff.llm.chat import HISTORY_KEY
 from a2a_handoff.llm.transfer import HandoffTool, Transfer, tool_spec
 from a2a_handoff.protocol.models import Message, Part, Role, Task, TaskStatus
 from a2a_handoff.protocol.states import TaskState
+from tests.a2a_handoff.llm.test_chat import _handoff
 from tests.a2a_handoff.server.test_methods import Client, serve
 from tests.llm.chat_server import Call, ChatServer, Say
-from tests.llm.test_chat import _handoff
 from tests.support import ROOT
 
 pytestmark = pytest.mark.anyio
