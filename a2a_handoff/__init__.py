@@ -56,6 +56,7 @@ if _typing.TYPE_CHECKING:
     from a2a_handoff.auth import ApiKeyAuth
     from a2a_handoff.client.client import AgentClient
     from a2a_handoff.client.retry import RetryPolicy
+    from a2a_handoff.push import PushSettings
     from a2a_handoff.runtime.local import LocalTasks
     from a2a_handoff.server.app import create_app
     from a2a_handoff.server.config import (
@@ -75,6 +76,7 @@ _LAZY = {
     "LocalTasks": "a2a_handoff.runtime.local",
     "MemoryTaskStore": "a2a_handoff.stores",
     "ObservabilityConfig": "a2a_handoff.server.config",
+    "PushSettings": "a2a_handoff.push",
     "RetryPolicy": "a2a_handoff.client.retry",
     "SqliteTaskStore": "a2a_handoff.stores",
     "TaskStore": "a2a_handoff.stores",
@@ -131,6 +133,7 @@ __all__ = [  # noqa: RUF022 - plain sorted(), as the export test checks
     "ObservabilityConfig",
     "Outcome",
     "Part",
+    "PushSettings",
     "Rejected",
     "RemoteError",
     "Reply",

@@ -36,6 +36,7 @@ from a2a_handoff import (
     LimitsConfig,
     MemoryTaskStore,
     ObservabilityConfig,
+    PushSettings,
     SqliteTaskStore,
     TrustConfig,
     __version__,
@@ -254,6 +255,18 @@ def _agent_parser(parser: argparse.ArgumentParser) -> None:
     limits.add_argument("--body-timeout", type=float, default=defaults.body_timeout)
     limits.add_argument("--write-timeout", type=float, default=defaults.write_timeout)
     limits.add_argument("--keep-alive", type=float, default=5.0, help="idle keep-alive, s")
+    push = parser.add_argument_group("push notifications (see docs/push.md)")
+    push.add_argument(
+        "--push-allow", action="append", default=[], metavar="HOSTS",
+        help="webhook hosts, addresses or networks admitted beside public https URLs"
+        " (comma-separated, repeatable; loopback only when listed: 127.0.0.1, localhost)",
+    )  # fmt: skip
+    push.add_argument("--no-push", action="store_true", help="turn push notifications off")
+    push.add_argument(
+        "--push-give-up", type=float, default=3600.0, metavar="SECONDS",
+        help="how long a failing webhook is retried before its events are given up",
+    )  # fmt: skip
+    push.add_argument("--push-retry-max", type=float, default=60.0, help=argparse.SUPPRESS)
     _llm.add_arguments(parser)
     seen = parser.add_argument_group("observability (see docs/observability.md)")
     seen.add_argument(
@@ -273,6 +286,15 @@ def _agent_parser(parser: argparse.ArgumentParser) -> None:
         "--otlp-endpoint", metavar="URL", default=os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"),
         help="export traces over OTLP/HTTP (needs a2a-handoff[otel])",
     )  # fmt: skip
+
+
+def push_settings(args: argparse.Namespace) -> PushSettings | None:
+    """Push notifications as the flags say (on unless --no-push)."""
+    if args.no_push:
+        return None
+    return PushSettings(
+        allow=tuple(args.push_allow), give_up=args.push_give_up, retry_max=args.push_retry_max
+    )
 
 
 def server_limits(args: argparse.Namespace) -> ServerLimits:
@@ -367,6 +389,7 @@ def serve(name: str, args: argparse.Namespace) -> int:
             extended_card=example.make_extended(url) if example.make_extended else None,
             card_v03_fields=args.card_v03,
             mcp_server=args.mcp_server,
+            push=push_settings(args),
         )
     except ValueError as exc:  # an unsafe or impossible combination: say so, do not start
         print(f"error: {exc}", file=sys.stderr)

@@ -19,12 +19,13 @@ import sys
 import tempfile
 from pathlib import Path
 
+AGENTS = ("triage", "billing", "logistics", "human")
+
 SCRIPT = ["I was charged twice for my order, I want a refund", "order 12345"]
 BIG_REFUND = "Please refund $750 for order 4242, the sofa arrived broken"
-AGENTS = 4
 
 
-def _free_base_port(count: int = AGENTS) -> int:
+def _free_base_port(count: int = len(AGENTS)) -> int:
     for _ in range(50):
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
@@ -43,8 +44,8 @@ def _free_base_port(count: int = AGENTS) -> int:
 
 def _start_agents(work: Path, base: int) -> tuple[subprocess.Popen[str], dict[str, str]]:
     """`servers all`, its agents' logs in files: each agent's URL and log file printed, then
-    "all serving" — before the first prompt. The agents' URLs by name (the lines come in the
-    order the agents start serving, which the machine's load decides)."""
+    "all serving" — before the first prompt. The agents' URLs by name (`all` prints each
+    agent as it comes up, in no set order)."""
     contracts = Path(__file__).resolve().parent.parent / "contracts"
     logs = work / "logs"
     agents = subprocess.Popen(
@@ -59,11 +60,12 @@ def _start_agents(work: Path, base: int) -> tuple[subprocess.Popen[str], dict[st
     # within its own start-up bound: the pipe closes).
     for line in agents.stdout:
         if line.startswith("all serving"):
+            for name in AGENTS:  # in a set order, whichever came up first
+                print(f"{name:10} {urls[name]:26} log: {logs / name}.log", flush=True)
             print(f"all serving; data in {work / 'data'}\n", flush=True)
             return agents, urls
         name, url = line.split()
         urls[name] = url
-        print(f"{name:10} {url:26} log: {logs / name}.log", flush=True)
     agents.wait(15)
     raise SystemExit(f"the agents did not start (servers all: exit {agents.returncode})")
 

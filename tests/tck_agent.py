@@ -36,6 +36,7 @@ from a2a_handoff import (
     InputRequired,
     Outcome,
     Part,
+    PushSettings,
     Rejected,
     Reply,
     TaskContext,
@@ -114,8 +115,15 @@ def tck_app(url: str, store: str = "memory://") -> Starlette:
     )
     signed_in = skill("tck-extended", "Seen only in the authenticated extended card", "tck")
     extended = card.model_copy(update={"skills": [*card.skills, signed_in]})
+    # The kit's webhook receiver listens on this machine (`localhost` by default).
+    push = PushSettings(allow=("localhost", "127.0.0.1", "::1"), retry_max=2.0)
     return create_app(
-        TckAgent(), card, open_store(store), dedupe_message_ids=False, extended_card=extended
+        TckAgent(),
+        card,
+        open_store(store),
+        dedupe_message_ids=False,
+        extended_card=extended,
+        push=push,
     )
 
 

@@ -20,6 +20,7 @@ from a2a_handoff.agent import Agent
 from a2a_handoff.client.client import AgentClient
 from a2a_handoff.errors import StoreError
 from a2a_handoff.observe import events
+from a2a_handoff.push import Pusher
 from a2a_handoff.runtime.tasks import TaskManager
 from a2a_handoff.stores.base import Store
 from a2a_handoff.trust.agent_trust import AgentTrust
@@ -42,6 +43,7 @@ class Lifespan:
     client: AgentClient
     own_client: bool  # built by the app: closed with it
     faces: Sequence[Face] = ()
+    pusher: Pusher | None = None  # push notifications: delivered in the background
 
     @contextlib.asynccontextmanager
     async def __call__(self, app: Any) -> AsyncIterator[None]:
@@ -69,6 +71,8 @@ class Lifespan:
         except StoreError as exc:
             log.error("start-up recovery failed, serving degraded: %s", exc)
         self.manager.handoffs.outbox.start()
+        if self.pusher is not None:
+            self.pusher.start()  # its first sweep resumes what a previous process left
         self.manager.start_background()
 
     async def _recover(self) -> None:
@@ -84,6 +88,8 @@ class Lifespan:
             )  # fmt: skip
 
     async def _stop(self) -> None:
+        if self.pusher is not None:
+            await self.pusher.aclose()
         await self.manager.aclose()
         await self.trust.aclose()
         if self.own_client:

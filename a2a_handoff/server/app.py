@@ -5,8 +5,9 @@ Routes: `POST /` (JSON-RPC; SSE for the streaming methods, see `server.jsonrpc` 
 routes (`server.rest`), `GET /.well-known/agent-card.json` and `GET /.well-known/jwks.json`
 (`server.card`; the 0.3 card at `/.well-known/agent.json`), `GET /health` (`server.health`)
 and `GET /metrics` (`server.metrics`). Every binding calls the same methods on the same
-runtime. Its settings come grouped (`server.config`); what runs before the first request and
-after the last is the lifespan's (`server._lifespan`).
+runtime. Its settings come grouped (`server.config`); the cards it serves say what it does
+(`server._cards`); what runs before the first request and after the last is the lifespan's
+(`server._lifespan`).
 
 Trust: the agent's routes are on its trust list (the route its escalations go to may sign
 operators' decisions); `TrustConfig.trusted` adds agents that hand off to it without being
@@ -20,9 +21,9 @@ from __future__ import annotations
 import inspect
 import logging
 import urllib.request
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import httpx
 from starlette.applications import Starlette
@@ -38,8 +39,9 @@ from a2a_handoff.escalation import EscalationPolicy
 from a2a_handoff.handoff.settings import HandoffSettings, same_url
 from a2a_handoff.observe import Observer, use
 from a2a_handoff.protocol.agent_card import AgentCard
-from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI
+from a2a_handoff.push import Pusher, PushSettings
 from a2a_handoff.runtime.tasks import TaskManager
+from a2a_handoff.server._cards import served_cards
 from a2a_handoff.server._lifespan import Face, Lifespan
 from a2a_handoff.server.call import Handler
 from a2a_handoff.server.card import CARD_PATH, JWKS_ROUTE, V03_CARD_PATH, CardRoute
@@ -54,6 +56,7 @@ from a2a_handoff.server.health import Health
 from a2a_handoff.server.jsonrpc import JsonRpcEndpoint
 from a2a_handoff.server.methods import A2AMethods
 from a2a_handoff.server.metrics import MetricsRoute
+from a2a_handoff.server.push import PushMethods
 from a2a_handoff.server.rest import RestEndpoint, not_found
 from a2a_handoff.stores.base import Store
 from a2a_handoff.stores.memory import MemoryTaskStore
@@ -61,9 +64,6 @@ from a2a_handoff.trust.agent_trust import AgentTrust
 from a2a_handoff.trust.keys import IdentityStore, KeyFile
 from a2a_handoff.trust.pins import MemoryPins, PinFile, Pins
 from a2a_handoff.trust.trustlist import TrustedAgent, TrustList
-
-if TYPE_CHECKING:  # imported when contracts are used: jsonschema is slow to import
-    from a2a_handoff.contracts.catalog import Catalog
 
 log = logging.getLogger("a2a_handoff.server")
 
@@ -78,6 +78,7 @@ class Served:
     manager: TaskManager
     trust: AgentTrust
     observer: Observer
+    pusher: Pusher | None = None  # when push notifications are on
 
 
 def _default_client(credentials: Mapping[str, str] | None) -> AgentClient:
@@ -89,23 +90,6 @@ def _default_client(credentials: Mapping[str, str] | None) -> AgentClient:
     transport = Http11Transport()
     http = httpx.AsyncClient(timeout=timeout, transport=transport)
     return AgentClient(http, direct=transport, credentials=credentials)
-
-
-def _with_contracts(card: AgentCard, accepted: list[dict[str, Any]]) -> AgentCard:
-    """The card with the handoff extension listing the contracts this agent accepts."""
-    extensions = []
-    for ext in card.capabilities.extensions or []:
-        if ext.uri == HANDOFF_EXTENSION_URI:
-            ext = ext.model_copy(update={"params": {**(ext.params or {}), "contracts": accepted}})
-        extensions.append(ext)
-    capabilities = card.capabilities.model_copy(update={"extensions": extensions})
-    return card.model_copy(update={"capabilities": capabilities})
-
-
-def _declaring_extended(card: AgentCard) -> AgentCard:
-    """The card declaring `capabilities.extendedAgentCard`."""
-    capabilities = card.capabilities.model_copy(update={"extended_agent_card": True})
-    return card.model_copy(update={"capabilities": capabilities})
 
 
 HUMAN_CAPABILITY = "escalations"  # what a human agent's card offers
@@ -196,6 +180,7 @@ def create_app(
     card_v03_fields: bool = False,
     mcp_server: bool = False,
     dedupe_message_ids: bool = True,
+    push: PushSettings | None = None,
 ) -> Starlette:
     """Serve `agent` over A2A; the app opens and closes `store` in its lifespan.
 
@@ -207,21 +192,22 @@ def create_app(
     MCP server at `/mcp` (`a2a-handoff[mcp]`, see `server.mcp`); `dedupe_message_ids=False`
     runs a message whose id was seen before as new (for clients that reuse ids, such as the
     conformance kit; a retried send must not start the work twice anywhere else).
-    Connection-level limits are the HTTP server's: `server.limits.LimitedHttpProtocol`.
+    `push` (a `PushSettings`) turns push notifications on. Connection-level limits are the
+    HTTP server's: `server.limits.LimitedHttpProtocol`.
     """
     _check_handler(agent)
-    card, extended_card = _cards(card, extended_card, trust.auth, handoff.contracts)
+    card, extended_card = served_cards(card, extended_card, trust.auth, handoff.contracts, push)
     deciders = _operators(card, trust.auth, trust.operators)
     client = handoff.client if handoff.client is not None else _default_client(handoff.credentials)
     agent_trust = _agent_trust(card, store, client, trust, handoff.routes, escalation)
-    settings = _settings(card, handoff)
     manager = TaskManager(
-        agent, store, settings, client, agent_trust, escalation, deciders,
+        agent, store, _settings(card, handoff), client, agent_trust, escalation, deciders,
         dedupe_message_ids=dedupe_message_ids,
     )  # fmt: skip
-    served = Served(card, store, client, manager, agent_trust, Observer(card.name))
+    pusher = None if push is None else Pusher(store, push, lambda: agent_trust.signing_key)
+    served = Served(card, store, client, manager, agent_trust, Observer(card.name), pusher)
     methods = _methods(served, extended_card, trust.auth, limits)
-    table = methods.table()
+    table = methods.table() | (methods.push.table() if methods.push else {})
     legacy = V03Methods(table).dispatch
     endpoint = JsonRpcEndpoint(table, trust.auth, limits.max_body, legacy=legacy)
     routes = _routes(
@@ -230,14 +216,12 @@ def create_app(
     faces: list[Face] = []
     if mcp_server:
         routes.append(_mcp_route(served, table, trust.auth, faces))
-    own_client = handoff.client is None
-    lifespan = Lifespan(agent, card.name, store, manager, agent_trust, client, own_client, faces)
     app = _A2AStarlette(
         endpoint,
         served.observer,
         routes=routes,
         exception_handlers={404: not_found, 405: not_found},
-        lifespan=lifespan,
+        lifespan=_lifespan(agent, served, own_client=handoff.client is None, faces=faces),
     )
     app.state.a2a = served
     return app
@@ -249,39 +233,6 @@ def _check_handler(agent: Agent) -> None:
             f"{type(agent).__name__}.handle must be an async method (async def handle(self,"
             " ctx)): the server awaits it for every task step"
         )
-
-
-def _cards(
-    card: AgentCard,
-    extended: AgentCard | None,
-    auth: ApiKeyAuth | None,
-    contracts: Catalog | None,
-) -> tuple[AgentCard, AgentCard | None]:
-    """The public card and the extended one as served: naming the auth scheme, declaring the
-    extended card, listing the contracts this agent accepts."""
-    if auth is not None and not card.security_schemes:
-        card = card.model_copy(
-            update={
-                "security_schemes": auth.security_schemes(),
-                "security_requirements": auth.security_requirements(),
-            }
-        )
-    if extended is not None:
-        card = _declaring_extended(card)
-        extended = _declaring_extended(extended)
-        if auth is not None and not extended.security_schemes:
-            extended = extended.model_copy(
-                update={
-                    "security_schemes": card.security_schemes,
-                    "security_requirements": card.security_requirements,
-                }
-            )
-    if contracts is not None:
-        accepted = contracts.accepted_by(card.name)
-        card = _with_contracts(card, accepted)
-        if extended is not None:
-            extended = _with_contracts(extended, accepted)
-    return card, extended
 
 
 def _agent_trust(
@@ -317,12 +268,30 @@ def _methods(
     extended = None
     if extended_card is not None:
         extended = CardRoute(extended_card, served.trust, auth=auth).text
-    return A2AMethods(
+    methods = A2AMethods(
         served.manager,
         limits.sse_ping,
         limits.max_streams,
         extended_card=extended,
         extended_declared=bool(served.card.capabilities.extended_agent_card),
+    )
+    if served.pusher is not None:
+        methods.push = PushMethods(served.manager, served.pusher)
+        served.observer.metrics.registry.register(served.pusher.collector())
+    return methods
+
+
+def _lifespan(agent: Agent, served: Served, *, own_client: bool, faces: list[Face]) -> Lifespan:
+    return Lifespan(
+        agent,
+        served.card.name,
+        served.store,
+        served.manager,
+        served.trust,
+        served.client,
+        own_client,
+        faces,
+        served.pusher,
     )
 
 
@@ -355,7 +324,7 @@ def _routes(
     card, trust = served.card, served.trust
     card_route = CardRoute(card, trust, v03_fields=card_v03_fields, auth=auth)
     v03_card_route = CardRoute(card, trust, v03_fields=True, auth=auth)
-    returns = served.manager.handoffs.delivery.given_up_report
+    returns = _returns(served)
     health = Health(served.store, served.client, observability.stale_after, auth, returns=returns)
     metrics = MetricsRoute(
         served.observer,
@@ -383,8 +352,19 @@ def _mcp_route(
     only when on: an agent without it pays nothing for MCP."""
     from a2a_handoff.server.mcp import HEALTH_STALE_SECONDS, MCP_PATH, McpFace
 
-    returns = served.manager.handoffs.delivery.given_up_report
-    health = Health(served.store, served.client, HEALTH_STALE_SECONDS, auth, returns=returns)
+    health = Health(
+        served.store, served.client, HEALTH_STALE_SECONDS, auth, returns=_returns(served)
+    )
     face = McpFace(served.card, table, health, auth)
     faces.append(face.running)
     return Route(MCP_PATH, face, methods=["GET", "POST", "DELETE"])
+
+
+def _returns(served: Served) -> Callable[[], dict[str, Any]]:
+    """/health's extra members: the returns this process gave up, and with push
+    notifications on, the deliveries' figures."""
+    returns = served.manager.handoffs.delivery.given_up_report
+    pusher = served.pusher
+    if pusher is None:
+        return returns
+    return lambda: {**returns(), "push": pusher.report()}

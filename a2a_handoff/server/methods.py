@@ -46,9 +46,10 @@ from a2a_handoff.protocol.models import (
     parse_time,
 )
 from a2a_handoff.protocol.states import TaskState
-from a2a_handoff.runtime.journal import Replied
+from a2a_handoff.runtime.journal import Replied, Submission
 from a2a_handoff.runtime.tasks import TaskManager
 from a2a_handoff.server.call import Call, Handler, validate
+from a2a_handoff.server.push import PushMethods
 from a2a_handoff.server.streams import StreamSlots, one_item, sse_answer, task_stream
 from a2a_handoff.stores.base import Store, TaskQuery
 
@@ -96,6 +97,7 @@ class A2AMethods:
         self.streams = StreamSlots(max_streams)
         self.extended_card = extended_card  # the extended card's JSON, as served
         self.extended_declared = extended_declared or extended_card is not None
+        self.push: PushMethods | None = None  # set when push notifications are on
 
     def table(self) -> dict[str, Handler]:
         """Method name → handler."""
@@ -136,8 +138,7 @@ class A2AMethods:
     async def send_message(self, call: Call) -> Response:
         request = validate(SendMessageRequest, call.params)
         config = request.configuration
-        if config is not None and config.task_push_notification_config is not None:
-            raise PushNotificationNotSupportedError()
+        cursor = await self._push_cursor(request)
         immediately = bool(config and config.return_immediately)
         try:
             submission = await self.manager.send(
@@ -146,6 +147,7 @@ class A2AMethods:
         except UnsupportedOperationError as refused:
             reply = await self._moved_on(call, request.message, refused)
             return call.binding.answer(call, '{"message":' + reply.dump_json() + "}")
+        await self._attach_push(request, submission, cursor)
         waiting = submission.created if immediately else submission.settled
         try:
             record = await asyncio.shield(waiting)
@@ -160,9 +162,7 @@ class A2AMethods:
 
     async def send_streaming_message(self, call: Call) -> Response:
         request = validate(SendMessageRequest, call.params)
-        config = request.configuration
-        if config is not None and config.task_push_notification_config is not None:
-            raise PushNotificationNotSupportedError()
+        cursor = await self._push_cursor(request)
         self.streams.take()  # refused before the task is created
         try:
             try:
@@ -170,6 +170,7 @@ class A2AMethods:
             except UnsupportedOperationError as refused:
                 raise Replied(await self._moved_on(call, request.message, refused)) from None
             await asyncio.shield(submission.created)
+            await self._attach_push(request, submission, cursor)
         except Replied as replied:
             item = one_item(StreamResponse(message=replied.message))
             return sse_answer(call, item, self.sse_ping, self.streams)
@@ -178,6 +179,36 @@ class A2AMethods:
             raise
         stream = task_stream(self.store, submission.task_id, submission.head, submission.after)
         return sse_answer(call, stream, self.sse_ping, self.streams)
+
+    async def _push_cursor(self, request: SendMessageRequest) -> int:
+        """For a message with a push config: the config checked (refused: -32003 when push
+        is off, -32602 for a URL the policy refuses), and where its deliveries start (the
+        task's current event, for a follow-up; 0 for a new task)."""
+        config = request.configuration
+        raw = config.task_push_notification_config if config is not None else None
+        if raw is None:
+            return 0
+        if self.push is None:
+            raise PushNotificationNotSupportedError()
+        await self.push.check(raw)
+        task_id = request.message.task_id
+        record = await self.store.get(task_id) if task_id else None
+        return record.version if record is not None else 0
+
+    async def _attach_push(
+        self, request: SendMessageRequest, submission: Submission, cursor: int
+    ) -> None:
+        """The message's push config, stored for its task once the task is (before the
+        answer: a client told of the task has its config kept)."""
+        config = request.configuration
+        raw = config.task_push_notification_config if config is not None else None
+        if raw is None or self.push is None:
+            return
+        try:
+            record = await asyncio.shield(submission.created)
+        except Exception:  # a direct reply, or the task not stored: answered by the caller
+            return
+        await self.push.attach(raw, record.id, cursor)
 
     async def _moved_on(
         self, call: Call, message: Message, refused: UnsupportedOperationError
@@ -255,12 +286,14 @@ class A2AMethods:
     async def subscribe_to_task(self, call: Call) -> Response:
         request = validate(SubscribeToTaskRequest, call.params)
         record = await self.manager.owned(request.id, call.principal)
-        if record.state.terminal:
+        resume = _last_event_id(call.request)
+        # A stream resumed after a drop gets what it missed, even if the task ended meanwhile;
+        # a new subscription to an ended task has nothing to wait for.
+        if record.state.terminal and (resume is None or resume >= record.version):
             raise UnsupportedOperationError(
                 f"task {record.id} is {_shown(call, record.state)}: a terminal task has no updates",
                 metadata={"taskId": record.id},
             )
-        resume = _last_event_id(call.request)
         self.streams.take()
         if resume is not None:
             stream = task_stream(self.store, record.id, None, resume, until_terminal=True)

@@ -2,7 +2,7 @@
 
 `POST /message:send`, `POST /message:stream` (SSE), `GET /tasks/{id}`, `GET /tasks`,
 `POST /tasks/{id}:cancel`, `GET|POST /tasks/{id}:subscribe` (SSE), the push-notification
-config routes (answering PushNotificationNotSupported) and `GET /extendedAgentCard`. Each is
+config routes (PushNotificationNotSupported unless push is on) and `GET /extendedAgentCard`. Each is
 the method of `server.methods` — the same runtime and store as JSON-RPC — with its params
 taken from the path, the query and the body. Answers are the 1.0 objects in ProtoJSON as
 `application/json`; stream events are bare StreamResponse objects (no JSON-RPC envelope);
@@ -52,6 +52,7 @@ from a2a_handoff.server.call import (
     supported_version,
 )
 from a2a_handoff.server.jsonrpc import finite, refuse_constant, refuse_lone_surrogates
+from a2a_handoff.server.push import PUSH_METHODS
 
 log = logging.getLogger("a2a_handoff.server")
 
@@ -147,6 +148,20 @@ def _task_params(request: Request, body: dict[str, Any]) -> dict[str, Any]:
     return params
 
 
+def _push_params(request: Request, body: dict[str, Any]) -> dict[str, Any]:
+    """A push config route's params: the body (a config), the task and config ids from the
+    path, the page from the query."""
+    params: dict[str, Any] = {**body, "taskId": request.path_params["id"]}
+    if "cid" in request.path_params:
+        params["id"] = request.path_params["cid"]
+    size = _int(request, "pageSize")
+    if size is not None:
+        params["pageSize"] = size
+    if request.query_params.get("pageToken"):
+        params["pageToken"] = request.query_params["pageToken"]
+    return params
+
+
 def _list_params(request: Request, body: dict[str, Any]) -> dict[str, Any]:
     query = request.query_params
     params: dict[str, Any] = {}
@@ -188,14 +203,17 @@ class RestEndpoint:
     def routes(self) -> list[Route]:
         push = _unsupported(PushNotificationNotSupportedError)
         m = self.methods
+        create, get, listed, delete = (m.get(name, push) for name in PUSH_METHODS)
         table: list[tuple[str, list[str], Handler, Params]] = [
             ("/message:send", ["POST"], m["SendMessage"], _body_params),
             ("/message:stream", ["POST"], m["SendStreamingMessage"], _body_params),
             ("/tasks", ["GET"], m["ListTasks"], _list_params),
             ("/tasks/{id}:cancel", ["POST"], m["CancelTask"], _task_params),
             ("/tasks/{id}:subscribe", ["GET", "POST"], m["SubscribeToTask"], _task_params),
-            ("/tasks/{id}/pushNotificationConfigs", ["GET", "POST"], push, _body_params),
-            ("/tasks/{id}/pushNotificationConfigs/{cid}", ["GET", "DELETE"], push, _body_params),
+            ("/tasks/{id}/pushNotificationConfigs", ["POST"], create, _push_params),
+            ("/tasks/{id}/pushNotificationConfigs", ["GET"], listed, _push_params),
+            ("/tasks/{id}/pushNotificationConfigs/{cid}", ["GET"], get, _push_params),
+            ("/tasks/{id}/pushNotificationConfigs/{cid}", ["DELETE"], delete, _push_params),
             ("/extendedAgentCard", ["GET"], m["GetExtendedAgentCard"], _body_params),
             ("/tasks/{id}", ["GET"], m["GetTask"], _task_params),  # after the `:verb` routes
         ]

@@ -308,6 +308,54 @@ class HandoffStore(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class PushConfigRecord:
+    """A task's push-notification config, and how far its deliveries went.
+
+    The task's event log is the push outbox: every event commits with the state it reports,
+    and `cursor` is the seq of the last event this config is done with (delivered, given up
+    or not wanted), so what is still to deliver survives any crash.
+    """
+
+    task_id: str
+    config_id: str
+    config: str  # the TaskPushNotificationConfig's JSON, as accepted (url, token, auth)
+    cursor: int = 0
+    failing_since: str = ""  # when the delivery at `cursor + 1` first failed ("": it did not)
+    history: str = "[]"  # JSON list of the last deliveries (see `push.history`)
+    done: bool = False  # the task ended and every event of it was dealt with
+    created_at: str = ""
+    updated_at: str = ""
+
+
+class PushStore(Protocol):
+    """Push-notification configs, per task, and their delivery progress."""
+
+    async def put_push_config(self, record: PushConfigRecord) -> PushConfigRecord:
+        """Add `record`, or replace the config of the one with its ids (keeping its
+        progress); the stored record."""
+        ...
+
+    async def push_configs(
+        self, task_id: str, config_id: str | None = None
+    ) -> list[PushConfigRecord]:
+        """The task's configs (only `config_id`'s, when given), oldest first."""
+        ...
+
+    async def delete_push_config(self, task_id: str, config_id: str) -> None:
+        """Remove the config (nothing when it is not there)."""
+        ...
+
+    async def save_push_progress(self, record: PushConfigRecord) -> bool:
+        """Store `record`'s cursor, failing_since, history and done; False (nothing
+        written) when the config was deleted meanwhile."""
+        ...
+
+    async def active_push_configs(self) -> list[PushConfigRecord]:
+        """Every config not `done`, from an index: what deliveries are left to make."""
+        ...
+
+
 class LeaseStore(Protocol):
     """Named leases that expire: which replica delivers a handoff, runs a task, is alive.
 
@@ -361,6 +409,6 @@ class LocalLeases:
         return current[0]
 
 
-class Store(TaskStore, HandoffStore, LeaseStore, IdentityStore, Protocol):
-    """What an agent's server needs: tasks, events, outbox, ledger, leases and the agent's
-    identity (its signing keys) in one backend."""
+class Store(TaskStore, HandoffStore, PushStore, LeaseStore, IdentityStore, Protocol):
+    """What an agent's server needs: tasks, events, outbox, ledger, push configs, leases and
+    the agent's identity (its signing keys) in one backend."""

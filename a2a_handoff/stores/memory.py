@@ -16,6 +16,7 @@ from a2a_handoff.stores.base import (
     HandoffStats,
     LocalLeases,
     OutboxEntry,
+    PushConfigRecord,
     ReceivedEntry,
     TaskEvent,
     TaskPage,
@@ -39,6 +40,7 @@ class MemoryTaskStore(LocalLeases):
         self._dedupe: dict[str, tuple[str, float | None]] = {}  # key → (task, expiry)
         self._hub = EventHub()
         self._identities: dict[str, str] = {}
+        self._push: dict[tuple[str, str], PushConfigRecord] = {}
 
     async def create(
         self,
@@ -196,6 +198,44 @@ class MemoryTaskStore(LocalLeases):
             oldest_pending=min(pending, default=None),
             last_done=max(done, default=None),
         )
+
+    async def put_push_config(self, record: PushConfigRecord) -> PushConfigRecord:
+        key = (record.task_id, record.config_id)
+        current = self._push.get(key)
+        if current is not None:
+            record = replace(current, config=record.config, updated_at=record.updated_at)
+        self._push[key] = record
+        return record
+
+    async def push_configs(
+        self, task_id: str, config_id: str | None = None
+    ) -> list[PushConfigRecord]:
+        return [
+            r
+            for (task, config), r in self._push.items()
+            if task == task_id and config_id in (None, config)
+        ]
+
+    async def delete_push_config(self, task_id: str, config_id: str) -> None:
+        self._push.pop((task_id, config_id), None)
+
+    async def save_push_progress(self, record: PushConfigRecord) -> bool:
+        key = (record.task_id, record.config_id)
+        current = self._push.get(key)
+        if current is None:
+            return False
+        self._push[key] = replace(
+            current,
+            cursor=record.cursor,
+            failing_since=record.failing_since,
+            history=record.history,
+            done=record.done,
+            updated_at=record.updated_at,
+        )
+        return True
+
+    async def active_push_configs(self) -> list[PushConfigRecord]:
+        return [r for r in self._push.values() if not r.done]
 
     async def load_identity(self, agent: str) -> str | None:
         return self._identities.get(agent)

@@ -162,8 +162,28 @@ END $$;
 """
 
 
+def _push_tables(s: str) -> str:
+    """Migration 1 → 2: the push configs."""
+    return f"""
+CREATE TABLE {s}.push_configs (
+    task_id        text NOT NULL,
+    config_id      text NOT NULL,
+    config         text NOT NULL,
+    cursor         integer NOT NULL,
+    failing_since  text NOT NULL,
+    history        text NOT NULL,
+    done           boolean NOT NULL,
+    created_at     text NOT NULL,
+    updated_at     text NOT NULL,
+    PRIMARY KEY (task_id, config_id)
+);
+CREATE INDEX push_configs_active ON {s}.push_configs (task_id) WHERE NOT done;
+"""
+
+
 MIGRATIONS: tuple[Callable[[str], str], ...] = (
     lambda s: _tables(s) + _functions(s),  # 0 → 1: everything above
+    _push_tables,  # 1 → 2: push-notification configs
 )
 """`MIGRATIONS[n](schema)`: the SQL that brings a schema (a quoted identifier) from version
 n to n + 1. Append only."""

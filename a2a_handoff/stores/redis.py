@@ -54,12 +54,13 @@ from a2a_handoff.stores.base import (
 )
 from a2a_handoff.stores.event_log import from_log, log_json, needs_snapshot
 from a2a_handoff.stores.pages import page_of
-from a2a_handoff.stores.redis_ledger import RedisBase, guarded, score
+from a2a_handoff.stores.redis_ledger import guarded, score
+from a2a_handoff.stores.redis_push import RedisPush
 
 DEFAULT_IDEMPOTENCY_TTL = 24 * 3600.0
 
 
-class RedisTaskStore(RedisBase):
+class RedisTaskStore(RedisPush):
     """The store on Redis, shared by every replica of an agent (see the module docstring)."""
 
     def __init__(

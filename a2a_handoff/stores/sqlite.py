@@ -40,6 +40,7 @@ from a2a_handoff.stores.base import (
 from a2a_handoff.stores.event_log import from_log, log_json, needs_snapshot
 from a2a_handoff.stores.pages import decode_page_token, encode_page_token
 from a2a_handoff.stores.sqlite_ledger import SqliteLedger
+from a2a_handoff.stores.sqlite_push import SqlitePush
 from a2a_handoff.stores.sqlite_schema import INSERT_OUTBOX, INSERT_RECEIVED, TASK_COLUMNS, row_of
 from a2a_handoff.trust.keys import KeyFile
 
@@ -62,7 +63,7 @@ def parse_sqlite_url(url: str) -> tuple[Path, bool]:
     return Path(path), shared
 
 
-class SqliteTaskStore(SqliteLedger):
+class SqliteTaskStore(SqliteLedger, SqlitePush):
     """Tasks and event logs in one SQLite file (WAL, group commit, durable)."""
 
     def __init__(self, path: str | Path, **options: Any) -> None:

@@ -74,6 +74,19 @@ CREATE TABLE IF NOT EXISTS dedupe (
     task_id  TEXT NOT NULL,
     expires  REAL                -- unix time the key stops deduplicating; NULL: never
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS push_configs (
+    task_id        TEXT NOT NULL,
+    config_id      TEXT NOT NULL,
+    config         TEXT NOT NULL,
+    cursor         INTEGER NOT NULL,
+    failing_since  TEXT NOT NULL,
+    history        TEXT NOT NULL,
+    done           INTEGER NOT NULL,
+    created_at     TEXT NOT NULL,
+    updated_at     TEXT NOT NULL,
+    PRIMARY KEY (task_id, config_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS push_configs_active ON push_configs (task_id) WHERE done = 0;
 CREATE TABLE IF NOT EXISTS leases (  -- used only when several processes share the file
     name     TEXT PRIMARY KEY,
     holder   TEXT NOT NULL,
