@@ -135,7 +135,7 @@ async def test_sdk_resolves_and_parses_the_agent_card(echo_agent: AgentProcess) 
         card = await A2ACardResolver(http, echo_agent.url).get_agent_card()
     assert card.name == "echo"
     assert card.capabilities.streaming is True
-    assert card.capabilities.push_notifications is False
+    assert card.capabilities.push_notifications is True  # the example agents push by default
     assert [s.id for s in card.skills] == ["echo"]
     assert len(card.supported_interfaces) == 2
     interface, rest = card.supported_interfaces
