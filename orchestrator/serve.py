@@ -25,6 +25,7 @@ from a2a_handoff import (
     AgentClient,
     AgentSkill,
     ApiKeyAuth,
+    TrustConfig,
     build_card,
     create_app,
     open_store,
@@ -135,7 +136,7 @@ def serve(
         agent,
         _card(url, args.entry, fronted),
         store,
-        auth=auth,
+        trust=TrustConfig(auth=auth),
         card_v03_fields=True,  # stock 0.3 clients read only the 1.0 path
     )
     uvicorn.run(

@@ -19,7 +19,6 @@ import asyncio
 import json
 import logging
 import sys
-from dataclasses import replace
 from typing import Any
 
 import pydantic_core
@@ -114,7 +113,7 @@ class Delivery:
                 outcome = await self._try(entry, envelope, params)
                 elapsed = asyncio.get_running_loop().time() - started
                 age = _age(entry) if returns is not None else 0.0  # only a return's counts
-                tries = replace(tries, elapsed=elapsed, age=age)
+                tries = Tries(tries.failed, tries.errors, tries.may_have_arrived, elapsed, age)
                 verdict = classify(outcome, tries, rules)
                 if not isinstance(verdict, Retry):
                     return await self._end(job, envelope, contract, verdict, source, tries)

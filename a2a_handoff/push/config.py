@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, model_validator
 
 from a2a_handoff.errors import InvalidParamsError
 from a2a_handoff.ids import new_id
@@ -51,6 +51,16 @@ class PushSettings:
 class AuthenticationInfo(WireModel):
     scheme: str = Field(min_length=1, max_length=64)
     credentials: str | None = Field(default=None, max_length=4096)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_v03(cls, value: Any) -> Any:
+        """A2A 0.3 named a list of schemes: its first is the one used."""
+        if isinstance(value, dict) and "scheme" not in value:
+            schemes = value.get("schemes")
+            if isinstance(schemes, list) and schemes and isinstance(schemes[0], str):
+                return {**value, "scheme": schemes[0]}
+        return value
 
 
 class PushConfig(WireModel):

@@ -137,9 +137,8 @@ class PushPolicy:
         port = parts.port or (443 if parts.scheme == "https" else 80)
         loop = asyncio.get_running_loop()
         try:
-            infos = await asyncio.wait_for(
-                loop.getaddrinfo(host, port, type=socket.SOCK_STREAM), RESOLVE_TIMEOUT
-            )
+            async with asyncio.timeout(RESOLVE_TIMEOUT):  # (wait_for may swallow a cancel)
+                infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
         except (OSError, TimeoutError, UnicodeError) as exc:
             if unresolved_ok:
                 return []

@@ -162,9 +162,8 @@ class Pusher:
         tasks = [t for t in (self._sweeper, *self._workers.values()) if t is not None]
         for task in tasks:
             task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        if tasks:  # bounded: a worker inside a name look-up (a thread) may not end at once
+            await asyncio.wait(tasks, timeout=5.0)
         self._workers.clear()
         self._sweeper = None
         if self._own_http:

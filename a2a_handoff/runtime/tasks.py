@@ -50,7 +50,7 @@ from a2a_handoff.protocol.extension import HANDING_OFF, HANDOFF_EXTENSION_URI, e
 from a2a_handoff.protocol.models import Message, Role, StreamResponse, Task, TaskStatus, utc_now
 from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.runtime.escalations import add_note
-from a2a_handoff.runtime.journal import Journal, Submission, resolved, write_state
+from a2a_handoff.runtime.journal import Submission, resolved, write_state
 from a2a_handoff.runtime.leases import Leases
 from a2a_handoff.runtime.local import LocalTasks
 from a2a_handoff.runtime.orphans import fail_orphans, fail_stranded, find_orphans
@@ -96,11 +96,11 @@ class TaskManager:
 
     # -- what a run needs (runtime.run.RunHost) -------------------------------------------
 
-    def created(self, run: Journal) -> None:
+    def created(self, run: TaskRun) -> None:
         if run.dedupe_key is not None and self._creating.get(run.dedupe_key) is run:
             del self._creating[run.dedupe_key]
 
-    def forget(self, run: Journal) -> None:
+    def forget(self, run: TaskRun) -> None:
         if self._runs.get(run.task.id) is run:
             del self._runs[run.task.id]
         if run.dedupe_key is not None and self._creating.get(run.dedupe_key) is run:
@@ -187,7 +187,7 @@ class TaskManager:
             if run.driver is not None:
                 run.driver.cancel()
         for run in runs:
-            for job in (run.driver, run.flusher):
+            for job in (run.driver, run.journal.flusher):
                 if job is not None:
                     with contextlib.suppress(asyncio.CancelledError, Exception):
                         await job
@@ -308,9 +308,9 @@ class TaskManager:
             first=StreamResponse(task=task),
             envelope=envelope,
         )
-        run.dedupe_ttl = dedupe_ttl
+        run.journal.dedupe_ttl = dedupe_ttl
         if envelope is not None:
-            run.received = received_entry(envelope.envelope, task_id, "accepted", "")
+            run.journal.received = received_entry(envelope.envelope, task_id, "accepted", "")
         if key is not None:
             self._creating[key] = run
         self._runs[task_id] = run
@@ -395,14 +395,12 @@ class TaskManager:
                     f"task {task_id} is being handed off", metadata={"taskId": task_id}
                 )
             run = self._runs.get(task_id)
-            if run is not None and run.handing_off:
+            if run is not None and not run.phase.cancelable:
                 raise TaskNotCancelableError(
                     f"task {task_id} is being handed off", metadata={"taskId": task_id}
                 )
             if run is not None and run.driver is not None and not run.driver.done():
-                if not run.handler_done:
-                    run.cancel_requested = True
-                    run.driver.cancel()
+                run.cancel()  # stops the handler while it runs; else the step ends on its own
                 record = await asyncio.shield(run.settled)
                 if record.state is TaskState.CANCELED:
                     return record

@@ -4,8 +4,10 @@ A request without `A2A-Version` (or with `0.x`) is an A2A 0.3 request (spec §3.
 JSON-RPC endpoint hands its slash-named methods here. Each is the 1.0 method of
 `server.methods` — the same runtime, the same store — with its params converted from 0.3
 and its answer converted to 0.3 (`protocol.v03`): `message/send`, `message/stream`,
-`tasks/get`, `tasks/cancel`, `tasks/resubscribe`. Push-notification methods answer -32003,
-the authenticated extended card -32007. An error of a streaming method is sent as a stream
+`tasks/get`, `tasks/cancel`, `tasks/resubscribe`, and with push notifications on
+`tasks/pushNotificationConfig/set|get|list|delete` (the config nested in 0.3's
+`TaskPushNotificationConfig`, `schemes` a list); off, they answer -32003. The authenticated
+extended card answers -32007. An error of a streaming method is sent as a stream
 of one error event, as 0.3 clients expect. A 0.3 client never sees TRANSFERRED: a handed-off
 task is `completed`, with the transfer pointer in `metadata` (the handoff extension's).
 """
@@ -49,6 +51,66 @@ def _task_id_params(params: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in params.items() if k in ("id", "historyLength")}
 
 
+def _push_set_params(params: dict[str, Any]) -> dict[str, Any]:
+    config = params.get("pushNotificationConfig")
+    if not isinstance(config, dict):
+        raise InvalidParamsError("pushNotificationConfig: Field required")
+    return {**config, "taskId": params.get("taskId")}
+
+
+def _push_ref_params(params: dict[str, Any]) -> dict[str, Any]:
+    if "id" not in params:
+        raise InvalidParamsError("id: Field required")
+    ref = {"taskId": params["id"]}
+    if params.get("pushNotificationConfigId") is not None:
+        ref["id"] = params["pushNotificationConfigId"]
+    return ref
+
+
+def _config_to_v03(config: dict[str, Any]) -> dict[str, Any]:
+    inner = {k: v for k, v in config.items() if k in ("id", "url", "token")}
+    auth = config.get("authentication")
+    if isinstance(auth, dict):
+        inner["authentication"] = {"schemes": [auth.get("scheme")]} | (
+            {"credentials": auth["credentials"]} if "credentials" in auth else {}
+        )
+    return {"taskId": config.get("taskId"), "pushNotificationConfig": inner}
+
+
+class V03PushBinding:
+    """0.3 framing of the push config methods' answers (`TaskPushNotificationConfig` with
+    the config nested; a list for list; null for delete)."""
+
+    def __init__(self, first: bool = False) -> None:
+        self.first = first  # a 0.3 get without a config id: the task's first config
+
+    def answer(self, call: Call, result_json: str) -> Response:
+        result = json.loads(result_json)
+        if "configs" in result:
+            shown: Any = [_config_to_v03(c) for c in result["configs"]]
+            if self.first:
+                shown = shown[0] if shown else None
+        elif "url" in result:
+            shown = _config_to_v03(result)
+        else:
+            shown = None
+        return JsonAnswer(result_body(call.id, json.dumps(shown, separators=(",", ":"))), [])
+
+    def event(self, call: Call, seq: int | None, item: StreamResponse) -> bytes:
+        raise NotImplementedError  # never streamed
+
+    def stream_error(self, call: Call, error: RpcError) -> bytes:
+        return frame(json.dumps(error_body(call.id, error)))
+
+
+_PUSH_METHODS: dict[str, tuple[str, Callable[[dict[str, Any]], dict[str, Any]]]] = {
+    "tasks/pushNotificationConfig/set": ("CreateTaskPushNotificationConfig", _push_set_params),
+    "tasks/pushNotificationConfig/get": ("GetTaskPushNotificationConfig", _push_ref_params),
+    "tasks/pushNotificationConfig/list": ("ListTaskPushNotificationConfigs", _push_ref_params),
+    "tasks/pushNotificationConfig/delete": ("DeleteTaskPushNotificationConfig", _push_ref_params),
+}
+
+
 _METHODS: dict[str, tuple[str, Callable[[dict[str, Any]], dict[str, Any]]]] = {
     "message/send": ("SendMessage", send_params_from_v03),
     "message/stream": ("SendStreamingMessage", send_params_from_v03),
@@ -74,6 +136,8 @@ class V03Binding:
 
 
 V03 = V03Binding()
+V03_PUSH = V03PushBinding()
+V03_PUSH_FIRST = V03PushBinding(first=True)
 
 
 class V03Methods:
@@ -91,6 +155,13 @@ class V03Methods:
         request: Request,
     ) -> Response:
         known = _METHODS.get(method)
+        if method in _PUSH_METHODS and _PUSH_METHODS[method][0] in self.methods:
+            name, convert = _PUSH_METHODS[method]
+            binding = V03_PUSH
+            if name.startswith("Get") and "pushNotificationConfigId" not in params:
+                name, binding = "ListTaskPushNotificationConfigs", V03_PUSH_FIRST  # the first
+            call = Call(call_id, convert(params), principal, frozenset(), request, binding)
+            return await self.methods[name](call)
         if known is None:
             if method in _PUSH:
                 raise PushNotificationNotSupportedError()

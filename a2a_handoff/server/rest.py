@@ -2,7 +2,7 @@
 
 `POST /message:send`, `POST /message:stream` (SSE), `GET /tasks/{id}`, `GET /tasks`,
 `POST /tasks/{id}:cancel`, `GET|POST /tasks/{id}:subscribe` (SSE), the push-notification
-config routes (answering PushNotificationNotSupported) and `GET /extendedAgentCard`. Each is
+config routes (PushNotificationNotSupported unless push is on) and `GET /extendedAgentCard`. Each is
 the method of `server.methods` — the same runtime and store as JSON-RPC — with its params
 taken from the path, the query and the body. Answers are the 1.0 objects in ProtoJSON as
 `application/json`; stream events are bare StreamResponse objects (no JSON-RPC envelope);

@@ -154,34 +154,50 @@ def test_following_a_conversation_that_is_over_subscribes_to_none_of_its_tasks(
 
 def test_an_operator_names_an_escalation_by_the_start_of_its_id(desk: Desk, tmp_path: Path) -> None:
     users = [Cli(tmp_path / f"user{n}.json") for n in (1, 2)]
-    for user in users:
-        code, _ = user.run("--wait", "1", "send", "--entry", desk.triage.url, BIG_REFUND)
-        assert code == 4
-    operator = Cli(tmp_path / "operator.json")
-    mine, theirs = (waiting_from(operator, desk.human, session_task(u, "billing")) for u in users)
-    waiting = [item["taskId"] for item in inbox(operator, desk.human)]
-    # The start both share (UUIDv7 ids made moments apart share their time's high digits):
-    # refused, naming both, and neither decided.
-    pairs = zip(mine["taskId"], theirs["taskId"], strict=True)
-    shared = "".join(a for a, _ in itertools.takewhile(lambda pair: pair[0] == pair[1], pairs))
-    assert len(shared) >= 4
-    code, out = operator.run("approve", shared, "--agent", desk.human.url)
-    assert code == 64, out
-    assert f"{shared} is the start of" in out
-    assert mine["taskId"] in out
-    assert theirs["taskId"] in out
-    assert {mine["taskId"], theirs["taskId"]} <= {i["taskId"] for i in inbox(operator, desk.human)}
-    # A start only one has, shortened as a person writes it (`01a2…-f522-…`): that one.
-    unique = next(
-        mine["taskId"][:n]
-        for n in range(14, 37)
-        if [t for t in waiting if t.startswith(mine["taskId"][:n])] == [mine["taskId"]]
-    )
-    code, out = operator.run("approve", unique + "…", "verified", "--agent", desk.human.url)
-    assert code == 0, out
-    assert f"answered {mine['taskId']}: approved" in out
-    still = [i["taskId"] for i in inbox(operator, desk.human)]
-    assert mine["taskId"] not in still
-    assert theirs["taskId"] in still
-    code, out = operator.run("deny", theirs["taskId"], "--agent", desk.human.url)
-    assert code == 0, out
+    sending = [
+        u.start("--wait", "120", "send", "--entry", desk.triage.url, BIG_REFUND) for u in users
+    ]
+    try:
+        operator = Cli(tmp_path / "operator.json")
+        billing = [
+            wait_for(lambda u=u: u.session.exists() and session_task(u, "billing"), 60)
+            for u in users
+        ]
+        mine, theirs = (waiting_from(operator, desk.human, task) for task in billing)
+        waiting = [item["taskId"] for item in inbox(operator, desk.human)]
+        # The start both share (UUIDv7 ids made moments apart share their time's high digits):
+        # refused, naming both, and neither decided.
+        pairs = zip(mine["taskId"], theirs["taskId"], strict=True)
+        shared = "".join(a for a, _ in itertools.takewhile(lambda pair: pair[0] == pair[1], pairs))
+        assert len(shared) >= 4
+        code, out = operator.run("approve", shared, "--agent", desk.human.url)
+        assert code == 64, out
+        assert f"{shared} is the start of" in out
+        assert mine["taskId"] in out
+        assert theirs["taskId"] in out
+        assert {mine["taskId"], theirs["taskId"]} <= {
+            i["taskId"] for i in inbox(operator, desk.human)
+        }
+        # A start only one has, shortened as a person writes it (`01a2…-f522-…`): that one.
+        unique = next(
+            mine["taskId"][:n]
+            for n in range(14, 37)
+            if [t for t in waiting if t.startswith(mine["taskId"][:n])] == [mine["taskId"]]
+        )
+        code, out = operator.run("approve", unique + "…", "verified", "--agent", desk.human.url)
+        assert code == 0, out
+        assert f"answered {mine['taskId']}: approved" in out
+        still = [i["taskId"] for i in inbox(operator, desk.human)]
+        assert mine["taskId"] not in still
+        assert theirs["taskId"] in still
+        code, out = operator.run("deny", theirs["taskId"], "--agent", desk.human.url)
+        assert code == 0, out
+        # Each user's conversation follows its own decision.
+        (code, events), (their_code, their_events) = (Cli.finish(p, 120) for p in sending)
+        assert (code, events[-1]["event"]) == (0, "completed"), events[-3:]
+        assert (their_code, their_events[-1]["event"]) == (1, "rejected"), their_events[-3:]
+    finally:
+        for proc in sending:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate(timeout=10)
