@@ -21,6 +21,8 @@ import rfc8785
 from a2a_handoff.errors import SignatureError
 
 MAX_SAFE_INTEGER = 2**53 - 1  # I-JSON: larger integers lose precision in other parsers
+# `json.dumps(value, sort_keys=True, …)` builds this encoder on every call: made once.
+_ENCODE = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
 
 
 def _plain(value: Any) -> bool:
@@ -55,8 +57,7 @@ def canonical(value: Any) -> bytes:
     """
     try:
         if _plain(value):
-            text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-            return text.encode()
+            return _ENCODE(value).encode()
         return rfc8785.dumps(value)
     except RecursionError:
         raise SignatureError("the JSON is nested too deeply to canonicalize") from None

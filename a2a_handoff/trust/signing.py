@@ -10,14 +10,18 @@ used: the keys come from the trust list.
 
 from __future__ import annotations
 
+import base64
 import warnings
 from collections.abc import Mapping
 from typing import Any
 
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric import ed448, ed25519
 from joserfc import jws
 from joserfc.errors import JoseError, SecurityWarning
 from joserfc.jwk import OKPKey
 from joserfc.jws import JWSRegistry
+from joserfc.util import json_b64encode, urlsafe_b64decode
 
 from a2a_handoff.canonical import canonical
 from a2a_handoff.errors import SignatureError
@@ -36,18 +40,56 @@ warnings.filterwarnings("ignore", message="EdDSA is deprecated", category=Securi
 
 _REGISTRY = JWSRegistry(algorithms=list(ALGORITHMS))
 
+# What joserfc checks of a header and a key is the same on every call for the same header
+# and key: it is done once, by joserfc, and its outcome kept. Signers (own keys, one header
+# each) and verified headers (made by trusted keys only: cached after a signature verified)
+# are few; a full cache is emptied, never grown.
+_CACHE_MAX = 256
+_SIGNERS: dict[tuple[int, str, tuple[tuple[str, str], ...]], tuple[OKPKey, bytes, Any]] = {}
+_HEADERS: dict[str, dict[str, Any]] = {}  # protected segment → its header, checked by joserfc
+_VERIFIERS: dict[tuple[int, str], tuple[OKPKey, Any]] = {}  # (key, alg) → native public key
 
-def sign_detached(payload: bytes, key: OKPKey, typ: str, **header: str) -> str:
-    """A detached compact JWS (`protected..signature`) of `payload` by `key`."""
+
+def _b64(data: bytes) -> bytes:
+    return base64.urlsafe_b64encode(data).rstrip(b"=")
+
+
+def _remember(cache: dict[Any, Any], key: Any, value: Any) -> None:
+    if len(cache) >= _CACHE_MAX:
+        cache.clear()
+    cache[key] = value
+
+
+def _signer(key: OKPKey, typ: str, header: dict[str, str]) -> tuple[bytes, Any]:
+    """The protected segment and the native private key for `key` signing `typ`: checked by
+    joserfc (header, algorithm, key type, use and operations) once per key and header."""
+    ident = (id(key), typ, tuple(sorted(header.items())))
+    known = _SIGNERS.get(ident)
+    if known is not None and known[0] is key:  # the key itself is held: its id is not reused
+        return known[1], known[2]
     if key.kid is None or not key.is_private:
         raise SignatureError("signing needs a private key with a key id")
     protected: dict[str, Any] = {"alg": ALG, "typ": typ, "kid": key.kid, **header}
     try:
-        token = jws.serialize_compact(protected, payload, key, registry=_REGISTRY)
+        _REGISTRY.check_header(protected)
+        alg = _REGISTRY.get_alg(ALG)
+        alg.check_key(key)
+        native = key.get_op_key("sign")
     except JoseError as exc:
         raise SignatureError(f"cannot sign: {exc}") from None
-    head, _, rest = token.partition(".")
-    return f"{head}..{rest.rpartition('.')[2]}"
+    if not isinstance(native, ed25519.Ed25519PrivateKey | ed448.Ed448PrivateKey):
+        raise SignatureError("cannot sign: EdDSA needs an Ed25519 or Ed448 key")
+    segment = json_b64encode(protected)
+    _remember(_SIGNERS, ident, (key, segment, native))
+    return segment, native
+
+
+def sign_detached(payload: bytes, key: OKPKey, typ: str, **header: str) -> str:
+    """A detached compact JWS (`protected..signature`) of `payload` by `key` (the very
+    token joserfc's `serialize_compact` makes, detached: Ed25519 is deterministic)."""
+    segment, native = _signer(key, typ, header)
+    signature = native.sign(segment + b"." + _b64(payload))
+    return f"{segment.decode()}..{_b64(signature).decode()}"
 
 
 def verify_detached(
@@ -57,10 +99,14 @@ def verify_detached(
     (kid → public key) of type `typ` (or one of several); SignatureError otherwise."""
     if not isinstance(token, str) or token.count(".") != 2 or len(token) > 4096:
         raise SignatureError("the signature is not a detached compact JWS")
-    if token.split(".")[1]:
+    head, middle, signature = token.split(".")
+    if middle:
         # joserfc would verify the payload the token carries and ignore `payload`: any one
         # signature seen with its envelope would then vouch for every other envelope.
         raise SignatureError("the signature carries a payload: not a detached JWS")
+    header = _HEADERS.get(head)
+    if header is not None:  # checked by joserfc when a signature with it last verified
+        return _verify_known(header, head, signature, payload, keys, typ)
     try:
         obj = jws.extract_compact(token.encode(), payload, _REGISTRY)
         header = obj.headers()
@@ -81,6 +127,45 @@ def verify_detached(
         raise SignatureError(f"the signature does not verify: {exc}") from None
     if not valid:
         raise SignatureError(f"the signature does not verify with key {kid!r}")
+    if "b64" not in header:  # RFC 7797's unencoded payloads always take joserfc's path
+        _remember(_HEADERS, head, dict(header))
+    return dict(header)
+
+
+def _verify_known(
+    header: dict[str, Any],
+    head: str,
+    signature: str,
+    payload: bytes,
+    keys: Mapping[str, OKPKey],
+    typ: str | tuple[str | None, ...],
+) -> dict[str, Any]:
+    """`verify_detached` for a header joserfc read and checked before: the same checks in
+    the same order, the key's checks once per key, then the signature itself."""
+    kid = header["kid"]
+    accepted = (typ,) if isinstance(typ, str) else typ
+    if header.get("typ") not in accepted:
+        raise SignatureError(f"the signature is of type {header.get('typ')!r}, not {typ!r}")
+    key = keys.get(kid)
+    if key is None:
+        raise SignatureError(f"unknown key id {kid!r}", unknown_kid=kid)
+    alg = header["alg"]
+    known = _VERIFIERS.get((id(key), alg))
+    if known is None or known[0] is not key:
+        try:
+            _REGISTRY.get_alg(alg).check_key(key)
+            native = key.get_op_key("verify")
+        except (JoseError, ValueError, TypeError) as exc:
+            raise SignatureError(f"the signature does not verify: {exc}") from None
+        if not isinstance(native, ed25519.Ed25519PublicKey | ed448.Ed448PublicKey):
+            raise SignatureError("the signature does not verify: not an Ed25519 or Ed448 key")
+        known = (key, native)
+        _remember(_VERIFIERS, (id(key), alg), known)
+    try:
+        raw = urlsafe_b64decode(signature.encode())  # joserfc's strict decoding
+        known[1].verify(raw, (head + ".").encode() + _b64(payload))
+    except (InvalidSignature, ValueError, TypeError):
+        raise SignatureError(f"the signature does not verify with key {kid!r}") from None
     return dict(header)
 
 

@@ -143,6 +143,38 @@ def test_a_token_carrying_its_own_payload_never_vouches_for_another() -> None:
             verify_detached(attached, payload, public(key), ENVELOPE_TYP)
 
 
+@pytest.mark.parametrize("header", [{}, {"jku": "http://127.0.0.1:1/.well-known/jwks.json"}])
+def test_signing_makes_joserfc_token_detached_and_both_paths_judge_alike(
+    header: dict[str, str],
+) -> None:
+    # Ed25519 is deterministic: the token is byte for byte joserfc's, detached.
+    key = rfc_key()
+    for n in range(3):
+        payload = canonical({**ENVELOPE, "n": n, "text": "é" * n})
+        protected = {"alg": "EdDSA", "typ": ENVELOPE_TYP, "kid": RFC_KID, **header}
+        made = jws.detach_content(jws.serialize_compact(protected, payload, key, ["EdDSA"]))
+        token = sign_detached(payload, key, ENVELOPE_TYP, **header)
+        assert token == made
+        # The first verification goes through joserfc, the next ones reuse its checks.
+        for _ in range(2):
+            assert verify_detached(token, payload, public(key), ENVELOPE_TYP)["kid"] == RFC_KID
+            with pytest.raises(SignatureError, match="does not verify"):
+                verify_detached(token, payload + b" ", public(key), ENVELOPE_TYP)
+            with pytest.raises(SignatureError, match="type"):
+                verify_detached(token, payload, public(key), DECISION_TYP)
+            with pytest.raises(SignatureError, match="unknown key"):
+                verify_detached(token, payload, {"other": public(key)[RFC_KID]}, ENVELOPE_TYP)
+            for bad in (token[:-2] + "A=", token[:-1] + "+", token + "AA"):
+                with pytest.raises(SignatureError):
+                    verify_detached(bad, payload, public(key), ENVELOPE_TYP)
+            x25519 = OKPKey.generate_key("X25519", parameters={"kid": RFC_KID}, private=False)
+            with pytest.raises(SignatureError):
+                verify_detached(token, payload, {RFC_KID: x25519}, ENVELOPE_TYP)
+            restricted = OKPKey.import_key({**RFC_JWK, "kid": RFC_KID, "use": "enc"})
+            with pytest.raises(SignatureError):
+                verify_detached(token, payload, {RFC_KID: restricted}, ENVELOPE_TYP)
+
+
 def test_a_signature_of_one_type_is_not_accepted_as_another() -> None:
     key = rfc_key()
     with pytest.raises(SignatureError, match="type"):
