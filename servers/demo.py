@@ -53,15 +53,17 @@ def _start_agents(work: Path, base: int) -> tuple[subprocess.Popen[str], list[st
         stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
     assert agents.stdout is not None
-    urls: list[str] = []
+    found: dict[str, str] = {}
     # `all` prints a line per agent once it serves, then "all serving" (or fails, exiting
     # within its own start-up bound: the pipe closes).
     for line in agents.stdout:
         if line.startswith("all serving"):
             print(f"all serving; data in {work / 'data'}\n", flush=True)
-            return agents, urls
+            # in start-up order, whichever agent was ready first: by name from here on
+            order = ("triage", "billing", "logistics", "human")
+            return agents, [found[n] for n in order if n in found]
         name, url = line.split()
-        urls.append(url)
+        found[name] = url
         print(f"{name:10} {url:26} log: {logs / name}.log", flush=True)
     agents.wait(15)
     raise SystemExit(f"the agents did not start (servers all: exit {agents.returncode})")
