@@ -1,9 +1,9 @@
 """a2a-handoff: A2A 1.0 agents as HTTP services, with atomic handoff between them.
 
 The front door: what a handler author (the agent API, outcomes, escalation, cards, the wire
-values a handler reads) and an app author (`create_app`, stores, the client, the public
-errors) use. Everything else is imported from its room (`a2a_handoff.client`,
-`a2a_handoff.contracts`, `a2a_handoff.trust`, …).
+values a handler reads) and an app author (`create_app` and its settings, stores, the
+client, the public errors) use. Everything else is imported from its room
+(`a2a_handoff.client`, `a2a_handoff.contracts`, `a2a_handoff.trust`, …).
 
 The handler API is imported with the package; the server, the stores and the client — and
 with them httpx, joserfc, aiosqlite and prometheus-client — the first time one of their
@@ -17,6 +17,7 @@ from a2a_handoff.agent import Agent, ArtifactStream, TaskContext
 from a2a_handoff.errors import (
     AgentUrlError,
     CircuitOpenError,
+    ConfigError,
     GateRefused,
     HandoffError,
     IncompleteEscalationError,
@@ -58,18 +59,28 @@ if _typing.TYPE_CHECKING:
     from a2a_handoff.push import PushSettings
     from a2a_handoff.runtime.local import LocalTasks
     from a2a_handoff.server.app import create_app
+    from a2a_handoff.server.config import (
+        HandoffConfig,
+        LimitsConfig,
+        ObservabilityConfig,
+        TrustConfig,
+    )
     from a2a_handoff.stores import MemoryTaskStore, SqliteTaskStore, TaskStore, open_store
 
 # name → the module it is imported from when first looked up
 _LAZY = {
     "AgentClient": "a2a_handoff.client.client",
     "ApiKeyAuth": "a2a_handoff.auth",
+    "HandoffConfig": "a2a_handoff.server.config",
+    "LimitsConfig": "a2a_handoff.server.config",
     "LocalTasks": "a2a_handoff.runtime.local",
     "MemoryTaskStore": "a2a_handoff.stores",
+    "ObservabilityConfig": "a2a_handoff.server.config",
     "PushSettings": "a2a_handoff.push",
     "RetryPolicy": "a2a_handoff.client.retry",
     "SqliteTaskStore": "a2a_handoff.stores",
     "TaskStore": "a2a_handoff.stores",
+    "TrustConfig": "a2a_handoff.server.config",
     "create_app": "a2a_handoff.server.app",
     "open_store": "a2a_handoff.stores",
 }
@@ -101,6 +112,7 @@ __all__ = [  # noqa: RUF022 - plain sorted(), as the export test checks
     "ArtifactStream",
     "CircuitOpenError",
     "Completed",
+    "ConfigError",
     "Decision",
     "Escalate",
     "Escalation",
@@ -109,13 +121,16 @@ __all__ = [  # noqa: RUF022 - plain sorted(), as the export test checks
     "GateRefused",
     "HANDOFF_EXTENSION_URI",
     "Handoff",
+    "HandoffConfig",
     "HandoffError",
     "IncompleteEscalationError",
     "InputRequired",
+    "LimitsConfig",
     "LocalTasks",
     "MemoryTaskStore",
     "Message",
     "Need",
+    "ObservabilityConfig",
     "Outcome",
     "Part",
     "PushSettings",
@@ -132,6 +147,7 @@ __all__ = [  # noqa: RUF022 - plain sorted(), as the export test checks
     "TaskState",
     "TaskStore",
     "Trigger",
+    "TrustConfig",
     "TrustError",
     "UnavailableError",
     "Verdict",

@@ -12,9 +12,9 @@ only once that write is committed.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from a2a_handoff.escalation import (
     Action,
@@ -24,7 +24,6 @@ from a2a_handoff.escalation import (
     EscalationPolicy,
     Need,
 )
-from a2a_handoff.handoff.envelope import HandoffEnvelope
 from a2a_handoff.ids import new_id
 from a2a_handoff.outcomes import (
     Completed,
@@ -40,9 +39,6 @@ from a2a_handoff.protocol.events import agent_message
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI, ext_metadata
 from a2a_handoff.protocol.models import Artifact, Message, Part, Task
 
-if TYPE_CHECKING:  # verifying needs joserfc: the handler API only reads a proven envelope
-    from a2a_handoff.handoff.verified import VerifiedEnvelope
-
 __all__ = [
     "Agent",
     "ArtifactStream",
@@ -51,11 +47,12 @@ __all__ = [
     "Handoff",
     "InputRequired",
     "Outcome",
+    "ProvenHandoff",
     "Rejected",
     "Reply",
     "Route",
-    "RoutePlanner",
     "TaskContext",
+    "TaskPort",
     "agent_message",
 ]
 
@@ -68,34 +65,61 @@ class Agent(Protocol):
         ...
 
 
-class RoutePlanner(Protocol):
-    """What a handler may learn about handing off before it does (the agent's handoff
-    sender): its routes, and why a handoff would be refused."""
+class TaskPort(Protocol):
+    """What a handler's context asks of the runtime that runs the step (the runtime's
+    `runtime.port.RunPort`): emit, escalate, hand off, and learn the routes first."""
 
-    def route_names(self) -> list[str]: ...
+    async def status(self, text: str) -> None:
+        """Emit a WORKING status update carrying an agent message."""
 
-    async def route(self, name: str, kind: str = "handoff") -> Route: ...
+    async def artifact(self, artifact: Artifact) -> None:
+        """Emit a new artifact."""
 
-    async def refusal(self, task: Task, decision: Handoff) -> str | None: ...
+    async def chunk(self, chunk: Artifact, append: bool, last_chunk: bool) -> None:
+        """Emit an artifact with an id the handler chose: appended to it, or replacing it."""
+
+    def use_approval(self, decision_id: str) -> bool:
+        """Record that an operator's approval was used; False if it was, already."""
+
+    async def inform(self, escalation: Escalation) -> str:
+        """Send a non-blocking escalation; the id of the human agent's task for it."""
+
+    async def hand_off(self, decision: Handoff) -> str | None:
+        """Hand the task off and wait: None when the target took it, else the refusal."""
+
+    def route_names(self) -> list[str]:
+        """The names of the routes this agent may hand off to."""
+
+    async def route(self, name: str, kind: str = "handoff") -> Route:
+        """The route `name`: its target's card and the edge's contract."""
+
+    async def refusal(self, task: Task, decision: Handoff) -> str | None:
+        """Why `decision` would be refused now, or None."""
+
+
+class ProvenHandoff(Protocol):
+    """The handoff that started a step, as a handler reads it: proven when it arrived
+    (signature, signer and caller — see `handoff.verified.VerifiedEnvelope`)."""
+
+    @property
+    def transfer_context(self) -> dict[str, Any]: ...
+
+    @property
+    def decision(self) -> Decision | None: ...
+
+    @property
+    def signer(self) -> str: ...
 
 
 @dataclass(slots=True)
 class TaskContext:
-    """What a handler sees and how it reports progress."""
+    """What a handler sees and how it reports progress (through `port`)."""
 
     message: Message
     task: Task
-    _emit_status: Callable[[str], Awaitable[None]] = field(repr=False)
-    _emit_artifact: Callable[[Artifact], Awaitable[None]] = field(repr=False)
-    envelope: VerifiedEnvelope | None = None  # the proven handoff that started this step
+    port: TaskPort = field(repr=False)
+    envelope: ProvenHandoff | None = None  # the proven handoff that started this step
     policy: EscalationPolicy = field(default_factory=EscalationPolicy)
-    _inform: Callable[[Escalation], Awaitable[str]] | None = field(default=None, repr=False)
-    _emit_chunk: Callable[[Artifact, bool, bool], Awaitable[None]] | None = field(
-        default=None, repr=False
-    )
-    _use_approval: Callable[[str], bool] | None = field(default=None, repr=False)
-    _planner: RoutePlanner | None = field(default=None, repr=False)
-    _attempt: Callable[[Handoff], Awaitable[str | None]] | None = field(default=None, repr=False)
     principal: str = ""  # the caller the task belongs to: its owner ("" without authentication)
 
     @property
@@ -109,9 +133,8 @@ class TaskContext:
             return self.envelope.transfer_context
         history = self.task.history or []
         carried = (history[0].metadata or {}).get(HANDOFF_EXTENSION_URI) if history else None
-        if isinstance(carried, dict):
-            return dict(HandoffEnvelope.model_validate(carried).transfer_context)
-        return {}
+        context = carried.get("transferContext") if isinstance(carried, dict) else None
+        return dict(context) if isinstance(context, dict) else {}
 
     @property
     def decision(self) -> Decision | None:
@@ -146,7 +169,7 @@ class TaskContext:
         decision = self.decision
         if decision is not None and decision.fingerprint == action.fingerprint():
             if decision.approves(action):
-                if self._use_approval is not None and not self._use_approval(decision.id):
+                if not self.port.use_approval(decision.id):
                     return Rejected(
                         f"{action.name} not done: the approval {decision.id} was used already"
                     )
@@ -176,21 +199,17 @@ class TaskContext:
         Returns the id of the task the human agent holds for it. Raises when the human
         agent cannot be reached (after retries): nothing goes on uninformed.
         """
-        if self._inform is None:
-            raise RuntimeError("this context cannot escalate")
-        return await self._inform(escalation)
+        return await self.port.inform(escalation)
 
     @property
     def routes(self) -> list[str]:
         """The names of the routes this agent may hand off to."""
-        return self._planner.route_names() if self._planner is not None else []
+        return self.port.route_names()
 
     async def route(self, name: str, kind: str = "handoff") -> Route:
         """The route `name`: its target's card and the edge's contract (when contracts are
         on). Raises GateRefused for a name that is not a route."""
-        if self._planner is None:
-            raise RuntimeError("this context cannot hand off")
-        return await self._planner.route(name, kind)
+        return await self.port.route(name, kind)
 
     async def check_handoff(self, decision: Handoff | Escalate) -> str | None:
         """Why returning `decision` now would fail the task — the capability gate, the
@@ -198,11 +217,9 @@ class TaskContext:
         sent or written: a handler may choose again. (A target may still refuse what it
         alone can judge, such as its own acceptance criteria: the contract's `on_reject`
         path then applies, as to any handoff.)"""
-        if self._planner is None:
-            return "this context cannot hand off"
         if isinstance(decision, Escalate):
             decision = Handoff.to_human(decision.escalation)
-        return await self._planner.refusal(self.task, decision)
+        return await self.port.refusal(self.task, decision)
 
     async def hand_off(self, decision: Handoff) -> str | None:
         """Hand the task off now and wait for the answer, instead of returning the handoff.
@@ -217,9 +234,7 @@ class TaskContext:
         dies while it waits, the outbox replays it after the restart with today's rules (a
         refusal then fails the task or follows the contract: no handler waits any more).
         """
-        if self._attempt is None:
-            raise RuntimeError("this context cannot hand off")
-        return await self._attempt(decision)
+        return await self.port.hand_off(decision)
 
     @property
     def text(self) -> str:
@@ -241,7 +256,7 @@ class TaskContext:
 
     async def status(self, text: str) -> None:
         """Report progress: a WORKING status update carrying an agent message."""
-        await self._emit_status(text)
+        await self.port.status(text)
 
     async def artifact(
         self,
@@ -276,10 +291,10 @@ class TaskContext:
             name=name,
             description=description,
         )
-        if (append or last_chunk is not None or artifact_id) and self._emit_chunk is not None:
-            await self._emit_chunk(artifact, append, bool(last_chunk))
+        if append or last_chunk is not None or artifact_id:
+            await self.port.chunk(artifact, append, bool(last_chunk))
         else:
-            await self._emit_artifact(artifact)
+            await self.port.artifact(artifact)
         return artifact
 
     @contextlib.asynccontextmanager

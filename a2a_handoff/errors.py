@@ -31,6 +31,7 @@
     ├── IncompleteEscalationError (ValueError)  an escalation missing what it must say
     ├── ContractError (ValueError)    a handoff contract that cannot be loaded or used
     ├── AgentUrlError (ValueError)    an agent URL given in the configuration cannot be called
+    ├── ConfigError (ValueError)      a setting given to `create_app` is out of range
     ├── TrustError                    a key, a signature or the trust list refused something
     │   └── SignatureError (ValueError)  a signature that does not verify (or cannot be made)
     ├── IllegalTransitionError        a move the state machine forbids
@@ -338,6 +339,11 @@ class ContractError(HandoffError, ValueError):
 class AgentUrlError(HandoffError, ValueError):
     """An agent URL in the configuration (a route, a trusted agent, a card) that cannot be
     called: the message says which and what to write."""
+
+
+class ConfigError(HandoffError, ValueError):
+    """A setting given to `create_app` (`server.config`) that is out of range or of the wrong
+    kind: the message names it and says what it takes."""
 
 
 class TrustError(HandoffError):

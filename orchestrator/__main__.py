@@ -14,7 +14,8 @@ the session's start a new conversation.
 
 Operators of a human agent:
 inbox --agent URL                 escalations waiting for an answer, oldest first
-approve TASK [NOTE] --agent URL   approve what escalation TASK asks permission for
+approve TASK [NOTE] --agent URL   approve what escalation TASK asks permission for (TASK: its
+                                  id, or the start of it that one escalation waiting has)
 deny TASK [NOTE] --agent URL      refuse it
 reply TASK TEXT --agent URL       answer it with information or a decision; to a permission
                                   it is a note, and the escalation still waits for approve or
@@ -291,11 +292,14 @@ async def _operate(client: AgentClient, args: argparse.Namespace) -> int:
         if args.command == "reply" and args.verdict:
             verdict = args.verdict
         text = " ".join(args.text)
-        answered = await operator.answer(client, args.agent, args.task, verdict, text)
+        task_id = await operator.resolve(client, args.agent, args.task)
+        answered = await operator.answer(client, args.agent, task_id, verdict, text)
     except (UnavailableError, CircuitOpenError) as exc:
         return _fail(f"cannot reach {args.agent} ({describe(exc)})", ExitCode.UNREACHABLE)
     except operator.AlreadyDecided as exc:
         return _fail(str(exc), ExitCode.FAILED)
+    except operator.AmbiguousId as exc:
+        return _fail(str(exc))
     except RemoteError as exc:
         return _fail(exc.message, ExitCode.FAILED)
     event = {"event": "answered", "taskId": answered.task_id, "verdict": answered.verdict}

@@ -267,14 +267,25 @@ class Conversation:
 
     async def _resume(self, url: str, task_id: str) -> Exit:
         cursor = _Cursor(url, await self.name_of(url), task_id)
-        return await self._follow(cursor, self._subscribe_or_get(url, task_id))
+        return await self._follow(cursor, self._pick_up(url, task_id))
 
-    async def _subscribe_or_get(self, url: str, task_id: str) -> AsyncIterator[ClientEvent]:
+    async def _pick_up(
+        self, url: str, task_id: str, known: Task | None = None
+    ) -> AsyncIterator[ClientEvent]:
+        """A task already under way, as a stream: its state now (GetTask, or `known`), then,
+        only while it is still in progress, its subscription. Subscribing to a task that is
+        over is an error by the spec (-32004, UnsupportedOperationError), which its agent
+        counts as one; a conversation often picks up a task that ended meanwhile (a fast
+        successor, `watch` after the end), so it asks for it first."""
+        task = known or await self.client.get_task(url, task_id, history_length=0)
+        yield None, StreamResponse(task=task)
+        if task.status.state.terminal or task.status.state.interrupted:
+            return
         try:
             async for event in self.client.subscribe(url, task_id):
                 yield event
         except RemoteError as exc:
-            if exc.code != -32004:  # -32004: the task is already terminal
+            if exc.code != -32004:  # -32004: it ended between the two calls
                 raise
             yield None, StreamResponse(task=await self.client.get_task(url, task_id))
 
@@ -303,7 +314,7 @@ class Conversation:
                 if cursor.task_id is None or drops >= MAX_DROPS:
                     raise
                 drops += 1
-                stream = self._subscribe_or_get(cursor.url, cursor.task_id)
+                stream = self._pick_up(cursor.url, cursor.task_id)
                 continue
             except RemoteError as exc:
                 if cursor.task_id is None and cursor.url in self._no_card:
@@ -328,7 +339,7 @@ class Conversation:
                 task = await self.client.get_task(cursor.url, cursor.task_id)
                 self._apply(cursor, StreamResponse(task=task))
                 if not (task.status.state.terminal or task.status.state.interrupted):
-                    stream = self._subscribe_or_get(cursor.url, cursor.task_id)
+                    stream = self._pick_up(cursor.url, cursor.task_id, task)
                     continue
             if cursor.awaiting_operator:
                 # Escalated: the task waits for an operator, not for the user. Poll it (a
@@ -341,7 +352,7 @@ class Conversation:
                     return await self._pending(cursor)
                 self._apply(cursor, StreamResponse(task=task))
                 if cursor.state is not TaskState.TRANSFERRED:
-                    stream = self._subscribe_or_get(cursor.url, cursor.task_id)
+                    stream = self._pick_up(cursor.url, cursor.task_id, task)
                     continue
             if cursor.state is not TaskState.TRANSFERRED:
                 return self._finish(cursor)
@@ -399,7 +410,7 @@ class Conversation:
             cursor = _Cursor(pointer["agentUrl"], pointer["agentName"], pointer["taskId"])
             self._names[cursor.url] = cursor.name
             self._record(cursor, TaskState.SUBMITTED, pointer.get("reason", ""))
-            stream = self._subscribe_or_get(cursor.url, pointer["taskId"])
+            stream = self._pick_up(cursor.url, pointer["taskId"])
 
     def _tell_escalation(self, cursor: _Cursor) -> None:
         if cursor.told_escalation or cursor.escalation is None:
@@ -414,6 +425,18 @@ class Conversation:
                 "tier": escalation.get("tier", "blocking"),
                 "need": escalation.get("need", ""),
                 "text": escalation.get("whatIsNeeded", ""),
+            }
+        )
+        # Said at once: what this command now waits for, and where an operator answers.
+        inbox = f"python -m orchestrator inbox --agent {cursor.url}"
+        self.emit(
+            {
+                "event": "awaiting_operator",
+                "agent": cursor.name,
+                "taskId": cursor.task_id,
+                "inbox": inbox,
+                "message": f"waiting up to {self.wait:g} s for a human operator at"
+                f" {cursor.name} to answer; an operator sees it with `{inbox}` (or the console)",
             }
         )
 

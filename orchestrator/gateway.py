@@ -169,7 +169,7 @@ class _Relay:
             )  # fmt: skip
         elif kind == "message":
             self.reply = str(event.get("text", ""))
-        elif kind not in ("status", "pending"):
+        elif kind not in ("status", "pending", "awaiting_operator"):
             self.last = event
 
     def outcome(self, code: Exit) -> Outcome:

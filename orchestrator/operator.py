@@ -134,6 +134,33 @@ class AlreadyDecided(Exception):
     """The escalation is no longer waiting: an operator (or the fallback) answered it."""
 
 
+class AmbiguousId(ValueError):
+    """A shortened task id that is the start of more than one escalation waiting."""
+
+
+MIN_PREFIX = 4  # characters of a shortened id
+
+
+async def resolve(client: AgentClient, url: str, given: str) -> str:
+    """The task an operator names: its whole id, or the start of one (as ids are shortened
+    to read them: `01a20458-f522-…`, the ellipsis allowed) that exactly one escalation waiting
+    at `url` has. The start of several is refused, naming them (AmbiguousId); one that none
+    has is passed on as it is, for the agent to say it knows no such task."""
+    prefix = given.strip().rstrip("….")
+    if len(prefix) < MIN_PREFIX:
+        return given
+    waiting = [item["taskId"] for item in await inbox(client, url)]
+    if prefix in waiting:
+        return prefix
+    found = [task_id for task_id in waiting if task_id.startswith(prefix)]
+    if len(found) > 1:
+        raise AmbiguousId(
+            f"{given} is the start of {len(found)} escalations waiting at {url}:"
+            f" {', '.join(found)}; give more of the id"
+        )
+    return found[0] if found else given
+
+
 @dataclass(frozen=True)
 class Answered:
     task_id: str

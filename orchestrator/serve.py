@@ -20,14 +20,22 @@ from pathlib import Path
 
 import uvicorn
 
-from a2a_handoff import AgentClient, ApiKeyAuth, build_card, create_app, open_store
+from a2a_handoff import (
+    AgentCard,
+    AgentClient,
+    AgentSkill,
+    ApiKeyAuth,
+    TrustConfig,
+    build_card,
+    create_app,
+    open_store,
+)
 from a2a_handoff.errors import HandoffError
 from a2a_handoff.exits import ExitCode
-from a2a_handoff.observe.logs import configure as configure_logging
-from a2a_handoff.protocol.agent_card import AgentCard, AgentSkill
+from a2a_handoff.observe import logs
 from a2a_handoff.secrets import SecretError
-from a2a_handoff.server.limits import ServerLimits
-from a2a_handoff.stores.sqlite import SqliteTaskStore
+from a2a_handoff.server import ServerLimits
+from a2a_handoff.stores import SqliteTaskStore
 from orchestrator.gateway import Conversations, GatewayAgent
 from orchestrator.reach import Reach
 
@@ -97,7 +105,7 @@ def serve(
     args: argparse.Namespace, make_client: Callable[[], AgentClient], keys: dict[str, str]
 ) -> int:
     """Run the gateway until stopped."""
-    configure_logging(args.log_level, "text")
+    logs.configure(args.log_level, "text")
     url = args.url or f"http://{args.host}:{args.port}/"
     try:
         auth = ApiKeyAuth.from_file(args.auth_keys) if args.auth_keys else None
@@ -128,7 +136,7 @@ def serve(
         agent,
         _card(url, args.entry, fronted),
         store,
-        auth=auth,
+        trust=TrustConfig(auth=auth),
         card_v03_fields=True,  # stock 0.3 clients read only the 1.0 path
     )
     uvicorn.run(

@@ -16,7 +16,7 @@ from langgraph.types import Command, interrupt
 from typing_extensions import TypedDict
 
 from a2a_handoff import Agent
-from a2a_handoff.adapters.langgraph import end_step, from_langgraph, task_context
+from a2a_handoff.adapters import end_step, from_langgraph, task_context
 from a2a_handoff.escalation import Action
 from servers._text import find_amount, find_order_id
 from servers.billing import DEFAULT_AMOUNT

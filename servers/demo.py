@@ -19,12 +19,13 @@ import sys
 import tempfile
 from pathlib import Path
 
+AGENTS = ("triage", "billing", "logistics", "human")
+
 SCRIPT = ["I was charged twice for my order, I want a refund", "order 12345"]
 BIG_REFUND = "Please refund $750 for order 4242, the sofa arrived broken"
-AGENTS = 4
 
 
-def _free_base_port(count: int = AGENTS) -> int:
+def _free_base_port(count: int = len(AGENTS)) -> int:
     for _ in range(50):
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
@@ -41,9 +42,10 @@ def _free_base_port(count: int = AGENTS) -> int:
     raise RuntimeError("no free ports")
 
 
-def _start_agents(work: Path, base: int) -> tuple[subprocess.Popen[str], list[str]]:
+def _start_agents(work: Path, base: int) -> tuple[subprocess.Popen[str], dict[str, str]]:
     """`servers all`, its agents' logs in files: each agent's URL and log file printed, then
-    "all serving" — before the first prompt. The agents' URLs, in `ALL`'s order."""
+    "all serving" — before the first prompt. The agents' URLs by name (`all` prints each
+    agent as it comes up, in no set order)."""
     contracts = Path(__file__).resolve().parent.parent / "contracts"
     logs = work / "logs"
     agents = subprocess.Popen(
@@ -53,18 +55,17 @@ def _start_agents(work: Path, base: int) -> tuple[subprocess.Popen[str], list[st
         stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
     assert agents.stdout is not None
-    found: dict[str, str] = {}
+    urls: dict[str, str] = {}
     # `all` prints a line per agent once it serves, then "all serving" (or fails, exiting
     # within its own start-up bound: the pipe closes).
     for line in agents.stdout:
         if line.startswith("all serving"):
+            for name in AGENTS:  # in a set order, whichever came up first
+                print(f"{name:10} {urls[name]:26} log: {logs / name}.log", flush=True)
             print(f"all serving; data in {work / 'data'}\n", flush=True)
-            # in start-up order, whichever agent was ready first: by name from here on
-            order = ("triage", "billing", "logistics", "human")
-            return agents, [found[n] for n in order if n in found]
+            return agents, urls
         name, url = line.split()
-        found[name] = url
-        print(f"{name:10} {url:26} log: {logs / name}.log", flush=True)
+        urls[name] = url
     agents.wait(15)
     raise SystemExit(f"the agents did not start (servers all: exit {agents.returncode})")
 
@@ -76,11 +77,11 @@ def main() -> int:
     try:
         for i, text in enumerate(SCRIPT):
             print(f"you> {text}", flush=True)
-            entry = ["--entry", urls[0]] if i == 0 else []
+            entry = ["--entry", urls["triage"]] if i == 0 else []
             subprocess.call([*orchestrator, "send", *entry, text])
         print("\nyou$ python -m orchestrator trace", flush=True)
         subprocess.call([*orchestrator, "trace"])
-        _escalation(work, urls[0], urls[3])
+        _escalation(work, urls["triage"], urls["human"])
         return 0
     finally:
         agents.terminate()

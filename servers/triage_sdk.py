@@ -13,7 +13,7 @@ from agents import Agent as SdkAgent
 from agents import OpenAIChatCompletionsModel
 
 from a2a_handoff import Agent
-from a2a_handoff.adapters.openai_agents import from_agents_sdk, remote_agent
+from a2a_handoff.adapters import from_agents_sdk, remote_agent
 from servers import _llm
 from servers.triage import INSTRUCTIONS
 

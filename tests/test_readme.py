@@ -62,8 +62,8 @@ SKIPPED = {
     " gateway with the official SDK clients (1.x on both bindings, 0.3), across a kill -9",
     "pip install 'a2a-handoff[agents]'": "scripts/bootstrap installs both extras; the docs'"
     " Python blocks import them, and the example pair runs below",
-    "pip install /path/to/a2a-handoff": "run below, into a target directory (the git URL is"
-    " a placeholder for the reader's clone)",
+    "pip install .": "run below, in the checkout's root as the README says, into a target"
+    " directory (not into the tests' own environment)",
 }
 
 
@@ -423,18 +423,20 @@ def test_the_keys_commands(shell: Shell) -> None:
     assert made.stat().st_mode & 0o777 == 0o600
 
 
-def test_pip_install_from_a_path(tmp_path: Path) -> None:
+def test_pip_install_in_the_clone(tmp_path: Path) -> None:
+    # The command as the README writes it, run where it says (the clone's root): no
+    # placeholder to stand in for; only where it installs to is the test's own.
     line = next(
         line for block in bash_blocks() for line in block.splitlines()
-        if line.startswith("pip install /path/to/a2a-handoff")
+        if line.startswith("pip install .")
     )  # fmt: skip
     command = shlex.split(line, comments=True)
     assert command[:2] == ["pip", "install"]
     target = tmp_path / "site"
     done = subprocess.run(
         [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target),
-         str(ROOT) if command[2] == "/path/to/a2a-handoff" else command[2]],
-        capture_output=True, text=True, timeout=180,
+         *command[2:]],
+        cwd=ROOT, capture_output=True, text=True, timeout=180,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     elsewhere = subprocess.run(

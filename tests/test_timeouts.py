@@ -8,6 +8,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.support import ROOT
 
 # Stuck where pytest-timeout's signal cannot end it: the signal's exception lands in the
@@ -39,9 +41,17 @@ def test_after_it():
 """
 
 
-def run_pytest(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], float]:
-    (tmp_path / "pytest.ini").write_text("[pytest]\n")
-    (tmp_path / "test_stuck.py").write_text(STUCK)
+def run_pytest(
+    tmp_path: Path, *args: str, ini_timeout: bool = False
+) -> tuple[subprocess.CompletedProcess[str], float]:
+    """`ini_timeout`: the stuck test has no marker; the run's timeout is the ini file's, as
+    this suite's is (pyproject's `timeout`)."""
+    stuck = STUCK
+    if ini_timeout:
+        stuck = STUCK.replace("@pytest.mark.timeout(1)\n", "")
+        assert stuck != STUCK
+    (tmp_path / "pytest.ini").write_text("[pytest]\n" + ("timeout = 1\n" if ini_timeout else ""))
+    (tmp_path / "test_stuck.py").write_text(stuck)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "A2A_TEST_TIMEOUT_GRACE": "2"}
     started = time.monotonic()
     done = subprocess.run(
@@ -52,8 +62,11 @@ def run_pytest(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[
     return done, time.monotonic() - started
 
 
-def test_a_test_stuck_past_its_timeout_ends_the_run_with_its_stack(tmp_path: Path) -> None:
-    done, took = run_pytest(tmp_path)
+@pytest.mark.parametrize("ini_timeout", [False, True], ids=["marker", "ini"])
+def test_a_test_stuck_past_its_timeout_ends_the_run_with_its_stack(
+    tmp_path: Path, ini_timeout: bool
+) -> None:
+    done, took = run_pytest(tmp_path, ini_timeout=ini_timeout)
     output = done.stdout + done.stderr
     assert done.returncode != 0, output
     assert "STUCK TEST" in output

@@ -34,7 +34,8 @@ GRACE = float(os.environ.get("A2A_TEST_TIMEOUT_GRACE", "15"))
 
 
 def item_timeout(item: pytest.Item) -> float | None:
-    """The test's pytest-timeout setting: its `timeout` marker, else the run's."""
+    """The test's pytest-timeout setting: its `timeout` marker, else the run's (`--timeout`,
+    then `$PYTEST_TIMEOUT`, then the ini file's `timeout`, as pytest-timeout reads them)."""
     marker = item.get_closest_marker("timeout")
     if marker is not None:
         value = marker.kwargs.get("timeout", marker.args[0] if marker.args else None)
@@ -42,6 +43,8 @@ def item_timeout(item: pytest.Item) -> float | None:
         value = item.config.getvalue("timeout")
         if value is None:
             value = os.environ.get("PYTEST_TIMEOUT")
+        if value is None:
+            value = item.config.getini("timeout") or None
     try:
         seconds = float(value) if value is not None else 0.0
     except (TypeError, ValueError):

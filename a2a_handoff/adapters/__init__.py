@@ -5,6 +5,57 @@
 - `a2a_handoff.adapters.langgraph` (`pip install 'a2a-handoff[langgraph]'`): a LangGraph
   graph.
 
-Each module imports its framework; this package imports neither, and `import a2a_handoff`
-imports no adapter.
+Each module imports its framework; this package imports neither until one of its names is
+used (`from a2a_handoff.adapters import from_langgraph` loads LangGraph only), and
+`import a2a_handoff` imports no adapter.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from a2a_handoff.adapters.langgraph import (
+        LangGraphAgent,
+        end_step,
+        from_langgraph,
+        task_context,
+    )
+    from a2a_handoff.adapters.openai_agents import (
+        A2ARunContext,
+        AgentsSdkAgent,
+        ask_user,
+        from_agents_sdk,
+        remote_agent,
+    )
+
+# Each name, and the adapter module (and so the framework) that importing it loads.
+_FROM = {
+    **dict.fromkeys(
+        ("A2ARunContext", "AgentsSdkAgent", "ask_user", "from_agents_sdk", "remote_agent"),
+        "openai_agents",
+    ),
+    **dict.fromkeys(("LangGraphAgent", "end_step", "from_langgraph", "task_context"), "langgraph"),
+}
+
+__all__ = [
+    "A2ARunContext",
+    "AgentsSdkAgent",
+    "LangGraphAgent",
+    "ask_user",
+    "end_step",
+    "from_agents_sdk",
+    "from_langgraph",
+    "remote_agent",
+    "task_context",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _FROM.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value

@@ -250,7 +250,7 @@ def from_agents_sdk(
     ask: bool = True,
     max_refusals: int = 3,
 ) -> AgentsSdkAgent:
-    """Serve `agent`: `create_app(from_agents_sdk(agent), card, store, routes={…})`."""
+    """Serve `agent`: `create_app(from_agents_sdk(agent), card, store, handoff=…)`."""
     return AgentsSdkAgent(agent, run_config, max_turns, ask, max_refusals)
 
 

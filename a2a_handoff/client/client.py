@@ -185,32 +185,9 @@ class AgentClient:
         if status != 200:
             raise UnavailableError(f"{url}: agent card answered HTTP {status}")
         card = AgentCard.model_validate_json(content)
-        await self._check_signature(url, content)
+        await _check_signature(self.trust, url, content)
         self._cards[url] = (clock(), card)
         return card
-
-    async def _check_signature(self, url: str, content: bytes) -> None:
-        """A trusted agent's card must be signed by one of its keys, when they are known."""
-        agent = self.trust.by_url(url) if self.trust is not None else None
-        if agent is None or self.trust is None:
-            return
-        keys = self.trust.cached_keys(agent.name)
-        if not keys:
-            return  # no key for it yet: fetched (and pinned) with its first handoff
-        raw = json.loads(content)
-        try:
-            verify_card(raw, keys)
-        except SignatureError as exc:
-            try:  # it may have rotated since its keys were pinned
-                kids = [_kid_of(s) for s in raw.get("signatures") or []]
-                unknown = next((k for k in kids if k and k not in keys), None)
-                if unknown is None:
-                    raise
-                verify_card(raw, await self.trust.keys(agent.name, unknown_kid=unknown))
-            except (SignatureError, TrustError):
-                raise UnavailableError(
-                    f"{url}: the agent card of {agent.name} is not signed by its keys: {exc}"
-                ) from None
 
     async def jwks(self, address: str, path: str) -> Any:
         """The JSON document at `path` of a configured agent address (its JWKS)."""
@@ -332,7 +309,7 @@ class AgentClient:
         for i, url in enumerate(urls):
             started = False
             try:
-                async for event in self._sse_one(url, method, params, last_event_id):
+                async for event in _sse_one(self, url, method, params, last_event_id):
                     if not started and len(urls) > 1:
                         self._preferred[address] = url
                     started = True
@@ -342,38 +319,68 @@ class AgentClient:
                 if started or i == len(urls) - 1:
                     raise
 
-    async def _sse_one(
-        self, url: str, method: str, params: dict[str, Any], last_event_id: int | None
-    ) -> AsyncIterator[Event]:
-        body = {"jsonrpc": "2.0", "id": next(self._ids), "method": method, "params": params}
-        headers = {**self._headers(url), "Accept": "text/event-stream"}
-        if last_event_id is not None:
-            headers["Last-Event-ID"] = str(last_event_id)
-        try:
-            async with self.breaker(url).guard():
-                request = self.http.build_request("POST", url, json=body, headers=headers)
-                response = await self.http.send(request, stream=True)
-                if response.status_code in RETRYABLE_STATUS:
-                    await response.aclose()
-                    raise RetryableStatus(response.status_code)
-            try:
-                if not response.headers.get("content-type", "").startswith("text/event-stream"):
-                    content = await response.aread()
-                    _result(url, (response.status_code, content))  # raises its JSON-RPC error
-                    raise UnavailableError(f"{url}: {method} did not answer with a stream")
-                async for seq, data in read_events(response.aiter_lines()):
-                    payload = json.loads(data)
-                    if "error" in payload:
-                        error = payload["error"]
-                        raise RemoteError(error.get("code", -32603), error.get("message", ""),
-                                          url=url)  # fmt: skip
-                    yield seq, StreamResponse.model_validate(payload["result"])
-            finally:
-                await response.aclose()
-        except RetryableStatus as exc:
-            raise UnavailableError(f"cannot reach {url} (HTTP {exc.status_code})") from exc
-        except httpx.TransportError as exc:
-            raise UnavailableError(unreachable(url, exc)) from exc
-
     async def aclose(self) -> None:
         await self.http.aclose()
+
+
+async def _check_signature(trust: TrustList | None, url: str, content: bytes) -> None:
+    """A trusted agent's card must be signed by one of its keys, when they are known."""
+    agent = trust.by_url(url) if trust is not None else None
+    if agent is None or trust is None:
+        return
+    keys = trust.cached_keys(agent.name)
+    if not keys:
+        return  # no key for it yet: fetched (and pinned) with its first handoff
+    raw = json.loads(content)
+    try:
+        verify_card(raw, keys)
+    except SignatureError as exc:
+        try:  # it may have rotated since its keys were pinned
+            kids = [_kid_of(s) for s in raw.get("signatures") or []]
+            unknown = next((k for k in kids if k and k not in keys), None)
+            if unknown is None:
+                raise
+            verify_card(raw, await trust.keys(agent.name, unknown_kid=unknown))
+        except (SignatureError, TrustError):
+            raise UnavailableError(
+                f"{url}: the agent card of {agent.name} is not signed by its keys: {exc}"
+            ) from None
+
+
+async def _sse_one(
+    client: AgentClient,
+    url: str,
+    method: str,
+    params: dict[str, Any],
+    last_event_id: int | None,
+) -> AsyncIterator[Event]:
+    """One stream from one replica: its events, or the reason it gave none."""
+    body = {"jsonrpc": "2.0", "id": next(client._ids), "method": method, "params": params}
+    headers = {**client._headers(url), "Accept": "text/event-stream"}
+    if last_event_id is not None:
+        headers["Last-Event-ID"] = str(last_event_id)
+    try:
+        async with client.breaker(url).guard():
+            request = client.http.build_request("POST", url, json=body, headers=headers)
+            response = await client.http.send(request, stream=True)
+            if response.status_code in RETRYABLE_STATUS:
+                await response.aclose()
+                raise RetryableStatus(response.status_code)
+        try:
+            if not response.headers.get("content-type", "").startswith("text/event-stream"):
+                content = await response.aread()
+                _result(url, (response.status_code, content))  # raises its JSON-RPC error
+                raise UnavailableError(f"{url}: {method} did not answer with a stream")
+            async for seq, data in read_events(response.aiter_lines()):
+                payload = json.loads(data)
+                if "error" in payload:
+                    error = payload["error"]
+                    raise RemoteError(error.get("code", -32603), error.get("message", ""),
+                                      url=url)  # fmt: skip
+                yield seq, StreamResponse.model_validate(payload["result"])
+        finally:
+            await response.aclose()
+    except RetryableStatus as exc:
+        raise UnavailableError(f"cannot reach {url} (HTTP {exc.status_code})") from exc
+    except httpx.TransportError as exc:
+        raise UnavailableError(unreachable(url, exc)) from exc

@@ -48,11 +48,25 @@ def is_transient(exc: BaseException) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
+    """How often and how long to try: attempts and total time capped, waits exponential."""
+
     attempts: int = 5
     total_seconds: float = 10.0
     initial_wait: float = 0.05
     max_wait: float = 2.0
     wait: bool = True  # False: retry at once, for tests
+
+    def backoff(self, failures: int) -> float:
+        """Seconds to wait after `failures` failed attempts (1 or more): exponential from
+        `initial_wait`, capped at `max_wait`. Without jitter: a caller that paces one job
+        (a handoff's delivery) waits on the breaker's cool-down for the endpoint anyway."""
+        if not self.wait:
+            return 0.0
+        return min(self.max_wait, self.initial_wait * 2.0 ** min(max(failures, 1) - 1, 64))
+
+    def exhausted(self, attempts: int, elapsed: float) -> bool:
+        """Whether `attempts` made over `elapsed` seconds use the policy up."""
+        return attempts >= self.attempts or elapsed >= self.total_seconds
 
     def retrying(self, spent: float = 0.0) -> AsyncRetrying:
         """Tenacity's loop for one call; `spent`: seconds the call has taken already."""

@@ -2,7 +2,8 @@
 agent enforces at run time.
 
 `python -m a2a_handoff lint DIR` lints a directory of contracts (see `lint.py`);
-`create_app(..., contracts=Catalog.load(DIR))` enforces them (see `catalog.py`).
+`create_app(..., handoff=HandoffConfig(contracts=Catalog.load(DIR)))` enforces them (see
+`catalog.py`).
 """
 
 from a2a_handoff.contracts.catalog import Catalog

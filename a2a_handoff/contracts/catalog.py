@@ -1,4 +1,4 @@
-"""The contracts an agent enforces while it runs (`create_app(contracts=Catalog.load(DIR))`).
+"""The contracts an agent enforces while it runs (`HandoffConfig(contracts=Catalog.load(DIR))`).
 
 Sending: a handoff needs a contract for its edge (refused otherwise); its transfer context
 must satisfy the contract's trigger predicate, its JSON Schema and its required keys —

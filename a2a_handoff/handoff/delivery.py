@@ -1,14 +1,16 @@
 """The sending side's delivery: create the successor on the target, then terminate.
 
 Create: `SendMessage` to the target carrying the envelope (`returnImmediately`), retried —
-the target creates at most one task per idempotency key — behind the client's breaker. The
-target's answer decides: a task → terminate TRANSFERRED; a refusal (a REJECTED task marked
-`rejected`) or persistent errors → the source FAILED, or, under a contract, its recovery path
-(`on_reject`, `on_error`, `on_timeout`): a new handoff checkpointed in the same transaction
-that closes the failed entry. `on_timeout` follows only while no attempt can have reached the
-target, so a fallback never doubles the work. Only the target can tell whether it took an
-envelope, so past its TTL a pending entry is still replayed: the target refuses an expired one
-it never took (`envelope_expired`), and the source then fails `handoff_expired`.
+the target creates at most one task per idempotency key — behind the client's breaker, at
+the pace of the delivery's `RetryPolicy`. What each try means is `classify`'s (retry, done,
+refused, give up); the delivery acts on it: a task → terminate TRANSFERRED; a refusal or
+persistent errors → the source FAILED, or, under a contract, its recovery path (`on_reject`,
+`on_error`, `on_timeout`): a new handoff checkpointed in the same transaction that closes
+the failed entry, delivered next as a job of its own (`handoff.fallback`). `on_timeout`
+follows only while no attempt can have reached the target, so a fallback never doubles the
+work. Only the target can tell whether it took an envelope, so past its TTL a pending entry
+is still replayed: the target refuses an expired one it never took (`envelope_expired`),
+and the source then fails `handoff_expired`.
 """
 
 from __future__ import annotations
@@ -16,46 +18,53 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from dataclasses import dataclass
+import sys
 from typing import Any
 
 import pydantic_core
 from pydantic import ValidationError
 
-from a2a_handoff.canonical import canonical
 from a2a_handoff.client.client import AgentClient
-from a2a_handoff.client.replicas import never_arrived, replicas
+from a2a_handoff.client.replicas import replicas
+from a2a_handoff.client.retry import RetryPolicy
 from a2a_handoff.contracts.model import Contract
 from a2a_handoff.errors import (
     CircuitOpenError,
-    ConflictError,
     GateRefused,
     HandoffError,
     HandoffProcessingError,
     RemoteError,
     UnavailableError,
 )
-from a2a_handoff.escalation import Escalation, Need, Trigger
 from a2a_handoff.failpoints import failpoint
+from a2a_handoff.handoff.classify import (
+    GIVEN_UP,
+    Done,
+    GiveUp,
+    Outcome,
+    Refused,
+    Retry,
+    Rules,
+    Tries,
+    Verdict,
+    classify,
+)
 from a2a_handoff.handoff.envelope import HandoffEnvelope
-from a2a_handoff.handoff.sender import FAILED, HandoffSender, missing_capabilities
+from a2a_handoff.handoff.fallback import Rerouted, Unfollowed, path_of, reroute
+from a2a_handoff.handoff.job import DeliveryJob
+from a2a_handoff.handoff.sender import HandoffSender, missing_capabilities
 from a2a_handoff.handoff.settings import HandoffSettings
 from a2a_handoff.handoff.terminate import delayed, failed, reopened, transferred
 from a2a_handoff.observe import events, tracing
-from a2a_handoff.outcomes import Handoff
-from a2a_handoff.protocol.events import status_text
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI as URI
-from a2a_handoff.protocol.extension import SIGNATURE_KEY, ext_metadata, with_ext_metadata
+from a2a_handoff.protocol.extension import SIGNATURE_KEY
 from a2a_handoff.protocol.models import Role, Task, parse_time, utc_now
-from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.stores.base import OutboxEntry, Store, TaskRecord
 from a2a_handoff.trust.agent_trust import AgentTrust
 
 log = logging.getLogger("a2a_handoff.handoff")
 
-# The target's answers worth a replay: still being created, or its own passing failure.
-TRANSIENT_CODES = frozenset({HandoffProcessingError.code, -32603})
-MAX_RECOVERIES = 3  # recovery paths followed per task, so two fallbacks cannot ping-pong
+FOREVER = sys.maxsize  # a handoff is tried until it ends: the target decides, not a count
 
 
 class Delivery:
@@ -74,184 +83,155 @@ class Delivery:
         self.client = client
         self.sender = sender
         self.trust = trust
-        # handoff id → the job delivering it in this process (see recovery.Outbox)
-        self.in_flight: dict[str, asyncio.Task[TaskRecord | None]] = {}
+        pace = settings.retry_interval
+        # A handoff is tried again every `retry_interval` (an open breaker fails fast meanwhile).
+        self.policy = RetryPolicy(FOREVER, float("inf"), pace, pace)
         self.returns_given_up = 0  # returns (decisions) this process gave up delivering
         self.last_given_up: dict[str, Any] | None = None
 
-    async def deliver(
-        self,
-        entry: OutboxEntry,
-        fresh: bool = False,
-        *,
-        envelope: HandoffEnvelope | None = None,
-        source: TaskRecord | None = None,
-        reopen: bool = False,
-    ) -> TaskRecord | None:
-        """`_deliver`, in the handoff's trace (its envelope's `traceId`): a replay (not
-        `fresh`) is a recovery span."""
-        if envelope is not None:
-            trace_id = envelope.trace_id
-        else:
-            try:
-                trace_id = str(json.loads(entry.envelope).get("traceId") or "")
-            except (ValueError, AttributeError):
-                trace_id = ""
-        name = "a2a.deliver" if fresh else "a2a.recovery"
-        with tracing.adopted(trace_id), tracing.span(name, "a2a.handoff_id", entry.handoff_id):
-            return await self._deliver(
-                entry, fresh, envelope=envelope, source=source, reopen=reopen
-            )
+    async def deliver(self, job: DeliveryJob) -> TaskRecord | DeliveryJob | None:
+        """Create the task on the target (retrying) and terminate: the source's final record
+        (a reopened task's, WORKING, for a handler that waits), or the job a contract's
+        recovery path checkpointed to follow this one. In the handoff's trace; a replay
+        (not `fresh`) is a recovery span."""
+        entry = job.entry
+        name = "a2a.deliver" if job.fresh else "a2a.recovery"
+        with tracing.adopted(job.trace_id), tracing.span(name, "a2a.handoff_id", job.handoff_id):
+            envelope, body = job.opened()
+            contract = self._contract_of(envelope)
+            returns = self._returns_policy(envelope)
+            rules = Rules(entry.target_name, contract, job.reopen, returns)
+            signer = self.trust.signing_key
+            params = _create_params(envelope, body, self.trust.sign_envelope(body.encode()))
+            started = asyncio.get_running_loop().time()
+            tries = Tries(may_have_arrived=not job.fresh)
+            source, said = job.source, None
+            while True:
+                if self.trust.signing_key is not signer:  # keys rotated while it waited
+                    signer = self.trust.signing_key
+                    params = _create_params(envelope, body, self.trust.sign_envelope(body.encode()))
+                outcome = await self._try(entry, envelope, params)
+                elapsed = asyncio.get_running_loop().time() - started
+                age = _age(entry) if returns is not None else 0.0  # only a return's counts
+                tries = Tries(tries.failed, tries.errors, tries.may_have_arrived, elapsed, age)
+                verdict = classify(outcome, tries, rules)
+                if not isinstance(verdict, Retry):
+                    return await self._end(job, envelope, contract, verdict, source, tries)
+                tries = verdict.tries
+                source, said = await self._delayed(entry, envelope, verdict, source, said)
+                wait = self.policy.backoff(tries.failed)
+                if returns is not None:  # a return backs off, up to its give-up time
+                    left = max(0.0, returns.total_seconds - _age(entry))
+                    wait += min(returns.backoff(tries.failed), left)
+                await asyncio.sleep(wait)
 
-    async def _deliver(
-        self,
-        entry: OutboxEntry,
-        fresh: bool = False,
-        *,
-        envelope: HandoffEnvelope | None = None,
-        source: TaskRecord | None = None,
-        reopen: bool = False,
-    ) -> TaskRecord | None:
-        """Create the task on the target (retrying) and terminate; the source's final record.
+    def _returns_policy(self, envelope: HandoffEnvelope) -> RetryPolicy | None:
+        """A return (a decision going back) is retried with backoff, and given up (FAILED)
+        past `return_give_up` seconds (else its TTL) since it was checkpointed."""
+        if envelope.kind != "return":
+            return None
+        limit = self.settings.return_give_up or float(envelope.ttl_seconds)
+        pace = self.settings.retry_interval
+        return RetryPolicy(FOREVER, limit, 2 * pace, min(30.0, 64 * pace))
 
-        `reopen`: the handler waits for this delivery (`TaskContext.hand_off`): a refusal
-        (the target's, or its card's at the gate) that would fail the task back to the
-        source reopens it instead — WORKING again, the refusal said — for the handler to
-        choose again. A replay after a crash has no handler waiting: it never reopens.
-
-        `envelope`: the entry's envelope, when the caller holds it already; `source`: the
-        source task's record as last written, tried first when terminating (check-and-set:
-        a stale one costs a read, never a lost update).
-
-        Under a contract, its recovery path takes over when the target rejects the handoff
-        (`on_reject`), keeps failing (`on_error`, after `max_retries`), or stays unreachable
-        past `timeout_ms` (`on_timeout`) — the last only while no attempt can have reached
-        it (`fresh`: this process checkpointed the entry, and every failure so far was a
-        refused connection or an open breaker), so a successor can never be orphaned.
-        """
-        body = entry.envelope
-        if envelope is None:  # a replay: the entry as stored (by any version: canonicalize)
-            envelope = HandoffEnvelope.model_validate_json(entry.envelope)
-            body = canonical(json.loads(entry.envelope)).decode()
-        url = entry.target_url
-        signer = self.trust.signing_key
-        params = _create_params(envelope, body, self.trust.sign_envelope(body.encode()))
-        contract = self._contract_of(envelope)
-        loop = asyncio.get_running_loop()
-        started = loop.time()
-        may_have_arrived = not fresh
-        errors = 0
-        tries = 0
-        delay = _Delay()
-        while True:
-            if tries and envelope.kind == "return":
-                given_up = await self._give_up_return(entry, envelope, tries)
-                if given_up is not None:
-                    return given_up
-            tries += 1
-            if self.trust.signing_key is not signer:  # keys rotated while it waited: re-sign
-                signer = self.trust.signing_key
-                params = _create_params(envelope, body, self.trust.sign_envelope(body.encode()))
-            try:
-                card = await self.client.card(url)
-                problems = missing_capabilities(envelope.required_capabilities, card, None)
-                if problems:
-                    reason = "capability gate refused the handoff: " + "; ".join(problems)
-                    if reopen:
-                        events.handoff_sent(envelope, "gate_refused", reason)
-                        return await reopened(self.store, entry, reason, source)
-                    return await self._failed(entry, envelope, contract, reason, "gate_refused")
-                with tracing.span("a2a.create", "a2a.target", entry.target_name):
-                    result = await self.client.call_json(
-                        url, "SendMessage", params, extensions=[URI], idempotent=True
-                    )
-                created = Task.model_validate(result["task"])
-            except RemoteError as exc:
-                may_have_arrived = True
-                if exc.code not in TRANSIENT_CODES:
-                    reason = f"{entry.target_name} refused: {exc.message}"
-                    return await self._recover(
-                        entry, envelope, contract, "on_error", reason, "refused"
-                    )
-                if exc.code != HandoffProcessingError.code and contract is not None:
-                    errors += 1
-                    # A non-idempotent edge is never retried, whatever the contract says.
-                    retries = contract.recovery.max_retries if contract.idempotent else 0
-                    if errors > retries:
-                        reason = f"{entry.target_name} failed {errors} time(s): {exc.message}"
-                        return await self._recover(
-                            entry, envelope, contract, "on_error", reason, "failed"
-                        )
-                source = await self._delayed(entry, envelope, exc, delay, source)
-                await asyncio.sleep(self.settings.retry_interval)
-                continue
-            except (
-                UnavailableError,
-                CircuitOpenError,
-                ValidationError,
-                KeyError,
-                TypeError,
-            ) as exc:
-                # Even past the TTL, only the target can tell whether it took the envelope:
-                # it looks the key up first, and refuses an expired one it never took
-                # (`envelope_expired`, below). Failing here could orphan a successor.
-                may_have_arrived = may_have_arrived or not never_arrived(exc)
-                timeout = contract.recovery.timeout_ms if contract is not None else None
-                if timeout and not may_have_arrived and loop.time() - started > timeout / 1000:
-                    reason = f"{entry.target_name} unreachable for over {timeout} ms"
-                    return await self._recover(
-                        entry, envelope, contract, "on_timeout", reason, "timeout"
-                    )
-                source = await self._delayed(entry, envelope, exc, delay, source)
-                await asyncio.sleep(self.settings.retry_interval)
-                continue
-            failpoint("handoff.after_create")
-            if refused(created):
-                code = str(ext_metadata(created).get("rejected", "rejected"))
-                if code == "envelope_expired":
-                    reason = "handoff_expired: the envelope expired"
-                    return await self._failed(entry, envelope, contract, reason, "expired")
-                reason = f"{entry.target_name} rejected the handoff: {status_text(created)}"
-                path = contract.recovery.on_reject if contract is not None else None
-                if reopen and path in (None, "", "source"):
-                    events.handoff_sent(envelope, f"rejected:{code}", reason)
-                    return await reopened(self.store, entry, reason, source)
-                return await self._recover(
-                    entry, envelope, contract, "on_reject", reason, f"rejected:{code}"
+    async def _try(self, entry: OutboxEntry, envelope: HandoffEnvelope, params: str) -> Outcome:
+        """One try: the target's card gates the envelope, then the call creates the task;
+        the task it answered, or what went wrong."""
+        try:
+            card = await self.client.card(entry.target_url)
+            problems = missing_capabilities(envelope.required_capabilities, card, None)
+            if problems:
+                return GateRefused("; ".join(problems))
+            with tracing.span("a2a.create", "a2a.target", entry.target_name):
+                result = await self.client.call_json(
+                    entry.target_url, "SendMessage", params, extensions=[URI], idempotent=True
                 )
+            created = Task.model_validate(result.get("task") if isinstance(result, dict) else None)
+        except (RemoteError, UnavailableError, CircuitOpenError, ValidationError) as exc:
+            return exc
+        failpoint("handoff.after_create")
+        return created
+
+    async def _end(
+        self,
+        job: DeliveryJob,
+        envelope: HandoffEnvelope,
+        contract: Contract | None,
+        verdict: Verdict,
+        source: TaskRecord | None,
+        tries: Tries,
+    ) -> TaskRecord | DeliveryJob | None:
+        """Act on a verdict that ends the delivery."""
+        entry = job.entry
+        if isinstance(verdict, Done):
             events.latency(envelope, "created")
             with tracing.span("a2a.terminate", "a2a.handoff_id", entry.handoff_id):
-                record = await transferred(self.store, entry, envelope, created, source)
-            after = f"after {delay.failures} failed tries" if delay.failures else ""
-            self._closed(entry, envelope, contract, "accepted", after)
+                record = await transferred(self.store, entry, envelope, verdict.created, source)
+            after = f"after {tries.failed} failed tries" if tries.failed else ""
+            closed(entry, envelope, contract, "accepted", after)
             return record
+        assert isinstance(verdict, Refused | GiveUp)
+        if isinstance(verdict, Refused) and verdict.reopen:
+            events.handoff_sent(envelope, verdict.outcome, verdict.reason)
+            return await reopened(self.store, entry, verdict.reason, source)
+        if verdict.outcome == GIVEN_UP:
+            self._gave_up(entry, verdict.reason)
+            return await self._failed(entry, envelope, None, verdict.reason, verdict.outcome)
+        if verdict.path is None:
+            return await self._failed(entry, envelope, contract, verdict.reason, verdict.outcome)
+        return await self._recover(entry, envelope, contract, verdict.path, verdict)
+
+    async def _recover(
+        self,
+        entry: OutboxEntry,
+        envelope: HandoffEnvelope,
+        contract: Contract | None,
+        which: str,
+        verdict: Refused | GiveUp,
+    ) -> TaskRecord | DeliveryJob | None:
+        """Follow the contract's recovery path `which` (`handoff.fallback`): the source
+        FAILED (no contract, or the path names the source), or the job to deliver next."""
+        reason, outcome = verdict.reason, verdict.outcome
+        if contract is None or path_of(contract, which) in ("", "source"):
+            suffix = f" ({contract.id}: {which} → source)" if contract is not None else ""
+            return await self._failed(entry, envelope, contract, reason + suffix, outcome)
+        step = await reroute(self.store, self.sender, entry, envelope, contract, which, reason)
+        if isinstance(step, Unfollowed):
+            return await self._failed(entry, envelope, contract, step.detail, outcome)
+        if not isinstance(step, Rerouted):
+            return step
+        closed(entry, envelope, contract, outcome, step.detail)
+        events.recovery(
+            "contract_path", "handoff %s: %s", entry.handoff_id, step.detail,
+            handoff_id=entry.handoff_id, task_id=entry.task_id, context_id=entry.context_id,
+            trace_id=envelope.trace_id,
+        )  # fmt: skip
+        return step.job
 
     async def _delayed(
         self,
         entry: OutboxEntry,
         envelope: HandoffEnvelope,
-        exc: Exception,
-        delay: _Delay,
+        retry: Retry,
         source: TaskRecord | None,
-    ) -> TaskRecord | None:
+        said: tuple[str, bool] | None,
+    ) -> tuple[TaskRecord | None, tuple[str, bool] | None]:
         """A failed try, said only when what is wrong changes (the first failure, another
         reason, the target's breaker opened): one log line, and the source task's status,
-        so whoever follows the task sees why it waits. The source record as now written."""
-        delay.failures += 1
-        words = trouble(entry.target_name, entry.target_url, exc, self.client)
+        so whoever follows the task sees why it waits. The source record as now written,
+        and what is said now."""
+        words = trouble(entry.target_name, entry.target_url, retry.error, self.client)
         wait = self._next_try(entry.target_url)
         # Once the breaker opened, its cool-down paces the tries: that stays said.
-        opened = wait > self.settings.retry_interval or bool(delay.said and delay.said[1])
-        said = (words, opened)
-        if said == delay.said:
-            return source
-        delay.said = said
+        opened = wait > self.settings.retry_interval or bool(said and said[1])
+        if (words, opened) == said:
+            return source, said
         text = f"{words}; retrying, next try in {_seconds(wait)}"
-        events.handoff_delayed(envelope, text, delay.failures)
+        events.handoff_delayed(envelope, text, retry.tries.failed)
         try:
-            return await delayed(self.store, entry, text, source)
+            return await delayed(self.store, entry, text, source), (words, opened)
         except HandoffError:  # the store: the delivery goes on, the next change says it
-            return None
+            return None, (words, opened)
 
     def _next_try(self, address: str) -> float:
         """Seconds until the next try can reach the target: its breaker's cool-down left."""
@@ -269,60 +249,23 @@ class Delivery:
         """The source FAILED, its entry closed (`terminate.failed`), and counted."""
         with tracing.span("a2a.terminate", "a2a.handoff_id", entry.handoff_id):
             record = await failed(self.store, entry, reason)
-        self._closed(entry, envelope, contract, outcome, reason)
+        closed(entry, envelope, contract, outcome, reason)
         return record
 
-    def _closed(
-        self,
-        entry: OutboxEntry,
-        envelope: HandoffEnvelope,
-        contract: Contract | None,
-        outcome: str,
-        detail: str = "",
-    ) -> None:
-        """A sent handoff's ledger row closed: its metrics (the contract's too) and line."""
-        events.handoff_sent(envelope, outcome, detail)
-        if outcome == "accepted":
-            events.latency(envelope, "terminated")
-        if contract is None or contract.observability is None:
-            return
-        elapsed = parse_time(utc_now()) - parse_time(entry.created_at)
-        names = [
-            name
-            for name in contract.observability.metrics
-            if not (name.endswith("rejected") and not outcome.startswith("rejected"))
-            and not (name.endswith("escalated") and not (
-                envelope.kind == "escalation" and outcome == "accepted"))
-        ]  # fmt: skip
-        events.contract(names, contract.id, elapsed.total_seconds() * 1000)
-
-    async def _give_up_return(
-        self, entry: OutboxEntry, envelope: HandoffEnvelope, tries: int
-    ) -> TaskRecord | None:
-        """A return is retried with backoff, and given up (FAILED) past its time."""
-        limit = self.settings.return_give_up or float(envelope.ttl_seconds)
-        age = (parse_time(utc_now()) - parse_time(entry.created_at)).total_seconds()
-        if age >= limit:
-            reason = (
-                f"return to {entry.target_name} given up after {tries} tries over {age:.0f} s"
-                f" (limit {limit:g} s): the decision did not reach it"
-            )
-            events.recovery(
-                "return_given_up", "handoff %s: %s", entry.handoff_id, reason,
-                handoff_id=entry.handoff_id, task_id=entry.task_id, context_id=entry.context_id,
-            )  # fmt: skip
-            self.returns_given_up += 1
-            self.last_given_up = {
-                "handoffId": entry.handoff_id,
-                "taskId": entry.task_id,
-                "target": entry.target_name,
-                "reason": reason,
-                "at": utc_now(),
-            }
-            return await self._failed(entry, envelope, None, reason, "given_up")
-        backoff = min(30.0, self.settings.retry_interval * 2 ** min(tries, 6))
-        await asyncio.sleep(min(backoff, max(0.0, limit - age)))
-        return None
+    def _gave_up(self, entry: OutboxEntry, reason: str) -> None:
+        """A return given up: said, and counted for /health."""
+        events.recovery(
+            "return_given_up", "handoff %s: %s", entry.handoff_id, reason,
+            handoff_id=entry.handoff_id, task_id=entry.task_id, context_id=entry.context_id,
+        )  # fmt: skip
+        self.returns_given_up += 1
+        self.last_given_up = {
+            "handoffId": entry.handoff_id,
+            "taskId": entry.task_id,
+            "target": entry.target_name,
+            "reason": reason,
+            "at": utc_now(),
+        }
 
     def given_up_report(self) -> dict[str, Any]:
         """The returns given up since this process started, for /health (their tasks ended
@@ -335,98 +278,6 @@ class Delivery:
             return None
         return catalog.by_id(envelope.contract)
 
-    async def _recover(
-        self,
-        entry: OutboxEntry,
-        envelope: HandoffEnvelope,
-        contract: Contract | None,
-        which: str,
-        reason: str,
-        outcome: str,
-    ) -> TaskRecord | None:
-        """Follow the contract's recovery path `which` (on_reject / on_timeout / on_error);
-        `outcome` is the failed handoff's, for its metrics.
-
-        `source` (and no contract): the task comes back to this agent, FAILED with the
-        reason. `human`: an escalation to route `human`. Any other name (`supervisor`, a
-        fallback agent, `agent:NAME`): the task is handed to that route instead. The failed
-        entry is closed and the new one checkpointed in ONE transaction.
-        """
-        path = getattr(contract.recovery, which, None) if contract is not None else None
-        if not path or path == "source":
-            suffix = f" ({contract.id}: {which} → source)" if contract is not None else ""
-            return await self._failed(entry, envelope, contract, reason + suffix, outcome)
-        record = await self.store.get(entry.task_id)
-        if record is None or record.state.terminal:
-            return record
-        assert contract is not None
-        recoveries = int(ext_metadata(record.task).get("recoveries", 0))
-        if recoveries >= MAX_RECOVERIES:
-            detail = f"{reason} (recovery given up after {recoveries})"
-            return await self._failed(entry, envelope, contract, detail, outcome)
-        target = path.removeprefix("agent:")
-        decision = self._recovery_handoff(entry, envelope, contract, which, target, reason)
-        try:
-            new_envelope, new_json = await self.sender.prepare(
-                record.task, decision, record.owner, key_salt=f"recovery:{entry.handoff_id}"
-            )
-        except GateRefused as exc:
-            detail = f"{reason}; {which} → {target} refused: {exc}"
-            return await self._failed(entry, envelope, contract, detail, outcome)
-        task, event, new_entry = self.sender.handing_off(
-            record.task, new_envelope, new_json, record.owner
-        )
-        task = with_ext_metadata(task, recoveries=recoveries + 1)
-        updated = record.advanced(task, 1, utc_now())
-        detail = f"{reason} ({contract.id}: {which} → {target})"
-        try:
-            await self.store.checkpoint(
-                updated, [event], expected_version=record.version, entry=new_entry,
-                close=(entry.handoff_id, FAILED, detail),
-            )  # fmt: skip
-        except ConflictError:
-            return await self.store.get(entry.task_id)  # someone else moved it: theirs
-        self._closed(entry, envelope, contract, outcome, detail)
-        events.recovery(
-            "contract_path", "handoff %s: %s", entry.handoff_id, detail,
-            handoff_id=entry.handoff_id, task_id=entry.task_id, context_id=entry.context_id,
-            trace_id=envelope.trace_id,
-        )  # fmt: skip
-        current = asyncio.current_task()
-        if current is not None:  # the recovery loop must not start a second delivery of it
-            self.in_flight[new_entry.handoff_id] = current
-        try:
-            return await self._deliver(new_entry, True, envelope=new_envelope, source=updated)
-        finally:
-            if self.in_flight.get(new_entry.handoff_id) is current:
-                del self.in_flight[new_entry.handoff_id]
-
-    def _recovery_handoff(
-        self,
-        entry: OutboxEntry,
-        envelope: HandoffEnvelope,
-        contract: Contract,
-        which: str,
-        target: str,
-        reason: str,
-    ) -> Handoff:
-        if target != "human":
-            return Handoff(
-                target=target,
-                reason=f"{contract.id} {which}: {reason}",
-                context=dict(envelope.transfer_context),
-                kind="handoff",
-            )
-        escalation = Escalation(
-            f"The handoff to {entry.target_name} under contract {contract.id} failed: {reason}.",
-            [f"Handed the task to {entry.target_name}: {envelope.reason}"],
-            "a decision on who takes this task over, or how it goes on",
-            Need.DECISION,
-            Trigger.KNOWLEDGE_GAP,
-            resume=dict(envelope.transfer_context),
-        )
-        return Handoff.to_human(escalation, reason=f"escalated ({contract.id} {which}): {reason}")
-
     async def notify(
         self, envelope: HandoffEnvelope, envelope_json: str, attempts_for: float = 30.0
     ) -> Task:
@@ -435,39 +286,58 @@ class Delivery:
         Retried with the same key for up to `attempts_for` seconds (the target deduplicates);
         raises HandoffError when the target refuses it or stays unreachable.
         """
-        url = envelope.target.url
+        target = envelope.target
         signature = self.trust.sign_envelope(envelope_json.encode())
         params = _create_params(envelope, envelope_json, signature)
         deadline = asyncio.get_running_loop().time() + attempts_for
+        rules = Rules(target.agent)
         while True:
             try:
                 result = await self.client.call_json(
-                    url, "SendMessage", params, extensions=[URI], idempotent=True
+                    target.url, "SendMessage", params, extensions=[URI], idempotent=True
                 )
-                created = Task.model_validate(result["task"])
-            except RemoteError as exc:
-                if exc.code not in TRANSIENT_CODES:
-                    raise HandoffError(f"{envelope.target.agent} refused: {exc.message}") from exc
-                error: Exception = exc
-            except (UnavailableError, CircuitOpenError, ValidationError, KeyError) as exc:
-                error = exc
-            else:
-                if refused(created):
-                    raise HandoffError(
-                        f"{envelope.target.agent} rejected it: {status_text(created)}"
-                    )
-                return created
+                answer: Outcome = Task.model_validate(
+                    result.get("task") if isinstance(result, dict) else None
+                )
+            except (RemoteError, UnavailableError, CircuitOpenError, ValidationError) as exc:
+                answer = exc
+            verdict = classify(answer, Tries(), rules)
+            if isinstance(verdict, Done):
+                return verdict.created
+            if not isinstance(verdict, Retry):
+                raise HandoffError(verdict.reason)
             if asyncio.get_running_loop().time() >= deadline:
-                raise HandoffError(f"{envelope.target.agent} unreachable: {error}")
+                raise HandoffError(f"{target.agent} unreachable: {verdict.error}")
             await asyncio.sleep(self.settings.retry_interval)
 
 
-@dataclass
-class _Delay:
-    """One delivery's failed tries, and what was last said about them."""
+def closed(
+    entry: OutboxEntry,
+    envelope: HandoffEnvelope,
+    contract: Contract | None,
+    outcome: str,
+    detail: str = "",
+) -> None:
+    """A sent handoff's ledger row closed: its metrics (the contract's too) and line."""
+    events.handoff_sent(envelope, outcome, detail)
+    if outcome == "accepted":
+        events.latency(envelope, "terminated")
+    if contract is None or contract.observability is None:
+        return
+    elapsed = parse_time(utc_now()) - parse_time(entry.created_at)
+    names = [
+        name
+        for name in contract.observability.metrics
+        if not (name.endswith("rejected") and not outcome.startswith("rejected"))
+        and not (name.endswith("escalated") and not (
+            envelope.kind == "escalation" and outcome == "accepted"))
+    ]  # fmt: skip
+    events.contract(names, contract.id, elapsed.total_seconds() * 1000)
 
-    failures: int = 0
-    said: tuple[str, bool] | None = None
+
+def _age(entry: OutboxEntry) -> float:
+    """Seconds since the entry was checkpointed."""
+    return (parse_time(utc_now()) - parse_time(entry.created_at)).total_seconds()
 
 
 def trouble(name: str, address: str, exc: Exception, client: AgentClient) -> str:
@@ -493,13 +363,6 @@ def trouble(name: str, address: str, exc: Exception, client: AgentClient) -> str
 
 def _seconds(value: float) -> str:
     return f"{value:.1f} s" if value < 2 else f"{round(value)} s"
-
-
-def refused(created: Task) -> bool:
-    """Whether the target refused the envelope (not: took it, and its handler said no)."""
-    return created.status.state is TaskState.REJECTED and bool(
-        ext_metadata(created).get("rejected")
-    )
 
 
 def handoff_message_id(envelope: HandoffEnvelope) -> str:

@@ -14,12 +14,12 @@ drives these steps (`runtime.tasks.TaskManager`); this module decides them.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from dataclasses import replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 from a2a_handoff.contracts.model import MISSING, lookup
-from a2a_handoff.errors import IdempotencyConflictError
+from a2a_handoff.errors import HandoffProcessingError, IdempotencyConflictError
 from a2a_handoff.handoff.ledger import received_entry
 from a2a_handoff.handoff.settings import HandoffSettings
 from a2a_handoff.handoff.verified import EnvelopeRefused, VerifiedEnvelope, verify
@@ -43,6 +43,36 @@ from a2a_handoff.protocol.models import (
 from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.stores.base import Store, TaskRecord
 from a2a_handoff.trust.trustlist import TrustList
+
+
+@dataclass(frozen=True, slots=True)
+class Accept:
+    """Take the handoff: create its task from `message` (signed parts only), deduplicated on
+    `key` for `window` seconds (None: ever)."""
+
+    key: str
+    window: float | None
+    message: Message
+
+
+@dataclass(frozen=True, slots=True)
+class Duplicate:
+    """A replay of a handoff taken already: answer with the task it made."""
+
+    record: TaskRecord
+
+
+@dataclass(frozen=True, slots=True)
+class Refuse:
+    """Refuse the handoff: a REJECTED task stored under `key` says `code: reason`."""
+
+    code: str
+    reason: str
+    key: str
+    message: Message
+
+
+Decision = Accept | Duplicate | Refuse
 
 
 class HandoffReceiver:
@@ -70,6 +100,25 @@ class HandoffReceiver:
                 verified.envelope,
             )
         return verified
+
+    async def decide(self, verified: VerifiedEnvelope, busy: Callable[[str], bool]) -> Decision:
+        """What to do with a proven handoff, decided once: its key looked up first (a replay
+        is a `Duplicate` whatever its age; the same key with another envelope raises -32103),
+        then the refusals, else `Accept`. `busy(key)`: this process is creating the task of
+        that key right now — HandoffProcessingError (-32102), which the sender retries."""
+        key, window = self.dedupe_for(verified)
+        existing_id = await self.store.find(key)
+        record = await self.store.get(existing_id) if existing_id is not None else None
+        if busy(key):  # checked after the reads: a creation may have started meanwhile
+            raise HandoffProcessingError()
+        if record is not None:
+            self.check_replay(record, verified)
+            return Duplicate(record)
+        message = signed_message(verified)  # nothing unsigned of the message goes further
+        refusal = self.refusal(verified)
+        if refusal is not None:
+            return Refuse(*refusal, key, message)
+        return Accept(key, window, message)
 
     async def _escalated(self, verified: VerifiedEnvelope) -> bool:
         """Whether the decision a `return` carries answers a task of this agent, in the

@@ -18,10 +18,10 @@ from contextlib import AbstractAsyncContextManager
 
 from a2a_handoff.errors import StoreError
 from a2a_handoff.handoff.delivery import Delivery
-from a2a_handoff.handoff.envelope import HandoffEnvelope
+from a2a_handoff.handoff.job import DeliveryJob
 from a2a_handoff.handoff.sender import PENDING
 from a2a_handoff.handoff.settings import HandoffSettings
-from a2a_handoff.stores.base import OutboxEntry, Store, TaskRecord
+from a2a_handoff.stores.base import Store, TaskRecord
 
 log = logging.getLogger("a2a_handoff.handoff")
 
@@ -40,77 +40,90 @@ class Outbox:
         self.delivery = delivery
         self.hold = hold
         self._waiters: dict[str, Callable[[TaskRecord], None]] = {}
+        # handoff id → the task delivering it in this process
+        self.in_flight: dict[str, asyncio.Task[TaskRecord | None]] = {}
         self._periodic: asyncio.Task[None] | None = None
 
     def spawn(
-        self,
-        entry: OutboxEntry,
-        on_done: Callable[[TaskRecord], None] | None = None,
-        fresh: bool = False,
-        *,
-        envelope: HandoffEnvelope | None = None,
-        source: TaskRecord | None = None,
-        reopen: bool = False,
+        self, job: DeliveryJob, on_done: Callable[[TaskRecord], None] | None = None
     ) -> asyncio.Task[TaskRecord | None]:
-        """Deliver an entry in the background, once per process.
+        """Deliver a job in the background, once per entry per process.
 
-        `on_done` is called with the source's final record by whichever delivery of this
-        entry ends it — this one, or a later replay by the recovery loop if this one failed.
-        `fresh`: this process just checkpointed the entry, whose `envelope` and `source`
-        record it still holds (see `deliver`).
+        `on_done` is called with the source's final record by whichever delivery ends the
+        task — this one, or a later replay by the recovery loop if this one failed.
         """
         if on_done is not None:
-            self._waiters[entry.handoff_id] = on_done
-        running = self.delivery.in_flight.get(entry.handoff_id)
+            self._waiters[job.handoff_id] = on_done
+        running = self.in_flight.get(job.handoff_id)
         if running is not None:
             return running
-        job = asyncio.create_task(
-            self._deliver_held(entry, fresh, envelope, source, reopen),
-            name=f"handoff-{entry.handoff_id}",
-        )
-        self.delivery.in_flight[entry.handoff_id] = job
+        chain = [job.handoff_id]  # the entries this task delivers, in turn
+        task = asyncio.create_task(self._run(job, chain), name=f"handoff-{job.handoff_id}")
+        self.in_flight[job.handoff_id] = task
 
         def done(finished: asyncio.Task[TaskRecord | None]) -> None:
-            self.delivery.in_flight.pop(entry.handoff_id, None)
+            for handoff_id in chain:
+                if self.in_flight.get(handoff_id) is finished:
+                    del self.in_flight[handoff_id]
             if finished.cancelled():
                 return
+            last = chain[-1]
             error = finished.exception()
             if error is not None:  # left pending: the recovery loop replays it
-                log.error("handoff %s: delivery failed: %r", entry.handoff_id, error)
+                log.error("handoff %s: delivery failed: %r", last, error)
                 return
             record = finished.result()
             if record is not None and record.state.terminal:
-                waiter = self._waiters.pop(entry.handoff_id, None)
+                waiter = self._waiters.pop(last, None)
                 if waiter is not None:
                     waiter(record)
             elif record is not None:  # reopened: its handler goes on, the entry is closed
-                self._waiters.pop(entry.handoff_id, None)
+                self._waiters.pop(last, None)
 
-        job.add_done_callback(done)
-        return job
+        task.add_done_callback(done)
+        return task
+
+    async def _run(self, job: DeliveryJob, chain: list[str]) -> TaskRecord | None:
+        """Deliver `job`, then each job a contract's recovery path queues after it: the
+        source's final record."""
+        while True:
+            result = await self._deliver_held(job, chain)
+            if not isinstance(result, DeliveryJob):
+                return result
+            job = result
 
     async def _deliver_held(
-        self,
-        entry: OutboxEntry,
-        fresh: bool,
-        envelope: HandoffEnvelope | None,
-        source: TaskRecord | None,
-        reopen: bool = False,
-    ) -> TaskRecord | None:
+        self, job: DeliveryJob, chain: list[str]
+    ) -> TaskRecord | DeliveryJob | None:
         """Deliver under the entry's lease when replicas share the store: one delivers it
         while its lease runs; when that replica dies, another takes it over (same key)."""
-        deliver = self.delivery.deliver
         if not self.store.shared:
-            return await deliver(entry, fresh, envelope=envelope, source=source, reopen=reopen)
-        async with self.hold(f"outbox:{entry.handoff_id}") as held:
+            return self._queued(await self.delivery.deliver(job), chain)
+        async with self.hold(f"outbox:{job.handoff_id}") as held:
             if not held:
                 return None
-            return await deliver(entry, fresh, envelope=envelope, source=source, reopen=reopen)
+            return self._queued(await self.delivery.deliver(job), chain)
+
+    def _queued(
+        self, result: TaskRecord | DeliveryJob | None, chain: list[str]
+    ) -> TaskRecord | DeliveryJob | None:
+        """A job that follows (a recovery path's handoff) is this task's to deliver next: the
+        recovery loop must not start a second delivery of it, and whoever waited on the
+        failed handoff now waits on it."""
+        if isinstance(result, DeliveryJob):
+            current = asyncio.current_task()
+            if current is not None:
+                self.in_flight[result.handoff_id] = current
+            waiter = self._waiters.pop(chain[-1], None)
+            if waiter is not None:
+                self._waiters[result.handoff_id] = waiter
+            chain.append(result.handoff_id)
+        return result
 
     async def recover(self, wait_seconds: float | None = None) -> int:
         """Replay pending entries not being delivered; wait up to `wait_seconds` for them."""
         entries = await self.store.outbox(status=PENDING)
-        jobs = [self.spawn(e) for e in entries if e.handoff_id not in self.delivery.in_flight]
+        jobs = [self.spawn(DeliveryJob(e)) for e in entries if e.handoff_id not in self.in_flight]
         if jobs and wait_seconds:
             await asyncio.wait(jobs, timeout=wait_seconds)
         return len(jobs)
@@ -134,7 +147,7 @@ class Outbox:
                 failing = False
 
     async def aclose(self) -> None:
-        jobs = [j for j in (self._periodic, *self.delivery.in_flight.values()) if j is not None]
+        jobs = [j for j in (self._periodic, *self.in_flight.values()) if j is not None]
         for job in jobs:
             job.cancel()
         for job in jobs:

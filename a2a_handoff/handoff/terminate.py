@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from a2a_handoff.errors import ConflictError
@@ -63,37 +64,15 @@ async def reopened(
 ) -> TaskRecord | None:
     """ONE transaction: the entry `failed`, the source back to WORKING (no longer handing
     off) with the refusal said in its history and kept in `metadata[URI].refused`."""
-    record = source
-    for _ in range(5):
-        if record is None:
-            record = await store.get(entry.task_id)
-        if record is None or record.state.terminal:
-            return record
-        transition(record.state, TaskState.WORKING)
-        message = agent_message(reason, record.task)
-        ext = {k: v for k, v in ext_metadata(record.task).items() if k != "state"}
-        ext["refused"] = {"handoffId": entry.handoff_id, "reason": reason}
-        now = utc_now()
-        task = record.task.model_copy(
-            update={
-                "metadata": {**(record.task.metadata or {}), HANDOFF_EXTENSION_URI: ext},
-                "history": [*(record.task.history or []), message],
-                "status": TaskStatus(state=TaskState.WORKING, message=message, timestamp=now),
-            }
-        )
-        updated = record.advanced(task, 1, now)
-        try:
-            await store.terminate(
-                updated, [status_event(task, {HANDOFF_EXTENSION_URI: {"refused": ext["refused"]}})],
-                expected_version=record.version, handoff_id=entry.handoff_id,
-                status=FAILED, detail=reason,
-            )  # fmt: skip
-        except ConflictError:
-            record = None
-            continue
-        return updated
-    log.error("handoff %s: could not reopen task %s", entry.handoff_id, entry.task_id)
-    return None
+    refusal = {"handoffId": entry.handoff_id, "reason": reason}
+
+    def ext(old: dict[str, Any]) -> dict[str, Any]:
+        return {**{k: v for k, v in old.items() if k != "state"}, "refused": refusal}
+
+    record, _ = await _close(
+        store, entry, TaskState.WORKING, reason, ext, {"refused": refusal}, FAILED, reason, source
+    )
+    return record
 
 
 async def delayed(
@@ -146,35 +125,60 @@ async def terminate(
     `source`: the record to start from (else read); a stale one fails the check-and-set
     and the task is read again.
     """
+
+    def ext(old: dict[str, Any]) -> dict[str, Any]:
+        return {**old, **members, "handoffId": entry.handoff_id}
+
+    record, wrote = await _close(store, entry, state, text, ext, None, status, detail, source)
+    if wrote and record is not None:
+        failpoint("handoff.after_terminate")
+        events.transitions(record.task.id, record.task.context_id, [state])
+    return record
+
+
+async def _close(
+    store: Store,
+    entry: OutboxEntry,
+    state: TaskState,
+    text: str,
+    ext: Callable[[dict[str, Any]], dict[str, Any]],
+    said: dict[str, Any] | None,
+    status: str,
+    detail: str,
+    source: TaskRecord | None,
+) -> tuple[TaskRecord | None, bool]:
+    """The check-and-set loop that closes `entry`: the source task moves to `state` with
+    `text` in its history and `ext(its handoff metadata)`, its event saying `said` (None:
+    the whole metadata), and the entry becomes `status` with `detail`, in ONE transaction.
+    The task as written (True), or as found — terminal or gone (False)."""
     record = source
     for _ in range(5):
         if record is None:
             record = await store.get(entry.task_id)
         if record is None or record.state.terminal:
-            return record
+            return record, False
         transition(record.state, state)
         message = agent_message(text, record.task)
-        ext = {**ext_metadata(record.task), **members, "handoffId": entry.handoff_id}
+        members = ext(ext_metadata(record.task))
         now = utc_now()
         task = record.task.model_copy(
             update={
-                "metadata": {**(record.task.metadata or {}), HANDOFF_EXTENSION_URI: ext},
+                "metadata": {**(record.task.metadata or {}), HANDOFF_EXTENSION_URI: members},
                 "history": [*(record.task.history or []), message],
                 "status": TaskStatus(state=state, message=message, timestamp=now),
             }
         )
         updated = record.advanced(task, 1, now)
+        told = dict(members) if said is None else said
         try:
             await store.terminate(
-                updated, [status_event(task, {HANDOFF_EXTENSION_URI: dict(ext)})],
+                updated, [status_event(task, {HANDOFF_EXTENSION_URI: told})],
                 expected_version=record.version, handoff_id=entry.handoff_id,
                 status=status, detail=detail,
             )  # fmt: skip
         except ConflictError:
             record = None
             continue
-        failpoint("handoff.after_terminate")
-        events.transitions(task.id, task.context_id, [state])
-        return updated
-    log.error("handoff %s: could not terminate task %s", entry.handoff_id, entry.task_id)
-    return None
+        return updated, True
+    log.error("handoff %s: could not close task %s", entry.handoff_id, entry.task_id)
+    return None, False

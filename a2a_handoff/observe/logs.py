@@ -32,11 +32,11 @@ from a2a_handoff.observe.labels import short_state
 
 FIELDS = ("event", "agent", "task_id", "context_id", "handoff_id", "trace_id")
 INFO = logging.INFO
-TIME_FORMAT = "%Y-%m-%d %H:%M:%S"  # then ",mmm": logging's default asctime
+TIME_FORMAT = "%Y-%m-%dT%H:%M:%S"  # then ".mmmZ": ISO 8601, UTC, as the tasks' timestamps
 EVENTS = "a2a_handoff.events"  # the logger of the event lines
 FLUSH_AFTER = 0.05  # seconds an INFO line may wait for the lines after it
 _BATCH = 512  # lines: written at once when this many wait
-_MILLIS = tuple(f",{n:03d}" for n in range(1000))
+_MILLIS = tuple(f".{n:03d}Z" for n in range(1000))
 
 _LEVELS = {logging.DEBUG: "DEBUG", INFO: "INFO", logging.WARNING: "WARNING", logging.ERROR: "ERROR"}
 
@@ -123,14 +123,15 @@ class Sink:
         self.stream.flush()
 
     def _stamp(self, when: float) -> str:
-        """`when` as logging's asctime (milliseconds); strftime once a second."""
+        """`when` in ISO 8601, UTC, to the millisecond (`_IsoTime`'s); strftime once a
+        second."""
         ms = int(when * 1000)
         if ms != self._ms:
             self._ms = ms
             second, milli = divmod(ms, 1000)
             if second != self._second:
                 self._second = second
-                self._head = time.strftime(TIME_FORMAT, time.localtime(second))
+                self._head = time.strftime(TIME_FORMAT, time.gmtime(second))
             self._last = self._head + _MILLIS[milli]
         return self._last
 
@@ -267,7 +268,15 @@ class _Handler(logging.StreamHandler):  # type: ignore[type-arg]
         super().emit(record)
 
 
-class TextFormatter(logging.Formatter):
+class _IsoTime(logging.Formatter):
+    """A line's time in ISO 8601, UTC, to the millisecond: `2026-05-04T12:00:00.123Z`."""
+
+    converter = staticmethod(time.gmtime)
+    default_time_format = TIME_FORMAT
+    default_msec_format = "%s.%03dZ"
+
+
+class TextFormatter(_IsoTime):
     """`time level logger: message key=value …` (the ids present on the record)."""
 
     def __init__(self) -> None:
@@ -286,12 +295,22 @@ class TextFormatter(logging.Formatter):
         return f"{head} {' '.join(extra)}{sep}{rest}"
 
 
+# Attributes of a record that are no field of a JSON line: uvicorn's `color_message` is its
+# message again, with ANSI colour escapes in it, for its own coloured console formatter.
+NOT_FIELDS = ("color_message",)
+
+
 def json_formatter() -> logging.Formatter:
+    from pythonjsonlogger.core import RESERVED_ATTRS
     from pythonjsonlogger.json import JsonFormatter
 
-    return JsonFormatter(
+    class _Json(_IsoTime, JsonFormatter):
+        pass
+
+    return _Json(
         "%(asctime)s %(levelname)s %(name)s %(message)s",
         rename_fields={"asctime": "time", "levelname": "level", "name": "logger"},
+        reserved_attrs=[*RESERVED_ATTRS, *NOT_FIELDS],
     )
 
 

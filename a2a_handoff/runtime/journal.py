@@ -83,16 +83,16 @@ def resolved(record: TaskRecord, duplicate: bool = False) -> Submission:
 
 
 class JournalHost(Protocol):
-    """What a journal needs from the task manager that runs it."""
+    """What a journal needs from the run that owns it."""
 
     @property
     def store(self) -> Store: ...
 
-    def created(self, run: Journal) -> None:
-        """The run's task is stored: from now on the store answers for its dedupe key."""
+    def created(self) -> None:
+        """The task is stored: from now on the store answers for its dedupe key."""
 
-    def forget(self, run: Journal) -> None:
-        """The run is over (settled or aborted)."""
+    def forget(self) -> None:
+        """The run is over (settled, replied or aborted)."""
 
     def free_task(self, task_id: str) -> None:
         """Release the task's runner lease (replicas)."""
@@ -100,9 +100,15 @@ class JournalHost(Protocol):
     def strand(self, task_id: str) -> None:
         """The run stopped because the store failed: fail the task once it takes writes."""
 
+    def stopped(self) -> None:
+        """The journal was aborted: stop the handler, its work can no longer be stored."""
+
 
 class Journal:
-    """One step of one task: the events not yet written, and the futures callers wait on."""
+    """One step of one task: the events not yet written, and the futures callers wait on.
+
+    Owned by the task's run (`runtime.run.TaskRun`), which decides what may be emitted; the
+    journal only writes it, and tells the run when its work can no longer be stored."""
 
     def __init__(
         self,
@@ -132,14 +138,10 @@ class Journal:
             self.start = (task, committed.version + 1)
         self.dedupe_ttl: float | None = None  # a contract's replay window for the key
         self.received: ReceivedEntry | None = None  # the ledger row of the handoff creating it
-        self.driver: asyncio.Task[None] | None = None  # the handler's task (see TaskRun)
-        self.flusher: asyncio.Task[None] | None = None
-        # A new task the handler may still answer with a direct Message: nothing is written
-        # until it emits something or ends (see `TaskRun.run`).
-        self.deferred = False
-        self.aborted = False
-        self._flushing = False
-        self._kicked = False
+        self.flusher: asyncio.Task[None] | None = None  # the write under way, if any
+        # The write scheduled for when the handler yields (the writer's own business, not a
+        # phase of the run: see `runtime.phases`).
+        self._kick: asyncio.Handle | None = None
 
     @property
     def submission(self) -> Submission:
@@ -149,24 +151,25 @@ class Journal:
         return Submission(self.task.id, self.created, self.settled, head, after)
 
     def emit(self, task: Task, item: StreamResponse) -> None:
-        """Record a step's event; it is written once the handler yields."""
-        if self.aborted:
-            return
+        """Record a step's event (the run checked it may); it is written once the handler
+        yields."""
         self.task = task
         self.pending.append(item)
-        self.deferred = False
         self.kick()
 
+    def hold(self, task: Task, item: StreamResponse) -> None:
+        """Record an event without scheduling its write: it goes with what follows."""
+        self.task = task
+        self.pending.append(item)
+
     def kick(self) -> None:
-        if not self._kicked:
-            self._kicked = True
-            asyncio.get_running_loop().call_soon(self._schedule_flush)
+        if self._kick is None:
+            self._kick = asyncio.get_running_loop().call_soon(self._schedule_flush)
 
     def _schedule_flush(self) -> None:
         """Runs once the handler yields: everything it emitted until then is one write."""
-        self._kicked = False
-        if not self._flushing and self.pending:
-            self._flushing = True
+        self._kick = None
+        if not self.writing and self.pending:
             self.flusher = asyncio.create_task(self._flush())
 
     async def _flush(self) -> None:
@@ -200,8 +203,6 @@ class Journal:
         except Exception as exc:
             log.exception("could not store task %s", self.task.id)
             self.abort(InternalError(f"the task store failed: {type(exc).__name__}"))
-        finally:
-            self._flushing = False
 
     async def _write_retrying(self, task: Task, items: list[StreamResponse]) -> bool:
         """`_write`, retried while the store is unreachable — once the task is acknowledged
@@ -285,7 +286,7 @@ class Journal:
         if not self.created.done():
             self.created.set_result(record)
             # Created: from now on the store answers for this key (a replay is a duplicate).
-            self.host.created(self)
+            self.host.created()
 
     async def create_with(self, task: Task, event: StreamResponse, entry: OutboxEntry) -> bool:
         """Create the task as `task` — what is pending, then `event` — together with the
@@ -306,8 +307,7 @@ class Journal:
         while True:
             if self.flusher is not None and not self.flusher.done():
                 await asyncio.shield(self.flusher)
-            elif self.pending and not self.settled.done():
-                self._flushing = True  # do not wait for the scheduled kick
+            elif self.pending and not self.settled.done():  # not waiting for the kick
                 self.flusher = asyncio.create_task(self._flush())
             else:
                 return
@@ -315,11 +315,11 @@ class Journal:
     @property
     def writing(self) -> bool:
         """Whether a write of this journal is under way."""
-        return self._flushing
+        return self.flusher is not None and not self.flusher.done()
 
     def settle(self, record: TaskRecord) -> None:
         """The step is over: `record` answers the callers waiting for it."""
-        self.host.forget(self)
+        self.host.forget()
         self.host.free_task(record.id)
         if not self.settled.done():
             self.settled.set_result(record)
@@ -327,12 +327,12 @@ class Journal:
     @property
     def unwritten(self) -> bool:
         """Whether nothing of this (new) task was written yet, nor is being written."""
-        return self.committed is None and not self._flushing and not self.host.store.shared
+        return self.committed is None and not self.writing and not self.host.store.shared
 
     def reply(self, message: Message) -> None:
         """End an unwritten run with a direct Message: the task is never created."""
         self.pending.clear()
-        self.host.forget(self)
+        self.host.forget()
         for future in (self.created, self.settled):
             if not future.done():
                 future.set_exception(Replied(message))
@@ -340,11 +340,9 @@ class Journal:
 
     def abort(self, error: RpcError | None, answer: TaskRecord | None = None) -> None:
         """Stop the run: its work cannot be stored (error) or belongs to another task."""
-        self.aborted = True
         self.pending.clear()
-        if self.driver is not None and not self.driver.done():
-            self.driver.cancel()
-        self.host.forget(self)
+        self.host.stopped()
+        self.host.forget()
         self.host.free_task(self.task.id)
         for future in (self.created, self.settled):
             if future.done():

@@ -1,6 +1,7 @@
 """One task's run: its handler driven to an outcome, and the outcome carried out.
 
 Invariants:
+- the run is in one phase at a time (`runtime.phases`), changed only through its table;
 - every state change goes through `states.transition()` (via `protocol.events.with_status`);
 - a handler's exception fails the task with its message; it never crashes a request;
 - a cancel requested while the handler runs cancels it and ends the task CANCELED; once the
@@ -16,16 +17,10 @@ import logging
 from typing import Protocol
 
 from a2a_handoff.agent import Agent, TaskContext
-from a2a_handoff.errors import (
-    GateRefused,
-    InternalError,
-    StoreError,
-    StoreUnavailableError,
-    TaskBusyError,
-)
-from a2a_handoff.escalation import Escalate, Escalation, EscalationPolicy
-from a2a_handoff.handoff.envelope import HandoffEnvelope
+from a2a_handoff.errors import RpcError, StoreError, StoreUnavailableError, TaskBusyError
+from a2a_handoff.escalation import Escalate, EscalationPolicy
 from a2a_handoff.handoff.handoffs import Handoffs
+from a2a_handoff.handoff.verified import VerifiedEnvelope
 from a2a_handoff.ids import new_id
 from a2a_handoff.observe import events, tracing
 from a2a_handoff.outcomes import (
@@ -37,25 +32,25 @@ from a2a_handoff.outcomes import (
     Rejected,
     Reply,
 )
-from a2a_handoff.protocol.events import agent_message, appended, status_event, with_status
-from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI, ext_metadata, with_ext_metadata
-from a2a_handoff.protocol.models import (
-    Artifact,
-    Message,
-    Role,
-    StreamResponse,
-    TaskArtifactUpdateEvent,
-    parse_time,
-)
+from a2a_handoff.protocol.events import agent_message, status_event, with_status
+from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI
+from a2a_handoff.protocol.models import Message, Role, StreamResponse, Task
 from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.runtime.escalations import escalation_handoff, repeated_failure
-from a2a_handoff.runtime.journal import Journal, JournalHost
+from a2a_handoff.runtime.handing import hand_off
+from a2a_handoff.runtime.journal import Journal, Submission
+from a2a_handoff.runtime.phases import Phase, PhaseError, advance
+from a2a_handoff.runtime.port import RunPort
+from a2a_handoff.stores.base import Store, TaskRecord
 
 log = logging.getLogger("a2a_handoff.runtime")
 
 
-class RunHost(JournalHost, Protocol):
+class RunHost(Protocol):
     """What a task's run needs from the task manager."""
+
+    @property
+    def store(self) -> Store: ...
 
     @property
     def agent(self) -> Agent: ...
@@ -66,20 +61,143 @@ class RunHost(JournalHost, Protocol):
     @property
     def handoffs(self) -> Handoffs: ...
 
+    def created(self, run: TaskRun) -> None:
+        """The run's task is stored: from now on the store answers for its dedupe key."""
+
+    def forget(self, run: TaskRun) -> None:
+        """The run is over (settled or aborted)."""
+
+    def free_task(self, task_id: str) -> None:
+        """Release the task's runner lease (replicas)."""
+
+    def strand(self, task_id: str) -> None:
+        """The run stopped because the store failed: fail the task once it takes writes."""
+
     async def claim_task(self, task_id: str) -> bool:
         """Take the task's runner lease (replicas); False while another replica's run has it."""
 
 
-class TaskRun(Journal):
-    """One step of one task: its handler, and the events not yet written."""
+class TaskRun:
+    """One step of one task: its phase, its handler, and its journal (what it emitted)."""
 
-    host: RunHost
-    cancel_requested = False  # cancel() asked: the handler's cancellation ends it CANCELED
-    handler_done = False  # the handler returned: the step ends on its own
-    handing_off = False  # the handoff is being checkpointed or delivered: not cancelable
-    notices = 0  # non-blocking escalations sent, each with a key of its own
-    spoke = False  # the handler emitted a status or an artifact: no direct Message any more
-    handed_over = False  # `ctx.hand_off` handed the task over: the step is over
+    def __init__(
+        self,
+        host: RunHost,
+        task: Task,
+        owner: str,
+        *,
+        committed: TaskRecord | None,
+        dedupe_key: str | None,
+        first: StreamResponse,
+        envelope: VerifiedEnvelope | None = None,
+    ) -> None:
+        self.host = host
+        self.phase = Phase.STARTING
+        self.journal = Journal(
+            self,
+            task,
+            owner,
+            committed=committed,
+            dedupe_key=dedupe_key,
+            first=first,
+            envelope=envelope,
+        )
+        self.port = RunPort(self)
+        self.driver: asyncio.Task[None] | None = None  # the handler's task
+
+    # -- the phase --------------------------------------------------------------------------
+
+    def advance(self, phase: Phase) -> None:
+        """Move to `phase`; PhaseError when the table forbids it."""
+        self.phase = advance(self.phase, phase)
+
+    def speak(self) -> None:
+        """The handler emits: from now on no direct Message. Refused once its step is over
+        (a run that was aborted drops what it emits, see `emit`)."""
+        if self.phase is Phase.RUNNING:
+            self.advance(Phase.SPEAKING)
+        elif self.phase not in (Phase.SPEAKING, Phase.CANCELING, Phase.ABORTED):
+            raise PhaseError(f"the handler's step is over ({self.phase.name}): nothing to emit")
+
+    def cancel(self) -> None:
+        """A caller's cancel: stops the handler while it runs (the task ends CANCELED); once
+        it returned, the step ends on its own. Callers check `phase.cancelable` first."""
+        if self.phase.handler_running:
+            self.advance(Phase.CANCELING)
+        if self.phase is Phase.CANCELING and self.driver is not None:
+            self.driver.cancel()
+
+    def abort(self, error: RpcError | None, answer: TaskRecord | None = None) -> None:
+        """Stop the run: its work cannot be stored (error) or belongs to another task."""
+        self.journal.abort(error, answer)
+
+    # -- what the journal reports (runtime.journal.JournalHost) ------------------------------
+
+    @property
+    def store(self) -> Store:
+        return self.host.store
+
+    def created(self) -> None:
+        self.host.created(self)
+
+    def forget(self) -> None:
+        self.host.forget(self)
+
+    def free_task(self, task_id: str) -> None:
+        self.host.free_task(task_id)
+
+    def strand(self, task_id: str) -> None:
+        self.host.strand(task_id)
+
+    def stopped(self) -> None:
+        if self.phase is not Phase.ABORTED:
+            self.advance(Phase.ABORTED)
+        if self.driver is not None and not self.driver.done():
+            self.driver.cancel()
+
+    # -- what the task manager reads ---------------------------------------------------------
+
+    @property
+    def task(self) -> Task:
+        return self.journal.task
+
+    @property
+    def dedupe_key(self) -> str | None:
+        return self.journal.dedupe_key
+
+    @property
+    def submission(self) -> Submission:
+        return self.journal.submission
+
+    @property
+    def settled(self) -> asyncio.Future[TaskRecord]:
+        return self.journal.settled
+
+    @property
+    def handoffs(self) -> Handoffs:
+        return self.host.handoffs
+
+    @property
+    def acting_for(self) -> str:
+        """The principal a handoff of this task is made on behalf of (`onBehalfOf`): the user
+        its owner acts for, when the task was itself handed over — else its owner."""
+        journal = self.journal
+        committed = journal.committed.delegate if journal.committed is not None else ""
+        return journal.delegate or committed or journal.owner
+
+    @property
+    def direct(self) -> bool:
+        """Whether a `Reply` can still be a direct Message: a new task, nothing written, and
+        nothing emitted by the handler."""
+        journal = self.journal
+        return (
+            self.phase in (Phase.STARTING, Phase.RUNNING)
+            and journal.unwritten
+            and journal.start is None
+            and journal.envelope is None
+        )
+
+    # -- the handler -------------------------------------------------------------------------
 
     def run(self, message: Message, *, defer: bool = False) -> None:
         """Start the handler on `message` (a follow-up starts with an event already pending).
@@ -89,12 +207,14 @@ class TaskRun(Journal):
         Message (`Reply`) after awaiting, say, a model. Not with a shared store: there the
         handler runs only once its task is committed.
         """
-        self.deferred = defer and self.direct
-        self.driver = asyncio.create_task(self._drive(message), name=f"task-{self.task.id}")
-        if self.deferred:
+        deferred = defer and self.direct
+        self.driver = asyncio.create_task(
+            self._drive(message, deferred), name=f"task-{self.task.id}"
+        )
+        if deferred:
             return
-        if not (self.host.store.shared and self.committed is not None):
-            self.kick()  # a follow-up on a shared store writes once the task is claimed
+        if not (self.store.shared and self.journal.committed is not None):
+            self.journal.kick()  # a follow-up on a shared store writes once the task is claimed
 
     async def _claim(self) -> bool:
         """Replicas share the store: take the task's runner lease before anything is written
@@ -114,310 +234,120 @@ class TaskRun(Journal):
                 )
             )
             return False
-        if self.committed is not None:
-            self.kick()
+        if self.journal.committed is not None:
+            self.journal.kick()
         try:
-            await asyncio.shield(self.created)
+            await asyncio.shield(self.journal.created)
         except Exception:
             return False  # not stored: the run was aborted with the reason
         return True
 
-    async def _drive(self, message: Message) -> None:
+    async def _drive(self, message: Message, deferred: bool) -> None:
         host = self.host
         try:
             if host.store.shared and not await self._claim():
                 return
             if self.task.status.state is not TaskState.WORKING:
-                if self.deferred:  # held back with the Task itself, written with what follows
-                    self.task = with_status(self.task, TaskState.WORKING)
-                    self.pending.append(status_event(self.task))
+                working = with_status(self.task, TaskState.WORKING)
+                if deferred:  # held back with the Task itself, written with what follows
+                    self.journal.hold(working, status_event(working))
                 else:
-                    self.emit_state(TaskState.WORKING)
+                    self.emit(working, status_event(working))
             ctx = TaskContext(
-                message=message,
-                task=self.task,
-                _emit_status=self._on_status,
-                _emit_artifact=self._on_artifact,
-                envelope=self.envelope,
+                message,
+                self.task,
+                self.port,
+                envelope=self.journal.envelope,
                 policy=host.policy,
-                _inform=self._inform,
-                _emit_chunk=self._on_chunk,
-                _use_approval=self._use_approval,
-                _planner=host.handoffs.sender,
-                _attempt=self._attempt,
-                principal=self.owner,
+                principal=self.journal.owner,
             )
-            try:
-                if tracing.enabled():
-                    with tracing.span("a2a.handler", "a2a.task_id", self.task.id):
-                        outcome = await host.agent.handle(ctx)
-                else:  # (no null context around every handler when tracing is off)
-                    outcome = await host.agent.handle(ctx)
-            except Exception as exc:
-                events.handler_failed(self.task.id, self.task.context_id, exc)
-                outcome = Failed.raised(exc)
+            self.advance(Phase.RUNNING)
+            outcome = await self._handle(ctx)
             # From here on the step ends on its own: a cancel waits for it (see cancel()).
-            self.handler_done = True
-            if self.handed_over:
-                return  # `ctx.hand_off` ended the step: the outbox settles it
+            if self.phase in (Phase.HANDED_OVER, Phase.ABORTED):
+                return  # `ctx.hand_off` ended the step (the outbox settles it), or a write did
+            direct = self.direct
+            self.advance(Phase.ENDING)
             if isinstance(outcome, Failed):
                 outcome = await repeated_failure(host.store, ctx, outcome, host.policy) or outcome
             if isinstance(outcome, Escalate):
                 outcome = escalation_handoff(outcome, host.policy)
             if isinstance(outcome, Handoff):
-                await self._hand_off(outcome)
-            elif isinstance(outcome, Reply) and self.direct:
-                self.reply(self._message(outcome))
+                await hand_off(self, outcome)
+            elif isinstance(outcome, Reply) and direct:
+                self.journal.reply(reply_message(outcome, self.task, direct=True))
             else:
                 self.finish(outcome)
         except asyncio.CancelledError:
-            if not self.cancel_requested:
+            if self.phase is not Phase.CANCELING:
                 raise
             self.emit_state(TaskState.CANCELED, agent_message("Task canceled.", self.task))
         except Exception as exc:
             # A handler that returned something unusable, or a handoff that could not be
             # prepared: the task fails with the reason rather than hanging its callers.
             log.warning("task %s failed after its handler: %r", self.task.id, exc)
-            if not self.task.status.state.terminal and not self.handing_off:
+            if not self.task.status.state.terminal and self.phase.emits:
                 self.finish(Failed(f"{type(exc).__name__}: {exc}"))
 
-    @property
-    def acting_for(self) -> str:
-        """The principal a handoff of this task is made on behalf of (`onBehalfOf`): the user
-        its owner acts for, when the task was itself handed over — else its owner."""
-        committed = self.committed.delegate if self.committed is not None else ""
-        return self.delegate or committed or self.owner
-
-    def _use_approval(self, decision_id: str) -> bool:
-        """Record that an operator's approval was used (False: it was, already). Kept in the
-        task's metadata, written with the step's events — the receiver makes sure no other
-        task ever holds the same decision (it deduplicates returns on the decision's id)."""
-        used = ext_metadata(self.task).get("approvalsUsed") or []
-        if decision_id in used:
-            return False
-        task = with_ext_metadata(self.task, approvalsUsed=[*used, decision_id])
-        self.emit(task, status_event(task, {HANDOFF_EXTENSION_URI: {"approvalUsed": decision_id}}))
-        return True
-
-    async def _inform(self, escalation: Escalation) -> str:
-        """A non-blocking escalation: delivered (durably taken by the human agent) first."""
-        self.spoke = True
-        self.notices += 1
-        handoffs = self.host.handoffs
-        envelope, envelope_json = await handoffs.sender.prepare(
-            self.task,
-            Handoff.to_human(escalation, blocking=False),
-            self.acting_for,
-            key_salt=f"notice:{self.notices}",
-        )
-        created = await handoffs.delivery.notify(envelope, envelope_json)
-        await self._on_status(
-            f"Informed {envelope.target.agent} (task {created.id}): {escalation.what_is_needed}"
-        )
-        return created.id
-
-    async def _attempt(self, decision: Handoff) -> str | None:
-        """`ctx.hand_off`: checkpoint the handoff and wait for its delivery's answer; the
-        reason it was refused (the task WORKING again), or None: handed over."""
-        if self.handed_over:
-            raise RuntimeError("this task was handed off already")
-        handoffs = self.host.handoffs
+    async def _handle(self, ctx: TaskContext) -> Outcome | None:
+        """The handler's outcome; its exception as a failure."""
         try:
-            envelope, envelope_json = await handoffs.sender.prepare(
-                self.task, decision, self.acting_for
-            )
-        except GateRefused as exc:
-            return str(exc)
-        refusal = handoffs.sender.loop_refusal(envelope)
-        if refusal is not None:
-            return refusal
-        self.spoke = True  # the task is written now: no direct Message after this
-        await self.drain()
-        if self.pending or self.committed is None or self.settled.done():
-            raise InternalError("the task could not be stored before the handoff")
-        self.handing_off = True
-        try:
-            record, entry = await handoffs.sender.checkpoint(
-                self.committed, envelope, envelope_json
-            )
-        except BaseException:
-            self.handing_off = False
-            raise
-        self.committed = record
-        self.task = record.task
-        job = handoffs.outbox.spawn(
-            entry, self.settle, True, envelope=envelope, source=record, reopen=True
-        )
-        try:
-            final = await asyncio.shield(job)
-        except Exception:
-            final = None  # left pending: the outbox replays it and settles the task
-        if final is not None and not final.state.terminal:
-            self.committed = final
-            self.task = final.task
-            self.handing_off = False
-            refused = ext_metadata(final.task).get("refused") or {}
-            return str(refused.get("reason") or "the handoff was refused")
-        self.handed_over = True
-        return None
-
-    async def _hand_off(self, decision: Handoff) -> None:
-        handoffs = self.host.handoffs
-        if decision.kind == "return":
-            self._decided(decision)
-        # In the chain's trace (a return is prepared while answering the operator's message)
-        chain = (ext_metadata(self.task).get("handoff") or {}).get("traceId")
-        with tracing.adopted(chain):
-            try:
-                with tracing.span("a2a.gate", "a2a.target", decision.target):
-                    envelope, envelope_json = await handoffs.sender.prepare(
-                        self.task, decision, self.acting_for
-                    )
-            except GateRefused as exc:
-                self.finish(Failed(str(exc)))
-                return
-            with tracing.span("a2a.checkpoint", "a2a.handoff_id", envelope.handoff_id):
-                await self._checkpoint(envelope, envelope_json)
-
-    def _decided(self, decision: Handoff) -> None:
-        """A human agent's task returns an operator's decision (or the fallback's): the
-        escalation is decided — or timed out —, its wait a span."""
-        said = decision.context.get("decision")
-        by = said.get("by") if isinstance(said, dict) else None
-        handoff = ext_metadata(self.task).get("handoff") or {}
-        event = "timed_out" if by == "fallback" else "decided"
-        events.escalation_decided(
-            event, self.task.id, self.task.context_id, str(handoff.get("handoffId") or ""),
-            str(handoff.get("traceId") or "") or None, verdict=said.get("verdict")
-            if isinstance(said, dict) else None,
-        )  # fmt: skip
-        created = self.committed.created_at if self.committed is not None else None
-        if created:
-            start = int(parse_time(created).timestamp() * 1e9)
-            with tracing.adopted(str(handoff.get("traceId") or "")):
-                tracing.record_span("a2a.escalation_wait", start, **{"a2a.task_id": self.task.id})
-
-    async def _checkpoint(self, envelope: HandoffEnvelope, envelope_json: str) -> None:
-        handoffs = self.host.handoffs
-        if self.committed is None and not self.writing and not self.host.store.shared:
-            # Nothing written yet (a handler that handed off at once): create the task and
-            # checkpoint the handoff in ONE transaction — one commit fewer on the path.
-            self.handing_off = True
-            task, event, entry = handoffs.sender.handing_off(
-                self.task, envelope, envelope_json, self.owner
-            )
-            try:
-                created = await self.create_with(task, event, entry)
-            except Exception as exc:
-                log.exception("handoff checkpoint of new task %s failed", self.task.id)
-                self.abort(InternalError(f"the handoff could not be checkpointed: {exc}"))
-                return
-            if created:
-                events.handoff_step(envelope, "checkpointed")
-                handoffs.outbox.spawn(
-                    entry, self.settle, True, envelope=envelope, source=self.committed
-                )
-            return
-        await self.drain()
-        if self.pending or self.committed is None or self.settled.done():
-            self.finish(Failed("the task could not be stored before the handoff"))
-            return
-        self.handing_off = True
-        try:
-            record, entry = await handoffs.sender.checkpoint(
-                self.committed, envelope, envelope_json
-            )
+            if tracing.enabled():
+                with tracing.span("a2a.handler", "a2a.task_id", self.task.id):
+                    return await self.host.agent.handle(ctx)
+            return await self.host.agent.handle(ctx)  # (no null context when tracing is off)
         except Exception as exc:
-            log.exception("handoff checkpoint of task %s failed", self.task.id)
-            self.abort(InternalError(f"the handoff could not be checkpointed: {exc}"))
-            return
-        self.committed = record
-        self.task = record.task
-        events.handoff_step(envelope, "checkpointed")
-        handoffs.outbox.spawn(entry, self.settle, True, envelope=envelope, source=record)
+            events.handler_failed(self.task.id, self.task.context_id, exc)
+            return Failed.raised(exc)
 
-    @property
-    def direct(self) -> bool:
-        """Whether a `Reply` can still be a direct Message: a new task, nothing written, no
-        task state emitted by the handler."""
-        return self.unwritten and not self.spoke and self.start is None and self.envelope is None
-
-    def _message(self, reply: Reply) -> Message:
-        """The agent's reply as a Message (in the task's context, bound to it if it exists)."""
-        return Message(
-            message_id=new_id(),
-            role=Role.AGENT,
-            parts=reply.all_parts(),
-            context_id=self.task.context_id,
-            task_id=None if self.direct else self.task.id,
-        )
+    # -- what is emitted ----------------------------------------------------------------------
 
     def finish(self, outcome: Outcome | None) -> None:
         """End the step as `outcome` says (None completes the task)."""
-        match outcome:
-            case None:
-                self.emit_state(TaskState.COMPLETED)
-            case Completed(message=text):
-                msg = agent_message(text, self.task) if text else None
-                self.emit_state(TaskState.COMPLETED, msg)
-            case InputRequired(question=question):
-                self.emit_state(TaskState.INPUT_REQUIRED, agent_message(question, self.task))
-            case Failed(reason=reason, kind=kind):
-                failure = {HANDOFF_EXTENSION_URI: {"failure": {"kind": kind}}}
-                self.emit_state(TaskState.FAILED, agent_message(reason, self.task, **failure))
-            case Rejected(reason=reason):
-                self.emit_state(TaskState.REJECTED, agent_message(reason, self.task))
-            case Reply():  # the task exists already: the reply completes it
-                self.emit_state(TaskState.COMPLETED, self._message(outcome))
-            case Handoff() | Escalate():
-                raise TypeError("a handoff is carried out by the driver, not finish()")
-            case _:
-                raise TypeError(f"the handler returned {type(outcome).__name__}, not an outcome")
+        self.emit_state(*ending(outcome, self.task))
 
     def emit_state(self, state: TaskState, message: Message | None = None) -> None:
         task = with_status(self.task, state, message)
         self.emit(task, status_event(task))
 
-    async def _on_status(self, text: str) -> None:
-        self.spoke = True
-        self.emit_state(TaskState.WORKING, agent_message(text, self.task))
+    def emit(self, task: Task, item: StreamResponse) -> None:
+        """Record an event of the step: dropped once the run was aborted (its work cannot
+        be stored), refused in a phase that emits nothing."""
+        if self.phase is Phase.ABORTED:
+            return
+        if not self.phase.emits:
+            raise PhaseError(f"a task's run emits nothing while {self.phase.name}")
+        self.journal.emit(task, item)
 
-    async def _on_artifact(self, artifact: Artifact) -> None:
-        self.spoke = True
-        task = self.task.model_copy(update={"artifacts": [*(self.task.artifacts or []), artifact]})
-        self.emit(
-            task,
-            StreamResponse(
-                artifact_update=TaskArtifactUpdateEvent(
-                    task_id=task.id, context_id=task.context_id, artifact=artifact
-                )
-            ),
-        )
 
-    async def _on_chunk(self, chunk: Artifact, append: bool, last_chunk: bool) -> None:
-        """An artifact (or a piece of one) with an id the handler chose: appended to the
-        artifact of that id, or replacing it; the event carries just the chunk."""
-        self.spoke = True
-        artifacts = list(self.task.artifacts or [])
-        index = next(
-            (i for i, a in enumerate(artifacts) if a.artifact_id == chunk.artifact_id), None
-        )
-        if append and index is None:
-            raise ValueError(f"append: this task has no artifact {chunk.artifact_id!r}")
-        if index is None:
-            artifacts.append(chunk)
-        else:
-            artifacts[index] = appended(artifacts[index], chunk) if append else chunk
-        task = self.task.model_copy(update={"artifacts": artifacts})
-        self.emit(
-            task,
-            StreamResponse(
-                artifact_update=TaskArtifactUpdateEvent(
-                    task_id=task.id,
-                    context_id=task.context_id,
-                    artifact=chunk,
-                    append=append or None,
-                    last_chunk=last_chunk,
-                )
-            ),
-        )
+def ending(outcome: Outcome | None, task: Task) -> tuple[TaskState, Message | None]:
+    """The state (and status message) `outcome` ends the step of `task` with."""
+    match outcome:
+        case None:
+            return TaskState.COMPLETED, None
+        case Completed(message=text):
+            return TaskState.COMPLETED, agent_message(text, task) if text else None
+        case InputRequired(question=question):
+            return TaskState.INPUT_REQUIRED, agent_message(question, task)
+        case Failed(reason=reason, kind=kind):
+            failure = {HANDOFF_EXTENSION_URI: {"failure": {"kind": kind}}}
+            return TaskState.FAILED, agent_message(reason, task, **failure)
+        case Rejected(reason=reason):
+            return TaskState.REJECTED, agent_message(reason, task)
+        case Reply():  # the task exists already: the reply completes it
+            return TaskState.COMPLETED, reply_message(outcome, task, direct=False)
+        case Handoff() | Escalate():
+            raise TypeError("a handoff is carried out by the driver, not finish()")
+        case _:
+            raise TypeError(f"the handler returned {type(outcome).__name__}, not an outcome")
+
+
+def reply_message(reply: Reply, task: Task, *, direct: bool) -> Message:
+    """The agent's reply as a Message (in the task's context, bound to it unless direct)."""
+    return Message(
+        message_id=new_id(),
+        role=Role.AGENT,
+        parts=reply.all_parts(),
+        context_id=task.context_id,
+        task_id=None if direct else task.id,
+    )

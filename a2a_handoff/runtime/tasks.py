@@ -30,7 +30,6 @@ from a2a_handoff.agent import Agent
 from a2a_handoff.client.client import AgentClient
 from a2a_handoff.errors import (
     ConflictError,
-    HandoffProcessingError,
     InternalError,
     InvalidParamsError,
     TaskBusyError,
@@ -41,7 +40,7 @@ from a2a_handoff.errors import (
 from a2a_handoff.escalation import EscalationPolicy
 from a2a_handoff.handoff.handoffs import Handoffs
 from a2a_handoff.handoff.ledger import received_entry
-from a2a_handoff.handoff.receiver import receive_metadata, signed_message
+from a2a_handoff.handoff.receiver import Duplicate, Refuse, receive_metadata
 from a2a_handoff.handoff.settings import HandoffSettings
 from a2a_handoff.handoff.verified import EnvelopeRefused, VerifiedEnvelope
 from a2a_handoff.ids import new_id
@@ -51,7 +50,7 @@ from a2a_handoff.protocol.extension import HANDING_OFF, HANDOFF_EXTENSION_URI, e
 from a2a_handoff.protocol.models import Message, Role, StreamResponse, Task, TaskStatus, utc_now
 from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.runtime.escalations import add_note
-from a2a_handoff.runtime.journal import Journal, Submission, resolved, write_state
+from a2a_handoff.runtime.journal import Submission, resolved, write_state
 from a2a_handoff.runtime.leases import Leases
 from a2a_handoff.runtime.local import LocalTasks
 from a2a_handoff.runtime.orphans import fail_orphans, fail_stranded, find_orphans
@@ -97,11 +96,11 @@ class TaskManager:
 
     # -- what a run needs (runtime.run.RunHost) -------------------------------------------
 
-    def created(self, run: Journal) -> None:
+    def created(self, run: TaskRun) -> None:
         if run.dedupe_key is not None and self._creating.get(run.dedupe_key) is run:
             del self._creating[run.dedupe_key]
 
-    def forget(self, run: Journal) -> None:
+    def forget(self, run: TaskRun) -> None:
         if self._runs.get(run.task.id) is run:
             del self._runs[run.task.id]
         if run.dedupe_key is not None and self._creating.get(run.dedupe_key) is run:
@@ -188,7 +187,7 @@ class TaskManager:
             if run.driver is not None:
                 run.driver.cancel()
         for run in runs:
-            for job in (run.driver, run.flusher):
+            for job in (run.driver, run.journal.flusher):
                 if job is not None:
                     with contextlib.suppress(asyncio.CancelledError, Exception):
                         await job
@@ -227,40 +226,31 @@ class TaskManager:
             return await self._receive_verified(owner, verified)
 
     async def _receive_verified(self, owner: str, verified: VerifiedEnvelope) -> Submission:
+        """Act on the receiver's one decision: answer a replay with its task, store a
+        refusal, or create the task (once per key, across replicas too)."""
         receiver = self.handoffs.receiver
-        envelope = verified.envelope
-        key, window = receiver.dedupe_for(verified)
-        if key in self._creating:
-            raise HandoffProcessingError()
-        existing_id = await self.store.find(key)
-        if key in self._creating:
-            raise HandoffProcessingError()
-        if existing_id is not None:
-            record = await self.store.get(existing_id)
-            if record is not None:
-                receiver.check_replay(record, verified)
-                self.handoffs.ledger.duplicate(envelope, record.id)
-                events.handoff_received(envelope, record.id, "duplicate")
-                return resolved(record, duplicate=True)
-        bound = signed_message(verified)  # nothing unsigned of the message goes further
-        refusal = receiver.refusal(verified)
-        if refusal is not None:
-            stored, duplicate = await receiver.reject(bound, owner, key, verified, *refusal)
-            if duplicate:
-                self.handoffs.ledger.duplicate(envelope, stored.id)
-            outcome = "duplicate" if duplicate else f"rejected:{refusal[0]}"
-            events.handoff_received(envelope, stored.id, outcome, refusal[1])
-            return resolved(stored, duplicate=duplicate)
-        if key in self._creating:
-            raise HandoffProcessingError()
-        submission = self._start(bound, owner, key, verified, window)
-        record = await asyncio.shield(submission.created)
-        if record.id != submission.task_id:  # another replica created it first
-            self.handoffs.ledger.duplicate(envelope, record.id)
-            events.handoff_received(envelope, record.id, "duplicate")
+        decision = await receiver.decide(verified, self._creating.__contains__)
+        detail = ""
+        if isinstance(decision, Duplicate):
+            record, outcome = decision.record, "duplicate"
+            answer = resolved(record, duplicate=True)
+        elif isinstance(decision, Refuse):
+            record, duplicate = await receiver.reject(
+                decision.message, owner, decision.key, verified, decision.code, decision.reason
+            )
+            outcome = "duplicate" if duplicate else f"rejected:{decision.code}"
+            detail = decision.reason
+            answer = resolved(record, duplicate=duplicate)
         else:
-            events.handoff_received(envelope, record.id, "accepted")
-        return submission
+            answer = self._start(decision.message, owner, decision.key, verified, decision.window)
+            record = await asyncio.shield(answer.created)
+            # Another replica may have created it first: then it is that one's task.
+            outcome = "accepted" if record.id == answer.task_id else "duplicate"
+        envelope = verified.envelope
+        if outcome == "duplicate":
+            self.handoffs.ledger.duplicate(envelope, record.id)
+        events.handoff_received(envelope, record.id, outcome, detail)
+        return answer
 
     async def _create(
         self,
@@ -318,9 +308,9 @@ class TaskManager:
             first=StreamResponse(task=task),
             envelope=envelope,
         )
-        run.dedupe_ttl = dedupe_ttl
+        run.journal.dedupe_ttl = dedupe_ttl
         if envelope is not None:
-            run.received = received_entry(envelope.envelope, task_id, "accepted", "")
+            run.journal.received = received_entry(envelope.envelope, task_id, "accepted", "")
         if key is not None:
             self._creating[key] = run
         self._runs[task_id] = run
@@ -405,14 +395,12 @@ class TaskManager:
                     f"task {task_id} is being handed off", metadata={"taskId": task_id}
                 )
             run = self._runs.get(task_id)
-            if run is not None and run.handing_off:
+            if run is not None and not run.phase.cancelable:
                 raise TaskNotCancelableError(
                     f"task {task_id} is being handed off", metadata={"taskId": task_id}
                 )
             if run is not None and run.driver is not None and not run.driver.done():
-                if not run.handler_done:
-                    run.cancel_requested = True
-                    run.driver.cancel()
+                run.cancel()  # stops the handler while it runs; else the step ends on its own
                 record = await asyncio.shield(run.settled)
                 if record.state is TaskState.CANCELED:
                     return record

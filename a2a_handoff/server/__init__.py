@@ -1,6 +1,21 @@
-"""Serving an agent: the app, the JSON-RPC binding, the methods, streams, card and health."""
+"""Serving an agent: the app and its settings, the JSON-RPC binding, the methods, streams,
+card and health."""
 
 from a2a_handoff.server.app import create_app
+from a2a_handoff.server.config import (
+    HandoffConfig,
+    LimitsConfig,
+    ObservabilityConfig,
+    TrustConfig,
+)
 from a2a_handoff.server.limits import ServerLimits, return_freed_memory
 
-__all__ = ["ServerLimits", "create_app", "return_freed_memory"]
+__all__ = [
+    "HandoffConfig",
+    "LimitsConfig",
+    "ObservabilityConfig",
+    "ServerLimits",
+    "TrustConfig",
+    "create_app",
+    "return_freed_memory",
+]

@@ -286,12 +286,14 @@ class A2AMethods:
     async def subscribe_to_task(self, call: Call) -> Response:
         request = validate(SubscribeToTaskRequest, call.params)
         record = await self.manager.owned(request.id, call.principal)
-        if record.state.terminal:
+        resume = _last_event_id(call.request)
+        # A stream resumed after a drop gets what it missed, even if the task ended meanwhile;
+        # a new subscription to an ended task has nothing to wait for.
+        if record.state.terminal and (resume is None or resume >= record.version):
             raise UnsupportedOperationError(
                 f"task {record.id} is {_shown(call, record.state)}: a terminal task has no updates",
                 metadata={"taskId": record.id},
             )
-        resume = _last_event_id(call.request)
         self.streams.take()
         if resume is not None:
             stream = task_stream(self.store, record.id, None, resume, until_terminal=True)

@@ -1,9 +1,10 @@
 """`GET /metrics`: the agent's Prometheus metrics (`observe.metrics`), in the text format.
 
 Under API-key auth the route needs a key, as /health's details do (the breakers' labels name
-peers' URLs), unless the agent was started with `metrics_public` (a scraper on a private
-network without a key). The gauges read from the store (outbox pending, the oldest pending
-age, escalations waiting) are refreshed on each read, from the figures /health uses.
+peers' URLs), unless the agent was started with `ObservabilityConfig(metrics_public=True)`
+(a scraper on a private network without a key). The gauges read from the store (outbox
+pending, the oldest pending age, escalations waiting) are refreshed on each read, from the
+figures /health uses.
 """
 
 from __future__ import annotations

@@ -19,9 +19,9 @@ URL options: `?schema=a2a` (agents sharing a database need different schemas, re
 agent the same), `pool_max=10`, `acquire_timeout=5`, `command_timeout=2`,
 `connect_timeout=1` (seconds); asyncpg's own options (`sslmode`, …) pass through.
 
-The rooms: `stores.postgres_ledger` (pool, lifecycle, outbox, ledger, leases, /health),
-`stores.postgres_schema` (tables, functions, migrations), `stores.postgres_follow`
-(LISTEN), this module (tasks).
+The rooms: `stores.postgres_pool` (pool, lifecycle, /health), `stores.postgres_ledger`
+(outbox, ledger, leases), `stores.postgres_schema` (tables, functions, migrations),
+`stores.postgres_follow` (LISTEN), `stores.postgres_push` (push configs), this module (tasks).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from a2a_handoff.stores.base import (
 )
 from a2a_handoff.stores.event_log import from_log, log_json, needs_snapshot
 from a2a_handoff.stores.pages import decode_page_token, encode_page_token
-from a2a_handoff.stores.postgres_ledger import guarded
+from a2a_handoff.stores.postgres_pool import guarded
 from a2a_handoff.stores.postgres_push import PostgresPush
 from a2a_handoff.stores.postgres_schema import OUTBOX_COLUMNS, RECEIVED_COLUMNS
 

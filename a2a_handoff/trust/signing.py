@@ -57,6 +57,10 @@ def verify_detached(
     (kid → public key) of type `typ` (or one of several); SignatureError otherwise."""
     if not isinstance(token, str) or token.count(".") != 2 or len(token) > 4096:
         raise SignatureError("the signature is not a detached compact JWS")
+    if token.split(".")[1]:
+        # joserfc would verify the payload the token carries and ignore `payload`: any one
+        # signature seen with its envelope would then vouch for every other envelope.
+        raise SignatureError("the signature carries a payload: not a detached JWS")
     try:
         obj = jws.extract_compact(token.encode(), payload, _REGISTRY)
         header = obj.headers()

@@ -68,7 +68,11 @@ def hop_of(agent_url: str, agent_name: str, raw: dict[str, Any]) -> dict[str, An
         }
         if received
         else None,
-        "to": {"agent": transfer.get("agentName", ""), "taskId": transfer.get("taskId", "")}
+        "to": {  # the arrow out of this box: drawn to a stand-in when its agent is not watched
+            "agent": transfer.get("agentName", ""),
+            "taskId": transfer.get("taskId", ""),
+            "reason": transfer.get("reason", ""),
+        }
         if transfer
         else None,
         "rejected": ext.get("rejected"),

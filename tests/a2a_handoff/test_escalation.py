@@ -22,6 +22,7 @@ from a2a_handoff import (
 )
 from a2a_handoff.protocol.models import Message, Part, Role, Task, TaskStatus
 from a2a_handoff.protocol.states import TaskState
+from tests.ports import RecordingPort
 
 HAPPENED = "The customer asks for a refund of $900 on order 77."
 TRIED = ["Found order 77 and computed the refund."]
@@ -149,21 +150,8 @@ def _context(
         metadata={URI: {"decision": decision.to_stored()}} if decision else None,
     )
 
-    async def ignore(_: Any) -> None:
-        return None
-
-    spent = used if used is not None else set()
-
-    def use(decision_id: str) -> bool:
-        if decision_id in spent:
-            return False
-        spent.add(decision_id)
-        return True
-
-    return TaskContext(
-        message, task, ignore, ignore,
-        policy=EscalationPolicy(amount_limit=limit), _use_approval=use,
-    )  # fmt: skip
+    port = RecordingPort(used=used if used is not None else set())
+    return TaskContext(message, task, port, policy=EscalationPolicy(amount_limit=limit))
 
 
 def test_guard_escalates_before_the_action_then_lets_only_the_approved_one_run() -> None:

@@ -41,3 +41,19 @@ def test_a_name_looked_up_lazily_is_the_rooms_own() -> None:
 
     assert a2a_handoff.create_app is create_app
     assert a2a_handoff.open_store is open_store
+
+
+def test_an_adapter_loads_its_framework_only_when_one_of_its_names_is_used() -> None:
+    code = (
+        "import sys, a2a_handoff.adapters\n"
+        "loaded = lambda: sorted(m for m in ('agents', 'langgraph') if m in sys.modules)\n"
+        "print(loaded())\n"
+        "from a2a_handoff.adapters import from_langgraph\n"
+        "print(loaded())\n"
+        "from a2a_handoff.adapters.langgraph import from_langgraph as deep\n"
+        "print(from_langgraph is deep)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    ).stdout.splitlines()
+    assert out == ["[]", "['langgraph']", "True"], out

@@ -8,6 +8,8 @@ type-only import that dodges a circle is still a circle.
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -32,13 +34,16 @@ LAYERS: list[set[str]] = [
     {"observe"},
     {"stores", "client", "contracts", "auth", "escalation"},
     {"outcomes"},
-    {"handoff"},
+    # The handler API: below the handoff room, which it reaches only through the port the
+    # runtime implements (`agent.TaskPort`).
     {"agent"},
+    {"handoff"},
     # Language-model agents build on the agent API only: siblings of the runtime, which
     # runs them without knowing them.
     {"runtime", "llm"},
-    # Push notifications: a task's events to webhooks, from the store (beside the runtime).
-    {"push"},
+    # Agents written with other frameworks (each module imports its own, when used), and push
+    # notifications: a task's events to webhooks, from the store (beside the runtime).
+    {"adapters", "push"},
     {"server"},
     {"__init__", "__main__"},
 ]
@@ -124,6 +129,45 @@ def test_no_module_imports_itself_back() -> None:
         if module not in state:
             visit(module)
     assert not cycles, "import circles: " + "; ".join(" → ".join(c) for c in cycles)
+
+
+# The handler API: what a handler author imports, and what it drags in. Never the client, the
+# stores or the trust room (network, databases, keys), not even for a type.
+HANDLER_API = "a2a_handoff.agent"
+NOT_FOR_HANDLERS = ("client", "stores", "trust")
+
+
+def closure(module: str) -> set[str]:
+    """Every package module `module` imports, directly or through others (any import)."""
+    seen: set[str] = set()
+    todo = [module]
+    while todo:
+        for target in GRAPH.get(todo.pop(), ()):
+            if target not in seen:
+                seen.add(target)
+                todo.append(target)
+    return seen
+
+
+def test_the_handler_api_imports_no_client_store_or_trust() -> None:
+    reached = closure(HANDLER_API)
+    assert "a2a_handoff.outcomes" in reached  # (the walk follows imports at all)
+    dragged = sorted(m for m in reached if room_of(m) in NOT_FOR_HANDLERS)
+    assert not dragged, f"{HANDLER_API} drags in: {dragged}"
+
+
+def test_importing_the_handler_api_loads_no_client_store_or_trust() -> None:
+    # At run time too: the packages' __init__ modules run on the way in.
+    code = (
+        f"import sys, {HANDLER_API}\n"
+        "print(sorted(m for m in sys.modules if m.startswith('a2a_handoff')))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    loaded = ast.literal_eval(done.stdout.strip())
+    assert HANDLER_API in loaded
+    dragged = [m for m in loaded if room_of(m) in NOT_FOR_HANDLERS]
+    assert not dragged, f"importing {HANDLER_API} loads {dragged}"
 
 
 def test_layers_name_every_room() -> None:

@@ -18,7 +18,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command
 from typing_extensions import TypedDict
 
-from a2a_handoff import build_card, create_app, open_store
+from a2a_handoff import HandoffConfig, build_card, create_app, open_store
 from a2a_handoff.adapters.langgraph import from_langgraph
 from servers._text import find_order_id
 
@@ -70,8 +70,10 @@ def main() -> int:
         agent,
         build_card(args.name, url, description="a front desk drawn as a graph"),
         open_store(args.store),
-        routes=dict(r.split("=", 1) for r in args.route),
-        recovery_interval=args.recovery_interval,
+        handoff=HandoffConfig(
+            routes=dict(r.split("=", 1) for r in args.route),
+            recovery_interval=args.recovery_interval,
+        ),
     )
     uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning")
     return 0

@@ -35,9 +35,10 @@ from a2a_handoff.llm.chat import HISTORY_KEY
 from a2a_handoff.llm.transfer import HandoffTool, Transfer, tool_spec
 from a2a_handoff.protocol.models import Message, Part, Role, Task, TaskStatus
 from a2a_handoff.protocol.states import TaskState
+from tests.a2a_handoff.llm.test_chat import _handoff
 from tests.a2a_handoff.server.test_methods import Client, serve
 from tests.llm.chat_server import Call, ChatServer, Say
-from tests.llm.test_chat import _handoff
+from tests.ports import RecordingPort
 from tests.support import ROOT
 
 pytestmark = pytest.mark.anyio
@@ -197,14 +198,7 @@ def _received_ctx(attempts: list[Handoff]) -> TaskContext:
         id="t1", context_id="c1", status=TaskStatus(state=TaskState.WORKING), history=history
     )
 
-    async def nothing(_: Any) -> None:
-        return None
-
-    async def attempt(decision: Handoff) -> str | None:
-        attempts.append(decision)
-        return None
-
-    return TaskContext(history[-1], task, nothing, nothing, _attempt=attempt)
+    return TaskContext(history[-1], task, RecordingPort(attempts=attempts))
 
 
 async def test_the_receiving_side_reads_the_transfer_context_in_the_run_context(

@@ -20,6 +20,7 @@ from a2a_handoff import (
     Escalate,
     Escalation,
     EscalationPolicy,
+    HandoffConfig,
     Need,
     Outcome,
     TaskContext,
@@ -85,8 +86,7 @@ def main() -> int:
         ClerkAgent(),
         build_card(args.name, url, description="escalates on purpose"),
         open_store(args.store),
-        routes=routes,
-        recovery_interval=args.recovery_interval,
+        handoff=HandoffConfig(routes=routes, recovery_interval=args.recovery_interval),
         escalation=EscalationPolicy(repeated_failures=3),
     )
     uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning")

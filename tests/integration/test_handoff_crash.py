@@ -182,9 +182,13 @@ def test_chaos_kill_9_at_random_loses_and_duplicates_nothing(
     try:
         started = time.monotonic()
         kills = 0
-        # 15 s of chaos and at least 5 kills (a restart takes longer on a loaded machine),
-        # bounded at 45 s.
-        while (time.monotonic() - started < 15 or kills < 5) and time.monotonic() - started < 45:
+        # 15 s of chaos and at least 5 kills, bounded at 90 s. Each kill waits for the agents
+        # to have taken two more requests since the last restart (at most 20 s), so that
+        # handoffs happen between kills however slowly a loaded machine restarts them.
+        while (time.monotonic() - started < 15 or kills < 5) and time.monotonic() - started < 90:
+            mark, waited = len(acknowledged), time.monotonic()
+            while len(acknowledged) < mark + 2 and time.monotonic() - waited < 20:
+                time.sleep(0.05)
             time.sleep(rng.uniform(0.3, 1.5))
             victim = rng.choice([agents.triage, agents.billing])
             victim.kill()

@@ -466,7 +466,7 @@ def test_unsigned_envelopes_with_made_up_names_leave_bounded_residue(agents: Ban
         "X-API-Key": ALICE}).content)  # fmt: skip
     before = metrics()
     for i in range(40):
-        name = f"evil{i}\n2026-01-01 00:00:00,000 INFO a2a_handoff.events: forged {'x' * 3000}"
+        name = f"evil{i}\n2026-01-01T00:00:00.000Z INFO a2a_handoff.events: forged {'x' * 3000}"
         envelope = forged(source={"agent": name, "url": "http://x/", "taskId": "t" * 5000},
                           handoffId="h" * 5000, contextId=f"c{i}" + "c" * 5000)  # fmt: skip
         code = result(send(agents.billing, {URI: envelope}, MALLORY))["task"]

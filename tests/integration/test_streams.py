@@ -258,3 +258,43 @@ async def test_last_event_id_resume_gets_the_artifact_chunks_missed(
     )
     [artifact] = stored["artifacts"]
     assert [p["text"] for p in artifact["parts"]] == [" ".join(words)]
+
+
+async def test_a_stream_resumed_after_its_task_ended_gets_what_it_missed(
+    echo_agent: AgentProcess,
+) -> None:
+    words = [f"v{i}" for i in range(6)]
+    task_id = await start(echo_agent, "tokens: " + " ".join(words))
+    async with httpx.AsyncClient(timeout=30) as http:
+        head = await sse(http, echo_agent.url, "SubscribeToTask", {"id": task_id}, limit=2)
+        last_id = head[-1][0]
+        assert last_id is not None
+        with anyio.fail_after(30):  # away until the task has ended: no race with its pace
+            for _ in range(600):
+                task = await get_task(http, echo_agent.url, task_id)
+                if task["status"]["state"] == "TASK_STATE_COMPLETED":
+                    break
+                await anyio.sleep(0.05)
+        rest = await sse(
+            http, echo_agent.url, "SubscribeToTask", {"id": task_id},
+            headers={"Last-Event-ID": str(last_id)},
+        )  # fmt: skip
+        # Resumed at the end: nothing missed, nothing to wait for — the spec's error.
+        body = {"jsonrpc": "2.0", "id": 1, "method": "SubscribeToTask", "params": {"id": task_id}}
+        end = str(rest[-1][0])
+        again = await http.post(
+            echo_agent.url, json=body, headers={**A2A_HEADERS, "Last-Event-ID": end}
+        )
+        fresh = await http.post(echo_agent.url, json=body, headers=A2A_HEADERS)
+    assert [i for i, _ in rest] == list(range(last_id + 1, last_id + 1 + len(rest)))
+    assert state_of(rest[-1][1]) == "TASK_STATE_COMPLETED"
+    snapshot = head[0][1]["result"]["task"]
+    before = [p["text"] for a in snapshot.get("artifacts", []) for p in a["parts"]]
+    chunks = [
+        f["result"]["artifactUpdate"] for _, f in head[1:] + rest if "artifactUpdate" in f["result"]
+    ]
+    assert "".join(before) + "".join(c["artifact"]["parts"][0]["text"] for c in chunks) == (
+        " ".join(words)
+    )
+    for answer in (again, fresh):
+        assert answer.json()["error"]["code"] == -32004  # UnsupportedOperationError

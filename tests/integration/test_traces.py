@@ -33,7 +33,14 @@ from opentelemetry.sdk.trace.sampling import (
 )
 from starlette.applications import Starlette
 
-from a2a_handoff import Agent, TaskContext, build_card, create_app
+from a2a_handoff import (
+    Agent,
+    HandoffConfig,
+    TaskContext,
+    TrustConfig,
+    build_card,
+    create_app,
+)
 from a2a_handoff.observe import logs, tracing
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI as URI
 from a2a_handoff.stores import open_store
@@ -102,15 +109,17 @@ async def escalated_refund(tmp_path: Path, traceparent: str) -> None:
     url = {name: f"http://127.0.0.1:{port}/" for name, port in ports.items()}
     store = {name: open_store(f"sqlite:///{tmp_path / name}.db") for name in ports}
     human = create_app(
-        HumanAgent(), human_card(url["human"]), store["human"], trust=[f"billing={url['billing']}"]
-    )
+        HumanAgent(), human_card(url["human"]), store["human"],
+        trust=TrustConfig(trusted=[f"billing={url['billing']}"]),
+    )  # fmt: skip
     billing = create_app(
         BillingAgent(), billing_card(url["billing"]), store["billing"],
-        routes={"human": url["human"]}, escalation=POLICY, trust=[f"triage={url['triage']}"],
+        handoff=HandoffConfig(routes={"human": url["human"]}), escalation=POLICY,
+        trust=TrustConfig(trusted=[f"triage={url['triage']}"]),
     )  # fmt: skip
     triage = create_app(
         TriageAgent(), triage_card(url["triage"]), store["triage"],
-        routes={"billing": url["billing"]}, scope=SCOPE,
+        handoff=HandoffConfig(routes={"billing": url["billing"]}, scope=SCOPE),
     )  # fmt: skip
     apps = [(triage, ports["triage"]), (billing, ports["billing"]), (human, ports["human"])]
     async with serving(*apps), httpx.AsyncClient(timeout=30) as http:
@@ -277,8 +286,10 @@ async def test_only_an_authenticated_callers_traceparent_decides_what_is_recorde
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     port = free_port()
     url = f"http://127.0.0.1:{port}/"
-    app = create_app(EchoAgent(), echo_card(url), open_store("memory://"),
-                     auth=ApiKeyAuth.from_keys({"alice": "alice-key"}))  # fmt: skip
+    auth = ApiKeyAuth.from_keys({"alice": "alice-key"})
+    app = create_app(
+        EchoAgent(), echo_card(url), open_store("memory://"), trust=TrustConfig(auth=auth)
+    )
 
     def call(key: str | None) -> dict[str, str]:
         sampled = f"00-{random.getrandbits(128):032x}-{1:016x}-01"

@@ -3,8 +3,6 @@ and the earlier turns when the edge's contract lets them travel (`full`, `last_k
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from a2a_handoff.agent import Route, TaskContext
@@ -16,6 +14,7 @@ from a2a_handoff.llm.model import ToolCall
 from a2a_handoff.outcomes import Handoff
 from a2a_handoff.protocol.models import Message, Part, Role, Task, TaskStatus
 from a2a_handoff.protocol.states import TaskState
+from tests.ports import RecordingPort
 from tests.support import ROOT
 
 pytestmark = pytest.mark.anyio
@@ -31,14 +30,7 @@ def _ctx(attempts: list[Handoff], refusal: str | None = None) -> TaskContext:
     message = Message(message_id="m1", role=Role.USER, parts=[Part(text="hi")])
     task = Task(id="t1", context_id="c1", status=TaskStatus(state=TaskState.WORKING))
 
-    async def nothing(_: Any) -> None:
-        return None
-
-    async def attempt(decision: Handoff) -> str | None:
-        attempts.append(decision)
-        return refusal
-
-    return TaskContext(message, task, nothing, nothing, _attempt=attempt)
+    return TaskContext(message, task, RecordingPort(refused=refusal, attempts=attempts))
 
 
 def _tool(strategy: str | None) -> _HandoffTool:

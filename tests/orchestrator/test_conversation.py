@@ -135,8 +135,9 @@ def test_a_different_entry_starts_a_new_conversation_and_says_so(
 def test_a_message_for_a_working_task_waits_then_is_delivered_or_refused(
     echo: AgentProcess, cli: Cli
 ) -> None:
-    # Long enough that the next CLI (a Python start-up, slow under load) finds it working.
-    code, out = cli.run("--wait", "0.5", "send", "--entry", echo.url, "sleep:6")
+    # Long enough that the next CLI (a Python start-up: seconds on a loaded machine) finds it
+    # working; the last send then waits for its end.
+    code, out = cli.run("--wait", "0.5", "send", "--entry", echo.url, "sleep:15")
     assert code == 4
     working = str(session(cli)["task_id"])
     assert f"echo is still working on task {working}" in out  # the id `watch` needs
@@ -148,7 +149,7 @@ def test_a_message_for_a_working_task_waits_then_is_delivered_or_refused(
     history = result(echo.rpc("GetTask", {"id": working}))["history"]
     assert all("again" not in json.dumps(m) for m in history)
     # Given the time, the message waits for the task to end, then goes (a new task: it ended).
-    code, events = cli.events("--wait", "20", "send", "again")
+    code, events = cli.events("--wait", "40", "send", "again")
     assert code == 0, events
     assert [e["event"] for e in events][-1] == "completed"
     echoed = [e for e in events if e["event"] == "artifact"]

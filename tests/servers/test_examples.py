@@ -54,26 +54,21 @@ def test_small_talk_is_not_routed() -> None:
 async def test_triage_hands_off_a_summary_not_the_transcript() -> None:
     from a2a_handoff.agent import TaskContext
     from a2a_handoff.protocol.models import Message, Part, Role, Task, TaskState, TaskStatus
+    from tests.ports import RecordingPort
 
     text = "I was charged twice for order 12345, I want a refund of $80"
     message = Message(message_id="m", role=Role.USER, parts=[Part(text=text)])
     task = Task(id="t", context_id="c", status=TaskStatus(state=TaskState.WORKING))
-    notes: list[str] = []
-
-    async def status(note: str) -> None:
-        notes.append(note)
-
-    async def artifact(_: object) -> None:
-        raise AssertionError("triage answers nothing itself when it hands off")
-
-    ctx = TaskContext(message, task, status, artifact)  # type: ignore[arg-type]
+    port = RecordingPort()
+    ctx = TaskContext(message, task, port)
     outcome = await TriageAgent().handle(ctx)
     assert isinstance(outcome, Handoff)
     assert outcome.target == "billing"
     assert outcome.required == ("refunds",)
     assert outcome.context["entities"] == {"orderId": "12345", "amount": 80.0}
     assert text not in str(outcome.context)
-    assert notes == ["Routing to billing: refund request"]
+    assert port.statuses == ["Routing to billing: refund request"]
+    assert port.artifacts == []  # triage answers nothing itself when it hands off
 
 
 def test_cards_declare_capabilities() -> None:

@@ -1,8 +1,11 @@
 """What the example servers' log levels show: info a line per task transition, debug a line
-per HTTP request as well (real processes)."""
+per HTTP request as well; every line's time is ISO 8601, and JSON lines carry no ANSI
+escapes (uvicorn's `color_message`) — real processes."""
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 import sys
 import time
@@ -14,11 +17,11 @@ import httpx
 from tests.support import A2A_HEADERS, ROOT, free_port
 
 
-def serve_and_send(tmp_path: Path, level: str) -> str:
+def serve_and_send(tmp_path: Path, level: str, fmt: str = "text") -> str:
     """An echo agent at `level`: one message sent, then stopped; what it logged."""
     port = free_port()
     cmd = [sys.executable, "-m", "servers", "echo", "--port", str(port),
-           "--store", "memory://", "--log-level", level]  # fmt: skip
+           "--store", "memory://", "--log-level", level, "--log-format", fmt]  # fmt: skip
     proc = subprocess.Popen(cmd, cwd=ROOT, stderr=subprocess.PIPE, text=True)
     try:
         url = f"http://127.0.0.1:{port}/"
@@ -47,3 +50,23 @@ def test_info_shows_transitions_and_debug_adds_each_request(tmp_path: Path) -> N
     debug = serve_and_send(tmp_path, "debug")
     assert "-> completed" in debug
     assert '"POST / HTTP/1.1" 200' in debug
+
+
+ISO_8601 = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
+
+
+def test_json_lines_carry_no_color_message_and_every_time_is_iso_8601(tmp_path: Path) -> None:
+    lines = [json.loads(line) for line in serve_and_send(tmp_path, "debug", "json").splitlines()]
+    loggers = {line["logger"] for line in lines}
+    assert {"uvicorn.error", "uvicorn.access", "a2a_handoff.events"} <= loggers
+    running = [line for line in lines if line["message"].startswith("Uvicorn running on")]
+    assert running  # the line uvicorn gives a `color_message` (ANSI escapes) to
+    assert not [line for line in lines if "color_message" in line or "\x1b" in json.dumps(line)]
+    assert all(ISO_8601.fullmatch(line["time"]) for line in lines), [x["time"] for x in lines]
+
+
+def test_text_lines_start_with_an_iso_8601_time(tmp_path: Path) -> None:
+    lines = serve_and_send(tmp_path, "debug").splitlines()
+    assert any("Uvicorn running on" in line for line in lines)
+    assert any("-> completed" in line for line in lines)  # the event lines' fast path too
+    assert all(ISO_8601.match(line.split(" ", 1)[0]) for line in lines), lines

@@ -33,18 +33,95 @@ function stateColor(state) {
   return getComputedStyle(document.documentElement).getPropertyValue("--" + state).trim() || "#ccc";
 }
 
+// The boxes of a chain, in order: its tasks, and after a task transferred to an agent this
+// console does not watch, a stand-in box for the task there (so the arrow has a target).
+function slotsOf(hops) {
+  const ids = new Set(hops.map(h => h.taskId));
+  const slots = [];
+  for (const hop of hops) {
+    slots.push(hop);
+    if (hop.to && hop.to.taskId && !ids.has(hop.to.taskId)) {
+      ids.add(hop.to.taskId);
+      slots.push({ghost: true, agent: hop.to.agent, taskId: hop.to.taskId, state: "unwatched",
+        from: {agent: hop.agent, taskId: hop.taskId, kind: "transfer", reason: hop.to.reason}});
+    }
+  }
+  return slots;
+}
+
+function drawArrow(svg, slots, index, i, x) {
+  const hop = slots[i];
+  const kind = hop.from.kind || "handoff";
+  const g = el("svg:g", {class: `arrow ${kind}`, "data-kind": kind, "data-to": hop.taskId});
+  const src = index.get(hop.from.taskId);
+  const y = TOP + BOX_H / 2, x2 = x(i) - 2;
+  let path, lx, ly;
+  if (src === undefined) {            // its source is not on a watched agent
+    path = `M${x(i) - GAP + 6},${y} L${x2},${y}`; lx = x(i) - GAP / 2; ly = y - 8;
+    g.append(el("svg:text", {x: x(i) - GAP + 4, y: y + 16}, `from ${hop.from.agent}`));
+  } else if (src === i - 1) {
+    path = `M${x(src) + BOX_W},${y} L${x2},${y}`; lx = x(src) + BOX_W + GAP / 2; ly = y - 8;
+  } else {
+    const x1 = x(src) + BOX_W / 2, xe = x(i) + BOX_W / 2;
+    path = `M${x1},${TOP} C${x1},${TOP - 40} ${xe},${TOP - 40} ${xe},${TOP - 2}`;
+    lx = (x1 + xe) / 2; ly = TOP - 30;
+  }
+  g.append(el("svg:path", {d: path, "marker-end": `url(#head-${kind})`}));
+  const label = el("svg:text", {x: lx, y: ly, "text-anchor": "middle"}, kind);
+  const title = el("svg:title", {}, `${kind}: ${hop.from.reason}`);
+  g.append(label, title);
+  if (hop.from.reason) {
+    g.append(el("svg:text", {x: lx, y: ly + 34, "text-anchor": "middle"},
+      short(hop.from.reason, 22)));
+  }
+  svg.append(g);
+}
+
+function drawBox(svg, hop, i, x) {
+  const isSel = selected && selected.taskId === hop.taskId;
+  const g = el("svg:g", {class: "box" + (hop.ghost ? " ghost" : "") + (isSel ? " selected" : ""),
+    "data-agent": hop.agent, "data-state": hop.state, "data-task": hop.taskId});
+  if (hop.ghost) {  // the console cannot open it: its agent is not one it watches
+    g.append(el("svg:rect", {x: x(i), y: TOP, width: BOX_W, height: BOX_H}));
+    g.append(el("svg:text", {x: x(i) + 8, y: TOP + 17, class: "agent"}, hop.agent));
+    g.append(el("svg:text", {x: x(i) + 8, y: TOP + 34}, "not watched here"));
+    g.append(el("svg:text", {x: x(i) + 8, y: TOP + 51}, `task ${hop.taskId.slice(-6)}`));
+    g.append(el("svg:title", {}, `${hop.agent} task ${hop.taskId}: add --agent for ${hop.agent}`
+      + " to see it"));
+    svg.append(g);
+    return;
+  }
+  g.setAttribute("tabindex", 0);
+  g.append(el("svg:rect", {x: x(i), y: TOP, width: BOX_W, height: BOX_H,
+    fill: stateColor(hop.state)}));
+  const ink = ["working", "failed", "rejected", "completed", "return"].includes(hop.state)
+    ? "#fff" : "#1d2430";
+  g.append(el("svg:text", {x: x(i) + 8, y: TOP + 17, class: "agent", fill: ink}, hop.agent));
+  g.append(el("svg:text", {x: x(i) + 8, y: TOP + 34, fill: ink}, hop.state.replace("_", " ")));
+  g.append(el("svg:text", {x: x(i) + 8, y: TOP + 51, fill: ink},
+    `${clock(hop.at)} · ${hop.taskId.slice(-6)}`));
+  g.append(el("svg:title", {}, hop.text || hop.state));
+  g.addEventListener("click", () => openTask(hop));
+  svg.append(g);
+}
+
 function drawChain(chain) {
   const hops = chain.hops;
   const wrap = el("div", {class: "chain", "data-context": chain.contextId});
   const last = hops[hops.length - 1];
   wrap.append(el("div", {class: "chain-head"},
     `conversation ${chain.contextId} · ${hops.length} task(s) · last change ${clock(last.at)}`));
-  const width = PAD * 2 + hops.length * BOX_W + (hops.length - 1) * GAP + GAP;
+  const row = el("div", {class: "chain-row"});  // a long chain scrolls in its own row
+  wrap.append(row);
+  const slots = slotsOf(hops);
+  const index = new Map(slots.map((h, i) => [h.taskId, i]));
+  // Room on the left only for an arrow from an agent not watched into the first box.
+  const lead = slots[0].from && !index.has(slots[0].from.taskId) ? GAP : 0;
+  const x = i => PAD + lead + i * (BOX_W + GAP);
+  const width = PAD * 2 + lead + slots.length * BOX_W + (slots.length - 1) * GAP;
   const svg = el("svg:svg", {width, height: TOP + BOX_H + 34, role: "img"});
-  const index = new Map(hops.map((h, i) => [h.taskId, i]));
-  const x = i => PAD + GAP + i * (BOX_W + GAP);
   const defs = el("svg:defs");
-  for (const kind of ["handoff", "escalation", "return", "notice"]) {
+  for (const kind of ["handoff", "escalation", "return", "notice", "transfer"]) {
     const marker = el("svg:marker", {id: `head-${kind}`, viewBox: "0 0 10 10", refX: 9, refY: 5,
       markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse"});
     marker.append(el("svg:path", {d: "M0,0 L10,5 L0,10 z",
@@ -52,66 +129,52 @@ function drawChain(chain) {
     defs.append(marker);
   }
   svg.append(defs);
-  hops.forEach((hop, i) => {
-    if (!hop.from) return;
-    const kind = hop.from.kind || "handoff";
-    const g = el("svg:g", {class: `arrow ${kind}`, "data-kind": kind, "data-to": hop.taskId});
-    const src = index.get(hop.from.taskId);
-    const y = TOP + BOX_H / 2, x2 = x(i) - 2;
-    let path, lx, ly;
-    if (src === undefined) {            // its source is not on a watched agent
-      path = `M${x(i) - GAP + 6},${y} L${x2},${y}`; lx = x(i) - GAP / 2; ly = y - 8;
-      g.append(el("svg:text", {x: x(i) - GAP + 4, y: y + 16}, `from ${hop.from.agent}`));
-    } else if (src === i - 1) {
-      path = `M${x(src) + BOX_W},${y} L${x2},${y}`; lx = x(src) + BOX_W + GAP / 2; ly = y - 8;
-    } else {
-      const x1 = x(src) + BOX_W / 2, xe = x(i) + BOX_W / 2;
-      path = `M${x1},${TOP} C${x1},${TOP - 40} ${xe},${TOP - 40} ${xe},${TOP - 2}`;
-      lx = (x1 + xe) / 2; ly = TOP - 30;
-    }
-    g.append(el("svg:path", {d: path, "marker-end": `url(#head-${kind})`}));
-    const label = el("svg:text", {x: lx, y: ly, "text-anchor": "middle"}, kind);
-    const title = el("svg:title", {}, `${kind}: ${hop.from.reason}`);
-    g.append(label, title);
-    if (hop.from.reason) {
-      g.append(el("svg:text", {x: lx, y: ly + 34, "text-anchor": "middle"},
-        short(hop.from.reason, 22)));
-    }
-    svg.append(g);
-  });
-  hops.forEach((hop, i) => {
-    const isSel = selected && selected.taskId === hop.taskId;
-    const g = el("svg:g", {class: "box" + (isSel ? " selected" : ""), "data-agent": hop.agent,
-      "data-state": hop.state, "data-task": hop.taskId, tabindex: 0});
-    const fill = stateColor(hop.state);
-    g.append(el("svg:rect", {x: x(i), y: TOP, width: BOX_W, height: BOX_H, fill}));
-    const ink = ["working", "failed", "rejected", "completed", "return"].includes(hop.state)
-      ? "#fff" : "#1d2430";
-    g.append(el("svg:text", {x: x(i) + 8, y: TOP + 17, class: "agent", fill: ink}, hop.agent));
-    g.append(el("svg:text", {x: x(i) + 8, y: TOP + 34, fill: ink},
-      hop.state.replace("_", " ")));
-    g.append(el("svg:text", {x: x(i) + 8, y: TOP + 51, fill: ink},
-      `${clock(hop.at)} · ${hop.taskId.slice(-6)}`));
-    g.append(el("svg:title", {}, hop.text || hop.state));
-    g.addEventListener("click", () => openTask(hop));
-    svg.append(g);
-  });
-  wrap.append(svg);
+  slots.forEach((hop, i) => { if (hop.from) drawArrow(svg, slots, index, i, x); });
+  slots.forEach((hop, i) => drawBox(svg, hop, i, x));
+  row.append(svg);
   return wrap;
 }
 
+// Where the operator left each chain's row (by conversation): null, at its newest end —
+// where a row starts, and stays as the chain grows or the window narrows.
+const scrolled = new Map();
+
+function pin(row) {
+  // The scroll event of a scroll made here arrives late (after a resize, even): only the
+  // operator's own scrolling moves the pin.
+  if (Math.abs(row.scrollLeft - (row.placed ?? -1)) < 1) return;
+  const atEnd = row.scrollLeft + row.clientWidth >= row.scrollWidth - 2;
+  scrolled.set(row.parentNode.dataset.context, atEnd ? null : row.scrollLeft);
+}
+
+function toPin(row) {
+  const left = scrolled.get(row.parentNode.dataset.context);
+  row.scrollLeft = left == null ? row.scrollWidth : left;
+  row.placed = row.scrollLeft;
+}
+
+// A row that changes size (the window narrows or widens) keeps its place: its newest end.
+const resized = new ResizeObserver(entries => entries.forEach(e => toPin(e.target)));
+
 function drawChains(conversations) {
   const root = document.getElementById("chains");
+  resized.disconnect();
   root.replaceChildren();
   if (!conversations.length) root.append(el("p", {class: "empty"}, "No conversation yet."));
-  for (const chain of conversations) root.append(drawChain(chain));
+  for (const chain of conversations) {
+    const wrap = drawChain(chain);
+    root.append(wrap);
+    const row = wrap.querySelector(".chain-row");
+    toPin(row);
+    row.addEventListener("scroll", () => pin(row));
+    resized.observe(row);
+  }
 }
 
 function describeAction(item) {
   const a = item.action;
-  const money = typeof a.amount === "number"
-    ? ` for $${a.amount.toLocaleString("en-US", {minimumFractionDigits: 2, maximumFractionDigits: 2})}` : "";
-  return `${a.name} ${JSON.stringify(a.params || {})}${money} — ${item.actingAgent || "?"} acts on it once approved`;
+  return `${a.name} ${JSON.stringify(a.params || {})}${money(a.amount)} — ${item.actingAgent || "?"}`
+    + " acts on it once approved";
 }
 
 function drawInbox(items) {
@@ -189,6 +252,54 @@ function drawHealth(agents) {
 
 function pre(value) { return el("pre", {}, JSON.stringify(value, null, 2)); }
 
+// Structured data, readable: a summary line that opens onto the formatted JSON (wrapped).
+function folded(summary, value) {
+  const box = el("details", {class: "data"});
+  box.append(el("summary", {}, summary), pre(value));
+  return box;
+}
+
+function money(amount) {
+  return typeof amount === "number"
+    ? ` for $${amount.toLocaleString("en-US", {minimumFractionDigits: 2, maximumFractionDigits: 2})}`
+    : "";
+}
+
+// An operator's decision, as a person reads it; the signed original folded beneath it.
+function decisionView(decision) {
+  const escalation = decision.escalation || {};
+  const action = escalation.action;
+  const claims = (decision.signed || {}).claims || {};
+  const dl = el("dl", {class: "decision"});
+  const row = (term, text, cls) => dl.append(el("dt", {}, term), el("dd", cls ? {class: cls} : {}, text));
+  row("Verdict", decision.verdict || "?", `verdict ${decision.verdict || ""}`);
+  row("By", `${decision.by || "?"}${decision.at ? " at " + decision.at : ""}`);
+  if (decision.text) row("Note", decision.text);
+  if (action) row("Action", `${action.name} ${JSON.stringify(action.params || {})}${money(action.amount)}`);
+  if (escalation.whatIsNeeded) {
+    const source = escalation.source || {};
+    row("Answers", `${source.agent || "?"}'s escalation: ${escalation.whatIsNeeded}`);
+  }
+  if (claims.iss) {
+    const expires = claims.exp ? new Date(claims.exp * 1000).toISOString() : "?";
+    row("Signed", `by ${claims.iss} for ${claims.aud || "?"}, expires ${expires}`);
+  }
+  const box = el("div", {class: "decision-view"});
+  box.append(dl, folded("the decision as signed (JSON)", decision));
+  return box;
+}
+
+// One part of a message: text as text; data folded, a decision in it drawn once.
+function partView(part, decisionShown) {
+  if (part.text !== undefined) return el("div", {class: "text"}, part.text);
+  const data = part.data ?? part;
+  const keys = data && typeof data === "object" ? Object.keys(data) : [];
+  const view = el("div");
+  if (data && data.decision && !decisionShown) view.append(decisionView(data.decision));
+  view.append(folded(`data: ${short(keys.join(", "), 60) || typeof data}`, data));
+  return view;
+}
+
 async function openTask(hop) {
   selected = hop;
   document.querySelectorAll(".box.selected").forEach(b => b.classList.remove("selected"));
@@ -207,12 +318,13 @@ async function openTask(hop) {
   const task = data.task;
   body.append(el("p", {class: "state", "data-state": hop.state},
     `${hop.state} at ${task.status.timestamp || ""}`));
+  const decision = ((data.envelope || {}).transferContext || {}).decision;
+  if (decision) body.append(el("h3", {}, "Decision"), decisionView(decision));
   body.append(el("h3", {}, "History"));
   for (const m of task.history || []) {
     const div = el("div", {class: "msg"});
     div.append(el("div", {class: "role"}, m.role.replace("ROLE_", "").toLowerCase()));
-    div.append(el("div", {}, (m.parts || []).map(p => p.text ?? JSON.stringify(p.data ?? p))
-      .join(" ")));
+    for (const part of m.parts || []) div.append(partView(part, Boolean(decision)));
     body.append(div);
   }
   body.append(el("h3", {}, "Artifacts"));

@@ -11,6 +11,7 @@ from a2a_handoff.llm.chat import HISTORY_KEY, build_chat, carried_turns, transcr
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI
 from a2a_handoff.protocol.models import Message, Part, Role, Task, TaskStatus
 from a2a_handoff.protocol.states import TaskState
+from tests.ports import RecordingPort
 
 
 def _message(role: Role, text: str, metadata: dict[str, Any] | None = None) -> Message:
@@ -27,10 +28,7 @@ def _ctx(history: list[Message]) -> TaskContext:
         history=history,
     )
 
-    async def nothing(_: Any) -> None:
-        return None
-
-    return TaskContext(history[-1], task, nothing, nothing)
+    return TaskContext(history[-1], task, RecordingPort())
 
 
 def _handoff(context: dict[str, Any]) -> Message:

@@ -8,15 +8,9 @@ import sys
 
 import pytest
 
-from a2a_handoff import AgentUrlError, build_card, create_app, open_store
-from a2a_handoff.agent import TaskContext
+from a2a_handoff import AgentUrlError, HandoffConfig, TrustConfig, build_card
 from a2a_handoff.trust.trustlist import TrustedAgent, parse_trust
 from tests.support import ROOT, free_port
-
-
-class Echo:
-    async def handle(self, ctx: TaskContext) -> None:
-        return None
 
 
 @pytest.mark.parametrize(
@@ -31,19 +25,17 @@ class Echo:
         ("http://a:1/, b:2", "'b:2' is not an http:// or https:// URL; write http://b:2"),
     ],
 )  # fmt: skip
-def test_a_route_that_cannot_be_called_is_refused_when_the_app_is_made(
+def test_a_route_that_cannot_be_called_is_refused_when_the_config_is_made(
     given: str, says: str
 ) -> None:
-    card = build_card("a", "http://127.0.0.1:8301/")
     with pytest.raises(AgentUrlError) as caught:
-        create_app(Echo(), card, open_store("memory://"), routes={"b": given})
+        HandoffConfig(routes={"b": given})
     assert str(caught.value) == f"route b: {says}"
 
 
 def test_trust_and_the_card_are_checked_too() -> None:
-    card = build_card("a", "http://127.0.0.1:8301/")
     with pytest.raises(AgentUrlError, match=r"^trusted agent c: 'localhost:9' is not an http"):
-        create_app(Echo(), card, open_store("memory://"), trust=["c=localhost:9"])
+        TrustConfig(trusted=["c=localhost:9"])
     with pytest.raises(AgentUrlError, match=r"^trusted agent c: .* write http://localhost:9$"):
         parse_trust("c=localhost:9")
     with pytest.raises(AgentUrlError, match=r"^the JWKS URL of c: 'keys' is not an http"):

@@ -27,7 +27,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from a2a_handoff import ApiKeyAuth, MemoryTaskStore, create_app
+from a2a_handoff import ApiKeyAuth, LimitsConfig, MemoryTaskStore, TrustConfig, create_app
 from a2a_handoff.errors import RpcError
 from servers.echo import EchoAgent, echo_card
 
@@ -299,8 +299,8 @@ async def target() -> AsyncIterator[Target]:
         EchoAgent(),
         echo_card(URL),
         MemoryTaskStore(),
-        auth=ApiKeyAuth.from_keys(KEYS),
-        max_body=MAX_BODY,
+        trust=TrustConfig(auth=ApiKeyAuth.from_keys(KEYS)),
+        limits=LimitsConfig(max_body=MAX_BODY),
     )
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)

@@ -12,7 +12,15 @@ from pathlib import Path
 import httpx
 import pytest
 
-from a2a_handoff import ApiKeyAuth, MemoryTaskStore, SqliteTaskStore, create_app
+from a2a_handoff import (
+    ApiKeyAuth,
+    HandoffConfig,
+    MemoryTaskStore,
+    ObservabilityConfig,
+    SqliteTaskStore,
+    TrustConfig,
+    create_app,
+)
 from a2a_handoff.stores import Store
 from a2a_handoff.stores.redis import RedisTaskStore
 from a2a_handoff.trust.keys import KeyFile
@@ -33,9 +41,8 @@ async def triage_to_nowhere() -> AsyncIterator[httpx.AsyncClient]:
         TriageAgent(),
         triage_card(URL),
         MemoryTaskStore(),
-        routes={"billing": dead},
-        stale_after=0.5,
-        recovery_interval=0.2,
+        handoff=HandoffConfig(routes={"billing": dead}, recovery_interval=0.2),
+        observability=ObservabilityConfig(stale_after=0.5),
     )
     async with (
         app.router.lifespan_context(app),
@@ -160,7 +167,7 @@ async def test_health_and_the_ledger_cost_about_a_get_task_at_50k_handoffs(
         redis_server: RedisServer = request.getfixturevalue("redis_server")
         store = RedisTaskStore.from_url(redis_server.store_url())
     keys = KeyFile(tmp_path / "echo.keys.json", create=True)  # a shared store keeps none
-    app = create_app(EchoAgent(), echo_card(URL), store, identity=keys)
+    app = create_app(EchoAgent(), echo_card(URL), store, trust=TrustConfig(identity=keys))
     body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {
         "messageId": "m", "role": "ROLE_USER", "parts": [{"text": "hi"}]}}}  # fmt: skip
     headers = {"A2A-Version": "1.0"}
@@ -201,8 +208,8 @@ async def test_health_and_the_ledger_cost_about_a_get_task_at_50k_handoffs(
 async def test_anonymous_health_gets_the_status_only_when_keys_are_on() -> None:
     auth = ApiKeyAuth.from_keys({"alice": "k-alice"})
     app = create_app(
-        EchoAgent(), echo_card(URL), MemoryTaskStore(), auth=auth,
-        routes={"billing": "http://127.0.0.1:1/"},
+        EchoAgent(), echo_card(URL), MemoryTaskStore(), trust=TrustConfig(auth=auth),
+        handoff=HandoffConfig(routes={"billing": "http://127.0.0.1:1/"}),
     )  # fmt: skip
     async with (
         app.router.lifespan_context(app),

@@ -22,7 +22,15 @@ import pytest
 from a2a.types import a2a_pb2
 from google.protobuf import json_format
 
-from a2a_handoff import ApiKeyAuth, MemoryTaskStore, SqliteTaskStore, TaskStore, create_app
+from a2a_handoff import (
+    ApiKeyAuth,
+    LimitsConfig,
+    MemoryTaskStore,
+    SqliteTaskStore,
+    TaskStore,
+    TrustConfig,
+    create_app,
+)
 from a2a_handoff.protocol.agent_card import AgentCard
 from servers.echo import EchoAgent, echo_card
 
@@ -174,7 +182,7 @@ async def caller() -> AsyncIterator[Caller]:
 
 @pytest.fixture
 async def small() -> AsyncIterator[Caller]:
-    async with serve(max_body=1024) as http:
+    async with serve(limits=LimitsConfig(max_body=1024)) as http:
         yield Caller(http)
 
 
@@ -740,7 +748,7 @@ async def test_sqlite_store_is_consistent_after_bad_input(tmp_path: Path) -> Non
 
 @pytest.fixture
 async def auth_http() -> AsyncIterator[httpx.AsyncClient]:
-    async with serve(auth=ApiKeyAuth.from_keys(KEYS)) as http:
+    async with serve(trust=TrustConfig(auth=ApiKeyAuth.from_keys(KEYS))) as http:
         yield http
 
 

@@ -21,6 +21,7 @@ from a2a_handoff import (
     SqliteTaskStore,
     TaskContext,
     TaskStore,
+    TrustConfig,
     create_app,
 )
 from a2a_handoff.protocol.models import StreamResponse, TaskStatus, utc_now
@@ -265,7 +266,9 @@ async def test_tasks_left_running_are_failed_at_start(tmp_path: Path) -> None:
     await store.create(TaskRecord(orphan, "", 1, now, now), [StreamResponse(task=orphan)])
     await store.aclose()
     keys = KeyFile(tmp_path / "echo.keys.json", create=True)  # the file was used keyless
-    async for client in serve(EchoAgent(), SqliteTaskStore(tmp_path / "crashed.db"), identity=keys):
+    async for client in serve(
+        EchoAgent(), SqliteTaskStore(tmp_path / "crashed.db"), trust=TrustConfig(identity=keys)
+    ):
         task = await client.task(orphan.id)
         assert task["status"]["state"] == "TASK_STATE_FAILED"
         assert task["status"]["message"]["parts"] == [{"text": RESTART_REASON}]
@@ -400,7 +403,9 @@ async def test_a_replayed_handoff_is_a_duplicate_while_its_task_still_runs() -> 
         },
         "configuration": {"returnImmediately": True},
     }
-    async for client in serve(agent, MemoryTaskStore(), trust=[tests.trusted()]):
+    async for client in serve(
+        agent, MemoryTaskStore(), trust=TrustConfig(trusted=[tests.trusted()])
+    ):
         first = (await client.call("SendMessage", params))["result"]["task"]
         again = (await client.call("SendMessage", params))["result"]["task"]
         assert again["id"] == first["id"]

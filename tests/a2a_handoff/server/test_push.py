@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from a2a_handoff import ApiKeyAuth, MemoryTaskStore, PushSettings, create_app
+from a2a_handoff import ApiKeyAuth, MemoryTaskStore, PushSettings, TrustConfig, create_app
 from servers.echo import EchoAgent, echo_card
 
 pytestmark = pytest.mark.anyio
@@ -27,7 +27,7 @@ async def http() -> AsyncIterator[httpx.AsyncClient]:
         EchoAgent(),
         echo_card(URL + "/"),
         MemoryTaskStore(),
-        auth=ApiKeyAuth.from_keys({"alice": "alice-key", "bob": "bob-key"}),
+        trust=TrustConfig(auth=ApiKeyAuth.from_keys({"alice": "alice-key", "bob": "bob-key"})),
         push=PushSettings(allow=("127.0.0.1",)),
     )
     transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)

@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from a2a_handoff import ApiKeyAuth, MemoryTaskStore, create_app
+from a2a_handoff import ApiKeyAuth, LimitsConfig, MemoryTaskStore, TrustConfig, create_app
 from servers.echo import EchoAgent, echo_card
 
 pytestmark = pytest.mark.anyio
@@ -214,8 +214,8 @@ async def test_auth_and_body_size(http: httpx.AsyncClient) -> None:
         EchoAgent(),
         echo_card(URL + "/"),
         MemoryTaskStore(),
-        auth=ApiKeyAuth.from_keys({"alice": "k"}),
-        max_body=200,
+        trust=TrustConfig(auth=ApiKeyAuth.from_keys({"alice": "k"})),
+        limits=LimitsConfig(max_body=200),
     )
     transport = httpx.ASGITransport(app=app)
     async with (

@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from a2a_handoff import create_app
+from a2a_handoff import TrustConfig, create_app
 from a2a_handoff.errors import StoreError
 from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.stores import SqliteTaskStore
@@ -169,7 +169,10 @@ async def test_a_damaged_file_fails_writes_with_a_clear_error_and_health_says_so
         file.write(bytes(range(256)) * 16)
     keys = KeyFile(tmp_path / "echo.keys.json", create=True)  # the file was used keyless
     app = create_app(
-        EchoAgent(), echo_card("http://echo.test/"), SqliteTaskStore(path), identity=keys
+        EchoAgent(),
+        echo_card("http://echo.test/"),
+        SqliteTaskStore(path),
+        trust=TrustConfig(identity=keys),
     )
     body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {
         "messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}}}  # fmt: skip

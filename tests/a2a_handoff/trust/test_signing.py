@@ -129,6 +129,20 @@ def test_an_unknown_kid_is_named_and_another_key_under_our_kid_fails() -> None:
     del key
 
 
+def test_a_token_carrying_its_own_payload_never_vouches_for_another() -> None:
+    # A signature seen once, with the envelope it signed put back inside it, must not
+    # verify a different envelope (nor the same one: a detached JWS carries no payload).
+    key = rfc_key()
+    header, _, signature = ENVELOPE_JWS.split(".")
+    attached = f"{header}.{base64.urlsafe_b64encode(canonical(ENVELOPE)).decode().rstrip('=')}"
+    attached += f".{signature}"
+    assert jws.deserialize_compact(attached, key, algorithms=["EdDSA"]).payload  # a real JWS
+    forged = canonical({**ENVELOPE, "amount": 1_000_000})
+    for payload in (forged, canonical(ENVELOPE)):
+        with pytest.raises(SignatureError, match="carries a payload"):
+            verify_detached(attached, payload, public(key), ENVELOPE_TYP)
+
+
 def test_a_signature_of_one_type_is_not_accepted_as_another() -> None:
     key = rfc_key()
     with pytest.raises(SignatureError, match="type"):

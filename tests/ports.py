@@ -1,0 +1,64 @@
+"""A handler's port outside any runtime, for tests that run a handler (or a piece of one)
+directly: it records what the handler emits and answers its handoffs as told."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from a2a_handoff.agent import Route, TaskContext, TaskPort
+from a2a_handoff.escalation import Escalation, EscalationPolicy
+from a2a_handoff.outcomes import Handoff
+from a2a_handoff.protocol.models import Artifact, Message, Task
+
+
+@dataclass
+class RecordingPort:
+    """Implements `agent.TaskPort`: what is emitted is kept, `hand_off` answers `refused`."""
+
+    refused: str | None = None  # what `hand_off` answers (None: handed over)
+    used: set[str] = field(default_factory=set)  # approvals used so far
+    statuses: list[str] = field(default_factory=list)
+    artifacts: list[Artifact] = field(default_factory=list)
+    attempts: list[Handoff] = field(default_factory=list)
+    routes: dict[str, Route] = field(default_factory=dict)
+
+    async def status(self, text: str) -> None:
+        self.statuses.append(text)
+
+    async def artifact(self, artifact: Artifact) -> None:
+        self.artifacts.append(artifact)
+
+    async def chunk(self, chunk: Artifact, append: bool, last_chunk: bool) -> None:
+        self.artifacts.append(chunk)
+
+    def use_approval(self, decision_id: str) -> bool:
+        if decision_id in self.used:
+            return False
+        self.used.add(decision_id)
+        return True
+
+    async def inform(self, escalation: Escalation) -> str:
+        raise RuntimeError("no human agent outside a runtime")
+
+    async def hand_off(self, decision: Handoff) -> str | None:
+        self.attempts.append(decision)
+        return self.refused
+
+    def route_names(self) -> list[str]:
+        return list(self.routes)
+
+    async def route(self, name: str, kind: str = "handoff") -> Route:
+        return self.routes[name]
+
+    async def refusal(self, task: Task, decision: Handoff) -> str | None:
+        return None
+
+
+def context(
+    message: Message,
+    task: Task,
+    port: TaskPort | None = None,
+    policy: EscalationPolicy | None = None,
+) -> TaskContext:
+    """A handler's context for `message` on `task`, through `port` (a new recording one)."""
+    return TaskContext(message, task, port or RecordingPort(), policy=policy or EscalationPolicy())
