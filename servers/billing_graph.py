@@ -90,4 +90,7 @@ def make_billing_graph(args: argparse.Namespace) -> Agent:
     store = args.store or "sqlite:///data/billing.db"
     if not store.startswith("sqlite:///"):
         raise ValueError("--framework langgraph keeps its checkpoints in a sqlite:/// store")
-    return from_langgraph(graph(), checkpoints=store)
+    # The graph's checkpoints in a file of their own beside the store's: two writers on one
+    # SQLite file wait on each other's locks.
+    base = store.split("?", 1)[0]
+    return from_langgraph(graph(), checkpoints=base.removesuffix(".db") + "-graph.db")

@@ -21,8 +21,8 @@ Each task is one LangGraph thread (`thread_id` = `<contextId>/<taskId>`):
   at the end, the state's `answer_field` completes the task.
 
 **Checkpoints.** The graph's checkpoints live where its checkpointer puts them: for
-`checkpoints="sqlite:///PATH"` (the agent's own SQLite store), LangGraph's `AsyncSqliteSaver`
-on that same file — its own tables (`checkpoints`, `writes`) beside the store's. We keep
+`checkpoints="sqlite:///PATH"` (a file beside the agent's store: two writers on one SQLite
+file wait on each other's locks), LangGraph's `AsyncSqliteSaver` on it. We keep
 LangGraph's saver, not a copy of it over our store: its format (channel versions, pending
 writes, interrupts) is LangGraph's and changes with it. On the same file, one backup holds a
 task and its graph, and the store's one-process rule covers both. LangGraph writes a
@@ -204,7 +204,7 @@ def from_langgraph(
     answer_field: str = "answer",
 ) -> LangGraphAgent:
     """Serve `graph` (a `StateGraph` to compile, or a compiled graph with its checkpointer):
-    `create_app(from_langgraph(builder, checkpoints="sqlite:///data/billing.db"), …)`.
+    `create_app(from_langgraph(builder, checkpoints="sqlite:///data/billing-graph.db"), …)`.
     `context_fields`: the state's fields a handoff carries (default: all but the text, the
     answer and the messages); `required`: the capabilities each route's target must offer."""
     return LangGraphAgent(

@@ -94,7 +94,13 @@ def result(reply: dict[str, Any]) -> Any:
 
 
 def tasks_in(agent: AgentProcess, context_id: str) -> list[dict[str, Any]]:
-    page = result(agent.rpc("ListTasks", {"contextId": context_id, "historyLength": 10}))
+    params = {"contextId": context_id, "historyLength": 10}
+    for _ in range(100):  # -32105 (store busy or unavailable) is the caller's to retry: ≤ 20 s
+        answer = agent.rpc("ListTasks", params)
+        if answer.get("error", {}).get("code") != -32105:
+            break
+        time.sleep(0.2)
+    page = result(answer)
     tasks: list[dict[str, Any]] = page["tasks"]
     return tasks
 
