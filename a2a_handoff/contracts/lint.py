@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from a2a_handoff.contracts.model import (
+from a2a_handoff.contracts.contract import (
     ANY,
     SOURCE,
     Contract,

@@ -3,9 +3,9 @@
 Routes: `POST /` (JSON-RPC; SSE for the streaming methods, see `server.jsonrpc` and
 `server.methods`; A2A 0.3 requests are served there too, `server.compat03`), the HTTP+JSON
 routes (`server.rest`), `GET /.well-known/agent-card.json` and `GET /.well-known/jwks.json`
-(`server.card`; the 0.3 card at `/.well-known/agent.json`), `GET /health` (`server.health`)
-and `GET /metrics` (`server.metrics`). Every binding calls the same methods on the same
-runtime. Its settings come grouped (`server.config`); the cards it serves say what it does
+(`server.card_route`; the 0.3 card at `/.well-known/agent.json`), `GET /health` (`server.health`)
+and `GET /metrics` (`server.metrics_route`). Every binding calls the same methods on the same
+runtime. Its settings come grouped (`server.app_config`); the cards it serves say what it does
 (`server._cards`); what runs before the first request and after the last is the lifespan's
 (`server._lifespan`).
 
@@ -43,19 +43,19 @@ from a2a_handoff.push import Pusher, PushSettings
 from a2a_handoff.runtime.tasks import TaskManager
 from a2a_handoff.server._cards import served_cards
 from a2a_handoff.server._lifespan import Face, Lifespan
-from a2a_handoff.server.call import Handler
-from a2a_handoff.server.card import CARD_PATH, JWKS_ROUTE, V03_CARD_PATH, CardRoute
-from a2a_handoff.server.compat03 import V03Methods
-from a2a_handoff.server.config import (
+from a2a_handoff.server.app_config import (
     HandoffConfig,
     LimitsConfig,
     ObservabilityConfig,
     TrustConfig,
 )
+from a2a_handoff.server.call import Handler
+from a2a_handoff.server.card_route import CARD_PATH, JWKS_ROUTE, V03_CARD_PATH, CardRoute
+from a2a_handoff.server.compat03 import V03Methods
 from a2a_handoff.server.health import Health
 from a2a_handoff.server.jsonrpc import JsonRpcEndpoint
 from a2a_handoff.server.methods import A2AMethods
-from a2a_handoff.server.metrics import MetricsRoute
+from a2a_handoff.server.metrics_route import MetricsRoute
 from a2a_handoff.server.push import PushMethods
 from a2a_handoff.server.rest import RestEndpoint, not_found
 from a2a_handoff.stores.base import Store
@@ -185,7 +185,7 @@ def create_app(
     """Serve `agent` over A2A; the app opens and closes `store` in its lifespan.
 
     `handoff`, `trust`, `limits`, `observability`: the grouped settings, each defaulting to
-    the server's (`server.config`). `escalation`: the rules that escalate to the human agent.
+    the server's (`server.app_config`). `escalation`: the rules that escalate to the human agent.
     The plain switches: `extended_card`, served to authenticated callers (the public card
     then declares it); `card_v03_fields=True` adds the 0.3 members to the 1.0 card path too
     (for 0.3 clients that read only that path); `mcp_server=True` also serves the agent as an

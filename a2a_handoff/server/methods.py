@@ -26,7 +26,6 @@ from a2a_handoff.errors import (
     UnsupportedOperationError,
 )
 from a2a_handoff.handoff.ledger import received_row, sent_row
-from a2a_handoff.protocol.events import agent_message
 from a2a_handoff.protocol.extension import (
     HANDOFF_EXTENSION_URI,
     ext_metadata,
@@ -46,6 +45,7 @@ from a2a_handoff.protocol.models import (
     parse_time,
 )
 from a2a_handoff.protocol.states import TaskState
+from a2a_handoff.protocol.steps import agent_message
 from a2a_handoff.runtime.journal import Replied, Submission
 from a2a_handoff.runtime.tasks import TaskManager
 from a2a_handoff.server.call import Call, Handler, validate

@@ -21,7 +21,7 @@ from starlette.responses import Response
 from a2a_handoff.errors import InvalidParamsError, TaskNotFoundError
 from a2a_handoff.protocol.models import WireModel
 from a2a_handoff.push import Pusher, history_of, parse_config
-from a2a_handoff.push.config import PushConfig, load_config
+from a2a_handoff.push.push_config import PushConfig, load_config
 from a2a_handoff.runtime.tasks import TaskManager
 from a2a_handoff.server.call import Call, Handler, validate
 from a2a_handoff.stores.base import PushConfigRecord

@@ -36,9 +36,9 @@ from a2a_handoff.errors import StoreError
 from a2a_handoff.ids import new_id
 from a2a_handoff.protocol.extension import render_item
 from a2a_handoff.protocol.models import StreamResponse, parse_time, utc_now
-from a2a_handoff.push.config import PushConfig, PushSettings, config_json, load_config
-from a2a_handoff.push.metrics import PushCollector
+from a2a_handoff.push.collector import PushCollector
 from a2a_handoff.push.policy import Address, PushRefused, PushUnreachable
+from a2a_handoff.push.push_config import PushConfig, PushSettings, config_json, load_config
 from a2a_handoff.stores.base import PushConfigRecord, Store, TaskEvent
 from a2a_handoff.trust.signing import sign_detached
 
