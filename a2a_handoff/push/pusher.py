@@ -225,7 +225,7 @@ class Pusher:
         body = render_item(event.item, False).dump_json().encode()
         did = delivery_id(record.task_id, record.config_id, event.seq)
         key = (record.task_id, record.config_id)
-        attempts = 0
+        attempts, keep = 0, self.settings.history
         while True:
             found = await self.store.push_configs(record.task_id, record.config_id)
             if not found:
@@ -238,14 +238,14 @@ class Pusher:
             if error is None:
                 self.stats.delivered += 1
                 self.stats.failing.discard(key)
-                return await self._saved(record, event, did, attempts, None, "")
+                return await self._saved(recorded(record, event, did, attempts, None, "", keep))
             self.stats.failed_attempts += 1
             self.stats.failing.add(key)
             since = record.failing_since or utc_now()
             log.info("push delivery %s failed (attempt %d): %s", did, attempts, error)
             if _elapsed(since) >= self.settings.give_up:
                 self._gave_up(did, error)
-                return await self._saved(record, event, did, attempts, error, since)
+                return await self._saved(recorded(record, event, did, attempts, error, since, keep))
             if not record.failing_since:
                 record = replace(record, failing_since=since, updated_at=utc_now())
                 if not await self.store.save_push_progress(record):
@@ -264,14 +264,6 @@ class Pusher:
         self.stats.last_given_up = {"deliveryId": did, "error": error, "at": utc_now()}
         log.warning("push delivery %s given up: %s", did, error)
 
-    async def _saved(
-        self,
-        record: PushConfigRecord,
-        event: TaskEvent,
-        did: str,
-        attempts: int,
-        error: str | None,
-        failing_since: str,
-    ) -> PushConfigRecord | None:
-        saved = recorded(record, event, did, attempts, error, failing_since, self.settings.history)
-        return saved if await self.store.save_push_progress(saved) else None
+    async def _saved(self, record: PushConfigRecord) -> PushConfigRecord | None:
+        """`record` saved, or None when it is gone (deleted, or taken by another replica)."""
+        return record if await self.store.save_push_progress(record) else None

@@ -18,7 +18,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from a2a_handoff.errors import HandoffError, StoreDownError, StoreError, TrustError
-from a2a_handoff.stores.guard import StoreGuard
+from a2a_handoff.stores.guard import ServerPing, StoreGuard
 from a2a_handoff.stores.postgres_follow import PostgresFollowers
 from a2a_handoff.stores.postgres_schema import (
     MIGRATIONS,
@@ -88,7 +88,7 @@ async def _keep_session(_conn: Any) -> None:
     transaction is still rolled back by asyncpg itself."""
 
 
-class PostgresPool:
+class PostgresPool(ServerPing):
     """The pool and the schema (module docstring)."""
 
     shared = True
@@ -277,16 +277,6 @@ class PostgresPool:
             self._lost_signal = None
         with contextlib.suppress(Exception):  # the pool may have taken it back already
             conn.terminate()
-
-    async def ping(self) -> bool:
-        return await self.problem() is None
-
-    async def problem(self) -> str | None:
-        try:
-            await self._ping()
-        except StoreError as exc:
-            return f"unreachable: {exc}"
-        return None
 
     @guarded
     async def _ping(self) -> None:
