@@ -35,10 +35,10 @@ from a2a_handoff.errors import StoreError
 from a2a_handoff.ids import new_id
 from a2a_handoff.protocol.extension import render_item
 from a2a_handoff.protocol.models import StreamResponse, parse_time, utc_now
-from a2a_handoff.push.collector import PushCollector
-from a2a_handoff.push.history import recorded
+from a2a_handoff.push._collector import PushCollector
+from a2a_handoff.push._history import recorded
+from a2a_handoff.push._webhook import Webhook, delivery_id
 from a2a_handoff.push.push_config import PushConfig, PushSettings, config_json, load_config
-from a2a_handoff.push.webhook import Webhook, delivery_id
 from a2a_handoff.stores.base import PushConfigRecord, Store, TaskEvent
 
 log = logging.getLogger("a2a_handoff.push")

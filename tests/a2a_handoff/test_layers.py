@@ -131,6 +131,21 @@ def test_no_module_imports_itself_back() -> None:
     assert not cycles, "import circles: " + "; ".join(" → ".join(c) for c in cycles)
 
 
+def test_private_modules_are_imported_only_from_their_room() -> None:
+    # `room/_name.py` is the room's own: another room goes through the room's `__init__`
+    # (or a public module of it), so the room may change its insides freely.
+    assert "a2a_handoff.server._methods" in GRAPH["a2a_handoff.server.app"]  # (seen at all)
+    reached = sorted(
+        f"{importer} → {target}"
+        for importer, targets in GRAPH.items()
+        for target in targets
+        if target.rpartition(".")[2].startswith("_")
+        and not target.endswith("__init__")
+        and room_of(target) != room_of(importer)
+    )
+    assert not reached, f"private modules imported from another room: {reached}"
+
+
 # The handler API: what a handler author imports, and what it drags in. Never the client, the
 # stores or the trust room (network, databases, keys), not even for a type.
 HANDLER_API = "a2a_handoff.agent"

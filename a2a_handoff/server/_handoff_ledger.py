@@ -19,7 +19,7 @@ from a2a_handoff.errors import InvalidParamsError
 from a2a_handoff.handoff.ledger import received_row, sent_row
 from a2a_handoff.protocol.models import WireModel
 from a2a_handoff.runtime.tasks import TaskManager
-from a2a_handoff.server.call import Call, Handler, validate
+from a2a_handoff.server._call import Call, Handler, validate
 
 
 class ListHandoffsRequest(WireModel):

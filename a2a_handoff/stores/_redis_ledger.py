@@ -18,12 +18,12 @@ from dataclasses import asdict
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from a2a_handoff.errors import StoreDownError, StoreError, TrustError
+from a2a_handoff.stores._guard import ServerPing, StoreGuard
+from a2a_handoff.stores._redis_durability import check_durability
+from a2a_handoff.stores._redis_follow import RedisFollowers
+from a2a_handoff.stores._redis_scripts import ALL as SCRIPTS
+from a2a_handoff.stores._redis_scripts import LAYOUT
 from a2a_handoff.stores.base import HandoffStats, OutboxEntry, ReceivedEntry
-from a2a_handoff.stores.guard import ServerPing, StoreGuard
-from a2a_handoff.stores.redis_durability import check_durability
-from a2a_handoff.stores.redis_follow import RedisFollowers
-from a2a_handoff.stores.redis_scripts import ALL as SCRIPTS
-from a2a_handoff.stores.redis_scripts import LAYOUT
 from a2a_handoff.trust.keys import NO_KEYS_IN_SHARED_STORE
 
 try:

@@ -3,7 +3,7 @@
 Each takes a validated `Call` and answers with a JSON-RPC result (or an SSE stream for the
 streaming methods); a failure is raised as an RpcError, which the binding turns into the
 error object. `SendMessage` blocks until the task ends or waits for input, unless
-`returnImmediately`. `ListHandoffs` is ours: the handoff ledger (`server.handoff_ledger`).
+`returnImmediately`. `ListHandoffs` is ours: the handoff ledger (`server._handoff_ledger`).
 """
 
 from __future__ import annotations
@@ -44,10 +44,10 @@ from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.protocol.steps import agent_message
 from a2a_handoff.runtime.journal import Replied, Submission
 from a2a_handoff.runtime.tasks import TaskManager
-from a2a_handoff.server.call import Call, Handler, validate
-from a2a_handoff.server.handoff_ledger import HandoffLedger
-from a2a_handoff.server.push import PushMethods, given_config
-from a2a_handoff.server.streams import StreamSlots, one_item, sse_answer, task_stream
+from a2a_handoff.server._call import Call, Handler, validate
+from a2a_handoff.server._handoff_ledger import HandoffLedger
+from a2a_handoff.server._push import PushMethods, given_config
+from a2a_handoff.server._streams import StreamSlots, one_item, sse_answer, task_stream
 from a2a_handoff.stores.base import Store, TaskQuery
 
 
