@@ -59,7 +59,7 @@ if _typing.TYPE_CHECKING:
     from a2a_handoff.push import PushSettings
     from a2a_handoff.runtime.local import LocalTasks
     from a2a_handoff.server.app import create_app
-    from a2a_handoff.server.config import (
+    from a2a_handoff.server.app_config import (
         HandoffConfig,
         LimitsConfig,
         ObservabilityConfig,
@@ -71,16 +71,16 @@ if _typing.TYPE_CHECKING:
 _LAZY = {
     "AgentClient": "a2a_handoff.client.client",
     "ApiKeyAuth": "a2a_handoff.auth",
-    "HandoffConfig": "a2a_handoff.server.config",
-    "LimitsConfig": "a2a_handoff.server.config",
+    "HandoffConfig": "a2a_handoff.server.app_config",
+    "LimitsConfig": "a2a_handoff.server.app_config",
     "LocalTasks": "a2a_handoff.runtime.local",
     "MemoryTaskStore": "a2a_handoff.stores",
-    "ObservabilityConfig": "a2a_handoff.server.config",
+    "ObservabilityConfig": "a2a_handoff.server.app_config",
     "PushSettings": "a2a_handoff.push",
     "RetryPolicy": "a2a_handoff.client.retry",
     "SqliteTaskStore": "a2a_handoff.stores",
     "TaskStore": "a2a_handoff.stores",
-    "TrustConfig": "a2a_handoff.server.config",
+    "TrustConfig": "a2a_handoff.server.app_config",
     "create_app": "a2a_handoff.server.app",
     "open_store": "a2a_handoff.stores",
 }

@@ -35,9 +35,9 @@ from a2a_handoff.outcomes import (
     Reply,
     Route,
 )
-from a2a_handoff.protocol.events import agent_message
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI, ext_metadata
 from a2a_handoff.protocol.models import Artifact, Message, Part, Task
+from a2a_handoff.protocol.steps import agent_message
 
 __all__ = [
     "Agent",

@@ -342,7 +342,7 @@ class AgentUrlError(HandoffError, ValueError):
 
 
 class ConfigError(HandoffError, ValueError):
-    """A setting given to `create_app` (`server.config`) that is out of range or of the wrong
+    """A setting given to `create_app` (`server.app_config`) that is out of range or of the wrong
     kind: the message names it and says what it takes."""
 
 

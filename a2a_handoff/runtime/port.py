@@ -17,7 +17,6 @@ from a2a_handoff.escalation import Escalation
 from a2a_handoff.handoff.handoffs import Handoffs
 from a2a_handoff.handoff.job import DeliveryJob
 from a2a_handoff.outcomes import Handoff, Route
-from a2a_handoff.protocol.events import agent_message, appended, status_event
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI, ext_metadata, with_ext_metadata
 from a2a_handoff.protocol.models import (
     Artifact,
@@ -27,6 +26,7 @@ from a2a_handoff.protocol.models import (
     TaskArtifactUpdateEvent,
 )
 from a2a_handoff.protocol.states import TaskState
+from a2a_handoff.protocol.steps import agent_message, appended, status_event
 from a2a_handoff.runtime.journal import Journal
 from a2a_handoff.runtime.phases import Phase
 

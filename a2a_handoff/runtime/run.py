@@ -2,7 +2,7 @@
 
 Invariants:
 - the run is in one phase at a time (`runtime.phases`), changed only through its table;
-- every state change goes through `states.transition()` (via `protocol.events.with_status`);
+- every state change goes through `states.transition()` (via `protocol.steps.with_status`);
 - a handler's exception fails the task with its message; it never crashes a request;
 - a cancel requested while the handler runs cancels it and ends the task CANCELED; once the
   handler returned, the step ends on its own (a cancel waits for it);
@@ -32,10 +32,10 @@ from a2a_handoff.outcomes import (
     Rejected,
     Reply,
 )
-from a2a_handoff.protocol.events import agent_message, status_event, with_status
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI
 from a2a_handoff.protocol.models import Message, Role, StreamResponse, Task
 from a2a_handoff.protocol.states import TaskState
+from a2a_handoff.protocol.steps import agent_message, status_event, with_status
 from a2a_handoff.runtime.escalations import escalation_handoff, repeated_failure
 from a2a_handoff.runtime.handing import hand_off
 from a2a_handoff.runtime.journal import Journal, Submission

@@ -2,7 +2,7 @@
 card and health."""
 
 from a2a_handoff.server.app import create_app
-from a2a_handoff.server.config import (
+from a2a_handoff.server.app_config import (
     HandoffConfig,
     LimitsConfig,
     ObservabilityConfig,

@@ -2,7 +2,7 @@
 
 A binding (JSON-RPC 1.0, HTTP+JSON, JSON-RPC for A2A 0.3 clients) parses a request into a
 `Call` — params as the 1.0 request object, the caller, the active extensions — and hands it
-to a method of `server.methods`. The method produces the 1.0 result (as JSON) or a stream of
+to a method of `server._methods`. The method produces the 1.0 result (as JSON) or a stream of
 1.0 items; the call's `Binding` frames them for the wire: a JSON-RPC envelope, a bare REST
 body, or a 0.3 rendering. So the methods exist once, and every binding serves the same
 runtime.

@@ -3,9 +3,9 @@
 `PostgresPool` holds a bounded pool (`pool_max` connections, 10 by default; a call waits at
 most `acquire_timeout` for one, then fails with StoreError) with timeouts on connecting (1 s)
 and on every statement (2 s); while PostgreSQL cannot be reached every call fails at once with
-StoreDownError, one probe a half-second finding it back (`stores.guard`). Opening it creates
-or migrates the schema (`stores.postgres_schema`) and starts the LISTENing connection
-(`stores.postgres_follow`). `guarded` wraps every call that reaches the server.
+StoreDownError, one probe a half-second finding it back (`stores._guard`). Opening it creates
+or migrates the schema (`stores._postgres_schema`) and starts the LISTENing connection
+(`stores._postgres_follow`). `guarded` wraps every call that reaches the server.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from a2a_handoff.errors import HandoffError, StoreDownError, StoreError, TrustError
-from a2a_handoff.stores.guard import StoreGuard
-from a2a_handoff.stores.postgres_follow import PostgresFollowers
-from a2a_handoff.stores.postgres_schema import (
+from a2a_handoff.stores._guard import ServerPing, StoreGuard
+from a2a_handoff.stores._postgres_follow import PostgresFollowers
+from a2a_handoff.stores._postgres_schema import (
     MIGRATIONS,
     VERSION,
 )
@@ -88,7 +88,7 @@ async def _keep_session(_conn: Any) -> None:
     transaction is still rolled back by asyncpg itself."""
 
 
-class PostgresPool:
+class PostgresPool(ServerPing):
     """The pool and the schema (module docstring)."""
 
     shared = True
@@ -187,7 +187,7 @@ class PostgresPool:
 
     async def _migrate(self, pool: Any) -> None:
         """Create the schema, or bring it to `VERSION`, in one transaction (module docstring
-        of `stores.postgres_schema`)."""
+        of `stores._postgres_schema`)."""
         async with pool.acquire() as conn, conn.transaction():
             await conn.execute("SELECT pg_advisory_xact_lock(hashtext($1))", self.schema)
             await conn.execute(f"CREATE SCHEMA IF NOT EXISTS {self.s}")
@@ -277,16 +277,6 @@ class PostgresPool:
             self._lost_signal = None
         with contextlib.suppress(Exception):  # the pool may have taken it back already
             conn.terminate()
-
-    async def ping(self) -> bool:
-        return await self.problem() is None
-
-    async def problem(self) -> str | None:
-        try:
-            await self._ping()
-        except StoreError as exc:
-            return f"unreachable: {exc}"
-        return None
 
     @guarded
     async def _ping(self) -> None:

@@ -2,7 +2,7 @@
 
 A request without `A2A-Version` (or with `0.x`) is an A2A 0.3 request (spec §3.6.2); the
 JSON-RPC endpoint hands its slash-named methods here. Each is the 1.0 method of
-`server.methods` — the same runtime, the same store — with its params converted from 0.3
+`server._methods` — the same runtime, the same store — with its params converted from 0.3
 and its answer converted to 0.3 (`protocol.v03`): `message/send`, `message/stream`,
 `tasks/get`, `tasks/cancel`, `tasks/resubscribe`, and with push notifications on
 `tasks/pushNotificationConfig/set|get|list|delete` (the config nested in 0.3's
@@ -31,9 +31,9 @@ from a2a_handoff.errors import (
 from a2a_handoff.protocol.models import StreamResponse
 from a2a_handoff.protocol.sse import frame
 from a2a_handoff.protocol.v03 import result_to_v03, send_params_from_v03, stream_item_to_v03
-from a2a_handoff.server.call import Call, Handler
-from a2a_handoff.server.jsonrpc import JsonAnswer, error_body, result_body
-from a2a_handoff.server.streams import SseResponse
+from a2a_handoff.server._call import Call, Handler
+from a2a_handoff.server._jsonrpc import JsonAnswer, error_body, result_body
+from a2a_handoff.server._streams import SseResponse
 
 _PUSH = frozenset(
     {

@@ -12,6 +12,7 @@ tasks are). A webhook URL the push policy refuses is -32602 (InvalidParams).
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -19,11 +20,12 @@ from pydantic import Field
 from starlette.responses import Response
 
 from a2a_handoff.errors import InvalidParamsError, TaskNotFoundError
-from a2a_handoff.protocol.models import WireModel
+from a2a_handoff.protocol.models import SendMessageRequest, WireModel
 from a2a_handoff.push import Pusher, history_of, parse_config
-from a2a_handoff.push.config import PushConfig, load_config
+from a2a_handoff.push.push_config import PushConfig, load_config
+from a2a_handoff.runtime.journal import Submission
 from a2a_handoff.runtime.tasks import TaskManager
-from a2a_handoff.server.call import Call, Handler, validate
+from a2a_handoff.server._call import Call, Handler, validate
 from a2a_handoff.stores.base import PushConfigRecord
 
 PUSH_METHODS = (
@@ -113,17 +115,39 @@ class PushMethods:
         result = {"configs": shown, "deliveries": list(history_of(records))}
         return call.binding.answer(call, _json(result))
 
-    async def attach(self, raw: Any, task_id: str, cursor: int) -> None:
-        """A config given on SendMessage, for the task it created or continued (its
-        deliveries start after event `cursor`: 0 for a new task)."""
-        config = await self._checked(raw, task_id)
+    async def given(self, request: SendMessageRequest) -> int:
+        """For a message with a push config: the config checked before the message runs
+        (-32602 for a URL the policy refuses), and where its deliveries start (the task's
+        current event, for a follow-up; 0 for a new task)."""
+        raw = given_config(request)
+        if raw is None:
+            return 0
+        await self._checked({k: v for k, v in raw.items() if k not in ("taskId", "task_id")}, "")
+        task_id = request.message.task_id
+        record = await self.manager.store.get(task_id) if task_id else None
+        return record.version if record is not None else 0
+
+    async def attach_given(
+        self, request: SendMessageRequest, submission: Submission, cursor: int
+    ) -> None:
+        """The message's push config, stored for its task once the task is (before the
+        answer: a client told of the task has its config kept); its deliveries start after
+        event `cursor`."""
+        raw = given_config(request)
+        if raw is None:
+            return
+        try:
+            record = await asyncio.shield(submission.created)
+        except Exception:  # a direct reply, or the task not stored: answered by the caller
+            return
+        config = await self._checked(raw, record.id)
         await self.pusher.add(config, cursor=cursor)
 
-    async def check(self, raw: Any) -> None:
-        """Refuse a SendMessage's config before its message runs (-32602)."""
-        if isinstance(raw, dict):
-            raw = {k: v for k, v in raw.items() if k not in ("taskId", "task_id")}
-        await self._checked(raw, "")
+
+def given_config(request: SendMessageRequest) -> dict[str, Any] | None:
+    """The push config given on a SendMessage (as sent), or None."""
+    config = request.configuration
+    return config.task_push_notification_config if config is not None else None
 
 
 def _json(value: Any) -> str:

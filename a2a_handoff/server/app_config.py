@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING
 from a2a_handoff.errors import ConfigError
 from a2a_handoff.protocol.extension import DEFAULT_MAX_HOPS, DEFAULT_TTL_SECONDS
 from a2a_handoff.protocol.urls import check_agent_url
-from a2a_handoff.server.health import STALE_AFTER_SECONDS
-from a2a_handoff.server.jsonrpc import DEFAULT_MAX_BODY
+from a2a_handoff.server._health import STALE_AFTER_SECONDS
+from a2a_handoff.server._jsonrpc import DEFAULT_MAX_BODY
 from a2a_handoff.trust.trustlist import TrustedAgent, parse_trust
 
 if TYPE_CHECKING:  # jsonschema (contracts) is slow to import; the rest only types fields

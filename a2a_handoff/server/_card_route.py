@@ -29,7 +29,7 @@ from a2a_handoff.protocol.agent_card import AgentCard
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI
 from a2a_handoff.protocol.v03 import card_v03
 from a2a_handoff.trust.agent_trust import AgentTrust
-from a2a_handoff.trust.card import sign_card
+from a2a_handoff.trust.card_signature import sign_card
 from a2a_handoff.trust.keys import Identity
 from a2a_handoff.trust.trustlist import JWKS_PATH
 

@@ -13,15 +13,15 @@ from typing import Any
 
 from a2a_handoff.errors import ConflictError
 from a2a_handoff.protocol.models import StreamResponse
-from a2a_handoff.stores.base import HandoffStats, OutboxEntry, ReceivedEntry, TaskRecord
-from a2a_handoff.stores.sqlite_file import SqliteFile
-from a2a_handoff.stores.sqlite_schema import (
+from a2a_handoff.stores._sqlite_file import SqliteFile
+from a2a_handoff.stores._sqlite_schema import (
     INSERT_OUTBOX,
     INSERT_RECEIVED,
     OUTBOX_COLUMNS,
     RECEIVED_COLUMNS,
     row_of,
 )
+from a2a_handoff.stores.base import HandoffStats, OutboxEntry, ReceivedEntry, TaskRecord
 
 _CLOSE_ENTRY = (
     "UPDATE outbox SET status = ?, detail = ?, updated_at = ?"

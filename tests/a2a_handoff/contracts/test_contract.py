@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from a2a_handoff.contracts import Contract, ContractError, load_contract
-from a2a_handoff.contracts.model import MISSING, contract_files, lookup
+from a2a_handoff.contracts.contract import MISSING, contract_files, lookup
 from tests.support import ROOT
 
 SHIPPED = ROOT / "contracts"

@@ -6,8 +6,8 @@ version, method, params — and every failure is a JSON-RPC error object (A2A's 
 not JSON is -32005 when its `Content-Type` is not JSON either (-32700 otherwise); valid JSON
 is served whatever the header says. A request without `A2A-Version` (or with `0.x`) is an
 A2A 0.3 request: its slash-named methods (`message/send`, …) go to the 0.3 binding
-(`server.compat03`), anything else answers -32009. The methods themselves are
-`server.methods`'; this module only frames calls and answers — nothing of this is on the
+(`server._compat03`), anything else answers -32009. The methods themselves are
+`server._methods`'; this module only frames calls and answers — nothing of this is on the
 path of a successful 1.0 call but the dictionary look-ups it always had.
 """
 
@@ -44,7 +44,7 @@ from a2a_handoff.observe import events, tracing
 from a2a_handoff.protocol.extension import parse_extensions
 from a2a_handoff.protocol.models import StreamResponse
 from a2a_handoff.protocol.sse import frame
-from a2a_handoff.server.call import (
+from a2a_handoff.server._call import (
     PROTOCOL_VERSION,
     SUPPORTED_EXTENSIONS,
     Call,

@@ -10,8 +10,8 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
+from a2a_handoff.stores._sqlite_file import SqliteFile
 from a2a_handoff.stores.base import PushConfigRecord
-from a2a_handoff.stores.sqlite_file import SqliteFile
 
 _COLUMNS = (
     "task_id, config_id, config, cursor, failing_since, history, done, created_at, updated_at"

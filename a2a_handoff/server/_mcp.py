@@ -1,6 +1,6 @@
 """The agent as an MCP server: streamable HTTP at `/mcp` on the agent's own port.
 
-A thin binding over the same A2A methods JSON-RPC and REST call (`server.methods`): every
+A thin binding over the same A2A methods JSON-RPC and REST call (`server._methods`): every
 tool builds a `Call` and runs the method a client of the other bindings would, so ownership,
 deduplication, the handoff receiver's checks and the rendering of tasks are the same.
 
@@ -49,8 +49,8 @@ from a2a_handoff.errors import RpcError
 from a2a_handoff.protocol.agent_card import AgentCard
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI, SIGNATURE_KEY
 from a2a_handoff.protocol.models import StreamResponse
-from a2a_handoff.server.call import Call, Handler
-from a2a_handoff.server.health import Health
+from a2a_handoff.server._call import Call, Handler
+from a2a_handoff.server._health import Health
 
 MCP_PATH = "/mcp"
 HEALTH_STALE_SECONDS = 300.0  # health_check: pending handoffs older than 5 minutes

@@ -81,10 +81,19 @@ CREATE TABLE {s}.leases (
 
 
 def _functions(s: str) -> str:
-    outbox = ", ".join(OUTBOX_COLUMNS)
-    outbox_values = ", ".join(f"p_entry[{i}]" for i in range(1, len(OUTBOX_COLUMNS) + 1))
+    """The write functions: a task created, a task updated (each in one transaction)."""
+    return _create_task(s) + _update_task(s)
+
+
+def _values(param: str, columns: tuple[str, ...]) -> str:
+    """`param[1], param[2], …`: an array parameter's items, one a column."""
+    return ", ".join(f"{param}[{i}]" for i in range(1, len(columns) + 1))
+
+
+def _create_task(s: str) -> str:
+    outbox, outbox_values = ", ".join(OUTBOX_COLUMNS), _values("p_entry", OUTBOX_COLUMNS)
     received = ", ".join(RECEIVED_COLUMNS)
-    received_values = ", ".join(f"p_received[{i}]" for i in range(1, len(RECEIVED_COLUMNS) + 1))
+    received_values = _values("p_received", RECEIVED_COLUMNS)
     return f"""
 -- Insert a task, its first events, and (optionally) its outbox entry and ledger row; with a
 -- dedupe key already taken (and not expired), write nothing and return the task it names.
@@ -124,7 +133,12 @@ BEGIN
     PERFORM pg_notify(p_channel, p_id);
     RETURN NULL;
 END $$;
+"""
 
+
+def _update_task(s: str) -> str:
+    outbox, outbox_values = ", ".join(OUTBOX_COLUMNS), _values("p_entry", OUTBOX_COLUMNS)
+    return f"""
 -- Replace a task's snapshot and append its events if its version is p_expected; with
 -- p_entry, add that pending outbox entry; with p_close, close that pending entry first.
 -- Returns 'ok', 'conflict' (missing or moved) or 'not_pending', having written nothing

@@ -18,12 +18,12 @@ from dataclasses import asdict
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from a2a_handoff.errors import StoreDownError, StoreError, TrustError
+from a2a_handoff.stores._guard import ServerPing, StoreGuard
+from a2a_handoff.stores._redis_durability import check_durability
+from a2a_handoff.stores._redis_follow import RedisFollowers
+from a2a_handoff.stores._redis_scripts import ALL as SCRIPTS
+from a2a_handoff.stores._redis_scripts import LAYOUT
 from a2a_handoff.stores.base import HandoffStats, OutboxEntry, ReceivedEntry
-from a2a_handoff.stores.guard import StoreGuard
-from a2a_handoff.stores.redis_durability import check_durability
-from a2a_handoff.stores.redis_follow import RedisFollowers
-from a2a_handoff.stores.redis_scripts import ALL as SCRIPTS
-from a2a_handoff.stores.redis_scripts import LAYOUT
 from a2a_handoff.trust.keys import NO_KEYS_IN_SHARED_STORE
 
 try:
@@ -76,7 +76,7 @@ def score(stamp: str) -> float:
 MAX_CONNECTIONS = 2000  # Redis connections per process (Redis serves 10,000 clients by default)
 
 
-class RedisBase:
+class RedisBase(ServerPing):
     """The connection, the scripts, and the outbox, ledger and leases (module docstring)."""
 
     shared = True
@@ -150,16 +150,6 @@ class RedisBase:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
-
-    async def ping(self) -> bool:
-        return await self.problem() is None
-
-    async def problem(self) -> str | None:
-        try:
-            await self._ping()
-        except StoreError as exc:
-            return f"unreachable: {exc}"
-        return None
 
     @guarded
     async def _ping(self) -> None:

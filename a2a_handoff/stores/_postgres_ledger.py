@@ -3,7 +3,7 @@
 Leases are rows of `leases`, taken or renewed by ONE upsert that succeeds only for the holder
 or once the lease expired — in the database's time, so replicas' clocks are never compared.
 Every question /health and ListHandoffs ask is answered from an index: no read scans the
-ledger. The connections are `stores.postgres_pool`'s.
+ledger. The connections are `stores._postgres_pool`'s.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from a2a_handoff.errors import TrustError
+from a2a_handoff.stores._postgres_pool import PostgresPool, guarded
+from a2a_handoff.stores._postgres_schema import OUTBOX_COLUMNS, RECEIVED_COLUMNS
 from a2a_handoff.stores.base import HandoffStats, OutboxEntry, ReceivedEntry
-from a2a_handoff.stores.postgres_pool import PostgresPool, guarded
-from a2a_handoff.stores.postgres_schema import OUTBOX_COLUMNS, RECEIVED_COLUMNS
 from a2a_handoff.trust.keys import NO_KEYS_IN_SHARED_STORE
 
 __all__ = ["PostgresBase", "guarded"]

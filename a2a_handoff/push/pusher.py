@@ -11,7 +11,7 @@ Invariants:
 - every request is signed (`X-A2A-Signature`: a detached JWS of the body's bytes by the
   agent's key, verifiable with its JWKS at `/.well-known/jwks.json`), carries the config's
   token (`X-A2A-Notification-Token`) and `Authorization`, goes to an address the policy
-  checked just before, and follows no redirect;
+  checked just before, and follows no redirect (`webhook`);
 - failed attempts are retried with exponential backoff and jitter; once a receiver has been
   failing for `give_up` seconds, the event is given up (recorded in the config's history, in
   /health and /metrics) and the next ones get one attempt each until one succeeds.
@@ -21,10 +21,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
@@ -36,28 +35,20 @@ from a2a_handoff.errors import StoreError
 from a2a_handoff.ids import new_id
 from a2a_handoff.protocol.extension import render_item
 from a2a_handoff.protocol.models import StreamResponse, parse_time, utc_now
-from a2a_handoff.push.config import PushConfig, PushSettings, config_json, load_config
-from a2a_handoff.push.metrics import PushCollector
-from a2a_handoff.push.policy import Address, PushRefused, PushUnreachable
+from a2a_handoff.push._collector import PushCollector
+from a2a_handoff.push._history import recorded
+from a2a_handoff.push._webhook import Webhook, delivery_id
+from a2a_handoff.push.push_config import PushConfig, PushSettings, config_json, load_config
 from a2a_handoff.stores.base import PushConfigRecord, Store, TaskEvent
-from a2a_handoff.trust.signing import sign_detached
 
 log = logging.getLogger("a2a_handoff.push")
 
-PUSH_TYP = "a2a-push-notification+jws"
-DELIVERY_HEADER = "X-A2A-Delivery-Id"
-TOKEN_HEADER = "X-A2A-Notification-Token"
-SIGNATURE_HEADER = "X-A2A-Signature"
 LEASE_TTL = 10.0
 """Seconds a replica's claim on a config lasts unless renewed (every sweep): how long the
 deliveries of a replica killed -9 wait before another one takes them over."""
 
 
 PushingStore = Store  # the store a pusher needs: every store keeps push configs
-
-
-def delivery_id(task_id: str, config_id: str, seq: int) -> str:
-    return f"{task_id}:{config_id}:{seq}"
 
 
 def wanted(item: StreamResponse, config: PushConfig) -> bool:
@@ -70,18 +61,6 @@ def wanted(item: StreamResponse, config: PushConfig) -> bool:
 
 def _elapsed(since: str) -> float:
     return (datetime.now(UTC) - parse_time(since)).total_seconds()
-
-
-def _pinned(url: str, address: Address) -> tuple[str, dict[str, str], dict[str, Any]]:
-    """(the URL with its host replaced by `address`, the Host header, the request's
-    extensions: the TLS server name stays the URL's host, so certificates are checked
-    against it)."""
-    parts = httpx.URL(url)
-    extensions: dict[str, Any] = {}
-    if parts.scheme == "https":
-        extensions["sni_hostname"] = parts.host
-    pinned = parts.copy_with(host=str(address))
-    return str(pinned), {"Host": parts.netloc.decode("ascii")}, extensions
 
 
 class PushStats:
@@ -119,14 +98,8 @@ class Pusher:
         self.store = store
         self.settings = settings
         self.policy = settings.policy
-        self.signing_key = signing_key
+        self.webhook = Webhook(settings.policy, signing_key, settings.timeout, http)
         self.holder = new_id()
-        self._own_http = http is None
-        self.http = http or httpx.AsyncClient(
-            timeout=httpx.Timeout(settings.timeout, connect=min(5.0, settings.timeout)),
-            follow_redirects=False,
-            trust_env=False,  # a proxy would call a URL other than the address checked
-        )
         self.stats = PushStats()
         self._workers: dict[tuple[str, str], asyncio.Task[None]] = {}
         self._sweeper: asyncio.Task[None] | None = None
@@ -166,8 +139,7 @@ class Pusher:
             await asyncio.wait(tasks, timeout=5.0)
         self._workers.clear()
         self._sweeper = None
-        if self._own_http:
-            await self.http.aclose()
+        await self.webhook.aclose()
 
     def report(self) -> dict[str, Any]:
         """/health's `push` member."""
@@ -253,7 +225,7 @@ class Pusher:
         body = render_item(event.item, False).dump_json().encode()
         did = delivery_id(record.task_id, record.config_id, event.seq)
         key = (record.task_id, record.config_id)
-        attempts = 0
+        attempts, keep = 0, self.settings.history
         while True:
             found = await self.store.push_configs(record.task_id, record.config_id)
             if not found:
@@ -261,19 +233,19 @@ class Pusher:
             record = found[0]
             if self.store.shared and not await self.store.acquire(lease, self.holder, LEASE_TTL):
                 return None
-            error = await self.attempt(load_config(record.config), body, did)
+            error = await self.webhook.attempt(load_config(record.config), body, did)
             attempts += 1
             if error is None:
                 self.stats.delivered += 1
                 self.stats.failing.discard(key)
-                return await self._saved(record, event, did, attempts, None, "")
+                return await self._saved(recorded(record, event, did, attempts, None, "", keep))
             self.stats.failed_attempts += 1
             self.stats.failing.add(key)
             since = record.failing_since or utc_now()
             log.info("push delivery %s failed (attempt %d): %s", did, attempts, error)
             if _elapsed(since) >= self.settings.give_up:
                 self._gave_up(did, error)
-                return await self._saved(record, event, did, attempts, error, since)
+                return await self._saved(recorded(record, event, did, attempts, error, since, keep))
             if not record.failing_since:
                 record = replace(record, failing_since=since, updated_at=utc_now())
                 if not await self.store.save_push_progress(record):
@@ -292,86 +264,6 @@ class Pusher:
         self.stats.last_given_up = {"deliveryId": did, "error": error, "at": utc_now()}
         log.warning("push delivery %s given up: %s", did, error)
 
-    async def _saved(
-        self,
-        record: PushConfigRecord,
-        event: TaskEvent,
-        did: str,
-        attempts: int,
-        error: str | None,
-        failing_since: str,
-    ) -> PushConfigRecord | None:
-        entry: dict[str, Any] = {
-            "deliveryId": did,
-            "seq": event.seq,
-            "event": _kind(event.item),
-            "outcome": "delivered" if error is None else "given_up",
-            "attempts": attempts,
-            "at": utc_now(),
-        }
-        if error is not None:
-            entry["error"] = error
-        history = [*json.loads(record.history), entry][-self.settings.history :]
-        saved = replace(
-            record,
-            cursor=event.seq,
-            failing_since=failing_since,
-            history=json.dumps(history, separators=(",", ":")),
-            updated_at=entry["at"],
-        )
-        return saved if await self.store.save_push_progress(saved) else None
-
-    # -- one request ------------------------------------------------------------------------
-
-    def headers(self, config: PushConfig, body: bytes, did: str) -> dict[str, str]:
-        """The headers of a delivery of `body`."""
-        signature = sign_detached(body, self.signing_key(), PUSH_TYP)
-        headers = {
-            "Content-Type": "application/json",
-            DELIVERY_HEADER: did,
-            SIGNATURE_HEADER: signature,
-        }
-        if config.token:
-            headers[TOKEN_HEADER] = config.token
-        auth = config.authentication
-        if auth is not None:
-            credentials = f" {auth.credentials}" if auth.credentials else ""
-            headers["Authorization"] = f"{auth.scheme}{credentials}"
-        return headers
-
-    async def attempt(self, config: PushConfig, body: bytes, did: str) -> str | None:
-        """POST one delivery; None when acknowledged (2xx), else what went wrong."""
-        try:
-            addresses = await self.policy.resolve(config.url)
-        except (PushRefused, PushUnreachable) as exc:
-            return str(exc)
-        if not addresses:
-            return "no address to call"
-        url, host, extensions = _pinned(config.url, addresses[0])
-        headers = {**self.headers(config, body, did), **host}
-        try:
-            async with self.http.stream(
-                "POST", url, content=body, headers=headers, extensions=extensions
-            ) as response:
-                status = response.status_code
-        except httpx.HTTPError as exc:
-            return f"{type(exc).__name__}: {exc}"[:300]
-        if 200 <= status < 300:
-            return None
-        return f"HTTP {status}"  # a redirect too: never followed
-
-
-def _kind(item: StreamResponse) -> str:
-    for name in ("status_update", "artifact_update", "task", "message"):
-        if getattr(item, name) is not None:
-            return {"status_update": "statusUpdate", "artifact_update": "artifactUpdate"}.get(
-                name, name
-            )
-    return "unknown"
-
-
-def history_of(records: list[PushConfigRecord]) -> Iterator[dict[str, Any]]:
-    """The deliveries of `records`, each with its config id, oldest first per config."""
-    for record in records:
-        for entry in json.loads(record.history):
-            yield {"configId": record.config_id, **entry}
+    async def _saved(self, record: PushConfigRecord) -> PushConfigRecord | None:
+        """`record` saved, or None when it is gone (deleted, or taken by another replica)."""
+        return record if await self.store.save_push_progress(record) else None

@@ -17,7 +17,7 @@ import contextlib
 import logging
 from typing import Any
 
-from a2a_handoff.stores.redis_follow import RedisFollowers
+from a2a_handoff.stores._redis_follow import RedisFollowers
 
 log = logging.getLogger("a2a_handoff.stores")
 RECONNECT_SECONDS = 0.5

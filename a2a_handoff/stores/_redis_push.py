@@ -12,8 +12,8 @@ import json
 from dataclasses import asdict, fields
 from typing import Any
 
+from a2a_handoff.stores._redis_ledger import RedisBase, guarded
 from a2a_handoff.stores.base import PushConfigRecord
-from a2a_handoff.stores.redis_ledger import RedisBase, guarded
 
 _FIELDS = tuple(f.name for f in fields(PushConfigRecord))
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from a2a_handoff.stores._postgres_ledger import PostgresBase, guarded
 from a2a_handoff.stores.base import PushConfigRecord
-from a2a_handoff.stores.postgres_ledger import PostgresBase, guarded
 
 _COLUMNS = (
     "task_id, config_id, config, cursor, failing_since, history, done, created_at, updated_at"

@@ -1,4 +1,4 @@
-"""`GET /metrics`: the agent's Prometheus metrics (`observe.metrics`), in the text format.
+"""`GET /metrics`: the agent's Prometheus metrics (`observe._metrics`), in the text format.
 
 Under API-key auth the route needs a key, as /health's details do (the breakers' labels name
 peers' URLs), unless the agent was started with `ObservabilityConfig(metrics_public=True)`

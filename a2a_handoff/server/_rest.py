@@ -3,7 +3,7 @@
 `POST /message:send`, `POST /message:stream` (SSE), `GET /tasks/{id}`, `GET /tasks`,
 `POST /tasks/{id}:cancel`, `GET|POST /tasks/{id}:subscribe` (SSE), the push-notification
 config routes (PushNotificationNotSupported unless push is on) and `GET /extendedAgentCard`. Each is
-the method of `server.methods` — the same runtime and store as JSON-RPC — with its params
+the method of `server._methods` — the same runtime and store as JSON-RPC — with its params
 taken from the path, the query and the body. Answers are the 1.0 objects in ProtoJSON as
 `application/json`; stream events are bare StreamResponse objects (no JSON-RPC envelope);
 errors are AIP-193 `google.rpc.Status` bodies whose `code` is the HTTP status of spec §5.4,
@@ -40,7 +40,7 @@ from a2a_handoff.errors import (
 from a2a_handoff.protocol.extension import parse_extensions
 from a2a_handoff.protocol.models import StreamResponse
 from a2a_handoff.protocol.sse import frame
-from a2a_handoff.server.call import (
+from a2a_handoff.server._call import (
     PROTOCOL_VERSION,
     SUPPORTED_EXTENSIONS,
     Call,
@@ -51,8 +51,8 @@ from a2a_handoff.server.call import (
     read_body,
     supported_version,
 )
-from a2a_handoff.server.jsonrpc import finite, refuse_constant, refuse_lone_surrogates
-from a2a_handoff.server.push import PUSH_METHODS
+from a2a_handoff.server._jsonrpc import finite, refuse_constant, refuse_lone_surrogates
+from a2a_handoff.server._push import PUSH_METHODS
 
 log = logging.getLogger("a2a_handoff.server")
 
@@ -191,7 +191,7 @@ def _unsupported(error: type[RpcError]) -> Handler:
 
 
 class RestEndpoint:
-    """Serves the REST routes through the methods of `server.methods`."""
+    """Serves the REST routes through the methods of `server._methods`."""
 
     def __init__(
         self, methods: Mapping[str, Handler], auth: ApiKeyAuth | None, max_body: int

@@ -5,7 +5,8 @@ connection and never answers). Once one call failed so, `StoreGuard` fails the n
 once with `StoreDownError` — a clear error for the caller instead of a wait — and lets one
 call through every `probe_every` seconds to see whether the server answers again; the first
 success closes the guard. Errors that are not about reaching the server (a script error, a
-wrong type) pass through unchanged and do not open it.
+wrong type) pass through unchanged and do not open it. `ServerPing` gives such a store its
+`ping` and `problem` (what /health says) from one guarded round trip.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from a2a_handoff.errors import StoreDownError
+from a2a_handoff.errors import StoreDownError, StoreError
 
 T = TypeVar("T")
 
@@ -53,3 +54,22 @@ class StoreGuard:
                 self._probing = False
         self.reason = None
         return result
+
+
+class ServerPing:
+    """`ping` and `problem` of a store on a server, from its `_ping`: one round trip, run
+    through the store's guard (a StoreError, `StoreDownError` included, when unreachable)."""
+
+    async def _ping(self) -> None:
+        raise NotImplementedError
+
+    async def ping(self) -> bool:
+        return await self.problem() is None
+
+    async def problem(self) -> str | None:
+        """None when the server answers, else why it did not."""
+        try:
+            await self._ping()
+        except StoreError as exc:
+            return f"unreachable: {exc}"
+        return None

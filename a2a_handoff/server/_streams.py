@@ -29,7 +29,7 @@ from a2a_handoff.protocol.extension import render_item
 from a2a_handoff.protocol.models import StreamResponse, Task
 from a2a_handoff.protocol.sse import PING
 from a2a_handoff.protocol.states import TaskState
-from a2a_handoff.server.call import Call, protocol_headers
+from a2a_handoff.server._call import Call, protocol_headers
 from a2a_handoff.stores.base import Store, TaskEvent
 
 log = logging.getLogger("a2a_handoff.server")

@@ -22,7 +22,7 @@ from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, M
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.registry import Collector
 
-from a2a_handoff.observe.labels import short_state
+from a2a_handoff.observe._labels import short_state
 
 __all__ = ["CONTENT_TYPE_LATEST", "Metrics"]
 

@@ -1,4 +1,4 @@
-"""`create_app`'s grouped settings (`server.config`): a bad value is refused when the object is
+"""`create_app`'s grouped settings (`server.app_config`): a bad value is refused when the object is
 made, the defaults are the server's, and an app built from them does what they say."""
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from a2a.utils.signing import (
 
 from a2a_handoff.errors import SignatureError
 from a2a_handoff.protocol.agent_card import build_card, skill
-from a2a_handoff.trust.card import card_payload, sign_card, verify_card
+from a2a_handoff.trust.card_signature import card_payload, sign_card, verify_card
 from a2a_handoff.trust.keys import Identity
 
 JKU = "http://127.0.0.1:9/.well-known/jwks.json"

@@ -3,18 +3,16 @@
 Each takes a validated `Call` and answers with a JSON-RPC result (or an SSE stream for the
 streaming methods); a failure is raised as an RpcError, which the binding turns into the
 error object. `SendMessage` blocks until the task ends or waits for input, unless
-`returnImmediately`. `ListHandoffs` is ours: the handoff ledger of a context.
+`returnImmediately`. `ListHandoffs` is ours: the handoff ledger (`server._handoff_ledger`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 from collections.abc import Callable
 from datetime import UTC
 
-from pydantic import Field
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -25,8 +23,6 @@ from a2a_handoff.errors import (
     TaskNotCancelableError,
     UnsupportedOperationError,
 )
-from a2a_handoff.handoff.ledger import received_row, sent_row
-from a2a_handoff.protocol.events import agent_message
 from a2a_handoff.protocol.extension import (
     HANDOFF_EXTENSION_URI,
     ext_metadata,
@@ -42,22 +38,17 @@ from a2a_handoff.protocol.models import (
     StreamResponse,
     SubscribeToTaskRequest,
     Task,
-    WireModel,
     parse_time,
 )
 from a2a_handoff.protocol.states import TaskState
+from a2a_handoff.protocol.steps import agent_message
 from a2a_handoff.runtime.journal import Replied, Submission
 from a2a_handoff.runtime.tasks import TaskManager
-from a2a_handoff.server.call import Call, Handler, validate
-from a2a_handoff.server.push import PushMethods
-from a2a_handoff.server.streams import StreamSlots, one_item, sse_answer, task_stream
+from a2a_handoff.server._call import Call, Handler, validate
+from a2a_handoff.server._handoff_ledger import HandoffLedger
+from a2a_handoff.server._push import PushMethods, given_config
+from a2a_handoff.server._streams import StreamSlots, one_item, sse_answer, task_stream
 from a2a_handoff.stores.base import Store, TaskQuery
-
-
-class ListHandoffsRequest(WireModel):
-    context_id: str | None = None
-    page_size: int | None = Field(default=None, ge=1, le=1000)
-    page_token: str | None = None
 
 
 def _status_after(raw: str | None) -> str | None:
@@ -98,6 +89,7 @@ class A2AMethods:
         self.extended_card = extended_card  # the extended card's JSON, as served
         self.extended_declared = extended_declared or extended_card is not None
         self.push: PushMethods | None = None  # set when push notifications are on
+        self.ledger = HandoffLedger(manager)
 
     def table(self) -> dict[str, Handler]:
         """Method name → handler."""
@@ -109,8 +101,7 @@ class A2AMethods:
             "CancelTask": self.cancel_task,
             "SubscribeToTask": self.subscribe_to_task,
             "GetExtendedAgentCard": self.get_extended_card,
-            "ListHandoffs": self.list_handoffs,
-        }
+        } | self.ledger.table()
 
     def _task_response(
         self,
@@ -181,34 +172,19 @@ class A2AMethods:
         return sse_answer(call, stream, self.sse_ping, self.streams)
 
     async def _push_cursor(self, request: SendMessageRequest) -> int:
-        """For a message with a push config: the config checked (refused: -32003 when push
-        is off, -32602 for a URL the policy refuses), and where its deliveries start (the
-        task's current event, for a follow-up; 0 for a new task)."""
-        config = request.configuration
-        raw = config.task_push_notification_config if config is not None else None
-        if raw is None:
-            return 0
-        if self.push is None:
+        """Where the deliveries of a config given with the message start (-32003 when one is
+        given and push is off; see `PushMethods.given`)."""
+        if self.push is not None:
+            return await self.push.given(request)
+        if given_config(request) is not None:
             raise PushNotificationNotSupportedError()
-        await self.push.check(raw)
-        task_id = request.message.task_id
-        record = await self.store.get(task_id) if task_id else None
-        return record.version if record is not None else 0
+        return 0
 
     async def _attach_push(
         self, request: SendMessageRequest, submission: Submission, cursor: int
     ) -> None:
-        """The message's push config, stored for its task once the task is (before the
-        answer: a client told of the task has its config kept)."""
-        config = request.configuration
-        raw = config.task_push_notification_config if config is not None else None
-        if raw is None or self.push is None:
-            return
-        try:
-            record = await asyncio.shield(submission.created)
-        except Exception:  # a direct reply, or the task not stored: answered by the caller
-            return
-        await self.push.attach(raw, record.id, cursor)
+        if self.push is not None:
+            await self.push.attach_given(request, submission, cursor)
 
     async def _moved_on(
         self, call: Call, message: Message, refused: UnsupportedOperationError
@@ -316,39 +292,6 @@ class A2AMethods:
             " capabilities.extendedAgentCard)"
         )
 
-    async def _visible(self, task_id: str, principal: str) -> bool:
-        record = await self.store.get(task_id)
-        return record is not None and record.visible_to(principal)
-
-    async def list_handoffs(self, call: Call) -> Response:
-        """Ours: the handoff ledger — sent (the outbox) and received — oldest first, a page
-        of each at a time (`pageSize`, default 50, at most 1000; `pageToken`)."""
-        request = validate(ListHandoffsRequest, call.params)
-        limit = request.page_size or 50
-        context_id = request.context_id
-        sent_after, received_after = _ledger_cursors(request.page_token, context_id)
-        contracts = self.manager.handoffs.settings.contracts
-        sent: list[dict[str, object]] = []
-        next_sent: str | None = None
-        if sent_after is not None:
-            entries, next_sent = await self.store.sent_page(
-                owner=call.principal, context_id=context_id, after=sent_after, limit=limit
-            )
-            sent = [sent_row(e, contracts) for e in entries]
-        received: list[dict[str, object]] = []
-        next_received: str | None = None
-        if received_after is not None:
-            rows, next_received = await self.store.received_page(
-                context_id=context_id, after=received_after, limit=limit
-            )
-            ids = sorted({e.task_id for e in rows})
-            shown = await asyncio.gather(*(self._visible(i, call.principal) for i in ids))
-            visible = {i for i, ok in zip(ids, shown, strict=True) if ok}
-            received = [received_row(e) for e in rows if e.task_id in visible]
-        token = _ledger_token(next_sent or None, next_received or None, context_id)
-        result = {"sent": sent, "received": received, "nextPageToken": token}
-        return call.binding.answer(call, json.dumps(result, separators=(",", ":")))
-
 
 def _shown(call: Call, state: TaskState) -> str:
     """The name of `state` as this client is shown it (TRANSFERRED is COMPLETED without the
@@ -356,29 +299,6 @@ def _shown(call: Call, state: TaskState) -> str:
     if state is TaskState.TRANSFERRED and not call.transfers_visible:
         return TaskState.COMPLETED.name
     return state.name
-
-
-def _ledger_token(sent: str | None, received: str | None, context_id: str | None) -> str:
-    """The next page's token: where each list goes on (None: that list is done)."""
-    if sent is None and received is None:
-        return ""
-    raw = json.dumps([sent, received, context_id], separators=(",", ":")).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def _ledger_cursors(token: str | None, context_id: str | None) -> tuple[str | None, str | None]:
-    """(sent cursor, received cursor) a ListHandoffs token names ("" from the start, None:
-    that list is done); -32602 when it is not one of ours, or was for another context."""
-    if not token:
-        return "", ""
-    try:
-        value = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
-        sent, received, context = value
-        if context == context_id and all(c is None or isinstance(c, str) for c in value):
-            return sent, received
-    except (ValueError, TypeError):
-        pass
-    raise InvalidParamsError("pageToken: not a token this server issued for these params")
 
 
 def _last_event_id(request: Request) -> int | None:

@@ -1,7 +1,7 @@
 """The SQLite store's file: its connections, its writer, its owner, and its leases when shared.
 
-`SqliteFile` holds what every part of the store uses: the owner lock (`stores.sqlite_owner`),
-the writer (`stores.sqlite_writer`), the connections point reads and multi-row reads run on,
+`SqliteFile` holds what every part of the store uses: the owner lock (`stores._sqlite_owner`),
+the writer (`stores._sqlite_writer`), the connections point reads and multi-row reads run on,
 and the one check-and-set step every task write is (`_update`). Point reads (a task, a dedupe
 key) run synchronously — on the writer connection while it is idle, outside a batch, since it
 holds every page it wrote (a separate reader drops its page cache whenever the file changes:
@@ -25,12 +25,12 @@ import aiosqlite
 from a2a_handoff.errors import ConflictError, StoreError
 from a2a_handoff.protocol.models import StreamResponse
 from a2a_handoff.secrets import create_private, private_dir
+from a2a_handoff.stores._event_log import log_json
 from a2a_handoff.stores._hub import EventHub
+from a2a_handoff.stores._sqlite_owner import OwnerLock
+from a2a_handoff.stores._sqlite_schema import prepare
+from a2a_handoff.stores._sqlite_writer import GroupCommit, Publish
 from a2a_handoff.stores.base import LocalLeases, TaskEvent, TaskRecord, check_update
-from a2a_handoff.stores.event_log import log_json
-from a2a_handoff.stores.sqlite_owner import OwnerLock
-from a2a_handoff.stores.sqlite_schema import prepare
-from a2a_handoff.stores.sqlite_writer import GroupCommit, Publish
 
 
 class SqliteFile(LocalLeases):
