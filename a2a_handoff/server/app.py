@@ -34,6 +34,7 @@ from starlette.types import Receive, Scope, Send
 from a2a_handoff.agent import Agent
 from a2a_handoff.auth import ApiKeyAuth
 from a2a_handoff.client.client import AgentClient
+from a2a_handoff.client.mcp_tools import McpTools
 from a2a_handoff.client.transport import Http11Transport
 from a2a_handoff.escalation import EscalationPolicy
 from a2a_handoff.handoff.settings import HandoffSettings, same_url
@@ -50,6 +51,7 @@ from a2a_handoff.server.config import (
     HandoffConfig,
     LimitsConfig,
     ObservabilityConfig,
+    ToolsConfig,
     TrustConfig,
 )
 from a2a_handoff.server.health import Health
@@ -164,6 +166,7 @@ _HANDOFF = HandoffConfig()
 _TRUST = TrustConfig()
 _LIMITS = LimitsConfig()
 _OBSERVABILITY = ObservabilityConfig()
+_TOOLS = ToolsConfig()
 
 
 def create_app(
@@ -175,6 +178,7 @@ def create_app(
     trust: TrustConfig = _TRUST,
     limits: LimitsConfig = _LIMITS,
     observability: ObservabilityConfig = _OBSERVABILITY,
+    tools: ToolsConfig = _TOOLS,
     escalation: EscalationPolicy | None = None,
     extended_card: AgentCard | None = None,
     card_v03_fields: bool = False,
@@ -184,8 +188,9 @@ def create_app(
 ) -> Starlette:
     """Serve `agent` over A2A; the app opens and closes `store` in its lifespan.
 
-    `handoff`, `trust`, `limits`, `observability`: the grouped settings, each defaulting to
-    the server's (`server.config`). `escalation`: the rules that escalate to the human agent.
+    `handoff`, `trust`, `limits`, `observability`, `tools` (the MCP servers handlers call):
+    the grouped settings, each defaulting to the server's (`server.config`). `escalation`:
+    the rules that escalate to the human agent.
     The plain switches: `extended_card`, served to authenticated callers (the public card
     then declares it); `card_v03_fields=True` adds the 0.3 members to the 1.0 card path too
     (for 0.3 clients that read only that path); `mcp_server=True` also serves the agent as an
@@ -202,7 +207,7 @@ def create_app(
     agent_trust = _agent_trust(card, store, client, trust, handoff.routes, escalation)
     manager = TaskManager(
         agent, store, _settings(card, handoff), client, agent_trust, escalation, deciders,
-        dedupe_message_ids=dedupe_message_ids,
+        dedupe_message_ids=dedupe_message_ids, tools=_tools(tools),
     )  # fmt: skip
     pusher = None if push is None else Pusher(store, push, lambda: agent_trust.signing_key)
     served = Served(card, store, client, manager, agent_trust, Observer(card.name), pusher)
@@ -225,6 +230,20 @@ def create_app(
     )
     app.state.a2a = served
     return app
+
+
+def _tools(config: ToolsConfig) -> McpTools | None:
+    """The MCP servers handlers may call; None without any (the `mcp` package then stays
+    unloaded: a session imports it when it first connects)."""
+    if not config.mcp:
+        return None
+    return McpTools(
+        config.mcp,
+        timeout=config.timeout,
+        attempts=config.attempts,
+        breaker_threshold=config.breaker_threshold,
+        breaker_cooldown=config.breaker_cooldown,
+    )
 
 
 def _check_handler(agent: Agent) -> None:
