@@ -7,9 +7,9 @@ Streamable HTTP at `/mcp` on 127.0.0.1. Tools: `add` (a sum, structured), `fail`
 appends a line (its idempotency key, or `-`) to FILE, so the tests count them across
 restarts. A `count` whose key (`_meta["a2a-handoff/idempotencyKey"]`) is in FILE already
 answers without executing again, as a server that honours keys does; `hold` seconds make it
-wait after counting (a call to kill the server in). The first call whose key starts with
-`lose-` executes, but its answer is lost: the client gets HTTP 502, as through a proxy
-whose upstream connection broke.
+wait after counting (a call to kill the server in). The first request of a `count` with a
+`lose` argument executes, but its answer is lost: the client gets HTTP 502, as through a
+proxy whose upstream connection broke.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def build(counts: Path) -> MCPServer:
         return f"slept {seconds:g} s"
 
     @server.tool()
-    async def count(ctx: Context, hold: float = 0.0) -> str:
+    async def count(ctx: Context, hold: float = 0.0, lose: str = "") -> str:
         """Counts one execution per idempotency key (every call without one)."""
         meta: Any = ctx.request_context.meta or {}
         key = str(meta.get(KEY) or "")
@@ -70,7 +70,7 @@ def build(counts: Path) -> MCPServer:
 
 
 class LoseFirstAnswer:
-    """Runs a `lose-…` keyed call's first request, then answers 502 instead of its answer."""
+    """Runs the first request of a call with a `lose` argument, then answers 502 instead."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -86,7 +86,7 @@ class LoseFirstAnswer:
             body += message.get("body", b"")
             if not message.get("more_body"):
                 break
-        key = _key(body)
+        lose = _lose(body)
         replayed = False
 
         async def again() -> Message:
@@ -96,10 +96,10 @@ class LoseFirstAnswer:
             replayed = True
             return {"type": "http.request", "body": body, "more_body": False}
 
-        if not key.startswith("lose-") or key in self.lost:
+        if not lose or lose in self.lost:
             await self.app(scope, again, send)
             return
-        self.lost.add(key)
+        self.lost.add(lose)
 
         async def swallow(message: Message) -> None:
             pass
@@ -109,11 +109,10 @@ class LoseFirstAnswer:
         await send({"type": "http.response.body", "body": b"upstream connection lost"})
 
 
-def _key(body: bytes) -> str:
+def _lose(body: bytes) -> str:
     try:
-        request = json.loads(body)
-        return str(request["params"]["_meta"][KEY])
-    except (ValueError, KeyError, TypeError):
+        return str(json.loads(body)["params"]["arguments"].get("lose") or "")
+    except (ValueError, KeyError, TypeError, AttributeError):
         return ""
 
 

@@ -8,8 +8,9 @@ Invariants:
   failed (the server died, the connection broke) is dropped and the next call connects again;
 - every call is bounded by its timeout (connecting included) and runs behind the server's
   circuit breaker: a connection failure or a timeout counts against it, an answer does not
-  (even `isError`, even a JSON-RPC error);
-- a call is retried — on a failed connection only, within its timeout — when it carries an
+  (even `isError`, even a JSON-RPC error such as an unknown tool or invalid arguments);
+- a call is retried — when no answer came (the connection failed, the server failed the
+  request: an HTTP 5xx, a JSON-RPC internal error), within its timeout — when it carries an
   idempotency key, which the server receives in the call's `_meta` under `KEY_META`: a
   retry may reach a server that executed the first attempt, and only the key lets it tell;
 - a tool's `isError` answer is raised (`kind="tool_error"`, its text), never returned as if
@@ -38,7 +39,12 @@ log = logging.getLogger("a2a_handoff.client")
 
 KEY_META = "a2a-handoff/idempotencyKey"
 """Where a keyed call's idempotency key travels: `params._meta[KEY_META]`."""
-CONNECTION_CLOSED = -32000  # the SDK's code for a session whose transport went away
+# What the SDK answers a call with when no answer came: the transport went away (-32000),
+# the server failed it (-32603: also the SDK's stand-in for an HTTP 5xx), or the server
+# forgot the session. The call may have run: a failure, retried only with a key.
+CONNECTION_CLOSED = -32000
+INTERNAL_ERROR = -32603
+SESSION_GONE = "Session terminated"
 
 
 class _Answered(Exception):
@@ -213,7 +219,8 @@ class McpTools:
                 try:
                     answer = await client.call_tool(tool, args, meta=meta)
                 except MCPError as exc:
-                    if exc.code == CONNECTION_CLOSED:
+                    failed = exc.code in (CONNECTION_CLOSED, INTERNAL_ERROR)
+                    if failed or exc.message == SESSION_GONE:
                         raise ConnectionError(exc.message or "connection closed") from exc
                     raise _Answered(exc.code, exc.message) from None
         content = tuple(block.model_dump(mode="json", by_alias=True, exclude_none=True)
