@@ -184,7 +184,6 @@ class McpTools:
                     kind="refused", server=server, tool=tool,
                 ) from None  # fmt: skip
             except Exception as exc:
-                await self._drop(server)
                 pause = min(0.2 * 2 ** (attempt - 1), 2.0) * (0.5 + random.random() / 2)
                 if attempt < attempts and time.monotonic() + pause < deadline:
                     log.info("%s: %s failed (%s); retrying", where, tool, _why(exc))
@@ -211,41 +210,49 @@ class McpTools:
         meta: dict[str, Any] | None,
         deadline: float,
     ) -> ToolResult:
+        """One try, behind the server's breaker; a session that failed is dropped."""
         from mcp import MCPError
 
         async with self.breakers[server].guard():
             async with asyncio.timeout_at(asyncio.get_running_loop().time() + _left(deadline)):
-                client = await self._session(server)
+                session = self._session(server)
                 try:
+                    client = await asyncio.shield(session.ready)
                     answer = await client.call_tool(tool, args, meta=meta)
                 except MCPError as exc:
                     failed = exc.code in (CONNECTION_CLOSED, INTERNAL_ERROR)
-                    if failed or exc.message == SESSION_GONE:
-                        raise ConnectionError(exc.message or "connection closed") from exc
-                    raise _Answered(exc.code, exc.message) from None
+                    if not failed and exc.message != SESSION_GONE:
+                        raise _Answered(exc.code, exc.message) from None
+                    await self._drop(server, session)
+                    raise ConnectionError(exc.message or "connection closed") from exc
+                except Exception:
+                    await self._drop(server, session)
+                    raise
         content = tuple(block.model_dump(mode="json", by_alias=True, exclude_none=True)
                         for block in answer.content)  # fmt: skip
         return ToolResult(content, answer.structured_content, bool(answer.is_error))
 
-    async def _session(self, server: str) -> Any:
+    def _session(self, server: str) -> _Session:
+        """The server's session: the one open (or opening), else a new one."""
         session = self._sessions.get(server)
         if session is None or session.dead:
             session = _Session(self.servers[server])
             self._sessions[server] = session
-        return await asyncio.shield(session.ready)
+        return session
 
-    async def _drop(self, server: str) -> None:
-        session = self._sessions.pop(server, None)
-        if session is not None:
-            await session.close()
+    async def _drop(self, server: str, session: _Session) -> None:
+        """Close `session`; the next call opens another (unless one already replaced it)."""
+        if self._sessions.get(server) is session:
+            del self._sessions[server]
+        await session.close()
 
     def snapshot(self) -> dict[str, dict[str, object]]:
         """Each server's breaker, for `/health`."""
         return {name: breaker.snapshot() for name, breaker in self.breakers.items()}
 
     async def aclose(self) -> None:
-        for server in list(self._sessions):
-            await self._drop(server)
+        for server, session in list(self._sessions.items()):
+            await self._drop(server, session)
 
 
 def _left(deadline: float) -> float:

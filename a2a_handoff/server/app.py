@@ -18,6 +18,7 @@ map to that principal here.
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
 import logging
 import urllib.request
@@ -36,6 +37,7 @@ from a2a_handoff.auth import ApiKeyAuth
 from a2a_handoff.client.client import AgentClient
 from a2a_handoff.client.mcp_tools import McpTools
 from a2a_handoff.client.transport import Http11Transport
+from a2a_handoff.errors import ConfigError
 from a2a_handoff.escalation import EscalationPolicy
 from a2a_handoff.handoff.settings import HandoffSettings, same_url
 from a2a_handoff.observe import Observer, use
@@ -233,10 +235,15 @@ def create_app(
 
 
 def _tools(config: ToolsConfig) -> McpTools | None:
-    """The MCP servers handlers may call; None without any (the `mcp` package then stays
-    unloaded: a session imports it when it first connects)."""
+    """The MCP servers handlers may call; None without any. The `mcp` package is imported
+    by the first call (an agent without MCP servers never loads it); one missing is said
+    here, before anything is served."""
     if not config.mcp:
         return None
+    if importlib.util.find_spec("mcp") is None:
+        raise ConfigError(
+            "calling MCP servers needs the mcp package: pip install 'a2a-handoff[mcp]'"
+        )
     return McpTools(
         config.mcp,
         timeout=config.timeout,
