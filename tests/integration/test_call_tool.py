@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.integration.handoff_support import message, result, wait_for
+from tests.integration.handoff_support import ext, message, result, wait_for
 from tests.support import ROOT, AgentProcess, free_port
 
 TIMEOUT = 2.0  # the agent's --mcp-timeout
@@ -163,6 +163,29 @@ def test_a_lost_answer_is_retried_only_for_a_keyed_call_which_executes_once(
     assert state(keyed) == "COMPLETED", keyed  # the retry found the first execution
     assert answer(keyed)[0]["text"] == "done before (order-7)"
     assert mcp.executions().count("order-7") == 1
+
+
+def test_a_keyed_call_made_again_is_answered_from_the_tasks_journal(
+    agent: AgentProcess, mcp: McpServer
+) -> None:
+    calls = [
+        {"server": "calc", "tool": "count", "key": "k-1"},
+        {"server": "calc", "tool": "count", "key": "k-1"},  # the record: no call
+        {"server": "calc", "tool": "count", "args": {"hold": 0.01}, "key": "k-1"},
+        {"server": "calc", "tool": "fail", "args": {"reason": "declined"}, "key": "f-1"},
+        {"server": "calc", "tool": "fail", "args": {"reason": "declined"}, "key": "f-1"},
+    ]
+    task = result(agent.rpc("SendMessage", message(json.dumps(calls))))["task"]
+    first, again, other, failed, failed_again = answer(task)[0]["data"]
+    assert first == again == {"text": "counted (k-1)"}  # the server would say "done before"
+    assert other["kind"] == "replayed"
+    assert "'k-1' was used before for another call (calc/count" in other["error"]
+    assert failed["kind"] == failed_again["kind"] == "tool_error"
+    assert failed_again["error"] == failed["error"]
+    assert mcp.executions().count("k-1") == 1
+    calls_made = ext(get(agent, task["id"]))["toolCalls"]
+    assert sorted(calls_made) == ["f-1", "k-1"]
+    assert calls_made["k-1"]["content"] == [{"type": "text", "text": "counted (k-1)"}]
 
 
 def test_a_completed_call_is_not_made_again_by_a_restarted_agent(

@@ -6,7 +6,9 @@ python -m tests.integration.tool_agent tools --port P --store URL --mcp NAME=URL
 A message is a JSON call: `{"server": …, "tool": …, "args": {…}, "key": …}` (`key`: the
 idempotency key, optional). The handler makes it with `ctx.call_tool` and completes with
 an artifact holding the result's text and structured content; a `ToolCallError` it does
-not catch fails the task with its message. With `--hold FILE`, after the call the handler
+not catch fails the task with its message. A list of calls is made in order, each
+`ToolCallError` caught: the artifact's data lists each outcome (`{"text"}` or `{"error",
+"kind"}`). With `--hold FILE`, after the call the handler
 says "called" (a WORKING status) and waits while FILE exists — a moment to kill the agent
 in. The agent resumes the tasks a killed process left running (`resumes = True`). `--mcp`
 is mapped to the config as the example agents map it (`servers.__main__.mcp_tools`).
@@ -21,7 +23,7 @@ from pathlib import Path
 
 import uvicorn
 
-from a2a_handoff import TaskContext, build_card, create_app, open_store
+from a2a_handoff import TaskContext, ToolCallError, build_card, create_app, open_store
 from servers.__main__ import mcp_tools
 
 
@@ -33,6 +35,18 @@ class ToolAgent:
 
     async def handle(self, ctx: TaskContext) -> None:
         call = json.loads(ctx.text)
+        if isinstance(call, list):
+            outcomes: list[dict[str, str]] = []
+            for one in call:
+                try:
+                    made = await ctx.call_tool(
+                        one["server"], one["tool"], one.get("args"), idempotency_key=one.get("key")
+                    )
+                    outcomes.append({"text": made.text})
+                except ToolCallError as exc:
+                    outcomes.append({"error": str(exc), "kind": exc.kind})
+            await ctx.artifact(data=outcomes, name="results")
+            return
         result = await ctx.call_tool(
             call["server"], call["tool"], call.get("args"), idempotency_key=call.get("key")
         )
