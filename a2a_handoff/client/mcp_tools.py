@@ -247,8 +247,11 @@ class McpTools:
         await session.close()
 
     def snapshot(self) -> dict[str, dict[str, object]]:
-        """Each server's breaker, for `/health`."""
-        return {name: breaker.snapshot() for name, breaker in self.breakers.items()}
+        """Each server's URL and breaker, for `/health`."""
+        return {
+            name: {"url": self.servers[name], **breaker.snapshot()}
+            for name, breaker in self.breakers.items()
+        }
 
     async def aclose(self) -> None:
         for server, session in list(self._sessions.items()):

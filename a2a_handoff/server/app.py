@@ -387,10 +387,19 @@ def _mcp_route(
 
 
 def _returns(served: Served) -> Callable[[], dict[str, Any]]:
-    """/health's extra members: the returns this process gave up, and with push
-    notifications on, the deliveries' figures."""
+    """/health's extra members: the returns this process gave up, with push notifications
+    on the deliveries' figures, with MCP servers to call their breakers."""
     returns = served.manager.handoffs.delivery.given_up_report
-    pusher = served.pusher
-    if pusher is None:
+    pusher, tools = served.pusher, served.manager.tools
+    if pusher is None and tools is None:
         return returns
-    return lambda: {**returns(), "push": pusher.report()}
+
+    def report() -> dict[str, Any]:
+        members = returns()
+        if pusher is not None:
+            members["push"] = pusher.report()
+        if tools is not None:
+            members["mcpServers"] = tools.snapshot()
+        return members
+
+    return report

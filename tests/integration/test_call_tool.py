@@ -115,7 +115,9 @@ def answer(task: dict[str, Any]) -> list[dict[str, Any]]:
     return parts
 
 
-def test_a_result_an_is_error_an_unknown_server_and_a_timeout(agent: AgentProcess) -> None:
+def test_a_result_an_is_error_an_unknown_server_and_a_timeout(
+    agent: AgentProcess, mcp: McpServer
+) -> None:
     added = call(agent, "add", {"a": 2, "b": 3})
     assert state(added) == "COMPLETED", added
     assert answer(added)[1]["data"] == {"sum": 5}  # the structured content
@@ -132,6 +134,8 @@ def test_a_result_an_is_error_an_unknown_server_and_a_timeout(agent: AgentProces
     slow = call(agent, "sleep", {"seconds": TIMEOUT + 5})
     assert state(slow) == "FAILED"
     assert f"sleep gave no answer within {TIMEOUT:g} s" in said(slow)
+    health = httpx.get(agent.url + "health").json()["mcpServers"]  # the timeout counted
+    assert health == {"calc": {"url": mcp.url, "state": "closed", "consecutiveFailures": 1}}
 
 
 def test_a_server_killed_mid_call_is_a_clear_error_and_its_successor_serves(
