@@ -72,7 +72,9 @@ def agent(
     tmp_path_factory: pytest.TempPathFactory, mcp: McpServer, hold: Path
 ) -> Iterator[AgentProcess]:
     home = tmp_path_factory.mktemp("agent")
-    extra = (f"--mcp=calc={mcp.url}", f"--mcp-timeout={TIMEOUT}", f"--hold={hold}")
+    gone = f"http://127.0.0.1:{free_port()}/mcp"  # nothing listens there
+    extra = (f"--mcp=calc={mcp.url}", f"--mcp=gone={gone}", f"--mcp-timeout={TIMEOUT}",
+             f"--hold={hold}")  # fmt: skip
     process = AgentProcess("tools", f"sqlite:///{home / 'tools.db'}", extra=extra)
     process.module = "tests.integration.tool_agent"
     process.log_path = home / "tools.log"
@@ -131,11 +133,17 @@ def test_a_result_an_is_error_an_unknown_server_and_a_timeout(
     assert state(unknown) == "FAILED"
     assert "no MCP server named 'http://127.0.0.1:1/mcp' is configured" in said(unknown)
 
+    down = call(agent, "add", {"a": 1, "b": 1}, server="gone")
+    assert state(down) == "FAILED"
+    assert said(down).startswith("ToolCallError: MCP server gone (http://127.0.0.1:")
+    assert "add failed:" in said(down), said(down)
+
     slow = call(agent, "sleep", {"seconds": TIMEOUT + 5})
     assert state(slow) == "FAILED"
     assert f"sleep gave no answer within {TIMEOUT:g} s" in said(slow)
     health = httpx.get(agent.url + "health").json()["mcpServers"]  # the timeout counted
-    assert health == {"calc": {"url": mcp.url, "state": "closed", "consecutiveFailures": 1}}
+    assert health["calc"] == {"url": mcp.url, "state": "closed", "consecutiveFailures": 1}
+    assert health["gone"]["consecutiveFailures"] == 1
 
 
 def test_a_server_killed_mid_call_is_a_clear_error_and_its_successor_serves(
