@@ -40,11 +40,14 @@ log = logging.getLogger("a2a_handoff.client")
 KEY_META = "a2a-handoff/idempotencyKey"
 """Where a keyed call's idempotency key travels: `params._meta[KEY_META]`."""
 # What the SDK answers a call with when no answer came: the transport went away (-32000),
-# the server failed it (-32603: also the SDK's stand-in for an HTTP 5xx), or the server
-# forgot the session. The call may have run: a failure, retried only with a key.
+# or the server failed it (-32603: also the SDK's stand-in for an HTTP 5xx). The call may
+# have run: a failure, retried only with a key.
 CONNECTION_CLOSED = -32000
 INTERNAL_ERROR = -32603
-SESSION_GONE = "Session terminated"
+# A server that keeps sessions (the handshake-era protocol) and restarted does not know
+# ours: it refuses the call before running it. A new session, and the call made again.
+INVALID_REQUEST = -32600
+SESSION_GONE = ("Session terminated", "Session not found")
 
 
 class _Answered(Exception):
@@ -53,6 +56,10 @@ class _Answered(Exception):
     def __init__(self, code: int, message: str) -> None:
         super().__init__(message)
         self.code = code
+
+
+class _SessionGone(_Answered):
+    """The server does not know the session (it restarted): the call did not run."""
 
 
 def _is_failure(exc: BaseException) -> bool:
@@ -132,8 +139,10 @@ class McpTools:
         attempts: int = 3,
         breaker_threshold: int = 5,
         breaker_cooldown: float = 10.0,
+        mode: str = "auto",
     ) -> None:
         self.servers = dict(servers)
+        self.mode = mode  # the SDK's protocol negotiation (tests pin "legacy": sessions)
         self.timeout = timeout
         self.attempts = attempts
         self.breakers = {

@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
+from a2a_handoff.client.mcp_tools import McpTools
 from tests.integration.handoff_support import ext, message, result, wait_for
 from tests.support import ROOT, AgentProcess, free_port
 
@@ -160,6 +161,20 @@ def test_a_server_killed_mid_call_is_a_clear_error_and_its_successor_serves(
     again = call(agent, "add", {"a": 1, "b": 2})
     assert state(again) == "COMPLETED", again
     assert answer(again)[1]["data"] == {"sum": 3}
+
+
+@pytest.mark.anyio
+async def test_a_server_that_forgot_its_session_gets_a_new_one(mcp: McpServer) -> None:
+    """A server of the handshake era keeps sessions: restarted, it refuses ours before
+    running the call, which is then made on a new session — keyed or not."""
+    tools = McpTools({"calc": mcp.url}, mode="legacy")
+    try:
+        assert (await tools.call("calc", "add", {"a": 1, "b": 1})).structured == {"sum": 2}
+        mcp.kill()
+        mcp.start()
+        assert (await tools.call("calc", "add", {"a": 2, "b": 2})).structured == {"sum": 4}
+    finally:
+        await tools.aclose()
 
 
 def test_a_lost_answer_is_retried_only_for_a_keyed_call_which_executes_once(
