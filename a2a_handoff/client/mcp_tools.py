@@ -77,8 +77,9 @@ class _Session:
     """One server's client session, entered and left by a task of its own (the SDK's task
     groups must be left by the task that entered them; calls come from handlers' tasks)."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, mode: str) -> None:
         self.url = url
+        self.mode = mode
         self.ready: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self.stop = asyncio.Event()
         self.task = asyncio.create_task(self._hold(), name=f"mcp-session {url}")
@@ -105,7 +106,9 @@ class _Session:
             timeout = httpx2.Timeout(30.0, read=300.0)
             async with (
                 httpx2.AsyncClient(timeout=timeout) as http,
-                Client(streamable_http_client(self.url, http_client=http)) as client,
+                Client(
+                    streamable_http_client(self.url, http_client=http), mode=self.mode
+                ) as client,
             ):
                 self.ready.set_result(client)
                 await self.stop.wait()
@@ -175,7 +178,8 @@ class McpTools:
         attempts = self.attempts if idempotency_key else 1
         meta = {KEY_META: idempotency_key} if idempotency_key else None
         where = f"MCP server {server} ({self.servers[server]})"
-        for attempt in range(1, attempts + 1):
+        attempt, renewed = 1, False
+        while True:
             try:
                 result = await self._attempt(server, tool, dict(args or {}), meta, deadline)
             except TimeoutError:
@@ -187,6 +191,13 @@ class McpTools:
                 raise ToolCallError(
                     str(exc), kind="circuit_open", server=server, tool=tool
                 ) from exc
+            except _SessionGone as exc:
+                if not renewed:  # the call did not run: made again on a new session
+                    renewed = True
+                    continue
+                raise ToolCallError(
+                    f"{where}: {tool} failed: {exc}", kind="unreachable", server=server, tool=tool
+                ) from None
             except _Answered as exc:
                 raise ToolCallError(
                     f"{where} refused the call to {tool}: {exc} (code {exc.code})",
@@ -196,6 +207,7 @@ class McpTools:
                 pause = min(0.2 * 2 ** (attempt - 1), 2.0) * (0.5 + random.random() / 2)
                 if attempt < attempts and time.monotonic() + pause < deadline:
                     log.info("%s: %s failed (%s); retrying", where, tool, _why(exc))
+                    attempt += 1
                     await asyncio.sleep(pause)
                     continue
                 tried = f" ({attempt} attempts)" if attempt > 1 else ""
@@ -209,7 +221,6 @@ class McpTools:
                     kind="tool_error", server=server, tool=tool,
                 )  # fmt: skip
             return result
-        raise AssertionError("unreachable")  # pragma: no cover
 
     async def _attempt(
         self,
@@ -229,11 +240,13 @@ class McpTools:
                     client = await asyncio.shield(session.ready)
                     answer = await client.call_tool(tool, args, meta=meta)
                 except MCPError as exc:
-                    failed = exc.code in (CONNECTION_CLOSED, INTERNAL_ERROR)
-                    if not failed and exc.message != SESSION_GONE:
-                        raise _Answered(exc.code, exc.message) from None
-                    await self._drop(server, session)
-                    raise ConnectionError(exc.message or "connection closed") from exc
+                    if exc.code in (CONNECTION_CLOSED, INTERNAL_ERROR):
+                        await self._drop(server, session)
+                        raise ConnectionError(exc.message or "connection closed") from exc
+                    if exc.code == INVALID_REQUEST and exc.message in SESSION_GONE:
+                        await self._drop(server, session)
+                        raise _SessionGone(exc.code, exc.message) from None
+                    raise _Answered(exc.code, exc.message) from None
                 except Exception:
                     await self._drop(server, session)
                     raise
@@ -245,7 +258,7 @@ class McpTools:
         """The server's session: the one open (or opening), else a new one."""
         session = self._sessions.get(server)
         if session is None or session.dead:
-            session = _Session(self.servers[server])
+            session = _Session(self.servers[server], self.mode)
             self._sessions[server] = session
         return session
 
