@@ -190,10 +190,9 @@ def create_app(
 ) -> Starlette:
     """Serve `agent` over A2A; the app opens and closes `store` in its lifespan.
 
-    `handoff`, `trust`, `limits`, `observability`, `tools` (the MCP servers handlers call):
-    the grouped settings, each defaulting to the server's (`server.config`). `escalation`:
-    the rules that escalate to the human agent.
-    The plain switches: `extended_card`, served to authenticated callers (the public card
+    `handoff`, `trust`, `limits`, `observability`, `tools` (MCP servers handlers call): the
+    grouped settings, defaulting to the server's (`server.config`). `escalation`: the rules
+    that escalate to the human agent. The plain switches: `extended_card`, served to authenticated callers (the public card
     then declares it); `card_v03_fields=True` adds the 0.3 members to the 1.0 card path too
     (for 0.3 clients that read only that path); `mcp_server=True` also serves the agent as an
     MCP server at `/mcp` (`a2a-handoff[mcp]`, see `server.mcp`); `dedupe_message_ids=False`
