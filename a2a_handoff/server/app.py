@@ -192,15 +192,14 @@ def create_app(
 
     `handoff`, `trust`, `limits`, `observability`, `tools` (MCP servers handlers call): the
     grouped settings, defaulting to the server's (`server.config`). `escalation`: the rules
-    that escalate to the human agent. The plain switches: `extended_card`, served to
-    authenticated callers (the public card then declares it); `card_v03_fields=True` adds
-    the 0.3 members to the 1.0 card path too (for 0.3 clients that read only that path);
-    `mcp_server=True` also serves the agent as an MCP server at `/mcp` (`a2a-handoff[mcp]`,
-    see `server.mcp`); `dedupe_message_ids=False` runs a message whose id was seen before as
-    new (for clients that reuse ids, such as the conformance kit; a retried send must not
-    start the work twice anywhere else).
-    `push` (a `PushSettings`) turns push notifications on. Connection-level limits are the
-    HTTP server's: `server.limits.LimitedHttpProtocol`.
+    that escalate to the human agent. The switches: `extended_card`, served to authenticated
+    callers (the public card then declares it); `card_v03_fields=True` adds the 0.3 members
+    to the 1.0 card path too (for 0.3 clients that read only that path); `mcp_server=True`
+    also serves the agent as an MCP server at `/mcp` (see `server.mcp`); `push` (a
+    `PushSettings`) turns push notifications on; `dedupe_message_ids=False` runs a message
+    whose id was seen before as new (for clients that reuse ids, such as the conformance
+    kit; a retried send must not start the work twice anywhere else). Connection limits are
+    the HTTP server's (`server.limits`).
     """
     _check_handler(agent)
     card, extended_card = served_cards(card, extended_card, trust.auth, handoff.contracts, push)
