@@ -23,6 +23,7 @@ from a2a_handoff.errors import (
     IncompleteEscalationError,
     RemoteError,
     StoreError,
+    ToolCallError,
     TrustError,
     UnavailableError,
 )
@@ -48,6 +49,7 @@ from a2a_handoff.outcomes import (
 )
 from a2a_handoff.protocol.agent_card import AgentCard, AgentProvider, AgentSkill, build_card, skill
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI
+from a2a_handoff.protocol.mcp_result import ToolResult
 from a2a_handoff.protocol.models import Artifact, Message, Part, Role, Task
 from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.version import __version__ as __version__
@@ -63,6 +65,7 @@ if _typing.TYPE_CHECKING:
         HandoffConfig,
         LimitsConfig,
         ObservabilityConfig,
+        ToolsConfig,
         TrustConfig,
     )
     from a2a_handoff.stores import MemoryTaskStore, SqliteTaskStore, TaskStore, open_store
@@ -80,6 +83,7 @@ _LAZY = {
     "RetryPolicy": "a2a_handoff.client.retry",
     "SqliteTaskStore": "a2a_handoff.stores",
     "TaskStore": "a2a_handoff.stores",
+    "ToolsConfig": "a2a_handoff.server.app_config",
     "TrustConfig": "a2a_handoff.server.app_config",
     "create_app": "a2a_handoff.server.app",
     "open_store": "a2a_handoff.stores",
@@ -146,6 +150,9 @@ __all__ = [  # noqa: RUF022 - plain sorted(), as the export test checks
     "TaskContext",
     "TaskState",
     "TaskStore",
+    "ToolCallError",
+    "ToolResult",
+    "ToolsConfig",
     "Trigger",
     "TrustConfig",
     "TrustError",

@@ -28,6 +28,7 @@
     ├── CircuitOpenError (ConnectionError)  its breaker is open: the call was not made
     ├── GateRefused                   the capability gate or a contract refused a handoff
     ├── ModelError                    a language model's endpoint failed or answered nonsense
+    ├── ToolCallError                 an MCP tool call failed, or the tool answered isError
     ├── IncompleteEscalationError (ValueError)  an escalation missing what it must say
     ├── ContractError (ValueError)    a handoff contract that cannot be loaded or used
     ├── AgentUrlError (ValueError)    an agent URL given in the configuration cannot be called
@@ -326,6 +327,20 @@ class GateRefused(HandoffError):
 class ModelError(HandoffError):
     """A language model's endpoint could not be reached, timed out, refused the call or
     answered something that is not a chat completion (`a2a_handoff.llm`)."""
+
+
+class ToolCallError(HandoffError):
+    """An MCP tool call (`ctx.call_tool`) did not give a result: `kind` says why —
+    `tool_error` (the tool answered `isError`; the message is its text), `unreachable`,
+    `timeout`, `refused` (the server answered the call with an error), `circuit_open`,
+    `unknown_server` (no server of that name is configured), `replayed` (the key was used
+    for another call)."""
+
+    def __init__(self, message: str, *, kind: str, server: str = "", tool: str = "") -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.server = server
+        self.tool = tool
 
 
 class IncompleteEscalationError(HandoffError, ValueError):

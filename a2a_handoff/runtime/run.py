@@ -17,6 +17,7 @@ import logging
 from typing import Protocol
 
 from a2a_handoff.agent import Agent, TaskContext
+from a2a_handoff.client.mcp_tools import McpTools
 from a2a_handoff.errors import RpcError, StoreError, StoreUnavailableError, TaskBusyError
 from a2a_handoff.escalation import Escalate, EscalationPolicy
 from a2a_handoff.handoff.handoffs import Handoffs
@@ -60,6 +61,9 @@ class RunHost(Protocol):
 
     @property
     def handoffs(self) -> Handoffs: ...
+
+    @property
+    def tools(self) -> McpTools | None: ...
 
     def created(self, run: TaskRun) -> None:
         """The run's task is stored: from now on the store answers for its dedupe key."""
@@ -176,6 +180,11 @@ class TaskRun:
     @property
     def handoffs(self) -> Handoffs:
         return self.host.handoffs
+
+    @property
+    def tools(self) -> McpTools | None:
+        """The MCP servers the handler may call (None: none configured)."""
+        return self.host.tools
 
     @property
     def acting_for(self) -> str:

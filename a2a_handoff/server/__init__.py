@@ -6,6 +6,7 @@ from a2a_handoff.server.app_config import (
     HandoffConfig,
     LimitsConfig,
     ObservabilityConfig,
+    ToolsConfig,
     TrustConfig,
 )
 from a2a_handoff.server.limits import ServerLimits, return_freed_memory
@@ -15,6 +16,7 @@ __all__ = [
     "LimitsConfig",
     "ObservabilityConfig",
     "ServerLimits",
+    "ToolsConfig",
     "TrustConfig",
     "create_app",
     "return_freed_memory",

@@ -6,6 +6,7 @@
         trust=TrustConfig(auth=ApiKeyAuth.from_env(), trusted=["triage=http://…"]),
         limits=LimitsConfig(max_body=256 * 1024),
         observability=ObservabilityConfig(metrics_public=True),
+        tools=ToolsConfig(mcp={"search": "http://127.0.0.1:9000/mcp"}),
         escalation=EscalationPolicy(amount_limit=500),
     )
 
@@ -154,6 +155,36 @@ class ObservabilityConfig:
 
     def __post_init__(self) -> None:
         _seconds("stale_after", self.stale_after)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolsConfig:
+    """The MCP servers this agent's handlers may call (`ctx.call_tool(NAME, tool, args)`).
+
+    `mcp`: name → the server's streamable HTTP endpoint (`http://host:port/mcp`); a handler
+    names a server, never a URL, and only these are called. `timeout`: seconds a call may
+    take, connecting and retries included. `attempts`: how often a call with
+    an idempotency key is tried when the connection fails (a call without one: once).
+    `breaker_threshold` failures in a row open a server's circuit breaker for
+    `breaker_cooldown` seconds: calls then fail at once.
+    """
+
+    mcp: Mapping[str, str] = field(default_factory=dict)
+    timeout: float = 30.0
+    attempts: int = 3
+    breaker_threshold: int = 5
+    breaker_cooldown: float = 10.0
+
+    def __post_init__(self) -> None:
+        servers = {
+            _name(name, "an MCP server"): check_agent_url(url, f"MCP server {name}", replicas=False)
+            for name, url in self.mcp.items()
+        }
+        object.__setattr__(self, "mcp", MappingProxyType(servers))
+        _seconds("timeout", self.timeout)
+        _count("attempts", self.attempts, 1)
+        _count("breaker_threshold", self.breaker_threshold, 1)
+        _seconds("breaker_cooldown", self.breaker_cooldown, zero=True)
 
 
 def _count(name: str, value: int, least: int) -> None:

@@ -24,6 +24,7 @@ from a2a_handoff import (
     LimitsConfig,
     MemoryTaskStore,
     ObservabilityConfig,
+    ToolsConfig,
     TrustConfig,
     create_app,
     open_store,
@@ -105,6 +106,9 @@ BAD: list[tuple[type[Any], dict[str, Any], str]] = [
         {"stale_after": 0},
         "stale_after must be a number of seconds above 0, not 0",
     ),
+    (ToolsConfig, {"timeout": 0}, "timeout must be a number of seconds above 0, not 0"),
+    (ToolsConfig, {"attempts": 0}, "attempts must be a whole number of at least 1, not 0"),
+    (ToolsConfig, {"mcp": {" ": "http://127.0.0.1:1/mcp"}}, "an MCP server needs a name, not ' '"),
 ]
 
 
@@ -123,6 +127,10 @@ def test_urls_are_checked_when_the_config_is_made() -> None:
         HandoffConfig(routes={"billing": "billing:8102"})
     with pytest.raises(AgentUrlError, match=r"^trusted agent c: 'c:9' is not an http"):
         TrustConfig(trusted=["c=c:9"])
+    with pytest.raises(AgentUrlError, match=r"^MCP server calc: 'file:///x' is not an http"):
+        ToolsConfig(mcp={"calc": "file:///x"})
+    with pytest.raises(AgentUrlError, match=r"^MCP server calc: .* holds a space"):
+        ToolsConfig(mcp={"calc": "http://a/mcp, http://b/mcp"})  # one server, one URL
 
 
 def test_the_defaults_are_the_servers() -> None:
