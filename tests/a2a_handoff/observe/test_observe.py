@@ -34,6 +34,14 @@ def observer() -> Iterator[Observer]:
 def lines() -> Iterator[io.StringIO]:
     out = io.StringIO()
     saved = logs._sink, logging.getLogger().handlers[:], logging.getLogger().level
+    # An earlier test in this process may have run uvicorn's logging config, which disables
+    # the loggers that existed then: these are the ones the tests here write to.
+    names = ("a2a_handoff.events", "uvicorn", "uvicorn.error")
+    used = [logging.getLogger(name) for name in names]
+    kept = [(logger.disabled, logger.propagate, logger.level, logger.handlers) for logger in used]
+    for logger in used:
+        logger.disabled, logger.propagate, logger.handlers = False, True, []
+        logger.setLevel(logging.NOTSET)
     logs.configure("info", "json", out)
     try:
         yield out
@@ -42,6 +50,9 @@ def lines() -> Iterator[io.StringIO]:
         logs._sink = saved[0]
         root.handlers[:] = saved[1]
         root.setLevel(saved[2])
+        for logger, (disabled, propagate, level, handlers) in zip(used, kept, strict=True):
+            logger.disabled, logger.propagate, logger.handlers = disabled, propagate, handlers
+            logger.setLevel(level)
 
 
 def test_two_agents_in_one_process_count_apart(observer: Observer) -> None:
