@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from a2a_handoff.delegated import Delegated
 from a2a_handoff.escalation import (
     Action,
     Decision,
@@ -86,6 +87,12 @@ class TaskPort(Protocol):
 
     async def hand_off(self, decision: Handoff) -> str | None:
         """Hand the task off and wait: None when the target took it, else the refusal."""
+
+    async def delegate(self, step: str, request: Handoff, within: float) -> Delegated:
+        """Ask another agent for a sub-result, the task staying WORKING; its outcome."""
+
+    def delegated(self) -> list[Delegated]:
+        """The task's delegations (of every step), each at its latest outcome."""
 
     def route_names(self) -> list[str]:
         """The names of the routes this agent may hand off to."""
@@ -235,6 +242,56 @@ class TaskContext:
         refusal then fails the task or follows the contract: no handler waits any more).
         """
         return await self.port.hand_off(decision)
+
+    async def delegate(
+        self,
+        route: str,
+        request: str | Message,
+        *,
+        context: Mapping[str, Any] | None = None,
+        required: tuple[str, ...] = (),
+        reason: str | None = None,
+        within: float = 60.0,
+    ) -> Delegated:
+        """Ask the agent at `route` for a sub-result and wait for it, this task staying
+        WORKING (a handoff gives the task away; a delegation keeps it).
+
+        The delegate's handler reads `request` as `ctx.text` and `context` as
+        `ctx.transfer_context`. Signed, gated (`required` capabilities), under the edge's
+        contract and the delegate's trust list, as a handoff is. The outcome comes back as a
+        `Delegated` whatever happens — COMPLETED with artifacts, INPUT_REQUIRED with the
+        delegate's question (`answer()` replies), FAILED / REJECTED / CANCELED with the
+        reason, FAILED after `within` seconds. Recorded before it is returned: after a
+        restart the handler runs again on its message, and the same delegations, asked in
+        the same order, are answered from the record (the delegate works once).
+        """
+        text = request if isinstance(request, str) else request.text
+        data: dict[str, Any] = {}
+        if isinstance(request, Message):
+            for part in request.parts:
+                if isinstance(part.data, dict):
+                    data.update(part.data)
+        decision = Handoff(
+            target=route,
+            reason=reason or text[:200],
+            context={**data, **(context or {}), "summary": text},
+            required=tuple(required),
+            kind="delegation",
+        )
+        return await self.port.delegate(self.message.message_id, decision, within)
+
+    @property
+    def delegations(self) -> list[Delegated]:
+        """This task's delegations (of every step, answered), each at its latest outcome:
+        the one still asking for input can be answered in a later step."""
+        return self.port.delegated()
+
+    @property
+    def delegated(self) -> bool:
+        """Whether this task is a sub-task another agent delegated (its outcome goes back
+        to that agent's handler, not to a user)."""
+        handoff = ext_metadata(self.task).get("handoff") or {}
+        return handoff.get("kind") == "delegation"
 
     @property
     def text(self) -> str:

@@ -21,12 +21,20 @@ from a2a_handoff.handoff.delivery import Delivery
 from a2a_handoff.handoff.job import DeliveryJob
 from a2a_handoff.handoff.sender import PENDING
 from a2a_handoff.handoff.settings import HandoffSettings
-from a2a_handoff.stores.base import Store, TaskRecord
+from a2a_handoff.stores.base import OutboxEntry, Store, TaskRecord
 
 log = logging.getLogger("a2a_handoff.handoff")
 
 LeaseHolder = Callable[[str], AbstractAsyncContextManager[bool]]
 """`hold(name)`: hold the named lease for a block (renewed meanwhile); yields False if taken."""
+
+
+def delegation(entry: OutboxEntry) -> bool:
+    """Whether the entry is a delegation's request: its task's handler, resumed, sends it
+    again (it waits for the answer), never the outbox."""
+    return '"kind":"delegation"' in entry.envelope and DeliveryJob(entry).opened()[0].kind == (
+        "delegation"
+    )
 
 
 class Outbox:
@@ -123,7 +131,11 @@ class Outbox:
     async def recover(self, wait_seconds: float | None = None) -> int:
         """Replay pending entries not being delivered; wait up to `wait_seconds` for them."""
         entries = await self.store.outbox(status=PENDING)
-        jobs = [self.spawn(DeliveryJob(e)) for e in entries if e.handoff_id not in self.in_flight]
+        jobs = [
+            self.spawn(DeliveryJob(e))
+            for e in entries
+            if e.handoff_id not in self.in_flight and not delegation(e)
+        ]
         if jobs and wait_seconds:
             await asyncio.wait(jobs, timeout=wait_seconds)
         return len(jobs)

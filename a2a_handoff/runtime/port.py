@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from typing import Protocol
 
+from a2a_handoff.delegated import Delegated
 from a2a_handoff.errors import GateRefused, InternalError
 from a2a_handoff.escalation import Escalation
 from a2a_handoff.handoff.handoffs import Handoffs
@@ -27,6 +28,7 @@ from a2a_handoff.protocol.models import (
     TaskArtifactUpdateEvent,
 )
 from a2a_handoff.protocol.states import TaskState
+from a2a_handoff.runtime.delegating import Delegations
 from a2a_handoff.runtime.journal import Journal
 from a2a_handoff.runtime.phases import Phase
 
@@ -60,6 +62,7 @@ class RunPort:
     def __init__(self, run: Speaker) -> None:
         self.run = run
         self.notices = 0  # non-blocking escalations sent, each with a key of its own
+        self.delegations = Delegations(run)
 
     async def status(self, text: str) -> None:
         run = self.run
@@ -139,6 +142,13 @@ class RunPort:
             f"Informed {envelope.target.agent} (task {created.id}): {escalation.what_is_needed}"
         )
         return created.id
+
+    async def delegate(self, step: str, request: Handoff, within: float) -> Delegated:
+        """Ask another agent for a sub-result, the task staying WORKING (`runtime.delegating`)."""
+        return await self.delegations.delegate(step, request, within)
+
+    def delegated(self) -> list[Delegated]:
+        return self.delegations.made()
 
     def route_names(self) -> list[str]:
         return self.run.handoffs.sender.route_names()

@@ -1,0 +1,276 @@
+"""Delegation from a running handler: `await ctx.delegate(...)`, the task staying WORKING.
+
+Invariants:
+- the request is checkpointed before anything is sent: ONE transaction writes its outbox
+  entry (`kind: "delegation"`, pending) and the task's journal record of it
+  (`metadata[URI].delegations[<id>]`); a refusal before that (gate, contract, route) sends
+  and writes nothing;
+- the delegate's outcome is recorded in the task before the handler sees it, in the same
+  transaction that closes the outbox entry; each answer to a question is recorded alike;
+- a delegation's id is derived from the step (the message the handler runs on) and its
+  ordinal in the step, and its key from the id: a handler re-run after a restart (tasks with
+  an open delegation are resumed, not failed) meets the same ids in the same order, gets the
+  recorded outcomes back without asking again, and re-sends a pending request with the same
+  key and envelope — the delegate answers it with the task it made the first time;
+- everything is bounded by the delegation's timeout; a canceled handler cancels the
+  sub-task it waits on, and a task canceled while it waits for its own caller cancels its
+  sub-tasks that still ask for input (`cancel_open`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+from typing import Any, Protocol
+
+from a2a_handoff.delegated import Delegated
+from a2a_handoff.errors import GateRefused, InternalError
+from a2a_handoff.failpoints import failpoint
+from a2a_handoff.handoff.envelope import HandoffEnvelope
+from a2a_handoff.handoff.handoffs import Handoffs
+from a2a_handoff.handoff.job import DeliveryJob
+from a2a_handoff.handoff.sender import PENDING
+from a2a_handoff.outcomes import Handoff
+from a2a_handoff.protocol.events import agent_message, status_event, with_status
+from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI, ext_metadata, with_ext_metadata
+from a2a_handoff.protocol.models import Task, utc_now
+from a2a_handoff.protocol.states import TaskState
+from a2a_handoff.runtime.journal import Journal
+from a2a_handoff.stores.base import OutboxEntry, TaskRecord
+
+log = logging.getLogger("a2a_handoff.runtime")
+
+
+def recorded(task: Task) -> dict[str, dict[str, Any]]:
+    """The task's journal of delegations: id → {key, handoffId, agent, route, rounds}."""
+    value = ext_metadata(task).get("delegations")
+    return dict(value) if isinstance(value, dict) else {}
+
+
+def delegating(task: Task) -> bool:
+    """Whether the task delegated: a restart resumes it (its handler re-run, the recorded
+    outcomes replayed) rather than fail it."""
+    return bool(recorded(task))
+
+
+class Delegator(Protocol):
+    """What delegating needs from the run (`runtime.run.TaskRun`)."""
+
+    journal: Journal
+
+    @property
+    def handoffs(self) -> Handoffs: ...
+
+    @property
+    def acting_for(self) -> str: ...
+
+    def speak(self) -> None: ...
+
+
+class Delegations:
+    """One run's delegations (the run's port holds one)."""
+
+    def __init__(self, run: Delegator) -> None:
+        self.run = run
+        self.count = 0  # delegations made in this step: the ordinal of the next one's id
+        self.lock = asyncio.Lock()  # one write of the task at a time
+        self.timeouts: dict[str, float] = {}
+
+    @property
+    def handoffs(self) -> Handoffs:
+        return self.run.handoffs
+
+    async def delegate(self, step: str, request: Handoff, within: float) -> Delegated:
+        """Ask `request.target` for a sub-result (see the module's invariants)."""
+        run = self.run
+        run.speak()
+        self.count += 1
+        ident = f"delegation:{step}:{self.count}"
+        self.timeouts[ident] = within
+        await self._drained()
+        known = recorded(run.journal.task).get(ident)
+        if known is not None and known.get("rounds"):  # answered before a restart: replayed
+            return self._bound(ident, known, 0)
+        if known is not None:  # checkpointed before a restart: the same envelope again
+            envelope, envelope_json, url = await self._stored(known)
+        else:
+            try:
+                envelope, envelope_json = await self.handoffs.sender.prepare(
+                    run.journal.task, request, run.acting_for, key_salt=ident
+                )
+            except GateRefused as exc:
+                return Delegated(request.target, TaskState.REJECTED, str(exc), sent=False)
+            url = envelope.target.url
+            await self._checkpoint(ident, request.target, envelope, envelope_json)
+            failpoint("delegate.after_checkpoint")
+        agent = envelope.target.agent
+        sub: list[Task] = []  # the sub-task, once the delegate made it
+        try:
+            async with asyncio.timeout(within):
+                created = await self.handoffs.subtasks.create(envelope, envelope_json)
+                if isinstance(created, str):
+                    outcome = Delegated(agent, TaskState.REJECTED, created, key=ident)
+                else:
+                    sub.append(created)
+                    done = await self.handoffs.subtasks.outcome(url, created)
+                    outcome = Delegated.of_task(agent, ident, 0, done)
+        except TimeoutError:
+            task_id = sub[0].id if sub else None
+            if task_id is not None:
+                await self.handoffs.subtasks.cancel(url, task_id)
+            said = f"no answer from {agent} within {within:g} s"
+            outcome = Delegated(agent, TaskState.FAILED, said, task_id=task_id, key=ident)
+        except asyncio.CancelledError:
+            await asyncio.shield(self._canceled(ident, envelope, url, sub))
+            raise
+        failpoint("delegate.after_answer")
+        await self._record(ident, outcome, envelope.handoff_id)
+        failpoint("delegate.after_record")
+        return self._bound(ident, recorded(run.journal.task)[ident], 0)
+
+    async def answer(self, asked: Delegated, text: str) -> Delegated:
+        """Reply to the delegate's question: its next outcome, recorded before it is seen."""
+        run = self.run
+        run.speak()
+        ident, rnd = asked.key, asked.round + 1
+        await self._drained()
+        known = recorded(run.journal.task)[ident]
+        rounds = known.get("rounds") or []
+        if len(rounds) > rnd:  # answered before a restart: replayed
+            return self._bound(ident, known, rnd)
+        url = self.handoffs.sender.target_url(str(known["route"]))
+        assert asked.task_id is not None
+        message_id = f"delegation-{str(known['key'])[:32]}-{rnd}"
+        timeout = self.timeouts.get(ident, 60.0)
+        subtasks = self.handoffs.subtasks
+        try:
+            async with asyncio.timeout(timeout):
+                answered = await subtasks.answer(
+                    url, asked.task_id, run.journal.task.context_id, message_id, text
+                )
+                if isinstance(answered, str):
+                    outcome = Delegated(asked.agent, TaskState.FAILED, answered,
+                                        task_id=asked.task_id)  # fmt: skip
+                else:
+                    done = await subtasks.outcome(url, answered)
+                    outcome = Delegated.of_task(asked.agent, ident, rnd, done)
+        except TimeoutError:
+            await subtasks.cancel(url, asked.task_id)
+            said = f"no answer from {asked.agent} within {timeout:g} s"
+            outcome = Delegated(asked.agent, TaskState.FAILED, said, task_id=asked.task_id)
+        await self._record(ident, outcome, None)
+        return self._bound(ident, recorded(run.journal.task)[ident], rnd)
+
+    def made(self) -> list[Delegated]:
+        """Every delegation of the task (of any step), at its latest outcome."""
+        found = recorded(self.run.journal.task)
+        return [
+            self._bound(ident, known, len(known["rounds"]) - 1)
+            for ident, known in found.items()
+            if known.get("rounds")
+        ]
+
+    # -- the journal ----------------------------------------------------------------------
+
+    def _bound(self, ident: str, known: dict[str, Any], rnd: int) -> Delegated:
+        stored = Delegated.from_stored(str(known["agent"]), ident, rnd, known["rounds"][rnd])
+        return dataclasses.replace(stored, _answer=self.answer)
+
+    async def _drained(self) -> TaskRecord:
+        journal = self.run.journal
+        await journal.drain()
+        if journal.pending or journal.committed is None or journal.settled.done():
+            raise InternalError("the task could not be stored before the delegation")
+        return journal.committed
+
+    async def _stored(self, known: dict[str, Any]) -> tuple[HandoffEnvelope, str, str]:
+        """A checkpointed request, as its outbox entry holds it (the same bytes again)."""
+        task = self.run.journal.task
+        for entry in await self.handoffs.outbox.store.outbox(context_id=task.context_id):
+            if entry.handoff_id == known.get("handoffId"):
+                envelope, envelope_json = DeliveryJob(entry).opened()
+                return envelope, envelope_json, entry.target_url
+        raise InternalError(f"the outbox holds no delegation {known.get('handoffId')}")
+
+    async def _write(
+        self,
+        ident: str,
+        change: dict[str, Any],
+        said: str,
+        *,
+        entry: OutboxEntry | None = None,
+        close: tuple[str, str] | None = None,
+    ) -> None:
+        """One write of the task: its delegation `ident` changed, a WORKING status saying
+        `said`; with the outbox entry added (`entry`) or closed (`close`: id, detail)."""
+        journal, store = self.run.journal, self.handoffs.outbox.store
+        async with self.lock:
+            record = await self._drained()
+            journal_of = recorded(record.task)
+            journal_of[ident] = {**journal_of.get(ident, {}), **change}
+            task = with_ext_metadata(record.task, delegations=journal_of)
+            state = record.task.status.state
+            task = with_status(task, state if state.terminal else TaskState.WORKING,
+                               agent_message(said, task))  # fmt: skip
+            updated = record.advanced(task, 1, utc_now())
+            event = status_event(task, {HANDOFF_EXTENSION_URI: {"delegation": ident}})
+            if entry is not None:
+                await store.checkpoint(updated, [event], expected_version=record.version,
+                                       entry=entry)  # fmt: skip
+            elif close is not None:
+                handoff_id, detail = close
+                await store.terminate(
+                    updated, [event], expected_version=record.version,
+                    handoff_id=handoff_id, status="done", detail=detail,
+                )  # fmt: skip
+            else:
+                await store.update(updated, [event], expected_version=record.version)
+            journal.committed = updated
+            journal.task = updated.task
+
+    async def _checkpoint(
+        self, ident: str, route: str, envelope: HandoffEnvelope, envelope_json: str
+    ) -> None:
+        task, now = self.run.journal.task, utc_now()
+        entry = OutboxEntry(
+            envelope.handoff_id, task.id, task.context_id, self.run.journal.owner,
+            envelope.target.agent, envelope.target.url, envelope_json, PENDING, "", now, now,
+        )  # fmt: skip
+        change = {"key": envelope.idempotency_key, "handoffId": envelope.handoff_id,
+                  "agent": envelope.target.agent, "route": route, "rounds": []}  # fmt: skip
+        said = f"Asking {envelope.target.agent}: {envelope.reason}"
+        await self._write(ident, change, said, entry=entry)
+
+    async def _record(self, ident: str, outcome: Delegated, handoff_id: str | None) -> None:
+        known = recorded(self.run.journal.task)[ident]
+        rounds = [*(known.get("rounds") or []), outcome.to_stored()]
+        said = f"{outcome.agent} answered ({outcome.state.name.lower()}): {outcome.text[:300]}"
+        close = (handoff_id, outcome.state.name.lower()) if handoff_id else None
+        await self._write(ident, {"rounds": rounds}, said, close=close)
+
+    async def _canceled(
+        self, ident: str, envelope: HandoffEnvelope, url: str, sub: list[Task]
+    ) -> None:
+        """The handler was canceled while it waited: cancel the sub-task, and close the
+        request (best effort: the task is being canceled, or its run aborted)."""
+        task_id = sub[0].id if sub else None
+        if task_id is not None:
+            await self.handoffs.subtasks.cancel(url, task_id)
+        outcome = Delegated(envelope.target.agent, TaskState.CANCELED, "canceled by the"
+                            " delegating task", task_id=task_id)  # fmt: skip
+        with contextlib.suppress(Exception):
+            await self._record(ident, outcome, envelope.handoff_id)
+
+
+async def cancel_open(handoffs: Handoffs, task: Task) -> None:
+    """A task canceled while no handler ran: cancel its sub-tasks that still ask for input."""
+    for known in recorded(task).values():
+        rounds = known.get("rounds") or []
+        last = rounds[-1] if rounds else {}
+        if not last.get("taskId") or not TaskState(last["state"]).interrupted:
+            continue
+        with contextlib.suppress(GateRefused):
+            url = handoffs.sender.target_url(str(known["route"]))
+            await handoffs.subtasks.cancel(url, str(last["taskId"]))
