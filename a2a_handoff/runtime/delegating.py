@@ -22,6 +22,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import hashlib
+import json
 import logging
 from typing import Any, Protocol
 
@@ -47,6 +49,16 @@ def recorded(task: Task) -> dict[str, dict[str, Any]]:
     """The task's journal of delegations: id → {key, handoffId, agent, route, rounds}."""
     value = ext_metadata(task).get("delegations")
     return dict(value) if isinstance(value, dict) else {}
+
+
+def request_digest(request: Handoff) -> str:
+    """What a delegation asked, as a digest: a handler re-run after a restart gets a recorded
+    outcome back only for the same request in the same place (a model may choose otherwise
+    the second time)."""
+    asked = {"target": request.target, "context": dict(request.context),
+             "required": sorted(request.required)}  # fmt: skip
+    encoded = json.dumps(asked, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(encoded.encode()).hexdigest()
 
 
 def delegating(task: Task) -> bool:
@@ -86,11 +98,15 @@ class Delegations:
         """Ask `request.target` for a sub-result (see the module's invariants)."""
         run = self.run
         run.speak()
-        self.count += 1
-        ident = f"delegation:{step}:{self.count}"
-        self.timeouts[ident] = within
         await self._drained()
-        known = recorded(run.journal.task).get(ident)
+        asked = request_digest(request)
+        while True:  # a re-run that asks something else than the record: a new delegation
+            self.count += 1
+            ident = f"delegation:{step}:{self.count}"
+            known = recorded(run.journal.task).get(ident)
+            if known is None or known.get("request") == asked:
+                break
+        self.timeouts[ident] = within
         if known is not None and known.get("rounds"):  # answered before a restart: replayed
             return self._bound(ident, known, 0)
         if known is not None:  # checkpointed before a restart: the same envelope again
@@ -103,7 +119,7 @@ class Delegations:
             except GateRefused as exc:
                 return Delegated(request.target, TaskState.REJECTED, str(exc), sent=False)
             url = envelope.target.url
-            await self._checkpoint(ident, request.target, envelope, envelope_json)
+            await self._checkpoint(ident, request.target, asked, envelope, envelope_json)
             failpoint("delegate.after_checkpoint")
         agent = envelope.target.agent
         sub: list[Task] = []  # the sub-task, once the delegate made it
@@ -231,7 +247,7 @@ class Delegations:
             journal.task = updated.task
 
     async def _checkpoint(
-        self, ident: str, route: str, envelope: HandoffEnvelope, envelope_json: str
+        self, ident: str, route: str, asked: str, envelope: HandoffEnvelope, envelope_json: str
     ) -> None:
         task, now = self.run.journal.task, utc_now()
         entry = OutboxEntry(
@@ -239,7 +255,8 @@ class Delegations:
             envelope.target.agent, envelope.target.url, envelope_json, PENDING, "", now, now,
         )  # fmt: skip
         change = {"key": envelope.idempotency_key, "handoffId": envelope.handoff_id,
-                  "agent": envelope.target.agent, "route": route, "rounds": []}  # fmt: skip
+                  "agent": envelope.target.agent, "route": route, "rounds": [],
+                  "request": asked}  # fmt: skip
         said = f"Asking {envelope.target.agent}: {envelope.reason}"
         await self._write(ident, change, said, entry=entry)
 
