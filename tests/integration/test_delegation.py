@@ -121,7 +121,7 @@ def test_delegation_returns_the_delegates_outcome(agents: Agents) -> None:
     ("text", "sent", "said"),
     [
         ("gate 12345", False, "capability gate refused the handoff: not offered by billing"),
-        ("untrusted 12345", True, "untrusted"),
+        ("untrusted 12345", True, "untrusted_source: triage is not on billing's trust list"),
         ("offtopic 12345", False, "contract triage-to-billing refused the transfer context"),
     ],
     ids=["gate", "trust-list", "contract"],
