@@ -8,11 +8,13 @@ Invariants:
 - the delegate's outcome is recorded in the task before the handler sees it, in the same
   transaction that closes the outbox entry; each answer to a question is recorded alike;
 - a delegation's id is derived from the step (the message the handler runs on) and its
-  ordinal in the step, and its key from the id: a handler re-run after a restart (tasks with
-  an open delegation are resumed, not failed) meets the same ids in the same order, gets the
-  recorded outcomes back without asking again, and re-sends a pending request with the same
-  key and envelope — the delegate answers it with the task it made the first time;
-- everything is bounded by the delegation's timeout; a canceled handler cancels the
+  ordinal in the step, and its key from the id: a handler re-run after a restart (a task
+  that delegated is resumed, not failed) meets the same ids in the same order, gets the
+  recorded outcomes back without asking again — only for the same request (its digest is
+  recorded; another request there is a new delegation) — and re-sends a pending request with
+  the same key and envelope, to the same configured route: the delegate answers it with the
+  task it made the first time;
+- everything is bounded by the delegation's `within`; a canceled handler cancels the
   sub-task it waits on, and a task canceled while it waits for its own caller cancels its
   sub-tasks that still ask for input (`cancel_open`).
 """
@@ -22,8 +24,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import hashlib
-import json
 import logging
 from typing import Any, Protocol
 
@@ -36,35 +36,14 @@ from a2a_handoff.handoff.job import DeliveryJob
 from a2a_handoff.handoff.sender import PENDING
 from a2a_handoff.outcomes import Handoff
 from a2a_handoff.protocol.events import agent_message, status_event, with_status
-from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI, ext_metadata, with_ext_metadata
+from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI, with_ext_metadata
 from a2a_handoff.protocol.models import Task, utc_now
 from a2a_handoff.protocol.states import TaskState
+from a2a_handoff.runtime.delegation_record import recorded, request_digest
 from a2a_handoff.runtime.journal import Journal
 from a2a_handoff.stores.base import OutboxEntry, TaskRecord
 
 log = logging.getLogger("a2a_handoff.runtime")
-
-
-def recorded(task: Task) -> dict[str, dict[str, Any]]:
-    """The task's journal of delegations: id → {key, handoffId, agent, route, rounds}."""
-    value = ext_metadata(task).get("delegations")
-    return dict(value) if isinstance(value, dict) else {}
-
-
-def request_digest(request: Handoff) -> str:
-    """What a delegation asked, as a digest: a handler re-run after a restart gets a recorded
-    outcome back only for the same request in the same place (a model may choose otherwise
-    the second time)."""
-    asked = {"target": request.target, "context": dict(request.context),
-             "required": sorted(request.required)}  # fmt: skip
-    encoded = json.dumps(asked, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(encoded.encode()).hexdigest()
-
-
-def delegating(task: Task) -> bool:
-    """Whether the task delegated: a restart resumes it (its handler re-run, the recorded
-    outcomes replayed) rather than fail it."""
-    return bool(recorded(task))
 
 
 class Delegator(Protocol):
@@ -111,6 +90,14 @@ class Delegations:
             return self._bound(ident, known, 0)
         if known is not None:  # checkpointed before a restart: the same envelope again
             envelope, envelope_json, url = await self._stored(known)
+            try:  # still a route of this agent, at the same address: else nothing is sent
+                routed = self.handoffs.sender.target_url(str(known["route"]))
+                if routed != url:
+                    raise GateRefused(f"the route {known['route']} changed since the request")
+            except GateRefused as exc:
+                gone = Delegated(envelope.target.agent, TaskState.REJECTED, str(exc), sent=False)
+                await self._record(ident, gone, envelope.handoff_id)
+                return self._bound(ident, recorded(run.journal.task)[ident], 0)
         else:
             try:
                 envelope, envelope_json = await self.handoffs.sender.prepare(
@@ -279,15 +266,3 @@ class Delegations:
                             " delegating task", task_id=task_id)  # fmt: skip
         with contextlib.suppress(Exception):
             await self._record(ident, outcome, envelope.handoff_id)
-
-
-async def cancel_open(handoffs: Handoffs, task: Task) -> None:
-    """A task canceled while no handler ran: cancel its sub-tasks that still ask for input."""
-    for known in recorded(task).values():
-        rounds = known.get("rounds") or []
-        last = rounds[-1] if rounds else {}
-        if not last.get("taskId") or not TaskState(last["state"]).interrupted:
-            continue
-        with contextlib.suppress(GateRefused):
-            url = handoffs.sender.target_url(str(known["route"]))
-            await handoffs.subtasks.cancel(url, str(last["taskId"]))

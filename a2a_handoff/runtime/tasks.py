@@ -49,7 +49,7 @@ from a2a_handoff.protocol.events import agent_message, status_event, with_status
 from a2a_handoff.protocol.extension import HANDING_OFF, HANDOFF_EXTENSION_URI, ext_metadata
 from a2a_handoff.protocol.models import Message, Role, StreamResponse, Task, TaskStatus, utc_now
 from a2a_handoff.protocol.states import TaskState
-from a2a_handoff.runtime.delegating import cancel_open, delegating
+from a2a_handoff.runtime.delegation_record import cancel_open, delegating
 from a2a_handoff.runtime.escalations import add_note
 from a2a_handoff.runtime.journal import Submission, resolved, write_state
 from a2a_handoff.runtime.leases import Leases
