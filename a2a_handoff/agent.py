@@ -91,8 +91,8 @@ class TaskPort(Protocol):
     async def delegate(self, step: str, request: Handoff, within: float) -> Delegated:
         """Ask another agent for a sub-result, the task staying WORKING; its outcome."""
 
-    def delegated(self) -> list[Delegated]:
-        """The task's delegations (of every step), each at its latest outcome."""
+    def delegated(self, step: str) -> list[Delegated]:
+        """The delegations of earlier steps, at their outcomes when the step `step` began."""
 
     def route_names(self) -> list[str]:
         """The names of the routes this agent may hand off to."""
@@ -282,9 +282,10 @@ class TaskContext:
 
     @property
     def delegations(self) -> list[Delegated]:
-        """This task's delegations (of every step, answered), each at its latest outcome:
-        the one still asking for input can be answered in a later step."""
-        return self.port.delegated()
+        """This task's delegations of earlier steps, each at the outcome it had when this
+        step began: one still asking for input is answered here (`answer()`). The same list
+        when the step runs again after a restart, so that the answer is replayed."""
+        return self.port.delegated(self.message.message_id)
 
     @property
     def delegated(self) -> bool:

@@ -5,7 +5,8 @@ Names: `handoff.after_checkpoint`, `handoff.after_create`, `handoff.after_termin
 `receive.after_create`, `gateway.after_send` (the gateway's message taken by the agent, its
 answer not yet relayed), `delegate.after_checkpoint`, `delegate.after_send`,
 `delegate.after_answer` (the delegate's outcome known, not yet recorded),
-`delegate.after_record` (recorded, the handler not yet resumed). A testing tool only:
+`delegate.after_record` (recorded — a delegation's outcome or an answer's — the handler not
+yet resumed). A testing tool only:
 never set it in production.
 """
 

@@ -66,6 +66,7 @@ class Delegations:
     def __init__(self, run: Delegator) -> None:
         self.run = run
         self.count = 0  # delegations made in this step: the ordinal of the next one's id
+        self.step = ""  # the id of the message the step runs on
         self.lock = asyncio.Lock()  # one write of the task at a time
         self.timeouts: dict[str, float] = {}
 
@@ -77,6 +78,7 @@ class Delegations:
         """Ask `request.target` for a sub-result (see the module's invariants)."""
         run = self.run
         run.speak()
+        self.step = step
         await self._drained()
         asked = request_digest(request)
         while True:  # a re-run that asks something else than the record: a new delegation
@@ -164,16 +166,21 @@ class Delegations:
             said = f"no answer from {asked.agent} within {timeout:g} s"
             outcome = Delegated(asked.agent, TaskState.FAILED, said, task_id=asked.task_id)
         await self._record(ident, outcome, None)
+        failpoint("delegate.after_record")
         return self._bound(ident, recorded(run.journal.task)[ident], rnd)
 
-    def made(self) -> list[Delegated]:
-        """Every delegation of the task (of any step), at its latest outcome."""
-        found = recorded(self.run.journal.task)
-        return [
-            self._bound(ident, known, len(known["rounds"]) - 1)
-            for ident, known in found.items()
-            if known.get("rounds")
-        ]
+    def made(self, step: str) -> list[Delegated]:
+        """The delegations of earlier steps, each at the outcome it had when the step `step`
+        began — the same list when the step's handler runs again after a restart, so that
+        it answers the same question and is given the recorded answer back."""
+        self.step = step
+        found = []
+        for ident, known in recorded(self.run.journal.task).items():
+            rounds = known.get("rounds") or []
+            before = next((i for i, r in enumerate(rounds) if r.get("step") == step), len(rounds))
+            if before:
+                found.append(self._bound(ident, known, before - 1))
+        return found
 
     # -- the journal ----------------------------------------------------------------------
 
@@ -249,7 +256,7 @@ class Delegations:
 
     async def _record(self, ident: str, outcome: Delegated, handoff_id: str | None) -> None:
         known = recorded(self.run.journal.task)[ident]
-        rounds = [*(known.get("rounds") or []), outcome.to_stored()]
+        rounds = [*(known.get("rounds") or []), {**outcome.to_stored(), "step": self.step}]
         said = f"{outcome.agent} answered ({outcome.state.name.lower()}): {outcome.text[:300]}"
         close = (handoff_id, outcome.state.name.lower()) if handoff_id else None
         await self._write(ident, {"rounds": rounds}, said, close=close)

@@ -147,8 +147,8 @@ class RunPort:
         """Ask another agent for a sub-result, the task staying WORKING (`runtime.delegating`)."""
         return await self.delegations.delegate(step, request, within)
 
-    def delegated(self) -> list[Delegated]:
-        return self.delegations.made()
+    def delegated(self, step: str) -> list[Delegated]:
+        return self.delegations.made(step)
 
     def route_names(self) -> list[str]:
         return self.run.handoffs.sender.route_names()

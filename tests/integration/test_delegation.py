@@ -211,6 +211,31 @@ def test_kill_delegator_at_each_point(agents: Agents, point: str) -> None:
 
 
 @pytest.mark.timeout(60)
+def test_kill_delegator_after_recording_the_answer_to_a_question(agents: Agents) -> None:
+    """The step that answers the delegate's question runs again after a restart: it is given
+    the delegation as it was when the step began, answers it again, and gets the recorded
+    outcome back — billing does not work a third time."""
+    triage = agents.triage
+    ctx = str(uuid.uuid4())
+    task = ask(triage, "a question, then a crash", ctx)
+    assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    triage.env = {ENV_VAR: "delegate.after_record"}
+    triage.restart()
+    reply = message("order 5150", ctx, returnImmediately=True)
+    reply["message"]["taskId"] = task["id"]
+    with contextlib.suppress(httpx.HTTPError, ValueError):  # it may die before answering
+        triage.rpc("SendMessage", reply)
+    assert triage.proc is not None
+    assert triage.proc.wait(20) == EXIT_CODE
+    triage.env = {}
+    triage.start()
+    task = settled(triage, ctx)
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED", task["status"]
+    assert delegated(task)["data"] == {"orderId": "order 5150", "status": "refunded"}
+    assert len(agents.work(ctx)) == 2  # the question, then the work: once each
+
+
+@pytest.mark.timeout(60)
 def test_kill_delegate_mid_delegation(agents: Agents) -> None:
     """kill -9 of billing while it works: its restart fails the sub-task, and triage's
     handler ends with that outcome (not a hang); the work is not redone."""
