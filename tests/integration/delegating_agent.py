@@ -5,9 +5,9 @@ python -m tests.integration.delegating_agent NAME --port P --store URL
 
 Asked by a user, it delegates the message to its route `billing` (`stranger` when the text
 says "untrusted"): "gate" requires a capability no one offers, "offtopic" breaks the edge's
-contract. It publishes the outcome as an artifact `delegated` and completes — unless the
-delegate asks something: then it asks its own user, and answers the delegate with the
-user's reply in the next step.
+contract, "briefly" waits half a second only. It publishes the outcome as an artifact
+`delegated` and completes — unless the delegate asks something: then it asks its own user,
+and answers the delegate with the user's reply in the next step.
 
 Asked by another agent (a delegation), it appends a line to the work log on every step (the
 tests count the work), then: "hang" waits until canceled; "question" asks which order first;
@@ -59,6 +59,7 @@ class DelegatingAgent:
                 **({"entities": {"orderId": order.group()}} if order else {}),
             },
             required=("wire-transfers",) if "gate" in text else (),
+            within=0.5 if "briefly" in text else 60.0,
         )
         if result.needs_input:
             return InputRequired(f"{result.agent} asks: {result.question}")

@@ -139,6 +139,19 @@ def test_refused_delegation_says_why(agents: Agents, text: str, sent: bool, said
     assert agents.work(ctx) == []
 
 
+def test_a_delegation_without_an_answer_in_time_fails_and_cancels_the_sub_task(
+    agents: Agents,
+) -> None:
+    ctx = str(uuid.uuid4())
+    task = ask(agents.triage, "hang briefly 999", ctx)
+    outcome = delegated(task)
+    assert outcome["state"] == "FAILED"
+    assert outcome["text"] == "no answer from billing within 0.5 s"
+    [sub] = tasks_in(agents.billing, ctx)
+    assert sub["id"] == outcome["taskId"]
+    assert sub["status"]["state"] == "TASK_STATE_CANCELED"
+
+
 def test_delegate_asks_for_input_and_the_user_answers(agents: Agents) -> None:
     ctx = str(uuid.uuid4())
     task = ask(agents.triage, "refund, a question first", ctx)
