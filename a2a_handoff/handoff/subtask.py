@@ -78,27 +78,37 @@ class SubTasks:
             await asyncio.sleep(self.pace)
 
     async def outcome(self, url: str, task: Task) -> Task:
-        """Follow the sub-task until it ends or asks for input; the task as it then is."""
+        """Follow the sub-task until it ends or asks for input; the task as it then is.
+
+        Its stream first; once that says the task settled (or the task ended before it
+        opened: -32004), one read for the task whole (artifacts too). A delegate that does
+        not answer is tried again with backoff, one call a try — its breaker is not run down
+        while it restarts."""
+        failures = 0
         while True:
             if settled(task.status.state):
                 return task
             try:
-                async for _, item in self.client.subscribe(url, task.id, resumes=0):
-                    update = item.status_update
-                    state = update.status.state if update is not None else None
-                    if item.task is not None:
-                        state = item.task.status.state
-                    if state is not None and settled(state):
-                        break
-                task = await self.client.get_task(url, task.id, history_length=0)
+                try:
+                    async for _, item in self.client.subscribe(url, task.id, resumes=0):
+                        update = item.status_update
+                        state = update.status.state if update is not None else None
+                        if item.task is not None:
+                            state = item.task.status.state
+                        if state is not None and settled(state):
+                            break
+                except RemoteError:
+                    pass  # ended before the stream opened (or gone): the read says which
+                result = await self.client.call(
+                    url, "GetTask", {"id": task.id, "historyLength": 0}, idempotent=False
+                )
+                task = Task.model_validate(result)
+                failures = 0
                 continue
-            except TRIES as exc:  # the delegate restarting, or the task ended meanwhile
+            except TRIES as exc:  # the delegate restarting
+                failures += 1
                 log.info("sub-task %s at %s: %s; reading it again", task.id, url, exc)
-            await asyncio.sleep(self.pace)
-            try:
-                task = await self.client.get_task(url, task.id, history_length=0)
-            except TRIES as exc:
-                log.info("sub-task %s at %s unreachable: %s", task.id, url, exc)
+            await asyncio.sleep(min(2.0, self.pace * 2 ** min(failures - 1, 8)))
 
     async def answer(
         self, url: str, task_id: str, context_id: str, message_id: str, text: str
