@@ -41,6 +41,7 @@ from a2a_handoff.protocol.models import Task, utc_now
 from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.runtime.delegation_record import recorded, request_digest
 from a2a_handoff.runtime.journal import Journal
+from a2a_handoff.runtime.phases import Phase
 from a2a_handoff.stores.base import OutboxEntry, TaskRecord
 
 log = logging.getLogger("a2a_handoff.runtime")
@@ -50,6 +51,9 @@ class Delegator(Protocol):
     """What delegating needs from the run (`runtime.run.TaskRun`)."""
 
     journal: Journal
+
+    @property
+    def phase(self) -> Phase: ...
 
     @property
     def handoffs(self) -> Handoffs: ...
@@ -119,6 +123,9 @@ class Delegations:
                     outcome = Delegated(agent, TaskState.REJECTED, created, key=ident)
                 else:
                     sub.append(created)
+                    if recorded(run.journal.task)[ident].get("taskId") != created.id:
+                        said = f"{agent} took it: task {created.id}"
+                        await self._write(ident, {"taskId": created.id}, said)
                     done = await self.handoffs.subtasks.outcome(url, created)
                     outcome = Delegated.of_task(agent, ident, 0, done)
         except TimeoutError:
@@ -128,7 +135,8 @@ class Delegations:
             said = f"no answer from {agent} within {within:g} s"
             outcome = Delegated(agent, TaskState.FAILED, said, task_id=task_id, key=ident)
         except asyncio.CancelledError:
-            await asyncio.shield(self._canceled(ident, envelope, url, sub))
+            if run.phase is Phase.CANCELING:  # the task's cancel, not the agent stopping
+                await asyncio.shield(self._canceled(ident, envelope, url, sub))
             raise
         failpoint("delegate.after_answer")
         await self._record(ident, outcome, envelope.handoff_id)
@@ -266,7 +274,8 @@ class Delegations:
     ) -> None:
         """The handler was canceled while it waited: cancel the sub-task, and close the
         request (best effort: the task is being canceled, or its run aborted)."""
-        task_id = sub[0].id if sub else None
+        known = recorded(self.run.journal.task).get(ident) or {}
+        task_id = sub[0].id if sub else known.get("taskId")
         if task_id is not None:
             await self.handoffs.subtasks.cancel(url, task_id)
         outcome = Delegated(envelope.target.agent, TaskState.CANCELED, "canceled by the"

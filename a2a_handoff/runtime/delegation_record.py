@@ -1,7 +1,8 @@
 """A task's journal of delegations, as its metadata keeps it (`runtime.delegating` writes it).
 
-`metadata[URI].delegations`: id → {key, handoffId, agent, route, request (a digest), rounds
-(the outcomes: the delegation's, then each answer's)}. Read to replay outcomes after a
+`metadata[URI].delegations`: id → {key, handoffId, agent, route, request (a digest), taskId
+(the sub-task, once the delegate took it), rounds (the outcomes: the delegation's, then each
+answer's, with the step that recorded it)}. Read to replay outcomes after a
 restart, to resume rather than fail a task that delegated, and to cancel the sub-tasks of a
 canceled task that still ask for input.
 """
@@ -44,12 +45,13 @@ def delegating(task: Task) -> bool:
 
 
 async def cancel_open(handoffs: Handoffs, task: Task) -> None:
-    """A task canceled while no handler ran: cancel its sub-tasks that still ask for input."""
+    """A canceled task's sub-tasks still open — asking for input, or taken and not answered
+    (the handler that waited on it may have been stopped before it could cancel it)."""
     for known in recorded(task).values():
         rounds = known.get("rounds") or []
-        last = rounds[-1] if rounds else {}
-        if not last.get("taskId") or not TaskState(last["state"]).interrupted:
+        task_id = rounds[-1].get("taskId") if rounds else known.get("taskId")
+        if not task_id or (rounds and not TaskState(rounds[-1]["state"]).interrupted):
             continue
         with contextlib.suppress(GateRefused):
             url = handoffs.sender.target_url(str(known["route"]))
-            await handoffs.subtasks.cancel(url, str(last["taskId"]))
+            await handoffs.subtasks.cancel(url, str(task_id))

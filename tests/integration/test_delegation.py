@@ -190,6 +190,25 @@ def test_cancel_cascades_to_the_sub_task(agents: Agents) -> None:
     assert sub["status"]["state"] == "TASK_STATE_CANCELED"
 
 
+def test_stopping_the_delegator_leaves_its_delegation_to_resume(agents: Agents) -> None:
+    """A graceful stop (SIGTERM) is no cancel: the sub-task goes on, and the restarted agent
+    resumes waiting on it (the same sub-task, not a new one)."""
+    ctx = str(uuid.uuid4())
+    task = ask(agents.triage, "hang on 999", ctx, returnImmediately=True)
+    wait_for(lambda: agents.work(ctx))
+    agents.triage.stop()
+    agents.triage.start()
+    [sub] = tasks_in(agents.billing, ctx)
+    assert sub["status"]["state"] == "TASK_STATE_WORKING"
+    resumed = result(agents.triage.rpc("GetTask", {"id": task["id"]}))
+    assert resumed["status"]["state"] == "TASK_STATE_WORKING"
+    canceled = result(agents.triage.rpc("CancelTask", {"id": task["id"]}))
+    assert canceled["status"]["state"] == "TASK_STATE_CANCELED"  # so its handler was running
+    [sub] = tasks_in(agents.billing, ctx)
+    assert sub["status"]["state"] == "TASK_STATE_CANCELED"
+    assert len(agents.work(ctx)) == 1
+
+
 POINTS = [
     "delegate.after_checkpoint",
     "delegate.after_send",
