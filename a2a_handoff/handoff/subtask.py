@@ -99,8 +99,8 @@ class SubTasks:
                             break
                 except RemoteError:
                     pass  # ended before the stream opened (or gone): the read says which
-                result = await self.client.call(
-                    url, "GetTask", {"id": task.id, "historyLength": 0}, idempotent=False
+                result = await self.client.call(  # with the extension: TRANSFERRED as such
+                    url, "GetTask", {"id": task.id, "historyLength": 0}, extensions=[URI]
                 )
                 task = Task.model_validate(result)
                 failures = 0
