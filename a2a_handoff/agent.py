@@ -36,9 +36,10 @@ from a2a_handoff.outcomes import (
     Reply,
     Route,
 )
-from a2a_handoff.protocol.events import agent_message
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI, ext_metadata
+from a2a_handoff.protocol.mcp_result import ToolResult
 from a2a_handoff.protocol.models import Artifact, Message, Part, Task
+from a2a_handoff.protocol.steps import agent_message
 
 __all__ = [
     "Agent",
@@ -54,6 +55,7 @@ __all__ = [
     "Route",
     "TaskContext",
     "TaskPort",
+    "ToolResult",
     "agent_message",
 ]
 
@@ -102,6 +104,15 @@ class TaskPort(Protocol):
 
     async def refusal(self, task: Task, decision: Handoff) -> str | None:
         """Why `decision` would be refused now, or None."""
+
+    async def call_tool(
+        self,
+        server: str,
+        tool: str,
+        args: Mapping[str, Any] | None,
+        idempotency_key: str | None,
+    ) -> ToolResult:
+        """Call a tool on a configured MCP server (a keyed call: at most once per task)."""
 
 
 class ProvenHandoff(Protocol):
@@ -208,6 +219,28 @@ class TaskContext:
         """
         return await self.port.inform(escalation)
 
+    async def call_tool(
+        self,
+        server: str,
+        tool: str,
+        args: Mapping[str, Any] | None = None,
+        *,
+        idempotency_key: str | None = None,
+    ) -> ToolResult:
+        """Call `tool` on the MCP server configured as `server` (`ToolsConfig.mcp`,
+        `--mcp NAME=URL`); its result. `ToolCallError` when the tool answered `isError`
+        (its text), the server failed, could not be reached or gave no answer in time
+        (`ToolsConfig.timeout`), or `server` is not configured.
+
+        With an `idempotency_key` the call is retried on a failed connection (the server
+        gets the key in the call's `_meta`), and recorded in the task's journal once it
+        completed: made again with the same key on this task — by a handler the agent runs
+        again after a restart (`resumes = True`), or in a later step — it answers the
+        recorded result (or raises the recorded error) without calling. Without a key the
+        call is made once, as it is.
+        """
+        return await self.port.call_tool(server, tool, args, idempotency_key)
+
     @property
     def routes(self) -> list[str]:
         """The names of the routes this agent may hand off to."""
@@ -244,55 +277,28 @@ class TaskContext:
         return await self.port.hand_off(decision)
 
     async def delegate(
-        self,
-        route: str,
-        request: str | Message,
-        *,
-        context: Mapping[str, Any] | None = None,
-        required: tuple[str, ...] = (),
-        reason: str | None = None,
-        within: float = 60.0,
-    ) -> Delegated:
+        self, route: str, request: str | Message, *, context: Mapping[str, Any] | None = None,
+        required: tuple[str, ...] = (), reason: str | None = None, within: float = 60.0,
+    ) -> Delegated:  # fmt: skip
         """Ask the agent at `route` for a sub-result and wait for it, this task staying
-        WORKING (a handoff gives the task away; a delegation keeps it).
-
-        The delegate's handler reads `request` as `ctx.text` and `context` as
-        `ctx.transfer_context`. Signed, gated (`required` capabilities), under the edge's
-        contract and the delegate's trust list, as a handoff is. The outcome comes back as a
-        `Delegated` whatever happens — COMPLETED with artifacts, INPUT_REQUIRED with the
-        delegate's question (`answer()` replies), FAILED / REJECTED / CANCELED with the
-        reason, FAILED after `within` seconds. Recorded before it is returned: after a
-        restart the handler runs again on its message, and the same delegations, asked in
-        the same order, are answered from the record (the delegate works once).
-        """
-        text = request if isinstance(request, str) else request.text
-        data: dict[str, Any] = {}
-        if isinstance(request, Message):
-            for part in request.parts:
-                if isinstance(part.data, dict):
-                    data.update(part.data)
-        decision = Handoff(
-            target=route,
-            reason=reason or text[:200],
-            context={**data, **(context or {}), "summary": text},
-            required=tuple(required),
-            kind="delegation",
-        )
+        WORKING (docs/delegation.md). The delegate reads `request` as `ctx.text` and `context`
+        as `ctx.transfer_context`; signed, gated (`required`), under the edge's contract and
+        the delegate's trust list, as a handoff. The outcome is a `Delegated` whatever happens
+        (FAILED after `within` seconds), recorded before it is returned: a handler run again
+        after a restart gets it back for the same request, and the delegate works once."""
+        decision = delegation_request(route, request, context, required, reason)
         return await self.port.delegate(self.message.message_id, decision, within)
 
     @property
     def delegations(self) -> list[Delegated]:
-        """This task's delegations of earlier steps, each at the outcome it had when this
-        step began: one still asking for input is answered here (`answer()`). The same list
-        when the step runs again after a restart, so that the answer is replayed."""
+        """The delegations of earlier steps, at the outcome each had when this step began
+        (the same after a restart): one asking for input is answered here (`answer()`)."""
         return self.port.delegated(self.message.message_id)
 
     @property
     def delegated(self) -> bool:
-        """Whether this task is a sub-task another agent delegated (its outcome goes back
-        to that agent's handler, not to a user)."""
-        handoff = ext_metadata(self.task).get("handoff") or {}
-        return handoff.get("kind") == "delegation"
+        """Whether this task is a sub-task another agent delegated to this one."""
+        return (ext_metadata(self.task).get("handoff") or {}).get("kind") == "delegation"
 
     @property
     def text(self) -> str:
@@ -366,6 +372,30 @@ class TaskContext:
         stream = ArtifactStream(self, new_id(), name, description)
         yield stream
         await stream.close()
+
+
+def delegation_request(
+    route: str,
+    request: str | Message,
+    context: Mapping[str, Any] | None,
+    required: tuple[str, ...],
+    reason: str | None,
+) -> Handoff:
+    """What `TaskContext.delegate` asks, as a handoff of kind `delegation`: the request's
+    text as the summary, its data parts and `context` as the transfer context."""
+    text = request if isinstance(request, str) else request.text
+    data: dict[str, Any] = {}
+    if isinstance(request, Message):
+        for part in request.parts:
+            if isinstance(part.data, dict):
+                data.update(part.data)
+    return Handoff(
+        target=route,
+        reason=reason or text[:200],
+        context={**data, **(context or {}), "summary": text},
+        required=tuple(required),
+        kind="delegation",
+    )
 
 
 class ArtifactStream:

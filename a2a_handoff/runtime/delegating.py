@@ -35,10 +35,10 @@ from a2a_handoff.handoff.handoffs import Handoffs
 from a2a_handoff.handoff.job import DeliveryJob
 from a2a_handoff.handoff.sender import PENDING
 from a2a_handoff.outcomes import Handoff
-from a2a_handoff.protocol.events import agent_message, status_event, with_status
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI, with_ext_metadata
 from a2a_handoff.protocol.models import Task, utc_now
 from a2a_handoff.protocol.states import TaskState
+from a2a_handoff.protocol.steps import agent_message, status_event, with_status
 from a2a_handoff.runtime.delegation_record import recorded, request_digest
 from a2a_handoff.runtime.journal import Journal
 from a2a_handoff.runtime.phases import Phase
@@ -114,6 +114,18 @@ class Delegations:
             url = envelope.target.url
             await self._checkpoint(ident, request.target, asked, envelope, envelope_json)
             failpoint("delegate.after_checkpoint")
+        outcome = await self._outcome(ident, envelope, envelope_json, url, within)
+        failpoint("delegate.after_answer")
+        await self._record(ident, outcome, envelope.handoff_id)
+        failpoint("delegate.after_record")
+        return self._bound(ident, recorded(run.journal.task)[ident], 0)
+
+    async def _outcome(
+        self, ident: str, envelope: HandoffEnvelope, envelope_json: str, url: str, within: float
+    ) -> Delegated:
+        """Send the request (again), then follow the sub-task to its outcome, within
+        `within` seconds; a cancel of the task cancels the sub-task."""
+        run = self.run
         agent = envelope.target.agent
         sub: list[Task] = []  # the sub-task, once the delegate made it
         try:
@@ -138,10 +150,7 @@ class Delegations:
             if run.phase is Phase.CANCELING:  # the task's cancel, not the agent stopping
                 await asyncio.shield(self._canceled(ident, envelope, url, sub))
             raise
-        failpoint("delegate.after_answer")
-        await self._record(ident, outcome, envelope.handoff_id)
-        failpoint("delegate.after_record")
-        return self._bound(ident, recorded(run.journal.task)[ident], 0)
+        return outcome
 
     async def answer(self, asked: Delegated, text: str) -> Delegated:
         """Reply to the delegate's question: its next outcome, recorded before it is seen."""
