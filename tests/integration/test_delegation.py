@@ -209,6 +209,24 @@ def test_stopping_the_delegator_leaves_its_delegation_to_resume(agents: Agents) 
     assert len(agents.work(ctx)) == 1
 
 
+@contextlib.contextmanager
+def dies_at(agent: AgentProcess, point: str) -> Iterator[None]:
+    """Restart `agent` with the failpoint `point` armed, run the block (a request it dies
+    answering, or before), check that it died there, and start it again unarmed — started
+    again whatever happened, for the tests that follow."""
+    agent.env = {ENV_VAR: point}
+    agent.restart()
+    try:
+        with contextlib.suppress(httpx.HTTPError, ValueError):  # it may die before answering
+            yield
+        assert agent.proc is not None
+        assert agent.proc.wait(20) == EXIT_CODE
+    finally:
+        agent.env = {}
+        agent.kill()
+        agent.start()
+
+
 POINTS = [
     "delegate.after_checkpoint",
     "delegate.after_send",
@@ -223,15 +241,9 @@ def test_kill_delegator_at_each_point(agents: Agents, point: str) -> None:
     """kill -9 of triage at `point`: after the restart its handler runs again and ends with
     billing's outcome; billing worked once, on one task."""
     triage = agents.triage
-    triage.env = {ENV_VAR: point}
-    triage.restart()
     ctx = str(uuid.uuid4())
-    with contextlib.suppress(httpx.HTTPError, ValueError):  # it may die before answering
+    with dies_at(triage, point):
         ask(triage, "refund order 31337", ctx, returnImmediately=True)
-    assert triage.proc is not None
-    assert triage.proc.wait(20) == EXIT_CODE
-    triage.env = {}
-    triage.start()
     task = settled(triage, ctx)
     assert task["status"]["state"] == "TASK_STATE_COMPLETED", task["status"]
     outcome = delegated(task)
@@ -251,16 +263,10 @@ def test_kill_delegator_after_recording_the_answer_to_a_question(agents: Agents)
     ctx = str(uuid.uuid4())
     task = ask(triage, "a question, then a crash", ctx)
     assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
-    triage.env = {ENV_VAR: "delegate.after_record"}
-    triage.restart()
     reply = message("order 5150", ctx, returnImmediately=True)
     reply["message"]["taskId"] = task["id"]
-    with contextlib.suppress(httpx.HTTPError, ValueError):  # it may die before answering
+    with dies_at(triage, "delegate.after_record"):
         triage.rpc("SendMessage", reply)
-    assert triage.proc is not None
-    assert triage.proc.wait(20) == EXIT_CODE
-    triage.env = {}
-    triage.start()
     task = settled(triage, ctx)
     assert task["status"]["state"] == "TASK_STATE_COMPLETED", task["status"]
     assert delegated(task)["data"] == {"orderId": "order 5150", "status": "refunded"}
