@@ -34,6 +34,7 @@ from a2a_handoff.handoff.envelope import HandoffEnvelope
 from a2a_handoff.handoff.handoffs import Handoffs
 from a2a_handoff.handoff.job import DeliveryJob
 from a2a_handoff.handoff.sender import PENDING
+from a2a_handoff.observe import events
 from a2a_handoff.outcomes import Handoff
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI, with_ext_metadata
 from a2a_handoff.protocol.models import Task, utc_now
@@ -238,9 +239,7 @@ class Delegations:
             journal_of = recorded(record.task)
             journal_of[ident] = {**journal_of.get(ident, {}), **change}
             task = with_ext_metadata(record.task, delegations=journal_of)
-            state = record.task.status.state
-            task = with_status(task, state if state.terminal else TaskState.WORKING,
-                               agent_message(said, task))  # fmt: skip
+            task = with_status(task, TaskState.WORKING, agent_message(said, task))
             updated = record.advanced(task, 1, utc_now())
             event = status_event(task, {HANDOFF_EXTENSION_URI: {"delegation": ident}})
             if entry is not None:
@@ -256,6 +255,7 @@ class Delegations:
                 await store.update(updated, [event], expected_version=record.version)
             journal.committed = updated
             journal.task = updated.task
+            events.committed_items(task.id, task.context_id, [event], record.state)
 
     async def _checkpoint(
         self, ident: str, route: str, asked: str, envelope: HandoffEnvelope, envelope_json: str
