@@ -14,6 +14,7 @@ import typing as _typing
 from importlib import import_module as _import_module
 
 from a2a_handoff.agent import Agent, ArtifactStream, TaskContext
+from a2a_handoff.delegated import Delegated
 from a2a_handoff.errors import (
     AgentUrlError,
     CircuitOpenError,
@@ -118,6 +119,7 @@ __all__ = [  # noqa: RUF022 - plain sorted(), as the export test checks
     "Completed",
     "ConfigError",
     "Decision",
+    "Delegated",
     "Escalate",
     "Escalation",
     "EscalationPolicy",

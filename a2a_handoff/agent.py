@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from a2a_handoff.delegated import Delegated
 from a2a_handoff.escalation import (
     Action,
     Decision,
@@ -88,6 +89,12 @@ class TaskPort(Protocol):
 
     async def hand_off(self, decision: Handoff) -> str | None:
         """Hand the task off and wait: None when the target took it, else the refusal."""
+
+    async def delegate(self, step: str, request: Handoff, within: float) -> Delegated:
+        """Ask another agent for a sub-result, the task staying WORKING; its outcome."""
+
+    def delegated(self, step: str) -> list[Delegated]:
+        """The delegations of earlier steps, at their outcomes when the step `step` began."""
 
     def route_names(self) -> list[str]:
         """The names of the routes this agent may hand off to."""
@@ -269,6 +276,30 @@ class TaskContext:
         """
         return await self.port.hand_off(decision)
 
+    async def delegate(
+        self, route: str, request: str | Message, *, context: Mapping[str, Any] | None = None,
+        required: tuple[str, ...] = (), reason: str | None = None, within: float = 60.0,
+    ) -> Delegated:  # fmt: skip
+        """Ask the agent at `route` for a sub-result and wait for it, this task staying
+        WORKING (docs/delegation.md). The delegate reads `request` as `ctx.text` and `context`
+        as `ctx.transfer_context`; signed, gated (`required`), under the edge's contract and
+        the delegate's trust list, as a handoff. The outcome is a `Delegated` whatever happens
+        (FAILED after `within` seconds), recorded before it is returned: a handler run again
+        after a restart gets it back for the same request, and the delegate works once."""
+        decision = delegation_request(route, request, context, required, reason)
+        return await self.port.delegate(self.message.message_id, decision, within)
+
+    @property
+    def delegations(self) -> list[Delegated]:
+        """The delegations of earlier steps, at the outcome each had when this step began
+        (the same after a restart): one asking for input is answered here (`answer()`)."""
+        return self.port.delegated(self.message.message_id)
+
+    @property
+    def delegated(self) -> bool:
+        """Whether this task is a sub-task another agent delegated to this one."""
+        return (ext_metadata(self.task).get("handoff") or {}).get("kind") == "delegation"
+
     @property
     def text(self) -> str:
         """The text of the message that started this step."""
@@ -341,6 +372,30 @@ class TaskContext:
         stream = ArtifactStream(self, new_id(), name, description)
         yield stream
         await stream.close()
+
+
+def delegation_request(
+    route: str,
+    request: str | Message,
+    context: Mapping[str, Any] | None,
+    required: tuple[str, ...],
+    reason: str | None,
+) -> Handoff:
+    """What `TaskContext.delegate` asks, as a handoff of kind `delegation`: the request's
+    text as the summary, its data parts and `context` as the transfer context."""
+    text = request if isinstance(request, str) else request.text
+    data: dict[str, Any] = {}
+    if isinstance(request, Message):
+        for part in request.parts:
+            if isinstance(part.data, dict):
+                data.update(part.data)
+    return Handoff(
+        target=route,
+        reason=reason or text[:200],
+        context={**data, **(context or {}), "summary": text},
+        required=tuple(required),
+        kind="delegation",
+    )
 
 
 class ArtifactStream:

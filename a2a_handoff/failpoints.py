@@ -3,7 +3,11 @@
 The exit is immediate (`os._exit`: no cleanup, no flush, no finally blocks), like `kill -9`.
 Names: `handoff.after_checkpoint`, `handoff.after_create`, `handoff.after_terminate`,
 `receive.after_create`, `gateway.after_send` (the gateway's message taken by the agent, its
-answer not yet relayed). A testing tool only: never set it in production.
+answer not yet relayed), `delegate.after_checkpoint`, `delegate.after_send`,
+`delegate.after_answer` (the delegate's outcome known, not yet recorded),
+`delegate.after_record` (recorded — a delegation's outcome or an answer's — the handler not
+yet resumed). A testing tool only:
+never set it in production.
 """
 
 from __future__ import annotations
@@ -19,6 +23,10 @@ NAMES = frozenset(
         "handoff.after_terminate",
         "receive.after_create",
         "gateway.after_send",
+        "delegate.after_checkpoint",
+        "delegate.after_send",
+        "delegate.after_answer",
+        "delegate.after_record",
     }
 )
 EXIT_CODE = 137

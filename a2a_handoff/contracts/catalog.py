@@ -77,14 +77,21 @@ class Catalog:
         return cls(contracts, registry, validators)
 
     def for_edge(self, source: str, target: str, kind: str = "handoff") -> Contract | None:
-        """The contract of source → target: a named source before `any`; for the return
+        """The contract of source → target for messages of `kind`: a named source before
+        `any`, a contract naming the kind (`kinds`) before one for every kind; for the return
         of a decision, the `source` target (the agent that escalated) too."""
         targets = (SOURCE, target) if kind == "return" else (target,)
         for wanted_target in targets:
             for wanted_source in (source, ANY):
-                for contract in self.contracts:
-                    if contract.source == wanted_source and contract.target == wanted_target:
-                        return contract
+                edge = [
+                    c
+                    for c in self.contracts
+                    if c.source == wanted_source and c.target == wanted_target
+                    and (c.kinds is None or kind in c.kinds)
+                ]  # fmt: skip
+                named = [c for c in edge if c.kinds is not None]
+                if named or edge:
+                    return (named or edge)[0]
         return None
 
     def by_id(self, ref: str) -> Contract | None:

@@ -121,6 +121,11 @@ class Contract(_Model):
     idempotency: Idempotency | None = None
     human_in_the_loop: bool | HumanInTheLoop = False
     reviewed_by: str | None = None
+    # The kinds of message it governs on its edge (None: every kind): an edge may have one
+    # contract for handoffs and another for delegations (`kinds: [delegation]`).
+    kinds: tuple[Literal["handoff", "escalation", "notice", "return", "delegation"], ...] | None = (
+        None
+    )
     path: str = Field(default="", exclude=True)
 
     @field_validator("trigger")

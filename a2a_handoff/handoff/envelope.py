@@ -58,8 +58,9 @@ class HandoffEnvelope(WireModel):
     ttl_seconds: int = Field(default=DEFAULT_TTL_SECONDS, ge=1, le=86400)
     on_behalf_of: str | None = None  # the source task's owner: may read the successor too
     # handoff: a task given away; escalation / notice: a blocking / non-blocking escalation
-    # to a human agent; return: the human's decision handed back to the agent that escalated.
-    kind: Literal["handoff", "escalation", "notice", "return"] = "handoff"
+    # to a human agent; return: the human's decision handed back to the agent that escalated;
+    # delegation: a sub-task asked for, the source keeping its task (`ctx.delegate`).
+    kind: Literal["handoff", "escalation", "notice", "return", "delegation"] = "handoff"
     contract: str | None = None  # `id@version` of the handoff contract of this edge, if any
 
     def digest(self) -> str:

@@ -18,6 +18,7 @@ from a2a_handoff.handoff.receiver import HandoffReceiver
 from a2a_handoff.handoff.recovery import LeaseHolder, Outbox
 from a2a_handoff.handoff.sender import HandoffSender
 from a2a_handoff.handoff.settings import HandoffSettings
+from a2a_handoff.handoff.subtask import SubTasks
 from a2a_handoff.stores.base import Store
 from a2a_handoff.trust.agent_trust import AgentTrust
 
@@ -33,6 +34,7 @@ class Handoffs:
     receiver: HandoffReceiver
     ledger: Ledger
     trust: AgentTrust
+    subtasks: SubTasks  # delegations: sub-tasks created and followed at their delegates
 
     @classmethod
     def build(
@@ -55,6 +57,7 @@ class Handoffs:
             HandoffReceiver(settings, store, trust.trust_list),
             Ledger(store),
             trust,
+            SubTasks(client, trust, settings.retry_interval),
         )
 
     async def aclose(self) -> None:

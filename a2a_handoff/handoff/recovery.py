@@ -22,7 +22,7 @@ from a2a_handoff.handoff.job import DeliveryJob
 from a2a_handoff.handoff.sender import PENDING
 from a2a_handoff.handoff.settings import HandoffSettings
 from a2a_handoff.observe import events
-from a2a_handoff.stores.base import Store, TaskRecord
+from a2a_handoff.stores.base import OutboxEntry, Store, TaskRecord
 
 log = logging.getLogger("a2a_handoff.handoff")
 
@@ -34,6 +34,14 @@ retried as any failed delivery is."""
 
 LeaseHolder = Callable[[str], AbstractAsyncContextManager[bool]]
 """`hold(name)`: hold the named lease for a block (renewed meanwhile); yields False if taken."""
+
+
+def delegation(entry: OutboxEntry) -> bool:
+    """Whether the entry is a delegation's request: its task's handler, resumed, sends it
+    again (it waits for the answer), never the outbox."""
+    return '"kind":"delegation"' in entry.envelope and DeliveryJob(entry).opened()[0].kind == (
+        "delegation"
+    )
 
 
 class Outbox:
@@ -130,7 +138,11 @@ class Outbox:
     async def recover(self) -> int:
         """Replay pending entries not being delivered (in the background); how many."""
         entries = await self.store.outbox(status=PENDING)
-        jobs = [self.spawn(DeliveryJob(e)) for e in entries if e.handoff_id not in self.in_flight]
+        jobs = [
+            self.spawn(DeliveryJob(e))
+            for e in entries
+            if e.handoff_id not in self.in_flight and not delegation(e)
+        ]
         return len(jobs)
 
     def start(self, first_after: float = START_DELAY) -> None:

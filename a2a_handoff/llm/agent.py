@@ -8,6 +8,10 @@ model answers without calling one: that text completes the task — or, when the
 (`ask=True`) and the text ends with a question mark, the task waits INPUT_REQUIRED for the
 user's answer, which continues the same chat.
 
+Beside each transfer tool, an `ask_<route>` tool delegates instead (`TaskContext.delegate`,
+`llm.asking`): the route's agent answers and the model goes on with the answer (`asks=False`
+offers none).
+
 A handoff tool's call is handed off at once and waited for (`TaskContext.hand_off`); a
 refusal — the capability gate, the edge's contract, the target's loop guard, or the target
 itself — goes back to the model as the tool's result so it may choose again, `max_refusals`
@@ -26,6 +30,7 @@ from a2a_handoff.agent import ArtifactStream, TaskContext
 from a2a_handoff.errors import IncompleteEscalationError
 from a2a_handoff.escalation import Escalate, Escalation, Need, Trigger
 from a2a_handoff.ids import new_id
+from a2a_handoff.llm.asking import ask_tools, asked
 from a2a_handoff.llm.chat import HISTORY_KEY, build_chat, transcript
 from a2a_handoff.llm.model import Model, ToolCall
 from a2a_handoff.llm.tools import (
@@ -100,7 +105,7 @@ class LLMAgent:
     capabilities required). `tools`: async functions (or `tool(...)`-declared ones).
     `ask`: a final answer ending with "?" leaves the task INPUT_REQUIRED. `max_refusals`:
     refused handoffs fed back to the model before the task fails. `max_turns`: model calls
-    per step.
+    per step. `asks`: offer an `ask_<route>` (delegation) tool beside each transfer tool.
     """
 
     name: str
@@ -113,6 +118,7 @@ class LLMAgent:
     ask: bool = True
     max_refusals: int = 3
     max_turns: int = 10
+    asks: bool = True
     _model: Model = field(init=False, repr=False)
     _tools: dict[str, FunctionTool] = field(init=False, repr=False)
     _transfers: tuple[Transfer, ...] = field(init=False, repr=False)
@@ -135,9 +141,10 @@ class LLMAgent:
     async def handle(self, ctx: TaskContext) -> Outcome | None:
         step = _Step(ctx, build_chat(self.instructions_text, ctx))
         transfers = await handoff_tools(ctx, self._transfers)
+        asks = ask_tools(transfers) if self.asks else {}
         escalate = HUMAN_ROUTE in ctx.routes
         specs = [t.spec() for t in self._tools.values()]
-        specs += [t.spec for t in transfers.values()]
+        specs += [t.spec for t in (*transfers.values(), *asks.values())]
         if escalate:
             specs.append(tool_spec(ESCALATE_TOOL, _ESCALATE_DESCRIPTION, ESCALATE_PARAMETERS))
         outcome = await self._resume_approved(step)
@@ -156,6 +163,8 @@ class LLMAgent:
                 result: str | Outcome
                 if call.name in transfers:
                     result = await self._transfer(step, transfers[call.name], call)
+                elif call.name in asks:
+                    result = await self._ask(step, asks[call.name], call)
                 elif call.name == ESCALATE_TOOL and escalate:
                     result = await self._escalate(step, call)
                 elif call.name in self._tools:
@@ -188,6 +197,14 @@ class LLMAgent:
         if refusal is not None:
             return self._refused(step, refusal)
         return _HANDED_OVER
+
+    async def _ask(self, step: _Step, tool: HandoffTool, call: ToolCall) -> str:
+        try:
+            arguments = json_object(call.arguments)
+        except ToolArgumentsError as exc:
+            return f"error: bad arguments for {tool.name}: {exc}"
+        await step.close()  # the answer so far is stored before the task waits
+        return await asked(step.ctx, tool, arguments, step.chat)
 
     async def _escalate(self, step: _Step, call: ToolCall) -> str | Outcome:
         try:

@@ -6,7 +6,9 @@
 - Stranded: a task this process stopped running because the store failed its writes (after
   retrying them for a while, see `runtime.journal`). It is failed as soon as the store takes
   writes again, by this process, which knows it.
-A task being handed off is neither: its outbox entry finishes it.
+A task being handed off is neither: its outbox entry finishes it. A task that delegated
+is resumed rather than failed (`runtime.delegating`): its handler runs again, the outcomes
+recorded replayed.
 """
 
 from __future__ import annotations
@@ -58,14 +60,20 @@ async def find_orphans(store: Store, running: Container[str], leases: Leases) ->
     return orphans
 
 
+async def fail_orphan(store: Store, record: TaskRecord) -> bool:
+    """Fail an orphan with the reason; False when it moved meanwhile."""
+    with contextlib.suppress(ConflictError):
+        reason = agent_message(RESTART_REASON, record.task)
+        await write_state(store, record, TaskState.FAILED, reason)
+        return True
+    return False
+
+
 async def fail_orphans(store: Store, running: Container[str], leases: Leases) -> int:
     """Fail the orphans; returns how many."""
     failed = 0
     for record in await find_orphans(store, running, leases):
-        with contextlib.suppress(ConflictError):
-            reason = agent_message(RESTART_REASON, record.task)
-            await write_state(store, record, TaskState.FAILED, reason)
-            failed += 1
+        failed += await fail_orphan(store, record)
     return failed
 
 

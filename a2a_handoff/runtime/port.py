@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from a2a_handoff.client.mcp_tools import McpTools
+from a2a_handoff.delegated import Delegated
 from a2a_handoff.errors import GateRefused, InternalError
 from a2a_handoff.escalation import Escalation
 from a2a_handoff.handoff.handoffs import Handoffs
@@ -30,6 +31,7 @@ from a2a_handoff.protocol.models import (
 )
 from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.protocol.steps import agent_message, appended, status_event
+from a2a_handoff.runtime.delegating import Delegations
 from a2a_handoff.runtime.journal import Journal
 from a2a_handoff.runtime.phases import Phase
 from a2a_handoff.runtime.tool_journal import call_tool
@@ -67,6 +69,7 @@ class RunPort:
     def __init__(self, run: Speaker) -> None:
         self.run = run
         self.notices = 0  # non-blocking escalations sent, each with a key of its own
+        self.delegations = Delegations(run)
 
     async def status(self, text: str) -> None:
         run = self.run
@@ -146,6 +149,13 @@ class RunPort:
             f"Informed {envelope.target.agent} (task {created.id}): {escalation.what_is_needed}"
         )
         return created.id
+
+    async def delegate(self, step: str, request: Handoff, within: float) -> Delegated:
+        """Ask another agent for a sub-result, the task staying WORKING (`runtime.delegating`)."""
+        return await self.delegations.delegate(step, request, within)
+
+    def delegated(self, step: str) -> list[Delegated]:
+        return self.delegations.made(step)
 
     async def call_tool(
         self,

@@ -50,11 +50,12 @@ from a2a_handoff.protocol.extension import HANDING_OFF, HANDOFF_EXTENSION_URI, e
 from a2a_handoff.protocol.models import Message, Role, StreamResponse, Task, TaskStatus, utc_now
 from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.protocol.steps import agent_message, status_event, with_status
+from a2a_handoff.runtime.delegation_record import cancel_open, delegating
 from a2a_handoff.runtime.escalations import add_note
 from a2a_handoff.runtime.journal import Submission, resolved, write_state
 from a2a_handoff.runtime.leases import Leases
 from a2a_handoff.runtime.local import LocalTasks
-from a2a_handoff.runtime.orphans import fail_orphans, fail_stranded, find_orphans
+from a2a_handoff.runtime.orphans import fail_orphan, fail_stranded, find_orphans
 from a2a_handoff.runtime.run import TaskRun
 from a2a_handoff.stores.base import Store, TaskRecord
 from a2a_handoff.trust.agent_trust import AgentTrust
@@ -124,15 +125,16 @@ class TaskManager:
         """Fail tasks a previous process (or a dead replica) left running — or, for an agent
         that resumes them (`agent.resumes = True`), run their handler again on their last
         message; how many."""
-        if not getattr(self.agent, "resumes", False):
-            failed = await fail_orphans(self.store, self._runs, self.leases)
-            self._recovered = True
-            return failed
+        resumes = getattr(self.agent, "resumes", False)
         orphans = await find_orphans(self.store, self._runs, self.leases)
+        failed = 0
         for record in orphans:
-            self._resume(record)
+            if resumes or delegating(record.task):  # a delegation's outcomes are replayed
+                self._resume(record)
+            elif await fail_orphan(self.store, record):
+                failed += 1
         self._recovered = True
-        return len(orphans)
+        return failed if not resumes else len(orphans)
 
     def _resume(self, record: TaskRecord) -> None:
         """Run an orphan's handler again on the last message its caller sent: the agent
@@ -388,6 +390,12 @@ class TaskManager:
         return self.operators is None or principal in self.operators
 
     async def cancel(self, task_id: str, owner: str) -> TaskRecord:
+        """Cancel the task; with it the sub-tasks it delegated that are still open."""
+        canceled = await self._cancel(task_id, owner)
+        await cancel_open(self.handoffs, canceled.task)
+        return canceled
+
+    async def _cancel(self, task_id: str, owner: str) -> TaskRecord:
         record = await self.owned(task_id, owner)
         for _ in range(3):
             if record.state.terminal:

@@ -33,7 +33,8 @@ LAYERS: list[set[str]] = [
     # none of them (the wire models only).
     {"observe"},
     {"stores", "client", "contracts", "auth", "escalation"},
-    {"outcomes"},
+    # What a handler returns, and what a delegation gives back to it.
+    {"outcomes", "delegated"},
     # The handler API: below the handoff room, which it reaches only through the port the
     # runtime implements (`agent.TaskPort`).
     {"agent"},

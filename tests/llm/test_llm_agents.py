@@ -157,6 +157,25 @@ def test_the_model_transfers_to_billing_after_correcting_a_contract_violation(
     assert "$49.99 refunded" in status_text(full)
 
 
+def test_the_model_asks_billing_and_goes_on_with_the_answer(shop: Shop) -> None:
+    shop.chat.script("triage", Call("ask_billing", REFUND), Say("Billing noted your refund."))
+    shop.chat.script("billing", Say("Refund noted for order 12345."))
+    before = len(shop.chat.requests["triage"])
+    task = send(shop.triage, "has my refund for order 12345 been noted?")
+    assert state(task) == "TASK_STATE_COMPLETED"
+    assert "transfer" not in ext(task)  # triage kept the conversation
+    assert status_text(task) == "Billing noted your refund."
+    asked = shop.chat.requests["triage"][before:]
+    tools = {t["function"]["name"]: t["function"] for t in asked[0]["tools"]}
+    assert "transfer_to_billing" in tools
+    assert "the conversation stays with you" in tools["ask_billing"]["description"]
+    assert tools["ask_billing"]["parameters"] == tools["transfer_to_billing"]["parameters"]
+    answer = json.loads(tool_results(asked[1])[0])
+    assert answer == {"state": "COMPLETED", "text": "Refund noted for order 12345."}
+    [record] = ext(task)["delegations"].values()
+    assert record["agent"] == "billing"
+
+
 def test_a_gate_refusal_goes_back_to_the_model_which_chooses_again(shop: Shop) -> None:
     shop.chat.script(
         "triage",

@@ -93,6 +93,19 @@ def test_a_named_source_is_preferred_over_any(contracts: Path) -> None:
     assert contract(catalog, "any-to-human") is catalog.for_edge("logistics", "human")
 
 
+def test_an_edge_may_have_a_contract_for_delegations(contracts: Path) -> None:
+    data = yaml.safe_load((contracts / "triage-to-billing.yaml").read_text())
+    data.update(id="triage-asks-billing", kinds=["delegation"])
+    (contracts / "triage-asks-billing.yaml").write_text(yaml.safe_dump(data))
+    catalog = Catalog.load(contracts)
+    assert catalog.for_edge("triage", "billing", "delegation") is contract(
+        catalog, "triage-asks-billing"
+    )
+    assert catalog.for_edge("triage", "billing") is contract(catalog, "triage-to-billing")
+    # a contract for every kind governs a delegation where none names it
+    assert catalog.for_edge("billing", "human", "delegation") is contract(catalog, "any-to-human")
+
+
 def test_by_id_takes_an_optional_version(catalog: Catalog) -> None:
     assert contract(catalog, "triage-to-billing@1.0.0").id == "triage-to-billing"
     assert catalog.by_id("triage-to-billing@2.0.0") is None  # another version: not this one

@@ -1,0 +1,109 @@
+"""What a delegation gives back: the sub-task's outcome, as the delegating handler reads it.
+
+A delegation (`await ctx.delegate(route, text)`) asks another agent for a sub-result while
+the delegating task stays WORKING. Whatever happens, the handler gets a `Delegated`: the state
+the sub-task reached — COMPLETED with its artifacts; INPUT_REQUIRED with the delegate's question
+(`answer()` sends the reply); FAILED, REJECTED or CANCELED with the reason — never an exception
+for something the handler could act on. A refusal before anything was sent (the capability
+gate, the edge's contract, an unknown route) is REJECTED too, with `sent` False.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from a2a_handoff.protocol.models import Artifact, Task
+from a2a_handoff.protocol.states import TaskState
+
+__all__ = ["Delegated"]
+
+
+@dataclass(frozen=True, slots=True)
+class Delegated:
+    """The outcome of one delegation (or of one answer to it).
+
+    `state`: the sub-task's state — terminal, or INPUT_REQUIRED / AUTH_REQUIRED when the
+    delegate asks something (`question`); `text`: its status message (the answer, the
+    question or the reason); `artifacts`: what it published. `task_id`: the sub-task at the
+    delegate (None when nothing was sent). `round`: 0 for the delegation, n for the n-th
+    answer to it.
+    """
+
+    agent: str
+    state: TaskState
+    text: str = ""
+    artifacts: tuple[Artifact, ...] = ()
+    task_id: str | None = None
+    key: str = ""
+    round: int = 0
+    sent: bool = True
+    _answer: Callable[[Delegated, str], Awaitable[Delegated]] | None = field(
+        default=None, repr=False, compare=False
+    )
+
+    @property
+    def ok(self) -> bool:
+        """Whether the delegate completed the sub-task."""
+        return self.state is TaskState.COMPLETED
+
+    @property
+    def needs_input(self) -> bool:
+        """Whether the delegate waits for an answer (`question`; reply with `answer()`)."""
+        return self.state.interrupted
+
+    @property
+    def question(self) -> str | None:
+        """What the delegate asks, while it waits for an answer."""
+        return self.text if self.needs_input else None
+
+    def data(self, name: str | None = None) -> Any:
+        """The first data part of the artifact `name` (of any artifact when None), or None."""
+        for artifact in self.artifacts:
+            if name is not None and artifact.name != name:
+                continue
+            for part in artifact.parts:
+                if part.data is not None:
+                    return part.data
+        return None
+
+    async def answer(self, text: str) -> Delegated:
+        """Reply to the delegate's question; its next outcome. Idempotent like the
+        delegation: after a restart the same answer is not sent twice (the reply's id is
+        derived from the delegation's key and the round)."""
+        if not self.needs_input or self._answer is None or self.task_id is None:
+            raise RuntimeError(f"the delegation to {self.agent} asks nothing ({self.state.name})")
+        return await self._answer(self, text)
+
+    def to_stored(self) -> dict[str, Any]:
+        """The outcome as A's journal keeps it (the task's metadata)."""
+        return {
+            "state": self.state.value,
+            "text": self.text,
+            "artifacts": [a.dump() for a in self.artifacts],
+            "taskId": self.task_id,
+            "sent": self.sent,
+        }
+
+    @classmethod
+    def from_stored(cls, agent: str, key: str, rnd: int, stored: dict[str, Any]) -> Delegated:
+        """An outcome read back from the journal (a handler re-run after a restart)."""
+        artifacts = tuple(Artifact.model_validate(a) for a in stored.get("artifacts") or ())
+        return cls(
+            agent,
+            TaskState(stored["state"]),
+            str(stored.get("text") or ""),
+            artifacts,
+            stored.get("taskId"),
+            key,
+            rnd,
+            bool(stored.get("sent", True)),
+        )
+
+    @classmethod
+    def of_task(cls, agent: str, key: str, rnd: int, task: Task) -> Delegated:
+        """The outcome the sub-task `task` (as the delegate answered it) says."""
+        message = task.status.message
+        text = message.text if message is not None else ""
+        return cls(agent, task.status.state, text, tuple(task.artifacts or ()), task.id, key, rnd)

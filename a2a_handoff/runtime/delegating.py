@@ -1,0 +1,293 @@
+"""Delegation from a running handler: `await ctx.delegate(...)`, the task staying WORKING.
+
+Invariants:
+- the request is checkpointed before anything is sent: ONE transaction writes its outbox
+  entry (`kind: "delegation"`, pending) and the task's journal record of it
+  (`metadata[URI].delegations[<id>]`); a refusal before that (gate, contract, route) sends
+  and writes nothing;
+- the delegate's outcome is recorded in the task before the handler sees it, in the same
+  transaction that closes the outbox entry; each answer to a question is recorded alike;
+- a delegation's id is derived from the step (the message the handler runs on) and its
+  ordinal in the step, and its key from the id: a handler re-run after a restart (a task
+  that delegated is resumed, not failed) meets the same ids in the same order, gets the
+  recorded outcomes back without asking again — only for the same request (its digest is
+  recorded; another request there is a new delegation) — and re-sends a pending request with
+  the same key and envelope, to the same configured route: the delegate answers it with the
+  task it made the first time;
+- everything is bounded by the delegation's `within`; a canceled handler cancels the
+  sub-task it waits on, and a task canceled while it waits for its own caller cancels its
+  sub-tasks that still ask for input (`cancel_open`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+from typing import Any, Protocol
+
+from a2a_handoff.delegated import Delegated
+from a2a_handoff.errors import GateRefused, InternalError
+from a2a_handoff.failpoints import failpoint
+from a2a_handoff.handoff.envelope import HandoffEnvelope
+from a2a_handoff.handoff.handoffs import Handoffs
+from a2a_handoff.handoff.job import DeliveryJob
+from a2a_handoff.handoff.sender import PENDING
+from a2a_handoff.observe import events
+from a2a_handoff.outcomes import Handoff
+from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI, with_ext_metadata
+from a2a_handoff.protocol.models import Task, utc_now
+from a2a_handoff.protocol.states import TaskState
+from a2a_handoff.protocol.steps import agent_message, status_event, with_status
+from a2a_handoff.runtime.delegation_record import recorded, request_digest
+from a2a_handoff.runtime.journal import Journal
+from a2a_handoff.runtime.phases import Phase
+from a2a_handoff.stores.base import OutboxEntry, TaskRecord
+
+log = logging.getLogger("a2a_handoff.runtime")
+
+
+class Delegator(Protocol):
+    """What delegating needs from the run (`runtime.run.TaskRun`)."""
+
+    journal: Journal
+
+    @property
+    def phase(self) -> Phase: ...
+
+    @property
+    def handoffs(self) -> Handoffs: ...
+
+    @property
+    def acting_for(self) -> str: ...
+
+    def speak(self) -> None: ...
+
+
+class Delegations:
+    """One run's delegations (the run's port holds one)."""
+
+    def __init__(self, run: Delegator) -> None:
+        self.run = run
+        self.count = 0  # delegations made in this step: the ordinal of the next one's id
+        self.step = ""  # the id of the message the step runs on
+        self.lock = asyncio.Lock()  # one write of the task at a time
+        self.timeouts: dict[str, float] = {}
+
+    @property
+    def handoffs(self) -> Handoffs:
+        return self.run.handoffs
+
+    async def delegate(self, step: str, request: Handoff, within: float) -> Delegated:
+        """Ask `request.target` for a sub-result (see the module's invariants)."""
+        run = self.run
+        run.speak()
+        self.step = step
+        await self._drained()
+        asked = request_digest(request)
+        while True:  # a re-run that asks something else than the record: a new delegation
+            self.count += 1
+            ident = f"delegation:{step}:{self.count}"
+            known = recorded(run.journal.task).get(ident)
+            if known is None or known.get("request") == asked:
+                break
+        self.timeouts[ident] = within
+        if known is not None and known.get("rounds"):  # answered before a restart: replayed
+            return self._bound(ident, known, 0)
+        if known is not None:  # checkpointed before a restart: the same envelope again
+            envelope, envelope_json, url = await self._stored(known)
+            try:  # still a route of this agent, at the same address: else nothing is sent
+                routed = self.handoffs.sender.target_url(str(known["route"]))
+                if routed != url:
+                    raise GateRefused(f"the route {known['route']} changed since the request")
+            except GateRefused as exc:
+                gone = Delegated(envelope.target.agent, TaskState.REJECTED, str(exc), sent=False)
+                await self._record(ident, gone, envelope.handoff_id)
+                return self._bound(ident, recorded(run.journal.task)[ident], 0)
+        else:
+            try:
+                envelope, envelope_json = await self.handoffs.sender.prepare(
+                    run.journal.task, request, run.acting_for, key_salt=ident
+                )
+            except GateRefused as exc:
+                return Delegated(request.target, TaskState.REJECTED, str(exc), sent=False)
+            url = envelope.target.url
+            await self._checkpoint(ident, request.target, asked, envelope, envelope_json)
+            failpoint("delegate.after_checkpoint")
+        outcome = await self._outcome(ident, envelope, envelope_json, url, within)
+        failpoint("delegate.after_answer")
+        await self._record(ident, outcome, envelope.handoff_id)
+        failpoint("delegate.after_record")
+        return self._bound(ident, recorded(run.journal.task)[ident], 0)
+
+    async def _outcome(
+        self, ident: str, envelope: HandoffEnvelope, envelope_json: str, url: str, within: float
+    ) -> Delegated:
+        """Send the request (again), then follow the sub-task to its outcome, within
+        `within` seconds; a cancel of the task cancels the sub-task."""
+        run = self.run
+        agent = envelope.target.agent
+        sub: list[Task] = []  # the sub-task, once the delegate made it
+        try:
+            async with asyncio.timeout(within):
+                created = await self.handoffs.subtasks.create(envelope, envelope_json)
+                if isinstance(created, str):
+                    outcome = Delegated(agent, TaskState.REJECTED, created, key=ident)
+                else:
+                    sub.append(created)
+                    if recorded(run.journal.task)[ident].get("taskId") != created.id:
+                        said = f"{agent} took it: task {created.id}"
+                        await self._write(ident, {"taskId": created.id}, said)
+                    done = await self.handoffs.subtasks.outcome(url, created)
+                    outcome = Delegated.of_task(agent, ident, 0, done)
+        except TimeoutError:
+            task_id = sub[0].id if sub else None
+            if task_id is not None:
+                await self.handoffs.subtasks.cancel(url, task_id)
+            said = f"no answer from {agent} within {within:g} s"
+            outcome = Delegated(agent, TaskState.FAILED, said, task_id=task_id, key=ident)
+        except asyncio.CancelledError:
+            if run.phase is Phase.CANCELING:  # the task's cancel, not the agent stopping
+                await asyncio.shield(self._canceled(ident, envelope, url, sub))
+            raise
+        return outcome
+
+    async def answer(self, asked: Delegated, text: str) -> Delegated:
+        """Reply to the delegate's question: its next outcome, recorded before it is seen."""
+        run = self.run
+        run.speak()
+        ident, rnd = asked.key, asked.round + 1
+        await self._drained()
+        known = recorded(run.journal.task)[ident]
+        rounds = known.get("rounds") or []
+        if len(rounds) > rnd:  # answered before a restart: replayed
+            return self._bound(ident, known, rnd)
+        url = self.handoffs.sender.target_url(str(known["route"]))
+        assert asked.task_id is not None
+        message_id = f"delegation-{str(known['key'])[:32]}-{rnd}"
+        timeout = self.timeouts.get(ident, 60.0)
+        subtasks = self.handoffs.subtasks
+        try:
+            async with asyncio.timeout(timeout):
+                answered = await subtasks.answer(
+                    url, asked.task_id, run.journal.task.context_id, message_id, text
+                )
+                if isinstance(answered, str):
+                    outcome = Delegated(asked.agent, TaskState.FAILED, answered,
+                                        task_id=asked.task_id)  # fmt: skip
+                else:
+                    done = await subtasks.outcome(url, answered)
+                    outcome = Delegated.of_task(asked.agent, ident, rnd, done)
+        except TimeoutError:
+            await subtasks.cancel(url, asked.task_id)
+            said = f"no answer from {asked.agent} within {timeout:g} s"
+            outcome = Delegated(asked.agent, TaskState.FAILED, said, task_id=asked.task_id)
+        await self._record(ident, outcome, None)
+        failpoint("delegate.after_record")
+        return self._bound(ident, recorded(run.journal.task)[ident], rnd)
+
+    def made(self, step: str) -> list[Delegated]:
+        """The delegations of earlier steps, each at the outcome it had when the step `step`
+        began — the same list when the step's handler runs again after a restart, so that
+        it answers the same question and is given the recorded answer back."""
+        self.step = step
+        found = []
+        for ident, known in recorded(self.run.journal.task).items():
+            rounds = known.get("rounds") or []
+            before = next((i for i, r in enumerate(rounds) if r.get("step") == step), len(rounds))
+            if before:
+                found.append(self._bound(ident, known, before - 1))
+        return found
+
+    # -- the journal ----------------------------------------------------------------------
+
+    def _bound(self, ident: str, known: dict[str, Any], rnd: int) -> Delegated:
+        stored = Delegated.from_stored(str(known["agent"]), ident, rnd, known["rounds"][rnd])
+        return dataclasses.replace(stored, _answer=self.answer)
+
+    async def _drained(self) -> TaskRecord:
+        journal = self.run.journal
+        await journal.drain()
+        if journal.pending or journal.committed is None or journal.settled.done():
+            raise InternalError("the task could not be stored before the delegation")
+        return journal.committed
+
+    async def _stored(self, known: dict[str, Any]) -> tuple[HandoffEnvelope, str, str]:
+        """A checkpointed request, as its outbox entry holds it (the same bytes again)."""
+        task = self.run.journal.task
+        for entry in await self.handoffs.outbox.store.outbox(context_id=task.context_id):
+            if entry.handoff_id == known.get("handoffId"):
+                envelope, envelope_json = DeliveryJob(entry).opened()
+                return envelope, envelope_json, entry.target_url
+        raise InternalError(f"the outbox holds no delegation {known.get('handoffId')}")
+
+    async def _write(
+        self,
+        ident: str,
+        change: dict[str, Any],
+        said: str,
+        *,
+        entry: OutboxEntry | None = None,
+        close: tuple[str, str] | None = None,
+    ) -> None:
+        """One write of the task: its delegation `ident` changed, a WORKING status saying
+        `said`; with the outbox entry added (`entry`) or closed (`close`: id, detail)."""
+        journal, store = self.run.journal, self.handoffs.outbox.store
+        async with self.lock:
+            record = await self._drained()
+            journal_of = recorded(record.task)
+            journal_of[ident] = {**journal_of.get(ident, {}), **change}
+            task = with_ext_metadata(record.task, delegations=journal_of)
+            task = with_status(task, TaskState.WORKING, agent_message(said, task))
+            updated = record.advanced(task, 1, utc_now())
+            event = status_event(task, {HANDOFF_EXTENSION_URI: {"delegation": ident}})
+            if entry is not None:
+                await store.checkpoint(updated, [event], expected_version=record.version,
+                                       entry=entry)  # fmt: skip
+            elif close is not None:
+                handoff_id, detail = close
+                await store.terminate(
+                    updated, [event], expected_version=record.version,
+                    handoff_id=handoff_id, status="done", detail=detail,
+                )  # fmt: skip
+            else:
+                await store.update(updated, [event], expected_version=record.version)
+            journal.committed = updated
+            journal.task = updated.task
+            events.committed_items(task.id, task.context_id, [event], record.state)
+
+    async def _checkpoint(
+        self, ident: str, route: str, asked: str, envelope: HandoffEnvelope, envelope_json: str
+    ) -> None:
+        task, now = self.run.journal.task, utc_now()
+        entry = OutboxEntry(
+            envelope.handoff_id, task.id, task.context_id, self.run.journal.owner,
+            envelope.target.agent, envelope.target.url, envelope_json, PENDING, "", now, now,
+        )  # fmt: skip
+        change = {"key": envelope.idempotency_key, "handoffId": envelope.handoff_id,
+                  "agent": envelope.target.agent, "route": route, "rounds": [],
+                  "request": asked}  # fmt: skip
+        said = f"Asking {envelope.target.agent}: {envelope.reason}"
+        await self._write(ident, change, said, entry=entry)
+
+    async def _record(self, ident: str, outcome: Delegated, handoff_id: str | None) -> None:
+        known = recorded(self.run.journal.task)[ident]
+        rounds = [*(known.get("rounds") or []), {**outcome.to_stored(), "step": self.step}]
+        said = f"{outcome.agent} answered ({outcome.state.name.lower()}): {outcome.text[:300]}"
+        close = (handoff_id, outcome.state.name.lower()) if handoff_id else None
+        await self._write(ident, {"rounds": rounds}, said, close=close)
+
+    async def _canceled(
+        self, ident: str, envelope: HandoffEnvelope, url: str, sub: list[Task]
+    ) -> None:
+        """The handler was canceled while it waited: cancel the sub-task, and close the
+        request (best effort: the task is being canceled, or its run aborted)."""
+        known = recorded(self.run.journal.task).get(ident) or {}
+        task_id = sub[0].id if sub else known.get("taskId")
+        if task_id is not None:
+            await self.handoffs.subtasks.cancel(url, task_id)
+        outcome = Delegated(envelope.target.agent, TaskState.CANCELED, "canceled by the"
+                            " delegating task", task_id=task_id)  # fmt: skip
+        with contextlib.suppress(Exception):
+            await self._record(ident, outcome, envelope.handoff_id)

@@ -1,0 +1,126 @@
+"""A test agent that delegates, and answers delegations (run as a process).
+
+python -m tests.integration.delegating_agent NAME --port P --store URL
+    [--route NAME=URL] [--trust NAME=URL] [--contracts DIR] [--work-log PATH]
+
+Asked by a user, it delegates the message to its route `billing` (`stranger` when the text
+says "untrusted"): "gate" requires a capability no one offers, "offtopic" breaks the edge's
+contract, "briefly" waits half a second only. It publishes the outcome as an artifact
+`delegated` and completes — unless the delegate asks something: then it asks its own user,
+and answers the delegate with the user's reply in the next step.
+
+Asked by another agent (a delegation), it appends a line to the work log on every step (the
+tests count the work), then: "hang" waits until canceled; "question" asks which order first;
+otherwise it refunds the order the text names (artifact `refund`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import re
+import sys
+from pathlib import Path
+
+import uvicorn
+
+from a2a_handoff import (
+    Completed,
+    Delegated,
+    HandoffConfig,
+    InputRequired,
+    Outcome,
+    TaskContext,
+    TrustConfig,
+    build_card,
+    create_app,
+    open_store,
+)
+from a2a_handoff.contracts import Catalog
+
+
+class DelegatingAgent:
+    def __init__(self, work_log: Path | None) -> None:
+        self.work_log = work_log
+
+    async def handle(self, ctx: TaskContext) -> Outcome | None:
+        if ctx.delegated:
+            return await self.work(ctx)
+        asking = [d for d in ctx.delegations if d.needs_input]
+        if asking:  # the delegate asked; our user answered it
+            return await self.report(ctx, await asking[-1].answer(ctx.text))
+        text = ctx.text
+        order = re.search(r"\d{3,}", text)
+        result = await ctx.delegate(
+            "stranger" if "untrusted" in text else "billing",
+            text,
+            context={
+                "intent": "chitchat" if "offtopic" in text else "refund",
+                **({"entities": {"orderId": order.group()}} if order else {}),
+            },
+            required=("wire-transfers",) if "gate" in text else (),
+            within=0.5 if "briefly" in text else 60.0,
+        )
+        if result.needs_input:
+            return InputRequired(f"{result.agent} asks: {result.question}")
+        return await self.report(ctx, result)
+
+    @staticmethod
+    async def report(ctx: TaskContext, result: Delegated) -> Outcome:
+        await ctx.artifact(
+            data={
+                "state": result.state.name,
+                "text": result.text,
+                "data": result.data(),
+                "taskId": result.task_id,
+                "sent": result.sent,
+            },
+            name="delegated",
+        )
+        return Completed(f"{result.agent} answered {result.state.name}: {result.text}")
+
+    async def work(self, ctx: TaskContext) -> Outcome | None:
+        if self.work_log is not None:
+            with self.work_log.open("a") as log:
+                log.write(f"{ctx.context_id} {ctx.task_id} {ctx.text}\n")
+        steps = sum(1 for m in ctx.history if m.role.value == "ROLE_USER")
+        if "hang" in ctx.text:
+            await asyncio.Event().wait()
+        if "question" in ctx.text and steps == 1:
+            return InputRequired("Which order is this about?")
+        order = (ctx.transfer_context.get("entities") or {}).get("orderId")
+        if steps > 1:
+            order = ctx.text
+        await ctx.artifact(data={"orderId": order, "status": "refunded"}, name="refund")
+        return Completed(f"refunded order {order}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("name")
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--store", required=True)
+    parser.add_argument("--route", action="append", default=[])
+    parser.add_argument("--trust", action="append", default=[])
+    parser.add_argument("--contracts", type=Path, default=None)
+    parser.add_argument("--work-log", type=Path, default=None)
+    parser.add_argument("--recovery-interval", type=float, default=0.3)
+    args = parser.parse_args()
+    url = f"http://127.0.0.1:{args.port}/"
+    app = create_app(
+        DelegatingAgent(args.work_log),
+        build_card(args.name, url, description="delegates, and is delegated to"),
+        open_store(args.store),
+        handoff=HandoffConfig(
+            routes=dict(r.split("=", 1) for r in args.route),
+            contracts=Catalog.load(args.contracts) if args.contracts else None,
+            recovery_interval=args.recovery_interval,
+        ),
+        trust=TrustConfig(trusted=args.trust),
+    )
+    uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,288 @@
+"""Delegation across services, end to end: triage asks billing for a sub-result and goes on.
+
+Real processes (`tests.integration.delegating_agent`), shared by the module: triage (with the
+example contracts), billing (trusts triage, logs every step of work it does) and a second
+"billing" that trusts nobody. The crash tests kill triage at each failpoint of a delegation
+(and billing mid-delegation) and restart it; each leaves the agents running as they found
+them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from a2a_handoff.failpoints import ENV_VAR, EXIT_CODE
+from a2a_handoff.runtime.orphans import RESTART_REASON
+from tests.integration.handoff_support import ext, message, result, tasks_in, wait_for
+from tests.support import ROOT, AgentProcess
+
+MODULE = "tests.integration.delegating_agent"
+
+
+@dataclass
+class Agents:
+    triage: AgentProcess
+    billing: AgentProcess
+    stranger: AgentProcess
+    work_log: Path
+
+    def work(self, context_id: str) -> list[str]:
+        """The steps of work billing did in the conversation."""
+        lines = self.work_log.read_text().splitlines() if self.work_log.exists() else []
+        return [line for line in lines if line.startswith(context_id + " ")]
+
+
+def _agent(tmp: Path, name: str, *extra: str, store: str | None = None) -> AgentProcess:
+    agent = AgentProcess(name, f"sqlite:///{tmp / (store or name)}.db", extra=extra)
+    agent.module = MODULE
+    agent.log_path = tmp / f"{store or name}.log"
+    return agent
+
+
+@pytest.fixture(scope="module")
+def agents(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Agents]:
+    tmp = tmp_path_factory.mktemp("delegation")
+    work_log = tmp / "work.log"
+    triage = _agent(tmp, "triage")
+    billing = _agent(tmp, "billing", f"--trust=triage={triage.url}", f"--work-log={work_log}")
+    stranger = _agent(tmp, "billing", store="stranger")  # trusts no one
+    triage.extra = (
+        f"--route=billing={billing.url}",
+        f"--route=stranger={stranger.url}",
+        f"--contracts={ROOT / 'contracts'}",
+    )
+    found = Agents(triage, billing, stranger, work_log)
+    for agent in (billing, stranger, triage):
+        agent.start()
+    yield found
+    for agent in (triage, billing, stranger):
+        agent.stop()
+
+
+def ask(agent: AgentProcess, text: str, context_id: str, **config: Any) -> dict[str, Any]:
+    task: dict[str, Any] = result(agent.rpc("SendMessage", message(text, context_id, **config)))[
+        "task"
+    ]
+    return task
+
+
+def settled(agent: AgentProcess, context_id: str) -> dict[str, Any]:
+    """The one task of the conversation at `agent`, once it no longer works."""
+
+    def check() -> dict[str, Any] | None:
+        tasks = tasks_in(agent, context_id)
+        assert len(tasks) <= 1, tasks
+        working = ("TASK_STATE_SUBMITTED", "TASK_STATE_WORKING")
+        return tasks[0] if tasks and tasks[0]["status"]["state"] not in working else None
+
+    found = wait_for(check, timeout=20)
+    task: dict[str, Any] = result(agent.rpc("GetTask", {"id": found["id"]}))  # with artifacts
+    return task
+
+
+def delegated(task: dict[str, Any]) -> dict[str, Any]:
+    """What triage published of billing's outcome (its artifact `delegated`)."""
+    [artifact] = [a for a in task["artifacts"] if a.get("name") == "delegated"]
+    data: dict[str, Any] = artifact["parts"][0]["data"]
+    return data
+
+
+def test_delegation_returns_the_delegates_outcome(agents: Agents) -> None:
+    ctx = str(uuid.uuid4())
+    task = ask(agents.triage, "refund order 12345 please", ctx)
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+    outcome = delegated(task)
+    assert outcome["state"] == "COMPLETED"
+    assert outcome["data"] == {"orderId": "12345", "status": "refunded"}
+    assert outcome["text"] == "refunded order 12345"
+    # triage kept its task (WORKING while it asked, never transferred) and recorded the answer
+    said = [m["parts"][0].get("text", "") for m in task["history"] if m["role"] == "ROLE_AGENT"]
+    assert any(s.startswith("Asking billing: refund order 12345") for s in said), said
+    assert "transfer" not in ext(task)
+    [record] = ext(task)["delegations"].values()
+    assert record["agent"] == "billing"
+    assert record["rounds"][0]["taskId"] == outcome["taskId"]
+    [sub] = tasks_in(agents.billing, ctx)
+    assert sub["id"] == outcome["taskId"]
+    assert sub["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert ext(sub)["handoff"]["kind"] == "delegation"
+    assert len(agents.work(ctx)) == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "sent", "said"),
+    [
+        ("gate 12345", False, "capability gate refused the handoff: not offered by billing"),
+        ("untrusted 12345", True, "untrusted_source: triage is not on billing's trust list"),
+        ("offtopic 12345", False, "contract triage-to-billing refused the transfer context"),
+    ],
+    ids=["gate", "trust-list", "contract"],
+)
+def test_refused_delegation_says_why(agents: Agents, text: str, sent: bool, said: str) -> None:
+    ctx = str(uuid.uuid4())
+    task = ask(agents.triage, text, ctx)
+    outcome = delegated(task)
+    assert outcome["state"] == "REJECTED"
+    assert outcome["sent"] is sent
+    assert said in outcome["text"], outcome["text"]
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED"  # the handler acted on it
+    assert tasks_in(agents.billing, ctx) == []
+    assert tasks_in(agents.stranger, ctx) == []
+    assert agents.work(ctx) == []
+
+
+def test_a_delegation_without_an_answer_in_time_fails_and_cancels_the_sub_task(
+    agents: Agents,
+) -> None:
+    ctx = str(uuid.uuid4())
+    task = ask(agents.triage, "hang briefly 999", ctx)
+    outcome = delegated(task)
+    assert outcome["state"] == "FAILED"
+    assert outcome["text"] == "no answer from billing within 0.5 s"
+    [sub] = tasks_in(agents.billing, ctx)
+    assert sub["id"] == outcome["taskId"]
+    assert sub["status"]["state"] == "TASK_STATE_CANCELED"
+
+
+def test_delegate_asks_for_input_and_the_user_answers(agents: Agents) -> None:
+    ctx = str(uuid.uuid4())
+    task = ask(agents.triage, "refund, a question first", ctx)
+    assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    assert task["status"]["message"]["parts"][0]["text"] == (
+        "billing asks: Which order is this about?"
+    )
+    [sub] = tasks_in(agents.billing, ctx)
+    assert sub["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    reply = message("order 4242", ctx)
+    reply["message"]["taskId"] = task["id"]
+    task = result(agents.triage.rpc("SendMessage", reply))["task"]
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert delegated(task)["data"] == {"orderId": "order 4242", "status": "refunded"}
+    [sub] = tasks_in(agents.billing, ctx)  # the same sub-task, answered
+    assert sub["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert len(agents.work(ctx)) == 2  # the question, then the work
+
+
+def test_cancel_cascades_to_the_sub_task(agents: Agents) -> None:
+    # canceled while its handler waits on the delegate
+    ctx = str(uuid.uuid4())
+    task = ask(agents.triage, "hang on 777", ctx, returnImmediately=True)
+    wait_for(lambda: agents.work(ctx))
+    canceled = result(agents.triage.rpc("CancelTask", {"id": task["id"]}))
+    assert canceled["status"]["state"] == "TASK_STATE_CANCELED"
+    [sub] = tasks_in(agents.billing, ctx)
+    assert sub["status"]["state"] == "TASK_STATE_CANCELED"
+    # canceled while it waits for its own user, the delegate waiting for an answer
+    ctx = str(uuid.uuid4())
+    task = ask(agents.triage, "a question", ctx)
+    assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    canceled = result(agents.triage.rpc("CancelTask", {"id": task["id"]}))
+    assert canceled["status"]["state"] == "TASK_STATE_CANCELED"
+    [sub] = tasks_in(agents.billing, ctx)
+    assert sub["status"]["state"] == "TASK_STATE_CANCELED"
+
+
+def test_stopping_the_delegator_leaves_its_delegation_to_resume(agents: Agents) -> None:
+    """A graceful stop (SIGTERM) is no cancel: the sub-task goes on, and the restarted agent
+    resumes waiting on it (the same sub-task, not a new one)."""
+    ctx = str(uuid.uuid4())
+    task = ask(agents.triage, "hang on 999", ctx, returnImmediately=True)
+    wait_for(lambda: agents.work(ctx))
+    agents.triage.stop()
+    agents.triage.start()
+    [sub] = tasks_in(agents.billing, ctx)
+    assert sub["status"]["state"] == "TASK_STATE_WORKING"
+    resumed = result(agents.triage.rpc("GetTask", {"id": task["id"]}))
+    assert resumed["status"]["state"] == "TASK_STATE_WORKING"
+    canceled = result(agents.triage.rpc("CancelTask", {"id": task["id"]}))
+    assert canceled["status"]["state"] == "TASK_STATE_CANCELED"  # so its handler was running
+    [sub] = tasks_in(agents.billing, ctx)
+    assert sub["status"]["state"] == "TASK_STATE_CANCELED"
+    assert len(agents.work(ctx)) == 1
+
+
+@contextlib.contextmanager
+def dies_at(agent: AgentProcess, point: str) -> Iterator[None]:
+    """Restart `agent` with the failpoint `point` armed, run the block (a request it dies
+    answering, or before), check that it died there, and start it again unarmed — started
+    again whatever happened, for the tests that follow."""
+    agent.env = {ENV_VAR: point}
+    agent.restart()
+    try:
+        with contextlib.suppress(httpx.HTTPError, ValueError):  # it may die before answering
+            yield
+        assert agent.proc is not None
+        assert agent.proc.wait(20) == EXIT_CODE
+    finally:
+        agent.env = {}
+        agent.kill()
+        agent.start()
+
+
+POINTS = [
+    "delegate.after_checkpoint",
+    "delegate.after_send",
+    "delegate.after_answer",
+    "delegate.after_record",
+]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("point", POINTS)
+def test_kill_delegator_at_each_point(agents: Agents, point: str) -> None:
+    """kill -9 of triage at `point`: after the restart its handler runs again and ends with
+    billing's outcome; billing worked once, on one task."""
+    triage = agents.triage
+    ctx = str(uuid.uuid4())
+    with dies_at(triage, point):
+        ask(triage, "refund order 31337", ctx, returnImmediately=True)
+    task = settled(triage, ctx)
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED", task["status"]
+    outcome = delegated(task)
+    assert outcome["state"] == "COMPLETED"
+    assert outcome["data"] == {"orderId": "31337", "status": "refunded"}
+    [sub] = tasks_in(agents.billing, ctx)
+    assert sub["id"] == outcome["taskId"]
+    assert len(agents.work(ctx)) == 1
+
+
+@pytest.mark.timeout(60)
+def test_kill_delegator_after_recording_the_answer_to_a_question(agents: Agents) -> None:
+    """The step that answers the delegate's question runs again after a restart: it is given
+    the delegation as it was when the step began, answers it again, and gets the recorded
+    outcome back — billing does not work a third time."""
+    triage = agents.triage
+    ctx = str(uuid.uuid4())
+    task = ask(triage, "a question, then a crash", ctx)
+    assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    reply = message("order 5150", ctx, returnImmediately=True)
+    reply["message"]["taskId"] = task["id"]
+    with dies_at(triage, "delegate.after_record"):
+        triage.rpc("SendMessage", reply)
+    task = settled(triage, ctx)
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED", task["status"]
+    assert delegated(task)["data"] == {"orderId": "order 5150", "status": "refunded"}
+    assert len(agents.work(ctx)) == 2  # the question, then the work: once each
+
+
+@pytest.mark.timeout(60)
+def test_kill_delegate_mid_delegation(agents: Agents) -> None:
+    """kill -9 of billing while it works: its restart fails the sub-task, and triage's
+    handler ends with that outcome (not a hang); the work is not redone."""
+    ctx = str(uuid.uuid4())
+    ask(agents.triage, "hang on 888", ctx, returnImmediately=True)
+    wait_for(lambda: agents.work(ctx))
+    agents.billing.restart()
+    task = settled(agents.triage, ctx)
+    outcome = delegated(task)
+    assert outcome["state"] == "FAILED"
+    assert outcome["text"] == RESTART_REASON
+    assert len(agents.work(ctx)) == 1
