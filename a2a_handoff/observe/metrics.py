@@ -16,15 +16,15 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Mapping
-
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
-from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
-from prometheus_client.exposition import CONTENT_TYPE_LATEST
-from prometheus_client.registry import Collector
+from typing import TYPE_CHECKING, Any
 
 from a2a_handoff.observe.labels import short_state
 
-__all__ = ["CONTENT_TYPE_LATEST", "Metrics"]
+if TYPE_CHECKING:  # prometheus-client is imported when the registry is first needed
+    from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+    from prometheus_client.core import HistogramMetricFamily, Metric
+
+__all__ = ["Metrics"]
 
 _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
 _COMMIT_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1)
@@ -34,20 +34,64 @@ BREAKER_VALUES = {"closed": 0, "half_open": 1, "open": 2}
 
 
 _EDGE = ("source", "target", "kind", "outcome")
+_LAZY = frozenset(  # made with the registry (`Metrics._make_registry`)
+    ("registry", "open_streams", "outbox_pending", "outbox_oldest_age", "breaker_state",
+     "breaker_changes", "escalations", "escalations_waiting", "recoveries")
+)  # fmt: skip
 
 
 class Metrics:
-    """The metrics of one agent."""
+    """The metrics of one agent.
 
-    content_type = CONTENT_TYPE_LATEST  # of `render()`'s text
+    The per-request and per-handoff counters and histograms are plain numbers in `_Hot` (no
+    lock, no label look-up on the hot path; the loop is one thread), made samples when
+    /metrics is read. The Prometheus registry and its gauges and labelled counters are made,
+    and prometheus-client imported, the first time one of them is asked for (/metrics read,
+    a breaker change, an escalation, a recovery, a contract metric): an agent that only
+    serves requests never loads the library."""
+
+    registry: CollectorRegistry
+    open_streams: Gauge
+    outbox_pending: Gauge
+    outbox_oldest_age: Gauge
+    breaker_state: Gauge
+    breaker_changes: Counter
+    escalations: Counter
+    escalations_waiting: Gauge
+    recoveries: Counter
 
     def __init__(self) -> None:
-        self.registry = r = CollectorRegistry(auto_describe=True)
-        # The per-request and per-handoff counters and histograms are plain numbers in `_Hot`
-        # (no lock, no label look-up on the hot path; the loop is one thread), made samples
-        # when /metrics is read.
         self.hot = _Hot()
-        r.register(self.hot)
+        self._contract: dict[str, Counter | Histogram] = {}
+        self._collectors: list[Any] = [self.hot]  # registered when the registry is made
+
+    def add_collector(self, collector: Any) -> None:
+        """Render `collector` (an object with `collect()`) with the agent's metrics."""
+        if "registry" in self.__dict__:
+            self.registry.register(collector)
+        else:
+            self._collectors.append(collector)
+
+    def __getattr__(self, name: str) -> Any:
+        # Called only while the registry is not made: afterwards these are plain attributes.
+        if name not in _LAZY:
+            raise AttributeError(name)
+        self._make_registry()
+        return self.__dict__[name]
+
+    @property
+    def content_type(self) -> str:
+        """Of `render()`'s text."""
+        from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+        return CONTENT_TYPE_LATEST
+
+    def _make_registry(self) -> None:
+        from prometheus_client import CollectorRegistry, Counter, Gauge
+
+        self.registry = r = CollectorRegistry(auto_describe=True)
+        for collector in self._collectors:
+            r.register(collector)
         self.open_streams = Gauge("a2a_open_streams", "SSE task streams open", registry=r)
         self.outbox_pending = Gauge(
             "a2a_outbox_pending", "Handoffs checkpointed and not yet delivered", registry=r
@@ -78,7 +122,6 @@ class Metrics:
             "a2a_recoveries", "Recovery actions: handoffs replayed, tasks failed at start-up,"
             " contract recovery paths followed", ["kind"], registry=r,
         )  # fmt: skip
-        self._contract: dict[str, Counter | Histogram] = {}
 
     def handoff_sent(self, edge: tuple[str, str, str, str]) -> None:
         """A handoff's delivery ended: `edge` is (source, target, kind, outcome)."""
@@ -111,6 +154,8 @@ class Metrics:
             metric = self._contract.get(name)
             if metric is None:
                 metric = self._contract[name] = self._make(name)
+            from prometheus_client import Histogram  # loaded by then (`_make`)
+
             if isinstance(metric, Histogram):
                 if value is not None:
                     metric.labels(contract).observe(value)
@@ -118,6 +163,8 @@ class Metrics:
                 metric.labels(contract).inc()
 
     def _make(self, name: str) -> Counter | Histogram:
+        from prometheus_client import Counter, Histogram
+
         safe = "a2a_contract_" + re.sub(r"[^a-zA-Z0-9_]", "_", name)
         doc = f"The contract metric {name}, counted from the handoff ledger"
         if name.endswith(("_ms", "_seconds")):
@@ -145,6 +192,8 @@ class Metrics:
 
     def render(self) -> bytes:
         """The registry in the Prometheus text format."""
+        from prometheus_client import generate_latest
+
         return generate_latest(self.registry)
 
     def value(self, name: str, labels: Mapping[str, str] | None = None) -> float:
@@ -177,10 +226,12 @@ class _Buckets:
         return buckets
 
     def family(self, name: str, doc: str) -> HistogramMetricFamily:
+        from prometheus_client.core import HistogramMetricFamily
+
         return HistogramMetricFamily(name, doc, buckets=self.cumulative(), sum_value=self.sum)
 
 
-class _Hot(Collector):
+class _Hot:
     """The hot path's counters: requests by method and outcome, transitions by state,
     handoffs sent and received by edge (and their latency), the store's commits (latency,
     batch size)."""
@@ -195,6 +246,8 @@ class _Hot(Collector):
         self.commit_batch = _Buckets(_BATCH_BUCKETS)
 
     def collect(self) -> Iterator[Metric]:
+        from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
+
         requests = CounterMetricFamily(
             "a2a_requests",
             "JSON-RPC calls by method and outcome (ok or the error's name)",
