@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 
@@ -179,6 +180,8 @@ def sse_answer(
     the stream took a slot of (given back when it ends)."""
     visible = call.transfers_visible
     binding = call.binding
+    # The frames need the call's id, not its params: an open stream keeps no parsed request.
+    call = dataclasses.replace(call, params={})
 
     async def frames() -> AsyncIterator[bytes]:
         try:
