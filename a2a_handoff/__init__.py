@@ -23,6 +23,7 @@ from a2a_handoff.errors import (
     IncompleteEscalationError,
     RemoteError,
     StoreError,
+    ToolCallError,
     TrustError,
     UnavailableError,
 )
@@ -48,6 +49,7 @@ from a2a_handoff.outcomes import (
 )
 from a2a_handoff.protocol.agent_card import AgentCard, AgentProvider, AgentSkill, build_card, skill
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI
+from a2a_handoff.protocol.mcp_result import ToolResult
 from a2a_handoff.protocol.models import Artifact, Message, Part, Role, Task
 from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.version import __version__ as __version__
@@ -59,10 +61,11 @@ if _typing.TYPE_CHECKING:
     from a2a_handoff.push import PushSettings
     from a2a_handoff.runtime.local import LocalTasks
     from a2a_handoff.server.app import create_app
-    from a2a_handoff.server.config import (
+    from a2a_handoff.server.app_config import (
         HandoffConfig,
         LimitsConfig,
         ObservabilityConfig,
+        ToolsConfig,
         TrustConfig,
     )
     from a2a_handoff.stores import MemoryTaskStore, SqliteTaskStore, TaskStore, open_store
@@ -71,16 +74,17 @@ if _typing.TYPE_CHECKING:
 _LAZY = {
     "AgentClient": "a2a_handoff.client.client",
     "ApiKeyAuth": "a2a_handoff.auth",
-    "HandoffConfig": "a2a_handoff.server.config",
-    "LimitsConfig": "a2a_handoff.server.config",
+    "HandoffConfig": "a2a_handoff.server.app_config",
+    "LimitsConfig": "a2a_handoff.server.app_config",
     "LocalTasks": "a2a_handoff.runtime.local",
     "MemoryTaskStore": "a2a_handoff.stores",
-    "ObservabilityConfig": "a2a_handoff.server.config",
+    "ObservabilityConfig": "a2a_handoff.server.app_config",
     "PushSettings": "a2a_handoff.push",
     "RetryPolicy": "a2a_handoff.client.retry",
     "SqliteTaskStore": "a2a_handoff.stores",
     "TaskStore": "a2a_handoff.stores",
-    "TrustConfig": "a2a_handoff.server.config",
+    "ToolsConfig": "a2a_handoff.server.app_config",
+    "TrustConfig": "a2a_handoff.server.app_config",
     "create_app": "a2a_handoff.server.app",
     "open_store": "a2a_handoff.stores",
 }
@@ -146,6 +150,9 @@ __all__ = [  # noqa: RUF022 - plain sorted(), as the export test checks
     "TaskContext",
     "TaskState",
     "TaskStore",
+    "ToolCallError",
+    "ToolResult",
+    "ToolsConfig",
     "Trigger",
     "TrustConfig",
     "TrustError",

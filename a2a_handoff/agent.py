@@ -35,9 +35,10 @@ from a2a_handoff.outcomes import (
     Reply,
     Route,
 )
-from a2a_handoff.protocol.events import agent_message
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI, ext_metadata
+from a2a_handoff.protocol.mcp_result import ToolResult
 from a2a_handoff.protocol.models import Artifact, Message, Part, Task
+from a2a_handoff.protocol.steps import agent_message
 
 __all__ = [
     "Agent",
@@ -53,6 +54,7 @@ __all__ = [
     "Route",
     "TaskContext",
     "TaskPort",
+    "ToolResult",
     "agent_message",
 ]
 
@@ -95,6 +97,15 @@ class TaskPort(Protocol):
 
     async def refusal(self, task: Task, decision: Handoff) -> str | None:
         """Why `decision` would be refused now, or None."""
+
+    async def call_tool(
+        self,
+        server: str,
+        tool: str,
+        args: Mapping[str, Any] | None,
+        idempotency_key: str | None,
+    ) -> ToolResult:
+        """Call a tool on a configured MCP server (a keyed call: at most once per task)."""
 
 
 class ProvenHandoff(Protocol):
@@ -200,6 +211,28 @@ class TaskContext:
         agent cannot be reached (after retries): nothing goes on uninformed.
         """
         return await self.port.inform(escalation)
+
+    async def call_tool(
+        self,
+        server: str,
+        tool: str,
+        args: Mapping[str, Any] | None = None,
+        *,
+        idempotency_key: str | None = None,
+    ) -> ToolResult:
+        """Call `tool` on the MCP server configured as `server` (`ToolsConfig.mcp`,
+        `--mcp NAME=URL`); its result. `ToolCallError` when the tool answered `isError`
+        (its text), the server failed, could not be reached or gave no answer in time
+        (`ToolsConfig.timeout`), or `server` is not configured.
+
+        With an `idempotency_key` the call is retried on a failed connection (the server
+        gets the key in the call's `_meta`), and recorded in the task's journal once it
+        completed: made again with the same key on this task — by a handler the agent runs
+        again after a restart (`resumes = True`), or in a later step — it answers the
+        recorded result (or raises the recorded error) without calling. Without a key the
+        call is made once, as it is.
+        """
+        return await self.port.call_tool(server, tool, args, idempotency_key)
 
     @property
     def routes(self) -> list[str]:

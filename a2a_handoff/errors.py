@@ -28,6 +28,7 @@
     ├── CircuitOpenError (ConnectionError)  its breaker is open: the call was not made
     ├── GateRefused                   the capability gate or a contract refused a handoff
     ├── ModelError                    a language model's endpoint failed or answered nonsense
+    ├── ToolCallError                 an MCP tool call failed, or the tool answered isError
     ├── IncompleteEscalationError (ValueError)  an escalation missing what it must say
     ├── ContractError (ValueError)    a handoff contract that cannot be loaded or used
     ├── AgentUrlError (ValueError)    an agent URL given in the configuration cannot be called
@@ -328,6 +329,20 @@ class ModelError(HandoffError):
     answered something that is not a chat completion (`a2a_handoff.llm`)."""
 
 
+class ToolCallError(HandoffError):
+    """An MCP tool call (`ctx.call_tool`) did not give a result: `kind` says why —
+    `tool_error` (the tool answered `isError`; the message is its text), `unreachable`,
+    `timeout`, `refused` (the server answered the call with an error), `circuit_open`,
+    `unknown_server` (no server of that name is configured), `replayed` (the key was used
+    for another call)."""
+
+    def __init__(self, message: str, *, kind: str, server: str = "", tool: str = "") -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.server = server
+        self.tool = tool
+
+
 class IncompleteEscalationError(HandoffError, ValueError):
     """An escalation without what happened, what was tried, or what is needed."""
 
@@ -342,7 +357,7 @@ class AgentUrlError(HandoffError, ValueError):
 
 
 class ConfigError(HandoffError, ValueError):
-    """A setting given to `create_app` (`server.config`) that is out of range or of the wrong
+    """A setting given to `create_app` (`server.app_config`) that is out of range or of the wrong
     kind: the message names it and says what it takes."""
 
 

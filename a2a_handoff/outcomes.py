@@ -17,7 +17,7 @@ from a2a_handoff.protocol.agent_card import AgentCard
 from a2a_handoff.protocol.models import Part
 
 if TYPE_CHECKING:  # imported when contracts are used: jsonschema is slow to import
-    from a2a_handoff.contracts.model import Contract
+    from a2a_handoff.contracts.contract import Contract
 
 __all__ = [
     "Completed",

@@ -22,9 +22,9 @@ from typing import Any
 
 from a2a_handoff.client.client import AgentClient
 from a2a_handoff.handoff.delivery import Delivery
-from a2a_handoff.server.jsonrpc import JsonRpcEndpoint
+from a2a_handoff.server._jsonrpc import JsonRpcEndpoint
+from a2a_handoff.stores._sqlite_writer import GroupCommit
 from a2a_handoff.stores.sqlite import SqliteTaskStore
-from a2a_handoff.stores.sqlite_writer import GroupCommit
 
 TIMES: dict[str, list[float]] = defaultdict(list)
 

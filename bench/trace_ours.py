@@ -4,7 +4,7 @@
 
 Serves exactly what `python -m servers echo --store sqlite:///FILE` serves, and measures:
 - the SQLite group commit: batches, writes per batch, time in the writer thread per batch
-  (all of `sqlite_writer.run_batch`, and its `COMMIT` alone = the fsync), and the time a write
+  (all of `_sqlite_writer.run_batch`, and its `COMMIT` alone = the fsync), and the time a write
   waits from `_submit` to its result (queueing + thread hops + commit);
 - reads (`find`, `get`): count and time from call to result (one thread hop each);
 - `rpc` time per JSON-RPC call inside the app.
@@ -59,9 +59,9 @@ STATS = Stats()
 
 
 def instrument() -> None:
-    from a2a_handoff.server import jsonrpc as jsonrpc_mod
+    from a2a_handoff.server import _jsonrpc as jsonrpc_mod
+    from a2a_handoff.stores import _sqlite_writer as sqlite_writer
     from a2a_handoff.stores import sqlite as sqlite_mod
-    from a2a_handoff.stores import sqlite_writer
 
     original_batch = sqlite_writer.run_batch
 

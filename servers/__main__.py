@@ -38,6 +38,7 @@ from a2a_handoff import (
     ObservabilityConfig,
     PushSettings,
     SqliteTaskStore,
+    ToolsConfig,
     TrustConfig,
     __version__,
     create_app,
@@ -279,6 +280,14 @@ def _agent_parser(parser: argparse.ArgumentParser) -> None:
         "--mcp-server", action="store_true",
         help="also serve this agent as an MCP server at /mcp (needs a2a-handoff[mcp])",
     )  # fmt: skip
+    tools = parser.add_argument_group("MCP tools a handler calls (see docs/tools.md)")
+    tools.add_argument(
+        "--mcp", action="append", default=[], metavar="NAME=URL",
+        help="an MCP server (streamable HTTP) handlers may call as NAME (needs a2a-handoff[mcp])",
+    )  # fmt: skip
+    tools.add_argument(
+        "--mcp-timeout", type=float, default=30.0, help="seconds an MCP tool call may take"
+    )
     seen.add_argument(
         "--metrics-public", action="store_true", help="GET /metrics without a key under auth"
     )
@@ -295,6 +304,11 @@ def push_settings(args: argparse.Namespace) -> PushSettings | None:
     return PushSettings(
         allow=tuple(args.push_allow), give_up=args.push_give_up, retry_max=args.push_retry_max
     )
+
+
+def mcp_tools(args: argparse.Namespace) -> ToolsConfig:
+    """The MCP servers `--mcp NAME=URL` names (HandoffError, a ValueError: one malformed)."""
+    return ToolsConfig(mcp=_pairs(args.mcp, "--mcp"), timeout=args.mcp_timeout)
 
 
 def server_limits(args: argparse.Namespace) -> ServerLimits:
@@ -385,13 +399,14 @@ def serve(name: str, args: argparse.Namespace) -> int:
             ),
             limits=LimitsConfig(max_streams=args.max_streams),
             observability=ObservabilityConfig(metrics_public=args.metrics_public),
+            tools=mcp_tools(args),
             escalation=policy,
             extended_card=example.make_extended(url) if example.make_extended else None,
             card_v03_fields=args.card_v03,
             mcp_server=args.mcp_server,
             push=push_settings(args),
         )
-    except ValueError as exc:  # an unsafe or impossible combination: say so, do not start
+    except (ValueError, HandoffError) as exc:  # unsafe or impossible: say so, do not start
         print(f"error: {exc}", file=sys.stderr)
         return int(ExitCode.USAGE)
     if args.otlp_endpoint:

@@ -23,7 +23,7 @@ PASSED_ON = (
     "max_connections", "max_streams", "header_timeout", "body_timeout", "write_timeout",
     "keep_alive", "llm", "llm_url", "llm_model", "llm_timeout",
     "log_level", "log_format", "metrics_public", "otlp_endpoint",
-    "push_allow", "no_push", "push_give_up",
+    "push_allow", "no_push", "push_give_up", "mcp", "mcp_timeout",
 )  # fmt: skip
 KEY_VAR = "A2A_SERVERS_ALL_AGENT_KEY"  # the key an agent presents to the others, in its env
 

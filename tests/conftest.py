@@ -9,8 +9,9 @@ from tests.postgres_support import PostgresDatabase
 from tests.redis_support import RedisServer
 from tests.support import AgentProcess
 
-# Every test runs under a watchdog that ends the run when a test outlives its timeout.
-pytest_plugins = ["tests.timeouts"]
+# Every test runs under a watchdog that ends the run when a test outlives its timeout; the
+# suite spreads over its workers as tests.scheduling says.
+pytest_plugins = ["tests.timeouts", "tests.scheduling"]
 
 
 @pytest.fixture

@@ -3,9 +3,11 @@ directly: it records what the handler emits and answers its handoffs as told."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
-from a2a_handoff.agent import Route, TaskContext, TaskPort
+from a2a_handoff.agent import Route, TaskContext, TaskPort, ToolResult
 from a2a_handoff.escalation import Escalation, EscalationPolicy
 from a2a_handoff.outcomes import Handoff
 from a2a_handoff.protocol.models import Artifact, Message, Task
@@ -52,6 +54,15 @@ class RecordingPort:
 
     async def refusal(self, task: Task, decision: Handoff) -> str | None:
         return None
+
+    async def call_tool(
+        self,
+        server: str,
+        tool: str,
+        args: Mapping[str, Any] | None,
+        idempotency_key: str | None,
+    ) -> ToolResult:
+        raise RuntimeError("no MCP servers outside a runtime")
 
 
 def context(

@@ -77,14 +77,23 @@ class AgentProcess:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc is not None and self.proc.poll() is not None:
-                raise RuntimeError(f"{self.name} exited with {self.proc.returncode}")
+                raise RuntimeError(
+                    f"{self.name} exited with {self.proc.returncode}{self._log_tail()}"
+                )
             try:
                 if _http().get(self.url + "health", timeout=1.0).status_code in (200, 503):
                     return
             except httpx.TransportError:
                 pass
             time.sleep(0.05)
-        raise TimeoutError(f"{self.name} did not start on port {self.port}")
+        raise TimeoutError(f"{self.name} did not start on port {self.port}{self._log_tail()}")
+
+    def _log_tail(self, lines: int = 40) -> str:
+        """The end of the agent's log, to say why it did not start."""
+        if self.log_path is None or not self.log_path.exists():
+            return ""
+        tail = self.log_path.read_text(errors="replace").splitlines()[-lines:]
+        return "; its log ends:\n" + "\n".join(tail)
 
     def kill(self) -> None:
         """SIGKILL: no cleanup, like a crash."""

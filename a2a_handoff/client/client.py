@@ -41,7 +41,7 @@ from a2a_handoff.observe import tracing
 from a2a_handoff.protocol.agent_card import AgentCard
 from a2a_handoff.protocol.models import Message, StreamResponse, Task
 from a2a_handoff.protocol.sse import read_events
-from a2a_handoff.trust.card import verify_card
+from a2a_handoff.trust.card_signature import verify_card
 from a2a_handoff.trust.trustlist import TrustList
 
 CARD_PATH = ".well-known/agent-card.json"

@@ -7,8 +7,8 @@ agent enforces at run time.
 """
 
 from a2a_handoff.contracts.catalog import Catalog
+from a2a_handoff.contracts.contract import Contract, load_contract
 from a2a_handoff.contracts.lint import ContractReport, Finding, Registry, lint, render
-from a2a_handoff.contracts.model import Contract, load_contract
 from a2a_handoff.contracts.predicate import Predicate, PredicateError, parse
 from a2a_handoff.errors import ContractError
 

@@ -17,8 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from a2a_handoff.contracts.lint import Registry, registry_file
-from a2a_handoff.contracts.model import (
+from a2a_handoff.contracts.contract import (
     ANY,
     MISSING,
     SOURCE,
@@ -27,6 +26,7 @@ from a2a_handoff.contracts.model import (
     load_contract,
     lookup,
 )
+from a2a_handoff.contracts.lint import Registry, registry_file
 from a2a_handoff.errors import ContractError
 
 if TYPE_CHECKING:  # jsonschema is slow to import: loaded when a catalog is

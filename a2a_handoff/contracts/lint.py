@@ -25,11 +25,12 @@ L3 L2 + reviewed_by, a frozen schema (its hash recorded) and no lint error.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from a2a_handoff.contracts.model import (
+from a2a_handoff.contracts.contract import (
     ANY,
     SOURCE,
     Contract,
@@ -200,15 +201,16 @@ def registry_file(directory: Path, stem: str) -> Path | None:
 
 
 def _check(contract: Contract, every: list[Contract], registry: Registry) -> list[Finding]:
-    found: list[Finding] = []
+    """What every rule finds in `contract`, rule by rule."""
+    return [finding for rule in _RULES for finding in rule(contract, every, registry)]
+
+
+def _edges(contract: Contract, every: list[Contract], registry: Registry) -> Iterator[Finding]:
+    """Orphan target, unreachable handoff: the edge's agents and how the source gets there."""
     agents = registry.agents
     cid = contract.id
-    # orphan target
     if contract.target != SOURCE and contract.target not in agents:
-        found.append(
-            Finding("orphan-target", f"{cid}: target {contract.target!r} is not in the registry")
-        )
-    # unreachable handoff
+        yield Finding("orphan-target", f"{cid}: target {contract.target!r} is not in the registry")
     sources = list(agents) if contract.source == ANY else [contract.source]
     for source in sources:
         entry = agents.get(source)
@@ -221,8 +223,12 @@ def _check(contract: Contract, every: list[Contract], registry: Registry) -> lis
             reason = f"{source} has no route to {contract.target!r}"
         else:
             continue
-        found.append(Finding("unreachable-handoff", f"{cid}: {reason}"))
-    # missing recovery
+        yield Finding("unreachable-handoff", f"{cid}: {reason}")
+
+
+def _recovery(contract: Contract, every: list[Contract], registry: Registry) -> Iterator[Finding]:
+    """Missing recovery paths, recovery targets that name nobody, loops, unsafe retries."""
+    cid = contract.id
     recovery = contract.recovery
     missing = [
         name
@@ -230,74 +236,70 @@ def _check(contract: Contract, every: list[Contract], registry: Registry) -> lis
         if getattr(recovery, name) in (None, "")
     ]
     if missing:
-        found.append(Finding("missing-recovery", f"{cid}: recovery lacks {', '.join(missing)}"))
-    # recovery targets that name nobody
+        yield Finding("missing-recovery", f"{cid}: recovery lacks {', '.join(missing)}")
     for name in ("on_reject", "on_timeout", "on_error"):
         path = getattr(recovery, name)
         if not path or path in ("source", "human"):
             continue
-        agent = path.removeprefix("agent:")
-        if agent not in agents:
-            found.append(
-                Finding(
-                    "unknown-recovery-target",
-                    f"{cid}: recovery.{name} names {path!r}, not source, human or an agent"
-                    " of the registry",
-                )
+        if path.removeprefix("agent:") not in registry.agents:
+            yield Finding(
+                "unknown-recovery-target",
+                f"{cid}: recovery.{name} names {path!r}, not source, human or an agent"
+                " of the registry",
             )
-    # loop risk
     if not recovery.loop_guard and _leads_back(contract, every):
-        found.append(
-            Finding(
-                "loop-risk",
-                f"{cid}: {contract.target}'s contracts lead back to {contract.source}"
-                " and there is no loop_guard",
-            )
+        yield Finding(
+            "loop-risk",
+            f"{cid}: {contract.target}'s contracts lead back to {contract.source}"
+            " and there is no loop_guard",
         )
-    # retry on a non-idempotent edge
     if recovery.max_retries > 0 and not contract.idempotent:
-        found.append(
-            Finding(
-                "retry-non-idempotent",
-                f"{cid}: max_retries is {recovery.max_retries} on an edge that is not idempotent",
-            )
+        yield Finding(
+            "retry-non-idempotent",
+            f"{cid}: max_retries is {recovery.max_retries} on an edge that is not idempotent",
         )
-    # schema drift
+
+
+def _schema(contract: Contract, every: list[Contract], registry: Registry) -> Iterator[Finding]:
+    """Schema drift: no schema, a missing one, or one changed since it was reviewed."""
+    cid = contract.id
     schema = contract.schema_path()
     digest = contract.schema_digest()
     if schema is None:
-        found.append(Finding("schema-drift", f"{cid}: the payload names no schema"))
+        yield Finding("schema-drift", f"{cid}: the payload names no schema")
     elif digest is None:
-        found.append(
-            Finding("schema-drift", f"{cid}: schema {contract.payload.schema_} is missing")
-        )
+        yield Finding("schema-drift", f"{cid}: schema {contract.payload.schema_} is missing")
     elif contract.payload.schema_sha256 and contract.payload.schema_sha256 != digest:
-        found.append(
-            Finding(
-                "schema-drift",
-                f"{cid}: schema {contract.payload.schema_} changed since it was reviewed"
-                f" (sha256 {digest[:12]}…, recorded {contract.payload.schema_sha256[:12]}…)",
-            )
+        yield Finding(
+            "schema-drift",
+            f"{cid}: schema {contract.payload.schema_} changed since it was reviewed"
+            f" (sha256 {digest[:12]}…, recorded {contract.payload.schema_sha256[:12]}…)",
         )
-    # permission mismatch
+
+
+def _permission(contract: Contract, every: list[Contract], registry: Registry) -> Iterator[Finding]:
+    """Permission mismatch: the permission checked is unknown, or not the target's."""
+    cid = contract.id
     permission = contract.acceptance_criteria.permission_check
-    if permission:
-        holders = registry.permissions.get(permission)
-        if holders is None:
-            found.append(
-                Finding(
-                    "permission-mismatch",
-                    f"{cid}: permission {permission!r} is not in the permission registry",
-                )
-            )
-        elif contract.target != SOURCE and contract.target not in holders:
-            found.append(
-                Finding(
-                    "permission-mismatch",
-                    f"{cid}: the registry does not grant {permission!r} to {contract.target}",
-                )
-            )
-    # a replay window shorter than an envelope lives: a late replay could make a second task
+    if not permission:
+        return
+    holders = registry.permissions.get(permission)
+    if holders is None:
+        yield Finding(
+            "permission-mismatch",
+            f"{cid}: permission {permission!r} is not in the permission registry",
+        )
+    elif contract.target != SOURCE and contract.target not in holders:
+        yield Finding(
+            "permission-mismatch",
+            f"{cid}: the registry does not grant {permission!r} to {contract.target}",
+        )
+
+
+def _warnings(contract: Contract, every: list[Contract], registry: Registry) -> Iterator[Finding]:
+    """A replay window shorter than an envelope lives (a late replay could make a second
+    task), and the conversation history carried without a justified strategy."""
+    cid = contract.id
     rules = contract.idempotency
     if (
         rules is not None
@@ -305,30 +307,29 @@ def _check(contract: Contract, every: list[Contract], registry: Registry) -> lis
         and rules.replay_window_ms is not None
         and rules.replay_window_ms < DEFAULT_TTL_SECONDS * 1000
     ):
-        found.append(
-            Finding(
-                "short-replay-window",
-                f"{cid}: replay_window_ms {rules.replay_window_ms} is shorter than a handoff"
-                f" envelope lives ({DEFAULT_TTL_SECONDS} s by default): a late replay of the"
-                " same handoff would no longer be recognised",
-                "warning",
-            )
+        yield Finding(
+            "short-replay-window",
+            f"{cid}: replay_window_ms {rules.replay_window_ms} is shorter than a handoff"
+            f" envelope lives ({DEFAULT_TTL_SECONDS} s by default): a late replay of the"
+            " same handoff would no longer be recognised",
+            "warning",
         )
-    # the history warning
     payload = contract.payload
     if payload.carries_history and (
         payload.history_strategy is None
         or (payload.history_strategy == "full" and not payload.history_justification)
     ):
-        found.append(
-            Finding(
-                "full-history",
-                f"{cid}: the payload carries the conversation history without a justified"
-                " strategy (set history_strategy, and history_justification for `full`)",
-                "warning",
-            )
+        yield Finding(
+            "full-history",
+            f"{cid}: the payload carries the conversation history without a justified"
+            " strategy (set history_strategy, and history_justification for `full`)",
+            "warning",
         )
-    return found
+
+
+_Rule = Callable[[Contract, list[Contract], Registry], Iterator[Finding]]
+# In the order their findings are reported.
+_RULES: tuple[_Rule, ...] = (_edges, _recovery, _schema, _permission, _warnings)
 
 
 def _leads_back(contract: Contract, every: list[Contract]) -> bool:

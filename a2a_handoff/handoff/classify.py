@@ -23,12 +23,12 @@ from dataclasses import dataclass, replace
 
 from a2a_handoff.client.replicas import never_arrived
 from a2a_handoff.client.retry import RetryPolicy
-from a2a_handoff.contracts.model import Contract
+from a2a_handoff.contracts.contract import Contract
 from a2a_handoff.errors import GateRefused, HandoffProcessingError, RemoteError
-from a2a_handoff.protocol.events import status_text
 from a2a_handoff.protocol.extension import ext_metadata
 from a2a_handoff.protocol.models import Task
 from a2a_handoff.protocol.states import TaskState
+from a2a_handoff.protocol.steps import status_text
 
 # The target's answers worth a replay: still being created, or its own passing failure.
 TRANSIENT_CODES = frozenset({HandoffProcessingError.code, -32603})

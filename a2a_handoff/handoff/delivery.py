@@ -27,7 +27,7 @@ from pydantic import ValidationError
 from a2a_handoff.client.client import AgentClient
 from a2a_handoff.client.replicas import replicas
 from a2a_handoff.client.retry import RetryPolicy
-from a2a_handoff.contracts.model import Contract
+from a2a_handoff.contracts.contract import Contract
 from a2a_handoff.errors import (
     CircuitOpenError,
     GateRefused,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from a2a_handoff.contracts.model import Contract
+from a2a_handoff.contracts.contract import Contract
 from a2a_handoff.errors import ConflictError, GateRefused
 from a2a_handoff.escalation import Escalation, Need, Trigger
 from a2a_handoff.handoff.envelope import HandoffEnvelope

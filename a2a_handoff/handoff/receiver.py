@@ -18,13 +18,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from a2a_handoff.contracts.model import MISSING, lookup
+from a2a_handoff.contracts.contract import MISSING, lookup
 from a2a_handoff.errors import HandoffProcessingError, IdempotencyConflictError
 from a2a_handoff.handoff.ledger import received_entry
 from a2a_handoff.handoff.settings import HandoffSettings
 from a2a_handoff.handoff.verified import EnvelopeRefused, VerifiedEnvelope, verify
 from a2a_handoff.ids import new_id
-from a2a_handoff.protocol.events import agent_message, status_event, with_status
 from a2a_handoff.protocol.extension import (
     HANDOFF_EXTENSION_URI,
     MAX_ENVELOPE_BYTES,
@@ -41,6 +40,7 @@ from a2a_handoff.protocol.models import (
     utc_now,
 )
 from a2a_handoff.protocol.states import TaskState
+from a2a_handoff.protocol.steps import agent_message, status_event, with_status
 from a2a_handoff.stores.base import Store, TaskRecord
 from a2a_handoff.trust.trustlist import TrustList
 

@@ -1,8 +1,8 @@
 """The outbox: every checkpointed handoff is delivered, once per process, until it ends.
 
 A fresh handoff is delivered at once in the background (`spawn`). Entries left `pending` — by
-a crash, a target that was down, a delivery that failed — are replayed with the same key at
-start-up (before serving) and every `recovery_interval` seconds, so the target creates the
+a crash, a target that was down, a delivery that failed — are replayed with the same key
+just after start-up and every `recovery_interval` seconds, so the target creates the
 successor at most once and the source ends TRANSFERRED (or FAILED) exactly once. When
 replicas share the store, an entry is delivered under its lease `outbox:<handoff id>`: one
 replica delivers it while its lease runs; when that replica dies, another takes it over.
@@ -21,9 +21,16 @@ from a2a_handoff.handoff.delivery import Delivery
 from a2a_handoff.handoff.job import DeliveryJob
 from a2a_handoff.handoff.sender import PENDING
 from a2a_handoff.handoff.settings import HandoffSettings
+from a2a_handoff.observe import events
 from a2a_handoff.stores.base import Store, TaskRecord
 
 log = logging.getLogger("a2a_handoff.handoff")
+
+START_DELAY = 0.2
+"""Seconds from start-up to the first replay of pending handoffs. Not before serving: the
+target verifies an envelope with the source's keys, which the source serves (and a start-up
+waiting on it would wait on itself); a replay that still finds the server not listening is
+retried as any failed delivery is."""
 
 LeaseHolder = Callable[[str], AbstractAsyncContextManager[bool]]
 """`hold(name)`: hold the named lease for a block (renewed meanwhile); yields False if taken."""
@@ -120,23 +127,31 @@ class Outbox:
             chain.append(result.handoff_id)
         return result
 
-    async def recover(self, wait_seconds: float | None = None) -> int:
-        """Replay pending entries not being delivered; wait up to `wait_seconds` for them."""
+    async def recover(self) -> int:
+        """Replay pending entries not being delivered (in the background); how many."""
         entries = await self.store.outbox(status=PENDING)
         jobs = [self.spawn(DeliveryJob(e)) for e in entries if e.handoff_id not in self.in_flight]
-        if jobs and wait_seconds:
-            await asyncio.wait(jobs, timeout=wait_seconds)
         return len(jobs)
 
-    def start(self) -> None:
-        self._periodic = asyncio.create_task(self._recover_forever(), name="handoff-recovery")
+    def start(self, first_after: float = START_DELAY) -> None:
+        """Replay pending entries `first_after` seconds from now, then every
+        `recovery_interval`."""
+        self._periodic = asyncio.create_task(
+            self._recover_forever(first_after), name="handoff-recovery"
+        )
 
-    async def _recover_forever(self) -> None:
-        failing = False
+    async def _recover_forever(self, first_after: float) -> None:
+        failing, wait, first = False, first_after, True
         while True:
-            await asyncio.sleep(self.settings.recovery_interval)
+            await asyncio.sleep(wait)
+            wait = self.settings.recovery_interval
             try:
-                await self.recover()
+                replayed = await self.recover()
+                if first and replayed:
+                    events.recovery(
+                        "replayed", "replaying %d pending handoff(s)", replayed, count=replayed
+                    )
+                first = False
             except StoreError as exc:  # the store is down: said once, tried again next time
                 if not failing:
                     log.warning("handoff recovery: the store failed (%s); retrying", exc)

@@ -36,7 +36,6 @@ from a2a_handoff.ids import new_id
 from a2a_handoff.observe import events, tracing
 from a2a_handoff.outcomes import Handoff, Route
 from a2a_handoff.protocol.agent_card import AgentCard
-from a2a_handoff.protocol.events import agent_message, status_event
 from a2a_handoff.protocol.extension import (
     HANDING_OFF,
     HANDOFF_EXTENSION_URI,
@@ -46,6 +45,7 @@ from a2a_handoff.protocol.extension import (
 )
 from a2a_handoff.protocol.models import StreamResponse, Task, utc_now
 from a2a_handoff.protocol.states import TaskState, transition
+from a2a_handoff.protocol.steps import agent_message, status_event
 from a2a_handoff.stores.base import OutboxEntry, Store, TaskRecord
 from a2a_handoff.trust.agent_trust import AgentTrust
 from a2a_handoff.trust.signing import DECISION_TYP, sign_claims

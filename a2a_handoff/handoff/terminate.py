@@ -19,10 +19,10 @@ from a2a_handoff.failpoints import failpoint
 from a2a_handoff.handoff.envelope import HandoffEnvelope
 from a2a_handoff.handoff.sender import DONE, FAILED
 from a2a_handoff.observe import events
-from a2a_handoff.protocol.events import agent_message, status_event
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI, ext_metadata
 from a2a_handoff.protocol.models import Task, TaskStatus, utc_now
 from a2a_handoff.protocol.states import TaskState, transition
+from a2a_handoff.protocol.steps import agent_message, status_event
 from a2a_handoff.stores.base import OutboxEntry, Store, TaskRecord
 
 log = logging.getLogger("a2a_handoff.handoff")

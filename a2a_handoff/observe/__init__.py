@@ -18,7 +18,7 @@ from contextvars import ContextVar, Token
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from a2a_handoff.observe.metrics import Metrics
+    from a2a_handoff.observe._metrics import Metrics
 
 
 class Observer:
@@ -35,7 +35,7 @@ class Observer:
         # Called only while the slot is empty: the hot path reads the slot directly.
         if name != "metrics":
             raise AttributeError(name)
-        from a2a_handoff.observe.metrics import Metrics
+        from a2a_handoff.observe._metrics import Metrics
 
         self.metrics = metrics = Metrics()
         return metrics

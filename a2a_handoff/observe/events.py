@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from a2a_handoff.observe import current, tracing
-from a2a_handoff.observe.labels import short_state
+from a2a_handoff.observe._labels import short_state
 from a2a_handoff.observe.logs import EVENTS, INFO, note, sink
 
 log = logging.getLogger(EVENTS)

@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
 from a2a_handoff.observe import current, tracing
-from a2a_handoff.observe.labels import short_state
+from a2a_handoff.observe._labels import short_state
 
 FIELDS = ("event", "agent", "task_id", "context_id", "handoff_id", "trace_id")
 INFO = logging.INFO

@@ -6,7 +6,7 @@
 only, marks the last status event of a stream `final`, and answers with the object itself
 (no `{"task": …}` wrapper). Its card needs `url`, `preferredTransport` and
 `protocolVersion`. Everything here is pure data conversion of ProtoJSON dicts; the 0.3
-binding is `server.compat03`. TRANSFERRED has no 0.3 value: it is `completed` (the pointer
+binding is `server._compat03`. TRANSFERRED has no 0.3 value: it is `completed` (the pointer
 stays in `metadata`), as for any client that did not activate the handoff extension.
 """
 

@@ -18,10 +18,10 @@ from a2a_handoff.agent import TaskContext
 from a2a_handoff.errors import IncompleteEscalationError
 from a2a_handoff.escalation import Escalate, Escalation, EscalationPolicy, Need, Trigger
 from a2a_handoff.outcomes import Failed, Handoff
-from a2a_handoff.protocol.events import agent_message, status_event, status_text
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI
 from a2a_handoff.protocol.models import Message, Task, utc_now
 from a2a_handoff.protocol.states import TaskState
+from a2a_handoff.protocol.steps import agent_message, status_event, status_text
 from a2a_handoff.stores.base import Store, TaskQuery, TaskRecord
 
 log = logging.getLogger("a2a_handoff.runtime")

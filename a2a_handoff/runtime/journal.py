@@ -36,9 +36,9 @@ from a2a_handoff.errors import (
 from a2a_handoff.failpoints import failpoint
 from a2a_handoff.handoff.verified import VerifiedEnvelope
 from a2a_handoff.observe import events
-from a2a_handoff.protocol.events import status_event, with_status
 from a2a_handoff.protocol.models import Message, StreamResponse, Task, utc_now
 from a2a_handoff.protocol.states import TaskState
+from a2a_handoff.protocol.steps import status_event, with_status
 from a2a_handoff.stores.base import OutboxEntry, ReceivedEntry, Store, TaskRecord
 
 log = logging.getLogger("a2a_handoff.runtime")

@@ -15,9 +15,9 @@ import contextlib
 from collections.abc import Container
 
 from a2a_handoff.errors import ConflictError, StoreError
-from a2a_handoff.protocol.events import agent_message
 from a2a_handoff.protocol.extension import HANDING_OFF, ext_metadata
 from a2a_handoff.protocol.states import TaskState
+from a2a_handoff.protocol.steps import agent_message
 from a2a_handoff.runtime.journal import write_state
 from a2a_handoff.runtime.leases import Leases
 from a2a_handoff.stores.base import Store, TaskQuery, TaskRecord

@@ -10,15 +10,17 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
-from typing import Protocol
+from collections.abc import Mapping
+from typing import Any, Protocol
 
+from a2a_handoff.client.mcp_tools import McpTools
 from a2a_handoff.errors import GateRefused, InternalError
 from a2a_handoff.escalation import Escalation
 from a2a_handoff.handoff.handoffs import Handoffs
 from a2a_handoff.handoff.job import DeliveryJob
 from a2a_handoff.outcomes import Handoff, Route
-from a2a_handoff.protocol.events import agent_message, appended, status_event
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI, ext_metadata, with_ext_metadata
+from a2a_handoff.protocol.mcp_result import ToolResult
 from a2a_handoff.protocol.models import (
     Artifact,
     Message,
@@ -27,8 +29,10 @@ from a2a_handoff.protocol.models import (
     TaskArtifactUpdateEvent,
 )
 from a2a_handoff.protocol.states import TaskState
+from a2a_handoff.protocol.steps import agent_message, appended, status_event
 from a2a_handoff.runtime.journal import Journal
 from a2a_handoff.runtime.phases import Phase
+from a2a_handoff.runtime.tool_journal import call_tool
 
 
 class Speaker(Protocol):
@@ -44,6 +48,9 @@ class Speaker(Protocol):
 
     @property
     def acting_for(self) -> str: ...
+
+    @property
+    def tools(self) -> McpTools | None: ...
 
     def advance(self, phase: Phase) -> None: ...
 
@@ -139,6 +146,17 @@ class RunPort:
             f"Informed {envelope.target.agent} (task {created.id}): {escalation.what_is_needed}"
         )
         return created.id
+
+    async def call_tool(
+        self,
+        server: str,
+        tool: str,
+        args: Mapping[str, Any] | None,
+        idempotency_key: str | None,
+    ) -> ToolResult:
+        """`ctx.call_tool`: a keyed call is recorded in the task's journal before its result
+        is returned, and answered from there when made again (`runtime.tool_journal`)."""
+        return await call_tool(self.run, server, tool, args, idempotency_key)
 
     def route_names(self) -> list[str]:
         return self.run.handoffs.sender.route_names()

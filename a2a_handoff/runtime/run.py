@@ -2,7 +2,7 @@
 
 Invariants:
 - the run is in one phase at a time (`runtime.phases`), changed only through its table;
-- every state change goes through `states.transition()` (via `protocol.events.with_status`);
+- every state change goes through `states.transition()` (via `protocol.steps.with_status`);
 - a handler's exception fails the task with its message; it never crashes a request;
 - a cancel requested while the handler runs cancels it and ends the task CANCELED; once the
   handler returned, the step ends on its own (a cancel waits for it);
@@ -17,6 +17,7 @@ import logging
 from typing import Protocol
 
 from a2a_handoff.agent import Agent, TaskContext
+from a2a_handoff.client.mcp_tools import McpTools
 from a2a_handoff.errors import RpcError, StoreError, StoreUnavailableError, TaskBusyError
 from a2a_handoff.escalation import Escalate, EscalationPolicy
 from a2a_handoff.handoff.handoffs import Handoffs
@@ -32,10 +33,10 @@ from a2a_handoff.outcomes import (
     Rejected,
     Reply,
 )
-from a2a_handoff.protocol.events import agent_message, status_event, with_status
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI
 from a2a_handoff.protocol.models import Message, Role, StreamResponse, Task
 from a2a_handoff.protocol.states import TaskState
+from a2a_handoff.protocol.steps import agent_message, status_event, with_status
 from a2a_handoff.runtime.escalations import escalation_handoff, repeated_failure
 from a2a_handoff.runtime.handing import hand_off
 from a2a_handoff.runtime.journal import Journal, Submission
@@ -60,6 +61,9 @@ class RunHost(Protocol):
 
     @property
     def handoffs(self) -> Handoffs: ...
+
+    @property
+    def tools(self) -> McpTools | None: ...
 
     def created(self, run: TaskRun) -> None:
         """The run's task is stored: from now on the store answers for its dedupe key."""
@@ -176,6 +180,11 @@ class TaskRun:
     @property
     def handoffs(self) -> Handoffs:
         return self.host.handoffs
+
+    @property
+    def tools(self) -> McpTools | None:
+        """The MCP servers the handler may call (None: none configured)."""
+        return self.host.tools
 
     @property
     def acting_for(self) -> str:

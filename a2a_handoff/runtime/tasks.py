@@ -28,6 +28,7 @@ import logging
 
 from a2a_handoff.agent import Agent
 from a2a_handoff.client.client import AgentClient
+from a2a_handoff.client.mcp_tools import McpTools
 from a2a_handoff.errors import (
     ConflictError,
     InternalError,
@@ -45,10 +46,10 @@ from a2a_handoff.handoff.settings import HandoffSettings
 from a2a_handoff.handoff.verified import EnvelopeRefused, VerifiedEnvelope
 from a2a_handoff.ids import new_id
 from a2a_handoff.observe import events, tracing
-from a2a_handoff.protocol.events import agent_message, status_event, with_status
 from a2a_handoff.protocol.extension import HANDING_OFF, HANDOFF_EXTENSION_URI, ext_metadata
 from a2a_handoff.protocol.models import Message, Role, StreamResponse, Task, TaskStatus, utc_now
 from a2a_handoff.protocol.states import TaskState
+from a2a_handoff.protocol.steps import agent_message, status_event, with_status
 from a2a_handoff.runtime.escalations import add_note
 from a2a_handoff.runtime.journal import Submission, resolved, write_state
 from a2a_handoff.runtime.leases import Leases
@@ -80,8 +81,10 @@ class TaskManager:
         operators: frozenset[str] | None = None,
         *,
         dedupe_message_ids: bool = True,
+        tools: McpTools | None = None,
     ) -> None:
         self.agent = agent
+        self.tools = tools  # the MCP servers handlers may call (`ctx.call_tool`)
         self.dedupe_message_ids = dedupe_message_ids
         self.store = store
         self.policy = policy or EscalationPolicy()
@@ -191,6 +194,8 @@ class TaskManager:
                 if job is not None:
                     with contextlib.suppress(asyncio.CancelledError, Exception):
                         await job
+        if self.tools is not None:  # after the handlers: none is left calling
+            await self.tools.aclose()
 
     # -- operations -----------------------------------------------------------------------
 

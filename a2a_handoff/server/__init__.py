@@ -2,10 +2,11 @@
 card and health."""
 
 from a2a_handoff.server.app import create_app
-from a2a_handoff.server.config import (
+from a2a_handoff.server.app_config import (
     HandoffConfig,
     LimitsConfig,
     ObservabilityConfig,
+    ToolsConfig,
     TrustConfig,
 )
 from a2a_handoff.server.limits import ServerLimits, return_freed_memory
@@ -15,6 +16,7 @@ __all__ = [
     "LimitsConfig",
     "ObservabilityConfig",
     "ServerLimits",
+    "ToolsConfig",
     "TrustConfig",
     "create_app",
     "return_freed_memory",

@@ -1,8 +1,9 @@
 """An app's lifespan: what runs before the first request is served, and after the last.
 
-Before: the store is opened, the agent's keys loaded (made on first start), handoffs a
-previous process left pending are replayed and the tasks it left running recovered, then
-the background work (the outbox, the heartbeat) starts. After: everything is closed, in the
+Before: the store is opened, the agent's keys loaded (made on first start), the tasks a
+previous process left running recovered, then the background work starts: the outbox (which
+replays the handoffs that process left pending once this one serves: their targets fetch
+its keys from it), the heartbeat. After: everything is closed, in the
 reverse order. A store that fails reads during recovery (a damaged file) is served degraded
 rather than not at all: `/health` says what is wrong, and the heartbeat tries again.
 """
@@ -63,8 +64,8 @@ class Lifespan:
             await legacy(self.name)
         await self.trust.open()  # before any delivery: deliveries are signed
         self.trust.start()
-        # Before serving: finish handoffs a previous process left pending, then fail the
-        # tasks it left running (with replicas: those whose runner is gone).
+        # Before serving: fail the tasks a previous process left running (with replicas:
+        # those whose runner is gone). Its pending handoffs are the outbox's, once serving.
         await self.manager.leases.start()
         try:
             await self._recover()
@@ -76,9 +77,6 @@ class Lifespan:
         self.manager.start_background()
 
     async def _recover(self) -> None:
-        replayed = await self.manager.handoffs.outbox.recover(wait_seconds=5.0)
-        if replayed:
-            events.recovery("replayed", "replaying %d pending handoff(s)", replayed, count=replayed)
         recovered = await self.manager.recover()
         if recovered:
             done = "resumed" if getattr(self.agent, "resumes", False) else "failed"

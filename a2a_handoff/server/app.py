@@ -1,11 +1,11 @@
 """`create_app()`: an agent served as an A2A 1.0 service on Starlette.
 
-Routes: `POST /` (JSON-RPC; SSE for the streaming methods, see `server.jsonrpc` and
-`server.methods`; A2A 0.3 requests are served there too, `server.compat03`), the HTTP+JSON
-routes (`server.rest`), `GET /.well-known/agent-card.json` and `GET /.well-known/jwks.json`
-(`server.card`; the 0.3 card at `/.well-known/agent.json`), `GET /health` (`server.health`)
-and `GET /metrics` (`server.metrics`). Every binding calls the same methods on the same
-runtime. Its settings come grouped (`server.config`); the cards it serves say what it does
+Routes: `POST /` (JSON-RPC; SSE for the streaming methods, see `server._jsonrpc` and
+`server._methods`; A2A 0.3 requests are served there too, `server._compat03`), the HTTP+JSON
+routes (`server._rest`), `GET /.well-known/agent-card.json` and `GET /.well-known/jwks.json`
+(`server._card_route`; the 0.3 card at `/.well-known/agent.json`), `GET /health` (`server._health`)
+and `GET /metrics` (`server._metrics_route`). Every binding calls the same methods on the same
+runtime. Its settings come grouped (`server.app_config`); the cards it serves say what it does
 (`server._cards`); what runs before the first request and after the last is the lifespan's
 (`server._lifespan`).
 
@@ -18,6 +18,7 @@ map to that principal here.
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
 import logging
 import urllib.request
@@ -34,30 +35,33 @@ from starlette.types import Receive, Scope, Send
 from a2a_handoff.agent import Agent
 from a2a_handoff.auth import ApiKeyAuth
 from a2a_handoff.client.client import AgentClient
+from a2a_handoff.client.mcp_tools import McpTools
 from a2a_handoff.client.transport import Http11Transport
+from a2a_handoff.errors import ConfigError
 from a2a_handoff.escalation import EscalationPolicy
 from a2a_handoff.handoff.settings import HandoffSettings, same_url
 from a2a_handoff.observe import Observer, use
 from a2a_handoff.protocol.agent_card import AgentCard
 from a2a_handoff.push import Pusher, PushSettings
 from a2a_handoff.runtime.tasks import TaskManager
+from a2a_handoff.server._call import Handler
+from a2a_handoff.server._card_route import CARD_PATH, JWKS_ROUTE, V03_CARD_PATH, CardRoute
 from a2a_handoff.server._cards import served_cards
+from a2a_handoff.server._compat03 import V03Methods
+from a2a_handoff.server._health import Health
+from a2a_handoff.server._jsonrpc import JsonRpcEndpoint
 from a2a_handoff.server._lifespan import Face, Lifespan
-from a2a_handoff.server.call import Handler
-from a2a_handoff.server.card import CARD_PATH, JWKS_ROUTE, V03_CARD_PATH, CardRoute
-from a2a_handoff.server.compat03 import V03Methods
-from a2a_handoff.server.config import (
+from a2a_handoff.server._methods import A2AMethods
+from a2a_handoff.server._metrics_route import MetricsRoute
+from a2a_handoff.server._push import PushMethods
+from a2a_handoff.server._rest import RestEndpoint, not_found
+from a2a_handoff.server.app_config import (
     HandoffConfig,
     LimitsConfig,
     ObservabilityConfig,
+    ToolsConfig,
     TrustConfig,
 )
-from a2a_handoff.server.health import Health
-from a2a_handoff.server.jsonrpc import JsonRpcEndpoint
-from a2a_handoff.server.methods import A2AMethods
-from a2a_handoff.server.metrics import MetricsRoute
-from a2a_handoff.server.push import PushMethods
-from a2a_handoff.server.rest import RestEndpoint, not_found
 from a2a_handoff.stores.base import Store
 from a2a_handoff.stores.memory import MemoryTaskStore
 from a2a_handoff.trust.agent_trust import AgentTrust
@@ -164,6 +168,7 @@ _HANDOFF = HandoffConfig()
 _TRUST = TrustConfig()
 _LIMITS = LimitsConfig()
 _OBSERVABILITY = ObservabilityConfig()
+_TOOLS = ToolsConfig()
 
 
 def create_app(
@@ -175,6 +180,7 @@ def create_app(
     trust: TrustConfig = _TRUST,
     limits: LimitsConfig = _LIMITS,
     observability: ObservabilityConfig = _OBSERVABILITY,
+    tools: ToolsConfig = _TOOLS,
     escalation: EscalationPolicy | None = None,
     extended_card: AgentCard | None = None,
     card_v03_fields: bool = False,
@@ -184,16 +190,16 @@ def create_app(
 ) -> Starlette:
     """Serve `agent` over A2A; the app opens and closes `store` in its lifespan.
 
-    `handoff`, `trust`, `limits`, `observability`: the grouped settings, each defaulting to
-    the server's (`server.config`). `escalation`: the rules that escalate to the human agent.
-    The plain switches: `extended_card`, served to authenticated callers (the public card
-    then declares it); `card_v03_fields=True` adds the 0.3 members to the 1.0 card path too
-    (for 0.3 clients that read only that path); `mcp_server=True` also serves the agent as an
-    MCP server at `/mcp` (`a2a-handoff[mcp]`, see `server.mcp`); `dedupe_message_ids=False`
-    runs a message whose id was seen before as new (for clients that reuse ids, such as the
-    conformance kit; a retried send must not start the work twice anywhere else).
-    `push` (a `PushSettings`) turns push notifications on. Connection-level limits are the
-    HTTP server's: `server.limits.LimitedHttpProtocol`.
+    `handoff`, `trust`, `limits`, `observability`, `tools` (MCP servers handlers call): the
+    grouped settings, defaulting to the server's (`server.app_config`). `escalation`: the
+    rules that escalate to the human agent. The switches: `extended_card`, served to
+    authenticated callers (the public card then declares it); `card_v03_fields=True` adds the
+    0.3 members to the 1.0 card path too (for 0.3 clients that read only that path);
+    `mcp_server=True` also serves the agent as an MCP server at `/mcp` (`a2a-handoff[mcp]`,
+    see `server._mcp`); `push` (a `PushSettings`) turns push notifications on;
+    `dedupe_message_ids=False` runs a message whose id was seen before as new (for clients
+    that reuse ids, such as the conformance kit; a retried send must not start the work twice
+    anywhere else). Connection limits are the HTTP server's (`server.limits`).
     """
     _check_handler(agent)
     card, extended_card = served_cards(card, extended_card, trust.auth, handoff.contracts, push)
@@ -202,7 +208,7 @@ def create_app(
     agent_trust = _agent_trust(card, store, client, trust, handoff.routes, escalation)
     manager = TaskManager(
         agent, store, _settings(card, handoff), client, agent_trust, escalation, deciders,
-        dedupe_message_ids=dedupe_message_ids,
+        dedupe_message_ids=dedupe_message_ids, tools=_tools(tools),
     )  # fmt: skip
     pusher = None if push is None else Pusher(store, push, lambda: agent_trust.signing_key)
     served = Served(card, store, client, manager, agent_trust, Observer(card.name), pusher)
@@ -225,6 +231,25 @@ def create_app(
     )
     app.state.a2a = served
     return app
+
+
+def _tools(config: ToolsConfig) -> McpTools | None:
+    """The MCP servers handlers may call; None without any. The `mcp` package is imported
+    by the first call (an agent without MCP servers never loads it); one missing is said
+    here, before anything is served."""
+    if not config.mcp:
+        return None
+    if importlib.util.find_spec("mcp") is None:
+        raise ConfigError(
+            "calling MCP servers needs the mcp package: pip install 'a2a-handoff[mcp]'"
+        )
+    return McpTools(
+        config.mcp,
+        timeout=config.timeout,
+        attempts=config.attempts,
+        breaker_threshold=config.breaker_threshold,
+        breaker_cooldown=config.breaker_cooldown,
+    )
 
 
 def _check_handler(agent: Agent) -> None:
@@ -350,7 +375,7 @@ def _mcp_route(
 ) -> Route:
     """The MCP face's route; its sessions run in the lifespan (added to `faces`). Imported
     only when on: an agent without it pays nothing for MCP."""
-    from a2a_handoff.server.mcp import HEALTH_STALE_SECONDS, MCP_PATH, McpFace
+    from a2a_handoff.server._mcp import HEALTH_STALE_SECONDS, MCP_PATH, McpFace
 
     health = Health(
         served.store, served.client, HEALTH_STALE_SECONDS, auth, returns=_returns(served)
@@ -361,10 +386,19 @@ def _mcp_route(
 
 
 def _returns(served: Served) -> Callable[[], dict[str, Any]]:
-    """/health's extra members: the returns this process gave up, and with push
-    notifications on, the deliveries' figures."""
+    """/health's extra members: the returns this process gave up, with push notifications
+    on the deliveries' figures, with MCP servers to call their breakers."""
     returns = served.manager.handoffs.delivery.given_up_report
-    pusher = served.pusher
-    if pusher is None:
+    pusher, tools = served.pusher, served.manager.tools
+    if pusher is None and tools is None:
         return returns
-    return lambda: {**returns(), "push": pusher.report()}
+
+    def report() -> dict[str, Any]:
+        members = returns()
+        if pusher is not None:
+            members["push"] = pusher.report()
+        if tools is not None:
+            members["mcpServers"] = tools.snapshot()
+        return members
+
+    return report

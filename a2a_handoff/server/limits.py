@@ -22,7 +22,7 @@ extends uvicorn's httptools protocol, given to uvicorn as its `http` class:
   `send_buffer`; when the output queued by the whole process passes `max_buffered`, the
   connection that asked for more is dropped at once.
 
-Open SSE streams are capped in the app (`server.streams`), which knows what a stream is.
+Open SSE streams are capped in the app (`server._streams`), which knows what a stream is.
 
 It relies on uvicorn's httptools protocol internals (`transport`, `loop`, `flow`,
 `connections`, `cycle`, `pipeline`, `limit_concurrency`, `timeout_keep_alive(_task)` and its

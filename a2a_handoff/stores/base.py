@@ -322,7 +322,7 @@ class PushConfigRecord:
     config: str  # the TaskPushNotificationConfig's JSON, as accepted (url, token, auth)
     cursor: int = 0
     failing_since: str = ""  # when the delivery at `cursor + 1` first failed ("": it did not)
-    history: str = "[]"  # JSON list of the last deliveries (see `push.history`)
+    history: str = "[]"  # JSON list of the last deliveries (see `push._history`)
     done: bool = False  # the task ended and every event of it was dealt with
     created_at: str = ""
     updated_at: str = ""

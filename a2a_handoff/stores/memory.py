@@ -12,6 +12,7 @@ from dataclasses import replace
 from a2a_handoff.errors import ConflictError
 from a2a_handoff.protocol.models import StreamResponse
 from a2a_handoff.stores._hub import EventHub, follow
+from a2a_handoff.stores._pages import ledger_page, page_of
 from a2a_handoff.stores.base import (
     HandoffStats,
     LocalLeases,
@@ -25,7 +26,6 @@ from a2a_handoff.stores.base import (
     check_create,
     check_update,
 )
-from a2a_handoff.stores.pages import ledger_page, page_of
 
 
 class MemoryTaskStore(LocalLeases):

@@ -3,13 +3,13 @@
 For several replicas of one agent sharing their state on the database a team already runs,
 backs up and monitors (`postgresql://USER@HOST:PORT/DB`, the `postgres` extra). Every write
 that checks something — a task's version, a dedupe key, a pending outbox entry — is one call
-of a PL/pgSQL function (`stores.postgres_schema`): one round trip, one transaction, atomic
+of a PL/pgSQL function (`stores._postgres_schema`): one round trip, one transaction, atomic
 across replicas; the snapshot, its events and the outbox or ledger row commit together or
 not at all, and an acknowledged write is as durable as the server's `synchronous_commit`
 makes it (on by default: flushed to the WAL). A journal flush (the events of one step of a
-handler) is one such call. Leases are one upsert each (`stores.postgres_ledger`). A stream
+handler) is one such call. Leases are one upsert each (`stores._postgres_ledger`). A stream
 served by one replica wakes on the NOTIFY another's write sent at commit
-(`stores.postgres_follow`).
+(`stores._postgres_follow`).
 
 Round trips: a read is one; a write is one; `list_tasks` is one (the page and the total in
 one statement); a task created with a dedupe key that is already taken is two (the key's
@@ -19,9 +19,9 @@ URL options: `?schema=a2a` (agents sharing a database need different schemas, re
 agent the same), `pool_max=10`, `acquire_timeout=5`, `command_timeout=2`,
 `connect_timeout=1` (seconds); asyncpg's own options (`sslmode`, …) pass through.
 
-The rooms: `stores.postgres_pool` (pool, lifecycle, /health), `stores.postgres_ledger`
-(outbox, ledger, leases), `stores.postgres_schema` (tables, functions, migrations),
-`stores.postgres_follow` (LISTEN), `stores.postgres_push` (push configs), this module (tasks).
+The rooms: `stores._postgres_pool` (pool, lifecycle, /health), `stores._postgres_ledger`
+(outbox, ledger, leases), `stores._postgres_schema` (tables, functions, migrations),
+`stores._postgres_follow` (LISTEN), `stores._postgres_push` (push configs), this module (tasks).
 """
 
 from __future__ import annotations
@@ -31,6 +31,11 @@ from typing import Any
 
 from a2a_handoff.errors import ConflictError, StoreError
 from a2a_handoff.protocol.models import StreamResponse, Task
+from a2a_handoff.stores._event_log import from_log, log_json, needs_snapshot
+from a2a_handoff.stores._pages import decode_page_token, encode_page_token
+from a2a_handoff.stores._postgres_pool import guarded
+from a2a_handoff.stores._postgres_push import PostgresPush
+from a2a_handoff.stores._postgres_schema import OUTBOX_COLUMNS, RECEIVED_COLUMNS
 from a2a_handoff.stores.base import (
     OutboxEntry,
     ReceivedEntry,
@@ -41,11 +46,6 @@ from a2a_handoff.stores.base import (
     check_create,
     check_update,
 )
-from a2a_handoff.stores.event_log import from_log, log_json, needs_snapshot
-from a2a_handoff.stores.pages import decode_page_token, encode_page_token
-from a2a_handoff.stores.postgres_pool import guarded
-from a2a_handoff.stores.postgres_push import PostgresPush
-from a2a_handoff.stores.postgres_schema import OUTBOX_COLUMNS, RECEIVED_COLUMNS
 
 try:
     from asyncpg import UniqueViolationError

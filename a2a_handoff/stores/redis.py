@@ -2,16 +2,16 @@
 
 For several replicas of one agent sharing their state (`redis://HOST:PORT/DB`). Every write
 that checks something — a task's version, a dedupe key, a pending outbox entry, a lease — is
-ONE Lua script (`stores.redis_scripts`), so it is atomic across replicas; the snapshot, its
+ONE Lua script (`stores._redis_scripts`), so it is atomic across replicas; the snapshot, its
 events and its indexes change together or not at all. Redis must run with `appendonly yes`,
 `appendfsync always` and `maxmemory-policy noeviction` for the durability of the SQLite
 default (an acknowledged write is on disk): the store refuses to open otherwise, unless the URL
-says `durability=none` (`stores.redis_durability`).
+says `durability=none` (`stores._redis_durability`).
 
 Calls have timeouts (connect 1 s, read 2 s by default; `socket_connect_timeout` and
 `socket_timeout` in the URL) and are not retried blindly: while Redis cannot be reached every
 call fails at once with StoreDownError, one probe a half-second finding it back
-(`stores.guard`). Idle pooled connections are checked before use, so the connections a Redis
+(`stores._guard`). Idle pooled connections are checked before use, so the connections a Redis
 restart broke are replaced rather than failing a call.
 
 Key layout (prefix `a2a:` by default, `?prefix=` in the URL; several agents may share a
@@ -28,8 +28,8 @@ Redis with different prefixes):
     n:<id>              pub/sub channel: "task <id> has new events"
     layout              the key layout's version (a store of an earlier one is migrated)
 
-The rooms: `stores.redis_ledger` (connection, lifecycle, outbox, ledger, leases),
-`stores.redis_follow` (followers), `stores.redis_scripts` (the Lua), this module (tasks).
+The rooms: `stores._redis_ledger` (connection, lifecycle, outbox, ledger, leases),
+`stores._redis_follow` (followers), `stores._redis_scripts` (the Lua), this module (tasks).
 """
 
 from __future__ import annotations
@@ -42,6 +42,10 @@ from urllib.parse import parse_qs, parse_qsl, urlencode, urlsplit
 
 from a2a_handoff.errors import ConflictError, StoreError
 from a2a_handoff.protocol.models import StreamResponse, Task
+from a2a_handoff.stores._event_log import from_log, log_json, needs_snapshot
+from a2a_handoff.stores._pages import page_of
+from a2a_handoff.stores._redis_ledger import guarded, score
+from a2a_handoff.stores._redis_push import RedisPush
 from a2a_handoff.stores.base import (
     OutboxEntry,
     ReceivedEntry,
@@ -52,10 +56,6 @@ from a2a_handoff.stores.base import (
     check_create,
     check_update,
 )
-from a2a_handoff.stores.event_log import from_log, log_json, needs_snapshot
-from a2a_handoff.stores.pages import page_of
-from a2a_handoff.stores.redis_ledger import guarded, score
-from a2a_handoff.stores.redis_push import RedisPush
 
 DEFAULT_IDEMPOTENCY_TTL = 24 * 3600.0
 
@@ -78,7 +78,7 @@ class RedisTaskStore(RedisPush):
     def from_url(cls, url: str) -> RedisTaskStore:
         """`redis://HOST:PORT/DB?prefix=a2a:&idempotency_ttl=86400&durability=none` (query
         optional; `durability=none` accepts a Redis that may lose writes, see
-        `stores.redis_durability`)."""
+        `stores._redis_durability`)."""
         parts = urlsplit(url)
         query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
         ours = ("prefix", "idempotency_ttl", "durability")

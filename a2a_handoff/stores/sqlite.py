@@ -1,16 +1,16 @@
 """SQLite backend: the embedded default, one file per agent.
 
 Durability must not cost throughput: every write goes through one writer that commits
-batches of them together (`stores.sqlite_writer`: group commit, WAL, `synchronous=FULL`); a
+batches of them together (`stores._sqlite_writer`: group commit, WAL, `synchronous=FULL`); a
 caller is resumed only after its batch committed, and committed events are then published to
 in-process followers in commit order. The file's layout and migrations are
-`stores.sqlite_schema`'s.
+`stores._sqlite_schema`'s.
 
-The rooms: `stores.sqlite_file` (connections, where reads run, the check-and-set step,
-leases when shared), `stores.sqlite_ledger` (outbox and ledger), this module (tasks: create,
+The rooms: `stores._sqlite_file` (connections, where reads run, the check-and-set step,
+leases when shared), `stores._sqlite_ledger` (outbox and ledger), this module (tasks: create,
 read, list, events, follow).
 
-One file, one owner (`stores.sqlite_owner`): a second process is refused at `open()`, unless
+One file, one owner (`stores._sqlite_owner`): a second process is refused at `open()`, unless
 the store is opened for sharing (`?shared=1`), when leases live in the file and followers also
 poll for events other processes wrote.
 """
@@ -27,7 +27,12 @@ from urllib.parse import parse_qs
 
 from a2a_handoff.errors import ConflictError, StoreError
 from a2a_handoff.protocol.models import StreamResponse, Task
+from a2a_handoff.stores._event_log import from_log, log_json, needs_snapshot
 from a2a_handoff.stores._hub import follow
+from a2a_handoff.stores._pages import decode_page_token, encode_page_token
+from a2a_handoff.stores._sqlite_ledger import SqliteLedger
+from a2a_handoff.stores._sqlite_push import SqlitePush
+from a2a_handoff.stores._sqlite_schema import INSERT_OUTBOX, INSERT_RECEIVED, TASK_COLUMNS, row_of
 from a2a_handoff.stores.base import (
     OutboxEntry,
     ReceivedEntry,
@@ -37,11 +42,6 @@ from a2a_handoff.stores.base import (
     TaskRecord,
     check_create,
 )
-from a2a_handoff.stores.event_log import from_log, log_json, needs_snapshot
-from a2a_handoff.stores.pages import decode_page_token, encode_page_token
-from a2a_handoff.stores.sqlite_ledger import SqliteLedger
-from a2a_handoff.stores.sqlite_push import SqlitePush
-from a2a_handoff.stores.sqlite_schema import INSERT_OUTBOX, INSERT_RECEIVED, TASK_COLUMNS, row_of
 from a2a_handoff.trust.keys import KeyFile
 
 SHARED_POLL_SECONDS = 1.0  # shared file: followers re-read this often (other processes' events)

@@ -115,12 +115,7 @@ def verify_detached(
     kid = header.get("kid")
     if not isinstance(kid, str) or not kid:
         raise SignatureError("the signature names no key (kid)")
-    accepted = (typ,) if isinstance(typ, str) else typ
-    if header.get("typ") not in accepted:
-        raise SignatureError(f"the signature is of type {header.get('typ')!r}, not {typ!r}")
-    key = keys.get(kid)
-    if key is None:
-        raise SignatureError(f"unknown key id {kid!r}", unknown_kid=kid)
+    key = _typed_key(header, kid, keys, typ)
     try:
         valid = jws.validate_compact(obj, key, registry=_REGISTRY)
     except (JoseError, ValueError, TypeError) as exc:
@@ -130,6 +125,23 @@ def verify_detached(
     if "b64" not in header:  # RFC 7797's unencoded payloads always take joserfc's path
         _remember(_HEADERS, head, dict(header))
     return dict(header)
+
+
+def _typed_key(
+    header: Mapping[str, Any],
+    kid: str,
+    keys: Mapping[str, OKPKey],
+    typ: str | tuple[str | None, ...],
+) -> OKPKey:
+    """The key `kid` names, once the header's type is one `typ` accepts: else SignatureError
+    (an unknown kid named in it, for the caller to refresh its keys)."""
+    accepted = (typ,) if isinstance(typ, str) else typ
+    if header.get("typ") not in accepted:
+        raise SignatureError(f"the signature is of type {header.get('typ')!r}, not {typ!r}")
+    key = keys.get(kid)
+    if key is None:
+        raise SignatureError(f"unknown key id {kid!r}", unknown_kid=kid)
+    return key
 
 
 def _verify_known(
@@ -143,12 +155,7 @@ def _verify_known(
     """`verify_detached` for a header joserfc read and checked before: the same checks in
     the same order, the key's checks once per key, then the signature itself."""
     kid = header["kid"]
-    accepted = (typ,) if isinstance(typ, str) else typ
-    if header.get("typ") not in accepted:
-        raise SignatureError(f"the signature is of type {header.get('typ')!r}, not {typ!r}")
-    key = keys.get(kid)
-    if key is None:
-        raise SignatureError(f"unknown key id {kid!r}", unknown_kid=kid)
+    key = _typed_key(header, kid, keys, typ)
     alg = header["alg"]
     known = _VERIFIERS.get((id(key), alg))
     if known is None or known[0] is not key:

@@ -131,6 +131,21 @@ def test_no_module_imports_itself_back() -> None:
     assert not cycles, "import circles: " + "; ".join(" → ".join(c) for c in cycles)
 
 
+def test_private_modules_are_imported_only_from_their_room() -> None:
+    # `room/_name.py` is the room's own: another room goes through the room's `__init__`
+    # (or a public module of it), so the room may change its insides freely.
+    assert "a2a_handoff.server._methods" in GRAPH["a2a_handoff.server.app"]  # (seen at all)
+    reached = sorted(
+        f"{importer} → {target}"
+        for importer, targets in GRAPH.items()
+        for target in targets
+        if target.rpartition(".")[2].startswith("_")
+        and not target.endswith("__init__")
+        and room_of(target) != room_of(importer)
+    )
+    assert not reached, f"private modules imported from another room: {reached}"
+
+
 # The handler API: what a handler author imports, and what it drags in. Never the client, the
 # stores or the trust room (network, databases, keys), not even for a type.
 HANDLER_API = "a2a_handoff.agent"
@@ -213,3 +228,37 @@ def test_users_import_only_the_front_door_and_public_rooms(path: Path) -> None:
         or (name is not None and name.startswith("_") and not name.startswith("__"))
     ]
     assert not deep, f"{path.relative_to(ROOT)} reaches inside a room: {deep}"
+
+
+# One name, one file: a module's name says what it holds, so no two rooms name a file alike
+# (`server/config.py` beside `push/config.py` says neither). A leading `_` does not make a
+# name another: `_events.py` and `events.py` are still both "events".
+# Still repeated, so this list can only shrink: `agent.py` (the handler API) and
+# `llm/agent.py` (LLMAgent) — the llm room is being reworked elsewhere; rename it there.
+SHARED_NAMES_LEFT = {"agent.py"}
+
+
+def shared_names(root: Path) -> dict[str, list[str]]:
+    """Each file name (less a leading `_`) that stands in more than one folder under `root`."""
+    places: dict[str, list[str]] = {}
+    for path in sorted(root.rglob("*.py")):
+        if path.name not in ("__init__.py", "__main__.py"):
+            name = path.name.lstrip("_")
+            places.setdefault(name, []).append(str(path.relative_to(root)))
+    return {name: where for name, where in places.items() if len(where) > 1}
+
+
+def test_no_two_rooms_name_a_file_alike() -> None:
+    shared = shared_names(PACKAGE)
+    assert set(shared) <= SHARED_NAMES_LEFT, {
+        n: w for n, w in shared.items() if n not in SHARED_NAMES_LEFT
+    }
+    # The list only shrinks: a name no longer shared leaves it.
+    assert set(shared) >= SHARED_NAMES_LEFT, f"no longer shared: {SHARED_NAMES_LEFT - set(shared)}"
+
+
+def test_the_name_check_sees_a_repeated_name(tmp_path: Path) -> None:
+    for where in ("a/config.py", "b/_config.py", "b/pusher.py", "c/__init__.py", "d/__init__.py"):
+        (tmp_path / where).parent.mkdir(exist_ok=True)
+        (tmp_path / where).write_text("")
+    assert shared_names(tmp_path) == {"config.py": ["a/config.py", "b/_config.py"]}

@@ -30,7 +30,7 @@ from a2a_handoff.adapters.openai_agents import (
     from_agents_sdk,
 )
 from a2a_handoff.agent import Route
-from a2a_handoff.contracts.model import load_contract
+from a2a_handoff.contracts.contract import load_contract
 from a2a_handoff.llm.chat import HISTORY_KEY
 from a2a_handoff.llm.transfer import HandoffTool, Transfer, tool_spec
 from a2a_handoff.protocol.models import Message, Part, Role, Task, TaskStatus

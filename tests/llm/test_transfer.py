@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from a2a_handoff.agent import Route, TaskContext
-from a2a_handoff.contracts.model import load_contract
+from a2a_handoff.contracts.contract import load_contract
 from a2a_handoff.llm import LLMAgent, Model
 from a2a_handoff.llm.agent import _HANDED_OVER, Transfer, _HandoffTool, _Step
 from a2a_handoff.llm.chat import HISTORY_KEY

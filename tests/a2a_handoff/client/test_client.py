@@ -582,7 +582,7 @@ async def test_credentials_of_an_address_go_to_each_of_its_replicas() -> None:
 
 async def test_a_trusted_agents_card_must_carry_its_signature() -> None:
     from a2a_handoff.protocol.agent_card import build_card
-    from a2a_handoff.trust.card import sign_card
+    from a2a_handoff.trust.card_signature import sign_card
     from a2a_handoff.trust.keys import Identity
     from a2a_handoff.trust.trustlist import TrustedAgent, TrustList
 

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from a2a_handoff.contracts import Catalog, ContractError
-from a2a_handoff.contracts.model import Contract
+from a2a_handoff.contracts.contract import Contract
 from tests.support import ROOT
 
 SHIPPED = ROOT / "contracts"

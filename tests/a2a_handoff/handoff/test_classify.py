@@ -9,7 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from a2a_handoff.client.retry import RetryPolicy
-from a2a_handoff.contracts.model import Contract
+from a2a_handoff.contracts.contract import Contract
 from a2a_handoff.errors import (
     CircuitOpenError,
     GateRefused,
@@ -28,10 +28,10 @@ from a2a_handoff.handoff.classify import (
     classify,
     refused,
 )
-from a2a_handoff.protocol.events import agent_message, with_status
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI as URI
 from a2a_handoff.protocol.models import Task, TaskStatus, utc_now
 from a2a_handoff.protocol.states import TaskState
+from a2a_handoff.protocol.steps import agent_message, with_status
 
 PASSING = -32603  # the target's own passing failure
 

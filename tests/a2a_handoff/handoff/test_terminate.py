@@ -8,10 +8,10 @@ import pytest
 from a2a_handoff.canonical import canonical
 from a2a_handoff.handoff.sender import HandoffSender
 from a2a_handoff.handoff.terminate import reopened
-from a2a_handoff.protocol.events import status_event
 from a2a_handoff.protocol.extension import ext_metadata
 from a2a_handoff.protocol.models import StreamResponse, Task, TaskStatus, utc_now
 from a2a_handoff.protocol.states import TaskState
+from a2a_handoff.protocol.steps import status_event
 from a2a_handoff.stores.base import TaskRecord
 from a2a_handoff.stores.memory import MemoryTaskStore
 from tests.a2a_handoff.handoff.test_delivery import envelope

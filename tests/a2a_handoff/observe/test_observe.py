@@ -257,9 +257,9 @@ def test_a_later_version_of_traceparent_is_read_for_its_trace_id() -> None:
 def test_a_status_note_in_the_same_state_is_not_a_transition(
     observer: Observer, lines: io.StringIO
 ) -> None:
-    from a2a_handoff.protocol.events import status_event
     from a2a_handoff.protocol.models import Task, TaskStatus
     from a2a_handoff.protocol.states import TaskState
+    from a2a_handoff.protocol.steps import status_event
 
     def event(state: TaskState) -> Any:
         task = Task(id="t-1", context_id="c-1", status=TaskStatus(state=state))

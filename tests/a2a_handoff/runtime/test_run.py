@@ -17,7 +17,6 @@ from a2a_handoff.handoff.handoffs import Handoffs
 from a2a_handoff.handoff.settings import HandoffSettings
 from a2a_handoff.ids import new_id
 from a2a_handoff.outcomes import Completed, Handoff, Outcome, Reply
-from a2a_handoff.protocol.events import status_event, with_status
 from a2a_handoff.protocol.models import (
     Message,
     Part,
@@ -28,6 +27,7 @@ from a2a_handoff.protocol.models import (
     utc_now,
 )
 from a2a_handoff.protocol.states import TaskState
+from a2a_handoff.protocol.steps import status_event, with_status
 from a2a_handoff.runtime.journal import Replied
 from a2a_handoff.runtime.phases import Phase, PhaseError
 from a2a_handoff.runtime.run import TaskRun

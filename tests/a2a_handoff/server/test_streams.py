@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from a2a_handoff.protocol.sse import PING, frame
-from a2a_handoff.server.streams import SseResponse
+from a2a_handoff.server._streams import SseResponse
 
 pytestmark = pytest.mark.anyio
 

@@ -1,0 +1,147 @@
+"""One A2A call being served, whatever binding carried it, and how its binding answers.
+
+A binding (JSON-RPC 1.0, HTTP+JSON, JSON-RPC for A2A 0.3 clients) parses a request into a
+`Call` — params as the 1.0 request object, the caller, the active extensions — and hands it
+to a method of `server._methods`. The method produces the 1.0 result (as JSON) or a stream of
+1.0 items; the call's `Binding` frames them for the wire: a JSON-RPC envelope, a bare REST
+body, or a 0.3 rendering. So the methods exist once, and every binding serves the same
+runtime.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+from pydantic import BaseModel, ValidationError
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import Response
+
+from a2a_handoff.auth import ApiKeyAuth
+from a2a_handoff.errors import (
+    AuthenticationError,
+    InvalidParamsError,
+    PayloadTooLargeError,
+    RpcError,
+)
+from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI
+from a2a_handoff.protocol.models import StreamResponse
+
+PROTOCOL_VERSION = "1.0"
+SUPPORTED_EXTENSIONS = frozenset({HANDOFF_EXTENSION_URI})
+
+
+class Binding(Protocol):
+    """How one binding frames what a method produced."""
+
+    def answer(self, call: Call, result_json: str) -> Response:
+        """The answer carrying the 1.0 result `result_json`."""
+        ...
+
+    def event(self, call: Call, seq: int | None, item: StreamResponse) -> bytes:
+        """One SSE event carrying a (rendered) stream item."""
+        ...
+
+    def stream_error(self, call: Call, error: RpcError) -> bytes:
+        """The SSE event that ends a stream which failed after it started."""
+        ...
+
+
+@dataclass(slots=True)
+class Call:
+    """One call being served."""
+
+    id: str | int | None
+    params: dict[str, Any]
+    principal: str
+    extensions: frozenset[str]
+    request: Request
+    binding: Binding
+
+    @property
+    def transfers_visible(self) -> bool:
+        return HANDOFF_EXTENSION_URI in self.extensions
+
+
+Handler = Callable[[Call], Awaitable[Response]]
+"""An A2A method: the call in, the answer out (JSON, or an SSE stream)."""
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def validate(model: type[M], params: dict[str, Any]) -> M:
+    """Params as `model`, or -32602 naming the first offending field."""
+    try:
+        return model.model_validate(params)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False, include_context=False, include_input=False)[0]
+        field = ".".join(str(part) for part in first["loc"]) or "params"
+        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        raise InvalidParamsError(f"{field}: {first['msg']}{more}") from None
+
+
+def protocol_headers(extensions: frozenset[str]) -> dict[str, str]:
+    """The A2A headers of an answer: the version, and the extensions active for it."""
+    headers = {"A2A-Version": PROTOCOL_VERSION}
+    if extensions:
+        headers["A2A-Extensions"] = ",".join(sorted(extensions))
+    return headers
+
+
+def supported_version(version: str) -> bool:
+    """Whether an `A2A-Version` value names 1.0 (`1.0`, `1.0.x`)."""
+    parts = version.strip().split(".")
+    return len(parts) >= 2 and parts[0] == "1" and parts[1] == "0"
+
+
+def is_v03(version: str | None) -> bool:
+    """Whether an `A2A-Version` value (None: no header) means A2A 0.3 (spec §3.6.2)."""
+    return version is None or not version.strip() or version.strip().startswith("0.")
+
+
+def is_json_media_type(content_type: str | None) -> bool:
+    """`application/json`, or any `+json` type (`application/a2a+json`), parameters aside."""
+    if content_type is None:
+        return False
+    media = content_type.split(";", 1)[0].strip().lower()
+    return media == "application/json" or media.endswith("+json")
+
+
+async def read_body(request: Request, max_body: int) -> bytes:
+    """The request body, refused (-32100, HTTP 413) as soon as it is over `max_body`."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > max_body:
+        raise PayloadTooLargeError(f"request body over {max_body} bytes")
+    # Starlette's `request.stream()` without its async generator (one per request): the
+    # ASGI messages read here, a disconnect raising ClientDisconnect as it does.
+    if request._stream_consumed:
+        raise RuntimeError("Stream consumed")
+    chunks: list[bytes] = []
+    size = 0
+    receive = request.receive
+    while True:
+        message = await receive()
+        if message["type"] == "http.request":
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > max_body:
+                raise PayloadTooLargeError(f"request body over {max_body} bytes")
+            if chunk:
+                chunks.append(chunk)
+            if not message.get("more_body", False):
+                request._stream_consumed = True
+                return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        elif message["type"] == "http.disconnect":
+            request._is_disconnected = True
+            raise ClientDisconnect()
+
+
+def principal_of(auth: ApiKeyAuth | None, request: Request) -> str:
+    """The caller's principal ("" without auth); -32101 (HTTP 401) without valid credentials."""
+    if auth is None:
+        return ""
+    found = auth.authenticate(request.headers)
+    if found is None:
+        raise AuthenticationError()
+    return found

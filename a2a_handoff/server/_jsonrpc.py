@@ -1,0 +1,350 @@
+"""The JSON-RPC 2.0 binding: one POST endpoint, a dispatch table, errors as error objects.
+
+Input is checked in this order — body size, credentials, JSON, JSON-RPC shape, protocol
+version, method, params — and every failure is a JSON-RPC error object (A2A's carrying a
+`google.rpc.ErrorInfo` in `error.data`): never an HTTP 500, never a traceback. A body that is
+not JSON is -32005 when its `Content-Type` is not JSON either (-32700 otherwise); valid JSON
+is served whatever the header says. A request without `A2A-Version` (or with `0.x`) is an
+A2A 0.3 request: its slash-named methods (`message/send`, …) go to the 0.3 binding
+(`server._compat03`), anything else answers -32009. The methods themselves are
+`server._methods`'; this module only frames calls and answers — nothing of this is on the
+path of a successful 1.0 call but the dictionary look-ups it always had.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import Response
+
+from a2a_handoff.auth import ApiKeyAuth
+from a2a_handoff.errors import (
+    AuthenticationError,
+    ContentTypeNotSupportedError,
+    InternalError,
+    InvalidParamsError,
+    InvalidRequestError,
+    MethodNotFoundError,
+    ParseError,
+    PayloadTooLargeError,
+    PushNotificationNotSupportedError,
+    RpcError,
+    StoreError,
+    StoreUnavailableError,
+    TooManyStreamsError,
+    VersionNotSupportedError,
+)
+from a2a_handoff.observe import events, tracing
+from a2a_handoff.protocol.extension import parse_extensions
+from a2a_handoff.protocol.models import StreamResponse
+from a2a_handoff.protocol.sse import frame
+from a2a_handoff.server._call import (
+    PROTOCOL_VERSION,
+    SUPPORTED_EXTENSIONS,
+    Call,
+    Handler,
+    is_json_media_type,
+    is_v03,
+    principal_of,
+    protocol_headers,
+    read_body,
+    supported_version,
+)
+
+log = logging.getLogger("a2a_handoff.server")
+
+DEFAULT_MAX_BODY = 1024 * 1024
+_PUSH_METHODS = frozenset(
+    {
+        "CreateTaskPushNotificationConfig",
+        "GetTaskPushNotificationConfig",
+        "ListTaskPushNotificationConfigs",
+        "DeleteTaskPushNotificationConfig",
+    }
+)
+
+
+Legacy = Callable[[str | int | None, str, dict[str, Any], str, Request], Awaitable[Response]]
+"""The A2A 0.3 binding: (id, method, params, principal, request) → the answer."""
+
+
+def result_body(call_id: str | int | None, result_json: str) -> bytes:
+    return (
+        '{"jsonrpc":"2.0","id":' + json.dumps(call_id) + ',"result":' + result_json + "}"
+    ).encode()
+
+
+def error_body(call_id: str | int | None, error: RpcError) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": call_id, "error": error.to_dict()}
+
+
+class JsonAnswer(Response):
+    """A JSON-RPC answer with its header list made in one go (Starlette's Response builds
+    one, then edits it for each header added: more work than a GetTask's own)."""
+
+    media_type = "application/json"
+
+    def __init__(self, body: bytes, headers: list[tuple[bytes, bytes]]) -> None:
+        self.status_code = 200
+        self.background = None
+        self.body = body
+        self.raw_headers = [
+            (b"content-length", str(len(body)).encode()),
+            (b"content-type", b"application/json"),
+            *headers,
+        ]
+
+
+_RAW_HEADERS: dict[frozenset[str], list[tuple[bytes, bytes]]] = {}
+
+
+def raw_protocol_headers(extensions: frozenset[str]) -> list[tuple[bytes, bytes]]:
+    """`protocol_headers()` as raw ASGI headers, made once per set of active extensions."""
+    raw = _RAW_HEADERS.get(extensions)
+    if raw is None:  # one list per set of active extensions (a subset of ours)
+        headers = protocol_headers(extensions).items()
+        raw = [(k.lower().encode(), v.encode()) for k, v in headers]
+        _RAW_HEADERS[extensions] = raw
+    return raw
+
+
+def answer(call: Call, result_json: str) -> Response:
+    """The JSON-RPC answer carrying `result_json`, with the protocol headers."""
+    return JsonAnswer(result_body(call.id, result_json), raw_protocol_headers(call.extensions))
+
+
+class JsonRpcBinding:
+    """JSON-RPC 2.0 framing: results and stream items in a JSON-RPC response envelope."""
+
+    def answer(self, call: Call, result_json: str) -> Response:
+        return answer(call, result_json)
+
+    def event(self, call: Call, seq: int | None, item: StreamResponse) -> bytes:
+        return frame(result_body(call.id, item.dump_json()).decode(), seq)
+
+    def stream_error(self, call: Call, error: RpcError) -> bytes:
+        return frame(json.dumps(error_body(call.id, error)))
+
+
+JSON_RPC = JsonRpcBinding()
+
+
+class JsonRpcEndpoint:
+    """`POST /`: authenticates, parses and dispatches a call to its method."""
+
+    def __init__(
+        self,
+        methods: Mapping[str, Handler],
+        auth: ApiKeyAuth | None,
+        max_body: int,
+        legacy: Legacy | None = None,
+    ) -> None:
+        self.methods = methods
+        self.auth = auth
+        self.max_body = max_body
+        self.legacy = legacy
+
+    def serve(self, request: Request) -> Awaitable[Response]:
+        """`rpc`, without a coroutine of its own in between when there is no trace to take
+        part in (tracing off, no `traceparent`): the hot path."""
+        if tracing.enabled() or tracing.traceparent_in(request.scope["headers"]):
+            return self.rpc(request)
+        return self._rpc(request)
+
+    async def rpc(self, request: Request) -> Response:
+        # A caller's trace context (its sampled flag: whether we record and export spans) is
+        # taken only from a caller who proved who it is: under API-key auth, anyone else's
+        # requests are sampled by this agent's own sampler, as new traces.
+        trusted = self.auth is None or self.auth.authenticate(request.headers) is not None
+        token = tracing.incoming_raw(request.scope["headers"]) if trusted else None
+        try:
+            if tracing.enabled():
+                with tracing.span("a2a.receive", "http.route", "/"):
+                    return await self._rpc(request)
+            return await self._rpc(request)
+        finally:
+            tracing.leave(token)
+
+    async def _rpc(self, request: Request) -> Response:
+        call_id: str | int | None = None
+        method = "?"
+        extensions = SUPPORTED_EXTENSIONS & parse_extensions(request.headers.get("a2a-extensions"))
+        try:
+            body = await read_body(request, self.max_body)
+            principal = principal_of(self.auth, request)
+            payload = _parse_json(body, request)
+            call_id = _call_id(payload)
+            method, params = _parse_envelope(payload)
+            version = request.headers.get("a2a-version")
+            if version is None or not supported_version(version):
+                if version is None:  # spec §3.6.1: the version may come as a query parameter
+                    version = request.query_params.get("A2A-Version")
+                if is_v03(version) and self.legacy is not None and "/" in method:
+                    if b"\\ud" in body or b"\\uD" in body:
+                        refuse_lone_surrogates(params, "params")
+                    return await self.legacy(call_id, method, params, principal, request)
+                if version is None or not supported_version(version):
+                    raise VersionNotSupportedError(
+                        f"A2A-Version {version!r} is not supported; this server speaks"
+                        f" {PROTOCOL_VERSION} (send the header 'A2A-Version: {PROTOCOL_VERSION}')"
+                        " and A2A 0.3 (no header, methods such as 'message/send')"
+                    )
+            handler = self.methods.get(method)
+            if handler is None:
+                if method in _PUSH_METHODS:
+                    raise PushNotificationNotSupportedError()
+                raise MethodNotFoundError(f"method {_printable(method)!r} not found")
+            if b"\\ud" in body or b"\\uD" in body:  # JSON escapes that may be lone surrogates
+                refuse_lone_surrogates(params, "params")
+            answer = await handler(Call(call_id, params, principal, extensions, request, JSON_RPC))
+            events.request(method, "ok")
+            return answer
+        except RpcError as error:
+            events.request(_known(method, self.methods), type(error).__name__)
+            return error_response(call_id, error, extensions)
+        except StoreError as exc:  # unreachable, or failing writes: the caller may retry
+            _store_failures.note(exc)
+            events.request(_known(method, self.methods), "StoreUnavailableError")
+            return error_response(call_id, StoreUnavailableError(str(exc)), extensions)
+        except ClientDisconnect:  # the body never came (the server's body timeout): no answer
+            return Response(status_code=400)
+        except Exception:
+            log.exception("internal error serving a JSON-RPC call")
+            events.request(_known(method, self.methods), "InternalError")
+            return error_response(call_id, InternalError(), extensions)
+
+
+def _known(method: str, methods: Mapping[str, Handler]) -> str:
+    """The method as a metric label: one of ours, else `other` (labels stay bounded)."""
+    return method if method in methods else "other"
+
+
+class _StoreFailures:
+    """Calls refused because the store failed: logged once per `every` seconds, with the count
+    (under load while the store is down, a line per call would flood the log)."""
+
+    def __init__(self, every: float = 10.0) -> None:
+        self.every = every
+        self.count = 0
+        self.last = -every
+
+    def note(self, exc: Exception) -> None:
+        self.count += 1
+        now = time.monotonic()
+        if now - self.last >= self.every:
+            log.warning("%d call(s) refused: the store failed (%s)", self.count, exc)
+            self.count, self.last = 0, now
+
+
+_store_failures = _StoreFailures()
+
+
+def error_response(
+    call_id: str | int | None, error: RpcError, extensions: frozenset[str] = frozenset()
+) -> Response:
+    """The JSON-RPC error object as an HTTP answer (401, 413 and 503 where HTTP has a
+    status: a 503 tells clients and proxies to retry later)."""
+    status = 200
+    headers = protocol_headers(extensions)
+    if isinstance(error, AuthenticationError):
+        status = 401
+        headers["WWW-Authenticate"] = 'Bearer realm="a2a"'
+    elif isinstance(error, PayloadTooLargeError):
+        status = 413
+    elif isinstance(error, StoreUnavailableError | TooManyStreamsError):
+        status = 503
+        headers["Retry-After"] = "1"
+    # ensure_ascii: an id holding a lone surrogate still encodes (as an escape).
+    body = json.dumps(error_body(call_id, error), separators=(",", ":"))
+    return Response(body, status_code=status, headers=headers, media_type="application/json")
+
+
+def refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON: numbers must be finite")
+
+
+def finite(text: str) -> float:
+    """A JSON number as a float, refusing one that overflows (1e999: valid JSON syntax, but
+    no double holds it; it was stored as null)."""
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"{text[:40]} is not JSON: numbers must be finite")
+    return value
+
+
+_DECODER = json.JSONDecoder(parse_constant=refuse_constant, parse_float=finite)
+
+
+def _parse_json(body: bytes, request: Request) -> Any:
+    """Strict JSON: no NaN or Infinity, nor a number that overflows to it; too deep a nesting
+    is a parse error too. A body that is not JSON, sent as something else than JSON, is
+    refused for its content type (-32005): the header is read only then, so a valid JSON
+    body is served whatever it says."""
+    try:  # json.loads(body, …) as it decodes bytes, without making a decoder every call
+        return _DECODER.decode(body.decode(json.detect_encoding(body), "surrogatepass"))
+    except RecursionError:
+        raise ParseError("Parse error: the JSON is nested too deeply") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        content_type = request.headers.get("content-type")
+        if content_type is not None and not is_json_media_type(content_type):
+            raise ContentTypeNotSupportedError(
+                f"Content-Type {_printable(content_type)!r} is not supported: send application/json"
+            ) from None
+        detail = str(exc) if "not JSON" in str(exc) else "the body is not valid JSON"
+        raise ParseError(f"Parse error: {detail}") from None
+
+
+def _call_id(payload: Any) -> str | int | None:
+    """The request's id when it has a usable one, so that errors can carry it."""
+    if isinstance(payload, dict):
+        call_id = payload.get("id")
+        if isinstance(call_id, str | int) and not isinstance(call_id, bool):
+            return call_id
+    return None
+
+
+def _printable(text: str) -> str:
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")[:100]
+
+
+def refuse_lone_surrogates(value: Any, where: str) -> None:
+    """Strings that cannot be stored as UTF-8 are refused, naming where they are."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidParamsError(f"{where}: a string holds a lone surrogate") from None
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            refuse_lone_surrogates(key, where)
+            refuse_lone_surrogates(item, f"{where}.{_printable(str(key))}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            refuse_lone_surrogates(item, f"{where}.{index}")
+
+
+def _parse_envelope(payload: Any) -> tuple[str, dict[str, Any]]:
+    if isinstance(payload, list):
+        raise InvalidRequestError("batch requests are not supported")
+    if not isinstance(payload, dict):
+        raise InvalidRequestError("the body must be a JSON-RPC request object")
+    call_id = payload.get("id")
+    if call_id is not None and (isinstance(call_id, bool) or not isinstance(call_id, str | int)):
+        raise InvalidRequestError("id must be a string, a number or null")
+    if payload.get("jsonrpc") != "2.0":
+        raise InvalidRequestError('jsonrpc must be "2.0"')
+    method = payload.get("method")
+    if not isinstance(method, str) or not method:
+        raise InvalidRequestError("method must be a non-empty string")
+    params = payload.get("params", {})
+    if params is None:
+        params = {}
+    if not isinstance(params, dict):
+        raise InvalidParamsError("params must be an object")
+    return method, params

@@ -1,0 +1,405 @@
+"""The agent as an MCP server: streamable HTTP at `/mcp` on the agent's own port.
+
+A thin binding over the same A2A methods JSON-RPC and REST call (`server._methods`): every
+tool builds a `Call` and runs the method a client of the other bindings would, so ownership,
+deduplication, the handoff receiver's checks and the rendering of tasks are the same.
+
+Tools: one per skill of the card (sends a message and answers with the task's outcome: its
+text, artifacts and state; a task that asks for input answers with the question and its
+id), `reply` (continues a task that asked for input), `get_task`, `health_check` (the store,
+the handoffs pending for more than 5 minutes, the last completed one) and
+`resume_from_handoff` (a signed handoff envelope, received exactly as over A2A).
+
+Retries are safe: a call with an `idempotencyKey` sends a message whose id is derived from
+the key, so a retried call finds the task the first one made (the agent deduplicates
+message ids); a handoff envelope carries its own key. Under API-key auth `/mcp` takes the
+same keys as the other routes and a tool sees only its caller's tasks. A request from a web
+page (an `Origin` header other than the agent's own) is refused: a local agent is not to be
+driven by whatever site its user visits.
+
+This module is imported only when the MCP face is on (`create_app(mcp_server=True)`): it
+needs the `mcp` package (`pip install 'a2a-handoff[mcp]'`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import re
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+from urllib.parse import urlsplit
+
+try:
+    import mcp_types as types
+    from mcp.server.context import ServerRequestContext
+    from mcp.server.lowlevel.server import Server
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+except ImportError as exc:  # pragma: no cover - the extra is missing
+    raise ImportError("the MCP face needs the mcp package: pip install 'a2a-handoff[mcp]'") from exc
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.types import Receive, Scope, Send
+
+from a2a_handoff.auth import ApiKeyAuth
+from a2a_handoff.errors import RpcError
+from a2a_handoff.protocol.agent_card import AgentCard
+from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI, SIGNATURE_KEY
+from a2a_handoff.protocol.models import StreamResponse
+from a2a_handoff.server._call import Call, Handler
+from a2a_handoff.server._health import Health
+
+MCP_PATH = "/mcp"
+HEALTH_STALE_SECONDS = 300.0  # health_check: pending handoffs older than 5 minutes
+_FIXED = ("reply", "get_task", "health_check", "resume_from_handoff")
+_KEY = {
+    "type": "string",
+    "maxLength": 200,
+    "description": "Any unique string; a retry with the same key returns the same task"
+    " instead of starting the work again.",
+}
+
+
+class _McpBinding:
+    """Frames a method's result as a plain JSON response (read back by the tool)."""
+
+    def answer(self, call: Call, result_json: str) -> Response:
+        return Response(result_json, media_type="application/json")
+
+    def event(self, call: Call, seq: int | None, item: StreamResponse) -> bytes:
+        raise NotImplementedError("MCP tools do not stream")
+
+    def stream_error(self, call: Call, error: RpcError) -> bytes:
+        raise NotImplementedError("MCP tools do not stream")
+
+
+_BINDING = _McpBinding()
+
+
+def tool_name(skill_id: str) -> str:
+    """A skill id as an MCP tool name (letters, digits, `_` and `-`; 64 at most)."""
+    name = re.sub(r"[^A-Za-z0-9_-]", "_", skill_id)[:64] or "skill"
+    return f"skill_{name}"[:64] if name in _FIXED else name
+
+
+def _message_id(tool: str, key: str | None) -> str:
+    if not key:
+        return str(uuid.uuid4())
+    return "mcp-" + hashlib.sha256(f"{tool}\x1f{key}".encode()).hexdigest()[:32]
+
+
+def _texts(parts: list[dict[str, Any]] | None) -> list[str]:
+    out = []
+    for part in parts or ():
+        if "text" in part:
+            out.append(str(part["text"]))
+        elif "data" in part:
+            out.append(json.dumps(part["data"], separators=(",", ":")))
+        elif "url" in part:
+            out.append(str(part["url"]))
+    return out
+
+
+def outcome(task: dict[str, Any]) -> types.CallToolResult:
+    """A task as a tool's result: its answer as text, the task as structured content."""
+    status = task.get("status") or {}
+    state = str(status.get("state", "")).removeprefix("TASK_STATE_").lower().replace("_", "-")
+    said = " ".join(_texts((status.get("message") or {}).get("parts")))
+    ext = (task.get("metadata") or {}).get(HANDOFF_EXTENSION_URI) or {}
+    if ext.get("state") == "TRANSFERRED":
+        state = "transferred"
+    artifacts = [
+        {"name": a.get("name"), "parts": a.get("parts") or []} for a in task.get("artifacts") or ()
+    ]
+    structured: dict[str, Any] = {
+        "taskId": task.get("id"),
+        "contextId": task.get("contextId"),
+        "state": state,
+        "message": said,
+        "artifacts": artifacts,
+    }
+    if "transfer" in ext:
+        structured["transfer"] = ext["transfer"]
+    for member in ("duplicate", "rejected"):
+        if member in ext:
+            structured[member] = ext[member]
+    lines = [f"{a['name'] or 'artifact'}: {' '.join(_texts(a['parts']))}" for a in artifacts]
+    if said:
+        lines.append(said)
+    if state == "input-required":
+        lines.append(f"(task {task.get('id')} needs input: answer it with the reply tool)")
+    elif state == "transferred" and "transfer" in ext:
+        where = ext["transfer"]
+        lines.append(f"(handed off to {where.get('agentName')}, task {where.get('taskId')})")
+    text = "\n".join(lines) or state
+    failed = state in ("failed", "rejected", "canceled")
+    return types.CallToolResult(
+        content=[types.TextContent(text=text)], structured_content=structured, is_error=failed
+    )
+
+
+def _error(exc: RpcError) -> types.CallToolResult:
+    message = f"{exc.message} (A2A error {exc.code})"
+    return types.CallToolResult(
+        content=[types.TextContent(text=message)],
+        structured_content={"error": {"code": exc.code, "message": exc.message}},
+        is_error=True,
+    )
+
+
+def _invalid(message: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)
+
+
+def _string(args: dict[str, Any], name: str, *, required: bool = True) -> str | None:
+    value = args.get(name)
+    if value is None and not required:
+        return None
+    if not isinstance(value, str) or (required and not value):
+        raise ValueError(f"{name}: a non-empty string is required")
+    return value
+
+
+class McpFace:
+    """The MCP server of one agent: its tools, and the ASGI app serving `/mcp`."""
+
+    def __init__(
+        self,
+        card: AgentCard,
+        table: dict[str, Handler],
+        health: Health,
+        auth: ApiKeyAuth | None,
+    ) -> None:
+        self.card = card
+        self.table = table
+        self.health = health
+        self.auth = auth
+        self.origin = _origin(card.url)
+        self.skills = {tool_name(s.id): s for s in card.skills}
+        self.server: Server[Any] = Server(
+            card.name,
+            version=card.version,
+            description=card.description,
+            on_list_tools=self._list_tools,
+            on_call_tool=self._call_tool,
+        )
+        self.sessions = StreamableHTTPSessionManager(
+            self.server, stateless=True, json_response=True
+        )
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """Serve while inside (the app's lifespan)."""
+        async with self.sessions.run():
+            yield
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        request = Request(scope)
+        origin = request.headers.get("origin")
+        if origin is not None and origin.rstrip("/") != self.origin:
+            await JSONResponse({"error": "cross-origin requests are refused"}, 403)(
+                scope, receive, send
+            )
+            return
+        if self.auth is not None and self.auth.authenticate(request.headers) is None:
+            answer = JSONResponse({"error": "a valid API key is required"}, 401)
+            answer.headers["WWW-Authenticate"] = 'Bearer realm="a2a"'
+            await answer(scope, receive, send)
+            return
+        await self.sessions.handle_request(scope, receive, send)
+
+    # -- tools ------------------------------------------------------------------------------
+
+    def _tools(self) -> list[types.Tool]:
+        tools = []
+        for name, skill in self.skills.items():
+            tools.append(
+                types.Tool(
+                    name=name,
+                    title=skill.name,
+                    description=f"{skill.description} Sends a message to {self.card.name} and"
+                    " answers with its outcome; when it needs input, the answer is its question"
+                    " and the task id to reply to.",
+                    input_schema=_schema(
+                        text={"type": "string", "description": "the message"},
+                        contextId={
+                            "type": "string",
+                            "description": "continue this conversation (optional)",
+                        },
+                        required=["text"],
+                    ),
+                )
+            )
+        tools += [
+            types.Tool(
+                name="reply",
+                description="Answer a task that asked for input (its task id and your answer).",
+                input_schema=_schema(
+                    taskId={"type": "string"}, text={"type": "string"}, required=["taskId", "text"]
+                ),
+            ),
+            types.Tool(
+                name="get_task",
+                description="A task's state, its last message and artifacts.",
+                input_schema=_schema(taskId={"type": "string"}, required=["taskId"], key=False),
+            ),
+            types.Tool(
+                name="health_check",
+                description="The agent's store, its handoffs pending for more than 5 minutes,"
+                " and its last completed handoff.",
+                input_schema=_schema(key=False),
+            ),
+            types.Tool(
+                name="resume_from_handoff",
+                description="Receive a signed handoff envelope from another agent: verified as"
+                " over A2A (signature, trust list, contracts); the envelope's own key makes a"
+                " retry return the same task.",
+                input_schema=_schema(
+                    envelope={"type": "object", "description": "the handoff envelope"},
+                    signature={"type": "string", "description": "its detached JWS"},
+                    required=["envelope", "signature"],
+                    key=False,
+                ),
+            ),
+        ]
+        return tools
+
+    async def _list_tools(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=self._tools())
+
+    async def _call_tool(
+        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        request = ctx.request
+        if not isinstance(request, Request):
+            return _invalid("this server answers over streamable HTTP only")
+        principal = ""
+        if self.auth is not None:
+            found = self.auth.authenticate(request.headers)
+            if found is None:  # checked at the door too; never run a tool without a caller
+                return _invalid("a valid API key is required")
+            principal = found
+        args = params.arguments or {}
+        tools: dict[str, Callable[[dict[str, Any], str, Request], Awaitable[Any]]] = {
+            "reply": self._reply,
+            "get_task": self._get_task,
+            "health_check": self._health_check,
+            "resume_from_handoff": self._resume,
+        }
+        try:
+            if params.name in self.skills:
+                return await self._send_to_skill(params.name, args, principal, request)
+            if params.name in tools:
+                result: types.CallToolResult = await tools[params.name](args, principal, request)
+                return result
+            return _invalid(f"no tool {params.name!r} here")
+        except ValueError as exc:
+            return _invalid(str(exc))
+        except RpcError as exc:
+            return _error(exc)
+
+    async def _run(
+        self, method: str, params: dict[str, Any], principal: str, request: Request
+    ) -> dict[str, Any]:
+        call = Call(None, params, principal, frozenset({HANDOFF_EXTENSION_URI}), request, _BINDING)
+        answer = await self.table[method](call)
+        value: dict[str, Any] = json.loads(bytes(answer.body))
+        return value
+
+    async def _send(
+        self, message: dict[str, Any], principal: str, request: Request, **config: Any
+    ) -> types.CallToolResult:
+        params: dict[str, Any] = {"message": message}
+        if config:
+            params["configuration"] = config
+        answer = await self._run("SendMessage", params, principal, request)
+        if "message" in answer:  # a direct reply: no task
+            text = " ".join(_texts(answer["message"].get("parts")))
+            return types.CallToolResult(
+                content=[types.TextContent(text=text)],
+                structured_content={"state": "replied", "message": text},
+            )
+        return outcome(answer["task"])
+
+    async def _send_to_skill(
+        self, tool: str, args: dict[str, Any], principal: str, request: Request
+    ) -> types.CallToolResult:
+        text = _string(args, "text")
+        key = _string(args, "idempotencyKey", required=False)
+        message: dict[str, Any] = {
+            "messageId": _message_id(tool, key),
+            "role": "ROLE_USER",
+            "parts": [{"text": text}],
+            "metadata": {"skill": self.skills[tool].id},
+        }
+        context_id = _string(args, "contextId", required=False)
+        if context_id:
+            message["contextId"] = context_id
+        return await self._send(message, principal, request)
+
+    async def _reply(
+        self, args: dict[str, Any], principal: str, request: Request
+    ) -> types.CallToolResult:
+        task_id = _string(args, "taskId")
+        key = _string(args, "idempotencyKey", required=False)
+        message = {
+            "messageId": _message_id(f"reply\x1f{task_id}", key),
+            "role": "ROLE_USER",
+            "taskId": task_id,
+            "parts": [{"text": _string(args, "text")}],
+        }
+        return await self._send(message, principal, request)
+
+    async def _get_task(
+        self, args: dict[str, Any], principal: str, request: Request
+    ) -> types.CallToolResult:
+        task = await self._run("GetTask", {"id": _string(args, "taskId")}, principal, request)
+        return outcome(task)
+
+    async def _health_check(
+        self, args: dict[str, Any], principal: str, request: Request
+    ) -> types.CallToolResult:
+        healthy, report = await self.health.measure()
+        return types.CallToolResult(
+            content=[types.TextContent(text=json.dumps(report))],
+            structured_content=report,
+            is_error=not healthy,
+        )
+
+    async def _resume(
+        self, args: dict[str, Any], principal: str, request: Request
+    ) -> types.CallToolResult:
+        envelope = args.get("envelope")
+        if not isinstance(envelope, dict):
+            raise ValueError("envelope: the handoff envelope (an object) is required")
+        signature = _string(args, "signature")
+        key = envelope.get("idempotencyKey")
+        message: dict[str, Any] = {
+            "messageId": f"handoff-{key if isinstance(key, str) else uuid.uuid4()}",
+            "role": "ROLE_USER",
+            "parts": [{"text": "handoff"}],
+            "metadata": {HANDOFF_EXTENSION_URI: envelope, SIGNATURE_KEY: signature},
+        }
+        if isinstance(envelope.get("contextId"), str):
+            message["contextId"] = envelope["contextId"]
+        return await self._send(message, principal, request, returnImmediately=True)
+
+
+def _schema(*, required: list[str] | None = None, key: bool = True, **props: Any) -> dict[str, Any]:
+    properties = dict(props)
+    if key:
+        properties["idempotencyKey"] = _KEY
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = required
+    return schema
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"

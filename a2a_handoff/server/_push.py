@@ -1,0 +1,154 @@
+"""The push-notification config methods, for every binding, and a config given on SendMessage.
+
+`CreateTaskPushNotificationConfig`, `GetTaskPushNotificationConfig`,
+`ListTaskPushNotificationConfigs`, `DeleteTaskPushNotificationConfig` (REST:
+`/tasks/{id}/pushNotificationConfigs[/{configId}]`), and `ListPushDeliveries` (ours: the
+deliveries made for a task, from each config's stored history: a method rather than the
+task's metadata, since writing a delivery into the task would be a task update — an event to
+push in turn — and would show credentials' outcomes to every reader of the task). A caller
+sees and edits only the configs of tasks it may see (anyone else's are "not found", as the
+tasks are). A webhook URL the push policy refuses is -32602 (InvalidParams).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from pydantic import Field
+from starlette.responses import Response
+
+from a2a_handoff.errors import InvalidParamsError, TaskNotFoundError
+from a2a_handoff.protocol.models import SendMessageRequest, WireModel
+from a2a_handoff.push import Pusher, history_of, parse_config
+from a2a_handoff.push.push_config import PushConfig, load_config
+from a2a_handoff.runtime.journal import Submission
+from a2a_handoff.runtime.tasks import TaskManager
+from a2a_handoff.server._call import Call, Handler, validate
+from a2a_handoff.stores.base import PushConfigRecord
+
+PUSH_METHODS = (
+    "CreateTaskPushNotificationConfig",
+    "GetTaskPushNotificationConfig",
+    "ListTaskPushNotificationConfigs",
+    "DeleteTaskPushNotificationConfig",
+)
+
+
+class ConfigRef(WireModel):
+    task_id: str = Field(min_length=1, max_length=256)
+    id: str = Field(min_length=1, max_length=256)
+
+
+class TaskRef(WireModel):
+    task_id: str = Field(min_length=1, max_length=256)
+    id: str | None = Field(default=None, max_length=256)
+    page_size: int | None = Field(default=None, ge=0, le=1000)
+    page_token: str | None = None
+
+
+def _shown(record: PushConfigRecord) -> dict[str, Any]:
+    return load_config(record.config).wire(record.task_id)
+
+
+class PushMethods:
+    """The push methods of one agent."""
+
+    def __init__(self, manager: TaskManager, pusher: Pusher) -> None:
+        self.manager = manager
+        self.pusher = pusher
+
+    def table(self) -> dict[str, Handler]:
+        handlers: list[Handler] = [self.create, self.get, self.list, self.delete]
+        return dict(zip(PUSH_METHODS, handlers, strict=True)) | {
+            "ListPushDeliveries": self.deliveries
+        }
+
+    async def _checked(self, raw: Any, task_id: str) -> PushConfig:
+        config = parse_config(raw, task_id)
+        await self.pusher.policy.resolve(config.url, unresolved_ok=True)
+        return config
+
+    async def create(self, call: Call) -> Response:
+        task_id = call.params.get("taskId", call.params.get("task_id"))
+        if not isinstance(task_id, str) or not task_id:
+            raise InvalidParamsError("taskId: Field required")
+        record = await self.manager.owned(task_id, call.principal)
+        config = await self._checked(call.params, task_id)
+        stored = await self.pusher.add(config, cursor=record.version)
+        return call.binding.answer(call, _json(_shown(stored)))
+
+    async def get(self, call: Call) -> Response:
+        ref = validate(ConfigRef, call.params)
+        await self.manager.owned(ref.task_id, call.principal)
+        found = await self.pusher.store.push_configs(ref.task_id, ref.id)
+        if not found:
+            raise TaskNotFoundError(
+                f"task {ref.task_id} has no push notification config {ref.id!r}",
+                metadata={"taskId": ref.task_id},
+            )
+        return call.binding.answer(call, _json(_shown(found[0])))
+
+    async def list(self, call: Call) -> Response:
+        ref = validate(TaskRef, call.params)
+        await self.manager.owned(ref.task_id, call.principal)
+        configs = [_shown(r) for r in await self.pusher.store.push_configs(ref.task_id)]
+        return call.binding.answer(call, _json({"configs": configs, "nextPageToken": ""}))
+
+    async def delete(self, call: Call) -> Response:
+        ref = validate(ConfigRef, call.params)
+        await self.manager.owned(ref.task_id, call.principal)
+        await self.pusher.remove(ref.task_id, ref.id)
+        return call.binding.answer(call, "{}")
+
+    async def deliveries(self, call: Call) -> Response:
+        """Ours: the task's deliveries (each config's last ones), `id` for one config's."""
+        ref = validate(TaskRef, call.params)
+        await self.manager.owned(ref.task_id, call.principal)
+        records = await self.pusher.store.push_configs(ref.task_id, ref.id)
+        shown = [
+            {"configId": r.config_id, "cursor": r.cursor, "done": r.done,
+             "failingSince": r.failing_since or None}
+            for r in records
+        ]  # fmt: skip
+        result = {"configs": shown, "deliveries": list(history_of(records))}
+        return call.binding.answer(call, _json(result))
+
+    async def given(self, request: SendMessageRequest) -> int:
+        """For a message with a push config: the config checked before the message runs
+        (-32602 for a URL the policy refuses), and where its deliveries start (the task's
+        current event, for a follow-up; 0 for a new task)."""
+        raw = given_config(request)
+        if raw is None:
+            return 0
+        await self._checked({k: v for k, v in raw.items() if k not in ("taskId", "task_id")}, "")
+        task_id = request.message.task_id
+        record = await self.manager.store.get(task_id) if task_id else None
+        return record.version if record is not None else 0
+
+    async def attach_given(
+        self, request: SendMessageRequest, submission: Submission, cursor: int
+    ) -> None:
+        """The message's push config, stored for its task once the task is (before the
+        answer: a client told of the task has its config kept); its deliveries start after
+        event `cursor`."""
+        raw = given_config(request)
+        if raw is None:
+            return
+        try:
+            record = await asyncio.shield(submission.created)
+        except Exception:  # a direct reply, or the task not stored: answered by the caller
+            return
+        config = await self._checked(raw, record.id)
+        await self.pusher.add(config, cursor=cursor)
+
+
+def given_config(request: SendMessageRequest) -> dict[str, Any] | None:
+    """The push config given on a SendMessage (as sent), or None."""
+    config = request.configuration
+    return config.task_push_notification_config if config is not None else None
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))

@@ -1,0 +1,211 @@
+"""The settings `create_app` takes, grouped by concern the way httpx groups `Timeout` and `Limits`.
+
+    create_app(
+        agent, card, store,
+        handoff=HandoffConfig(routes={"billing": BILLING_URL}, scope=["refunds"]),
+        trust=TrustConfig(auth=ApiKeyAuth.from_env(), trusted=["triage=http://…"]),
+        limits=LimitsConfig(max_body=256 * 1024),
+        observability=ObservabilityConfig(metrics_public=True),
+        tools=ToolsConfig(mcp={"search": "http://127.0.0.1:9000/mcp"}),
+        escalation=EscalationPolicy(amount_limit=500),
+    )
+
+Each is a frozen dataclass whose defaults are the server's: `create_app(agent, card, store)`
+serves with all of them. A value out of range is refused when the object is made
+(`ConfigError`, a `ValueError`), a URL that cannot be called too (`AgentUrlError`), so a
+mistake is said before anything is served. Collections given as lists are kept as tuples,
+sets and read-only mappings: a config, once made, does not change under the app.
+
+`LimitsConfig` is the app's own (a request body, the open streams); the connection-level
+limits (timeouts, connections, slow readers) are the HTTP server's: `server.ServerLimits`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING
+
+from a2a_handoff.errors import ConfigError
+from a2a_handoff.protocol.extension import DEFAULT_MAX_HOPS, DEFAULT_TTL_SECONDS
+from a2a_handoff.protocol.urls import check_agent_url
+from a2a_handoff.server._health import STALE_AFTER_SECONDS
+from a2a_handoff.server._jsonrpc import DEFAULT_MAX_BODY
+from a2a_handoff.trust.trustlist import TrustedAgent, parse_trust
+
+if TYPE_CHECKING:  # jsonschema (contracts) is slow to import; the rest only types fields
+    from a2a_handoff.auth import ApiKeyAuth
+    from a2a_handoff.client.client import AgentClient
+    from a2a_handoff.contracts.catalog import Catalog
+    from a2a_handoff.trust.keys import IdentityStore
+
+
+@dataclass(frozen=True, slots=True)
+class HandoffConfig:
+    """How this agent hands tasks off, and how long it keeps trying.
+
+    `routes`: target name → agent URL (several comma-separated: replicas); every URL is
+    checked here. `scope`: the capabilities this agent may delegate (None: any).
+    `credentials`: agent URL (or origin) → the API key presented to it. `client`: the
+    `AgentClient` for calls to other agents (built when None, with `credentials`; one given
+    is not closed by the app). `contracts` (a `Catalog`) turns handoff contracts on: every
+    handoff needs one, sent and received, and the card lists those this agent accepts.
+    `max_hops`: an envelope past this many hops is refused (`loop_detected`; 0: this agent
+    takes part in no handoff). `ttl_seconds`: how long an envelope may wait for its target.
+    `recovery_interval`: seconds between the outbox's retries and the store heartbeat.
+    `return_give_up`: seconds a return to the agent that escalated is retried before its
+    task fails (None: the envelope TTL).
+    """
+
+    routes: Mapping[str, str] = field(default_factory=dict)
+    scope: Collection[str] | None = None
+    credentials: Mapping[str, str] = field(default_factory=dict, repr=False)
+    client: AgentClient | None = field(default=None, repr=False, compare=False)
+    contracts: Catalog | None = None
+    max_hops: int = DEFAULT_MAX_HOPS
+    ttl_seconds: int = DEFAULT_TTL_SECONDS
+    recovery_interval: float = 2.0
+    return_give_up: float | None = None
+
+    def __post_init__(self) -> None:
+        routes = {
+            _name(name, "a route"): check_agent_url(url, f"route {name}")
+            for name, url in self.routes.items()
+        }
+        object.__setattr__(self, "routes", MappingProxyType(routes))
+        if self.scope is not None:
+            object.__setattr__(self, "scope", frozenset(_names(self.scope, "scope")))
+        object.__setattr__(self, "credentials", MappingProxyType(dict(self.credentials)))
+        _count("max_hops", self.max_hops, 0)
+        _count("ttl_seconds", self.ttl_seconds, 1)
+        _seconds("recovery_interval", self.recovery_interval)
+        if self.return_give_up is not None:
+            _seconds("return_give_up", self.return_give_up, zero=True)  # 0: no retry
+
+
+@dataclass(frozen=True, slots=True)
+class TrustConfig:
+    """Who may call this agent, whom it accepts handoffs from, and the keys it signs with.
+
+    `auth`: API keys callers must present (None: no authentication — anyone who reaches the
+    agent). `trusted`: agents, besides its routes, it accepts handoffs from (`TrustedAgent`s,
+    or `NAME=URL` strings; checked here). `identity`: where its signing keys are kept
+    (None: its store — a key file beside a SQLite database). `operators`: the principals
+    that see and decide escalations (a human agent under API-key auth must name one).
+    `trusted_max_age`: seconds a trusted agent's fetched keys are used before they are
+    fetched again. `keys_reload`: seconds between reads of its own keys, to pick up a
+    rotation (0: never; a rotation then needs a restart).
+    """
+
+    auth: ApiKeyAuth | None = field(default=None, repr=False)
+    trusted: Collection[TrustedAgent | str] = ()
+    identity: IdentityStore | None = field(default=None, repr=False, compare=False)
+    operators: Collection[str] = ()
+    trusted_max_age: float = 60.0
+    keys_reload: float = 2.0
+
+    def __post_init__(self) -> None:
+        if isinstance(self.trusted, str):
+            raise ConfigError(f"trusted is a list of agents, not one string: [{self.trusted!r}]")
+        parsed = tuple(parse_trust(t) if isinstance(t, str) else t for t in self.trusted)
+        for entry in parsed:
+            if not isinstance(entry, TrustedAgent):
+                raise ConfigError(f"trusted takes TrustedAgent or 'NAME=URL', not {entry!r}")
+        object.__setattr__(self, "trusted", parsed)
+        object.__setattr__(self, "operators", _names(self.operators, "operators"))
+        _seconds("trusted_max_age", self.trusted_max_age, zero=True)  # 0: fetched every time
+        _seconds("keys_reload", self.keys_reload, zero=True)  # 0: never read again
+
+    def trusted_agents(self) -> tuple[TrustedAgent, ...]:
+        """`trusted`, every entry a `TrustedAgent`."""
+        return tuple(t for t in self.trusted if isinstance(t, TrustedAgent))
+
+
+@dataclass(frozen=True, slots=True)
+class LimitsConfig:
+    """What one request or stream may take of this agent.
+
+    `max_body`: bytes a request body may have (beyond: -32100, HTTP 413). `max_streams`:
+    SSE streams open at once (beyond: -32106, HTTP 503). `sse_ping`: seconds between the
+    comments that keep an idle stream open through proxies.
+    """
+
+    max_body: int = DEFAULT_MAX_BODY
+    max_streams: int = 1000
+    sse_ping: float = 15.0
+
+    def __post_init__(self) -> None:
+        _count("max_body", self.max_body, 1)
+        _count("max_streams", self.max_streams, 1)
+        _seconds("sse_ping", self.sse_ping)
+
+
+@dataclass(frozen=True, slots=True)
+class ObservabilityConfig:
+    """What this agent shows about itself.
+
+    `metrics_public`: `GET /metrics` answers without a key under API-key auth (a scraper on
+    a private network). `stale_after`: seconds a handoff may stay pending before
+    `GET /health` says degraded.
+    """
+
+    metrics_public: bool = False
+    stale_after: float = STALE_AFTER_SECONDS
+
+    def __post_init__(self) -> None:
+        _seconds("stale_after", self.stale_after)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolsConfig:
+    """The MCP servers this agent's handlers may call (`ctx.call_tool(NAME, tool, args)`).
+
+    `mcp`: name → the server's streamable HTTP endpoint (`http://host:port/mcp`); a handler
+    names a server, never a URL, and only these are called. `timeout`: seconds a call may
+    take, connecting and retries included. `attempts`: how often a call with
+    an idempotency key is tried when the connection fails (a call without one: once).
+    `breaker_threshold` failures in a row open a server's circuit breaker for
+    `breaker_cooldown` seconds: calls then fail at once.
+    """
+
+    mcp: Mapping[str, str] = field(default_factory=dict)
+    timeout: float = 30.0
+    attempts: int = 3
+    breaker_threshold: int = 5
+    breaker_cooldown: float = 10.0
+
+    def __post_init__(self) -> None:
+        servers = {
+            _name(name, "an MCP server"): check_agent_url(url, f"MCP server {name}", replicas=False)
+            for name, url in self.mcp.items()
+        }
+        object.__setattr__(self, "mcp", MappingProxyType(servers))
+        _seconds("timeout", self.timeout)
+        _count("attempts", self.attempts, 1)
+        _count("breaker_threshold", self.breaker_threshold, 1)
+        _seconds("breaker_cooldown", self.breaker_cooldown, zero=True)
+
+
+def _count(name: str, value: int, least: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise ConfigError(f"{name} must be a whole number of at least {least}, not {value!r}")
+
+
+def _seconds(name: str, value: float, *, zero: bool = False) -> None:
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if not number or not (value >= 0 if zero else value > 0):  # NaN fails both
+        least = "0 or more" if zero else "above 0"
+        raise ConfigError(f"{name} must be a number of seconds {least}, not {value!r}")
+
+
+def _name(value: object, what: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"{what} needs a name, not {value!r}")
+    return value
+
+
+def _names(values: Collection[str], what: str) -> tuple[str, ...]:
+    if isinstance(values, str):
+        raise ConfigError(f"{what} is a list of names, not one string: write [{values!r}]")
+    return tuple(_name(v, f"each of {what}") for v in values)

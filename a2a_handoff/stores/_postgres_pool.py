@@ -1,0 +1,301 @@
+"""The PostgreSQL store's connections and lifecycle.
+
+`PostgresPool` holds a bounded pool (`pool_max` connections, 10 by default; a call waits at
+most `acquire_timeout` for one, then fails with StoreError) with timeouts on connecting (1 s)
+and on every statement (2 s); while PostgreSQL cannot be reached every call fails at once with
+StoreDownError, one probe a half-second finding it back (`stores._guard`). Opening it creates
+or migrates the schema (`stores._postgres_schema`) and starts the LISTENing connection
+(`stores._postgres_follow`). `guarded` wraps every call that reaches the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+from collections.abc import AsyncIterator, Callable, Coroutine
+from typing import Any, Concatenate, ParamSpec, TypeVar
+from urllib.parse import parse_qsl, urlencode, urlsplit
+
+from a2a_handoff.errors import HandoffError, StoreDownError, StoreError, TrustError
+from a2a_handoff.stores._guard import ServerPing, StoreGuard
+from a2a_handoff.stores._postgres_follow import PostgresFollowers
+from a2a_handoff.stores._postgres_schema import (
+    MIGRATIONS,
+    VERSION,
+)
+
+try:
+    import asyncpg
+except ImportError:  # pragma: no cover - the optional extra
+    asyncpg = None
+
+CONNECT_TIMEOUT = 1.0
+COMMAND_TIMEOUT = 2.0
+ACQUIRE_TIMEOUT = 5.0
+POOL_MAX = 10
+_SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,47}")
+_OURS = ("schema", "pool_max", "acquire_timeout", "command_timeout", "connect_timeout")
+
+P = ParamSpec("P")
+T = TypeVar("T")
+B = TypeVar("B", bound="PostgresPool")
+
+
+def _unreachable() -> tuple[type[BaseException], ...]:
+    if asyncpg is None:  # pragma: no cover - the optional extra
+        return (OSError,)
+    errors = asyncpg.exceptions
+    return (
+        OSError,  # refused, reset, TimeoutError (a statement or a connect that timed out)
+        errors.PostgresConnectionError,  # class 08: the connection failed or was lost
+        errors.CannotConnectNowError,  # starting up or shutting down
+        errors.AdminShutdownError,  # restarted under us
+        errors.CrashShutdownError,
+        errors.TooManyConnectionsError,
+        errors.ConnectionDoesNotExistError,
+        # A pooled connection left mid-operation by a cut (asyncpg's own state machine):
+        # it is dropped and the call fails like any other that could not reach the server.
+        errors.InternalClientError,
+    )
+
+
+def guarded(
+    method: Callable[Concatenate[B, P], Coroutine[Any, Any, T]],
+) -> Callable[Concatenate[B, P], Coroutine[Any, Any, T]]:
+    """Run a store call through the guard: fail fast while PostgreSQL is down, and turn its
+    other errors (a full disk, a read-only server) into StoreError."""
+
+    async def call(self: B, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            return await self.guard.call(lambda: method(self, *args, **kwargs))
+        except (StoreError, TrustError):
+            raise
+        except asyncpg.PostgresError as exc:
+            raise StoreError(f"PostgreSQL refused the call: {exc}") from exc
+        except asyncpg.InterfaceError as exc:
+            raise StoreError(f"PostgreSQL client error: {exc}") from exc
+
+    call.__name__, call.__doc__ = method.__name__, method.__doc__
+    return call
+
+
+async def _keep_session(_conn: Any) -> None:
+    """A pooled connection goes back as it is: the store sets no session state on one (no
+    SET, LISTEN — that has a connection of its own — session advisory locks or cursors; the
+    schema is named in every statement), so asyncpg's default reset (UNLISTEN, RESET ALL,
+    CLOSE ALL, pg_advisory_unlock_all: a round trip on every release) is not needed. An open
+    transaction is still rolled back by asyncpg itself."""
+
+
+class PostgresPool(ServerPing):
+    """The pool and the schema (module docstring)."""
+
+    shared = True
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        schema: str = "a2a",
+        pool_max: int = POOL_MAX,
+        acquire_timeout: float = ACQUIRE_TIMEOUT,
+        command_timeout: float = COMMAND_TIMEOUT,
+        connect_timeout: float = CONNECT_TIMEOUT,
+    ) -> None:
+        if asyncpg is None:  # pragma: no cover - the optional extra
+            raise StoreError(
+                "the PostgreSQL store needs asyncpg: pip install 'a2a-handoff[postgres]'"
+            )
+        if not _SCHEMA_NAME.fullmatch(schema):
+            raise StoreError(
+                f"schema {schema!r}: lower-case letters, digits and _ (48 at most),"
+                " not starting with a digit"
+            )
+        self.dsn = dsn
+        self.schema = schema
+        self.s = f'"{schema}"'  # the quoted identifier, in every statement
+        self.pool_max = pool_max
+        self.acquire_timeout = acquire_timeout
+        self.command_timeout = command_timeout
+        self.connect_timeout = connect_timeout
+        self.guard = StoreGuard(_unreachable())
+        self.channel = f"a2a_events_{schema}"
+        self.followers = PostgresFollowers(self.channel, self._connect)
+        self._pool: Any = None
+        self._lost_signal: asyncio.Future[None] | None = None  # set when one is lost
+
+    @staticmethod
+    def parse_url(url: str) -> tuple[str, dict[str, Any]]:
+        """`postgresql://USER@HOST:PORT/DB?schema=a2a&pool_max=10&acquire_timeout=5&
+        command_timeout=2&connect_timeout=1` → asyncpg's DSN (its own options kept) and ours."""
+        parts = urlsplit(url)
+        pairs = parse_qsl(parts.query, keep_blank_values=True)
+        ours = {k: v for k, v in pairs if k in _OURS}
+        rest = [(k, v) for k, v in pairs if k not in _OURS]
+        dsn = parts._replace(query=urlencode(rest)).geturl()
+        options: dict[str, Any] = {}
+        if "schema" in ours:
+            options["schema"] = ours["schema"]
+        try:
+            if "pool_max" in ours:
+                options["pool_max"] = int(ours["pool_max"])
+                if options["pool_max"] < 1:
+                    raise ValueError
+            for name in ("acquire_timeout", "command_timeout", "connect_timeout"):
+                if name in ours:
+                    options[name] = float(ours[name])
+                    if not options[name] > 0:
+                        raise ValueError
+        except ValueError:
+            raise StoreError(
+                f"pool_max and the timeouts must be positive numbers in {url!r}"
+            ) from None
+        return dsn, options
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    async def _connect(self) -> Any:
+        return await asyncpg.connect(
+            self.dsn, timeout=self.connect_timeout, command_timeout=self.command_timeout
+        )
+
+    async def open(self) -> PostgresPool:
+        if self._pool is not None:
+            return self
+        try:
+            pool = await asyncpg.create_pool(
+                self.dsn,
+                min_size=0,  # no floor to restore while the server is down
+                max_size=self.pool_max,
+                timeout=self.connect_timeout,
+                command_timeout=self.command_timeout,
+                max_inactive_connection_lifetime=60.0,
+                reset=_keep_session,
+            )
+        except Exception as exc:
+            raise StoreError(f"cannot reach PostgreSQL at {_safe(self.dsn)}: {exc}") from exc
+        try:
+            await self._migrate(pool)
+            await self.followers.start()
+        except BaseException:
+            await self.followers.aclose()
+            await pool.close()
+            raise
+        self._pool = pool
+        return self
+
+    async def _migrate(self, pool: Any) -> None:
+        """Create the schema, or bring it to `VERSION`, in one transaction (module docstring
+        of `stores._postgres_schema`)."""
+        async with pool.acquire() as conn, conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock(hashtext($1))", self.schema)
+            await conn.execute(f"CREATE SCHEMA IF NOT EXISTS {self.s}")
+            await conn.execute(
+                f"CREATE TABLE IF NOT EXISTS {self.s}.schema_version (version integer NOT NULL)"
+            )
+            found = await conn.fetchval(f"SELECT version FROM {self.s}.schema_version")
+            version = 0 if found is None else int(found)
+            if version > VERSION:
+                raise StoreError(
+                    f"schema {self.schema} is at version {version}, newer than this version of"
+                    f" a2a-handoff knows ({VERSION}): upgrade it before starting this replica"
+                )
+            for step in range(version, VERSION):
+                await conn.execute(MIGRATIONS[step](self.s))
+            if found is None:
+                await conn.execute(f"INSERT INTO {self.s}.schema_version VALUES ($1)", VERSION)
+            elif version != VERSION:
+                await conn.execute(f"UPDATE {self.s}.schema_version SET version = $1", VERSION)
+
+    async def aclose(self) -> None:
+        await self.followers.aclose()
+        if self._pool is not None:
+            pool, self._pool = self._pool, None
+            try:
+                await pool.close()  # waits for calls to finish
+            except Exception:
+                pool.terminate()
+
+    async def __aenter__(self) -> PostgresPool:
+        return await self.open()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    @contextlib.asynccontextmanager
+    async def _conn(self) -> AsyncIterator[Any]:
+        """A pooled connection, waited for `acquire_timeout` at most."""
+        if self._pool is None:
+            raise StoreError("the PostgreSQL store is not open")
+        conn = await self._acquire()
+        try:
+            yield conn
+        except (HandoffError, asyncpg.PostgresError) as exc:
+            if isinstance(exc, self.guard.unreachable):
+                self._drop(conn)
+            raise  # otherwise the server answered (a constraint, say): the connection is fine
+        except BaseException:
+            # Timed out, cut, or cancelled mid-statement: the connection is in no state to be
+            # reset and reused (a reset would wait on a server that does not answer).
+            self._drop(conn)
+            raise
+        finally:
+            with contextlib.suppress(Exception):  # a failed reset terminated the connection
+                await self._pool.release(conn)
+
+    async def _acquire(self) -> Any:
+        """A connection from the pool, waited for `acquire_timeout` at most — or until another
+        call finds the server not answering (its statement timed out, its connection was cut):
+        this one then fails at once rather than wait out timeouts of its own."""
+        pool = self._pool
+        acquiring = asyncio.ensure_future(pool.acquire(timeout=self.acquire_timeout))
+        if self._lost_signal is None:
+            self._lost_signal = asyncio.get_running_loop().create_future()
+        lost = self._lost_signal
+        await asyncio.wait((acquiring, lost), return_when=asyncio.FIRST_COMPLETED)
+        if not acquiring.done():
+            acquiring.cancel()  # asyncpg's acquire gives the connection back when cancelled
+            with contextlib.suppress(BaseException):
+                await acquiring
+            raise StoreDownError("PostgreSQL stopped answering while this call waited")
+        try:
+            return acquiring.result()
+        except TimeoutError as exc:
+            if pool.get_size() < self.pool_max or pool.get_idle_size():
+                raise  # a connection could not be made: the server does not answer
+            raise StoreError(
+                f"every one of the {self.pool_max} pooled connections stayed busy for"
+                f" {self.acquire_timeout:g} s (raise pool_max in the store URL)"
+            ) from exc
+
+    def _drop(self, conn: Any) -> None:
+        """Terminate a connection a timeout or a cut left unusable; wake the calls waiting
+        for a connection (`_acquire`)."""
+        if self._lost_signal is not None:
+            self._lost_signal.set_result(None)
+            self._lost_signal = None
+        with contextlib.suppress(Exception):  # the pool may have taken it back already
+            conn.terminate()
+
+    @guarded
+    async def _ping(self) -> None:
+        async with self._conn() as conn:
+            await conn.fetchval("SELECT 1")
+
+    def pool_use(self) -> dict[str, int]:
+        """What /health tells of the pool: connections open, in use, and the bound."""
+        pool = self._pool
+        if pool is None:
+            return {"open": 0, "inUse": 0, "max": self.pool_max}
+        size = pool.get_size()
+        return {"open": size, "inUse": size - pool.get_idle_size(), "max": self.pool_max}
+
+
+def _safe(dsn: str) -> str:
+    """The DSN without its password, for messages."""
+    parts = urlsplit(dsn)
+    if parts.password is None:
+        return dsn
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+    return parts._replace(netloc=netloc).geturl()

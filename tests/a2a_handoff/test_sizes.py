@@ -1,0 +1,76 @@
+"""The package stays readable: no class in `a2a_handoff/` is over 250 lines, no function over
+60.
+
+Counted from its `class`/`def` (decorators aside) to its last line, docstrings and nested
+functions included — one that needs more is split by responsibility (as `create_app` is into
+named helpers, `A2AMethods` into the methods, the push hooks and the handoff ledger).
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+from pathlib import Path
+
+import a2a_handoff
+
+PACKAGE = Path(a2a_handoff.__file__).parent
+MOST_CLASS = 250
+MOST_FUNCTION = 60
+
+# What is still over, by `room/file.py name`: this list only shrinks (the tests below fail
+# on anything over that is not named here, and on a name here that is no longer over).
+STILL_OVER = {
+    # TaskManager (about 350 lines): the runtime is being reworked elsewhere; split it there
+    # (create, continue, cancel and look up are responsibilities of their own).
+    "runtime/tasks.py TaskManager",
+    # HandoffSender.prepare (about 67 lines): the handoff room is being reworked elsewhere.
+    "handoff/sender.py prepare",
+}
+
+
+def over(root: Path, most_class: int, most_function: int) -> dict[str, int]:
+    """`room/file.py name` → lines, for every class under `root` over `most_class` lines and
+    every function over `most_function`."""
+    found = {}
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ClassDef):
+                most = most_class
+            elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                most = most_function
+            else:
+                continue
+            lines = (node.end_lineno or node.lineno) - node.lineno + 1
+            if lines > most:
+                found[f"{path.relative_to(root).as_posix()} {node.name}"] = lines
+    return found
+
+
+@functools.cache
+def package_over() -> dict[str, int]:
+    return over(PACKAGE, MOST_CLASS, MOST_FUNCTION)
+
+
+def test_no_class_or_function_is_over_its_size() -> None:
+    assert {k: v for k, v in package_over().items() if k not in STILL_OVER} == {}
+
+
+def test_what_is_still_over_is_still_over() -> None:
+    # A name whose class or function was split leaves the list: it can only shrink.
+    fits_now = STILL_OVER - set(package_over())
+    assert not fits_now, f"no longer over: take {sorted(fits_now)} off STILL_OVER"
+
+
+def test_the_check_sees_a_long_function_and_class(tmp_path: Path) -> None:
+    body = "\n".join(f"    x{i} = {i}" for i in range(MOST_FUNCTION))
+    (tmp_path / "room").mkdir()
+    (tmp_path / "room" / "long.py").write_text(
+        f"def fits():\n    pass\n\n\nasync def grown():\n{body}\n"
+    )
+    fields = "\n".join(f"    x{i} = {i}" for i in range(MOST_CLASS))
+    (tmp_path / "big.py").write_text(f"class Small:\n    pass\n\n\nclass Big:\n{fields}\n")
+    assert over(tmp_path, MOST_CLASS, MOST_FUNCTION) == {
+        "big.py Big": 251,
+        "room/long.py grown": 61,
+    }
