@@ -115,6 +115,7 @@ class SseResponse(Response):
         try:
             async for chunk in self.frames:
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                del chunk  # a waiting stream keeps no copy of what it sent
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         except asyncio.CancelledError:
             if not gone:
@@ -144,6 +145,7 @@ async def task_stream(
         first = StreamResponse(task=head)
         head = None  # an open stream keeps no snapshot alive
         yield after, first
+        del first
         if done:
             return
     event: TaskEvent
@@ -152,6 +154,7 @@ async def task_stream(
             yield event.seq, event.item
             if pauses(event.item, until_terminal):
                 return
+            del event  # nor the last event while it waits for the next
 
 
 def ends(state: TaskState, until_terminal: bool = False) -> bool:
@@ -186,7 +189,10 @@ def sse_answer(
     async def frames() -> AsyncIterator[bytes]:
         try:
             async for seq, item in items:
-                yield binding.event(call, seq or None, render_item(item, visible))
+                framed = binding.event(call, seq or None, render_item(item, visible))
+                del item  # held no longer than it takes to frame it
+                yield framed
+                del framed
         except RpcError as error:
             yield binding.stream_error(call, error)
         except Exception:

@@ -97,6 +97,7 @@ async def follow(
     `poll`: also re-read the store after this many quiet seconds (other processes write to it).
     """
     subscriber = hub.subscribe(task_id)
+    event: TaskEvent | None = None  # dropped before each wait: a waiting follower keeps none
     try:
         last = after
         backlog = await read_events(task_id, last)
@@ -107,10 +108,9 @@ async def follow(
             last = event.seq
             if event.final:
                 return
-        if not had_backlog:
-            record = await read_record(task_id)
-            if record is None or (record.state.terminal and record.version <= last):
-                return
+        if not had_backlog and await _ended(read_record, task_id, last):
+            return
+        event = None
         while True:
             if poll is None:
                 await subscriber.wait()
@@ -138,5 +138,15 @@ async def follow(
                 last = event.seq
                 if event.final:
                     return
+            batch, event = (), None
     finally:
         hub.unsubscribe(task_id, subscriber)
+
+
+async def _ended(
+    read_record: Callable[[str], Awaitable[TaskRecord | None]], task_id: str, last: int
+) -> bool:
+    """Whether the task is gone or ended by event `last` (its record, a whole task, is not
+    kept in the waiting follower's frame)."""
+    record = await read_record(task_id)
+    return record is None or (record.state.terminal and record.version <= last)
