@@ -168,12 +168,7 @@ class McpTools:
         idempotency_key: str | None = None,
     ) -> ToolResult:
         """Call `tool` on the server named `server`; its result, or `ToolCallError`."""
-        if server not in self.servers:
-            known = ", ".join(sorted(self.servers)) or "none"
-            raise ToolCallError(
-                f"no MCP server named {server!r} is configured (configured: {known})",
-                kind="unknown_server", server=server, tool=tool,
-            )  # fmt: skip
+        self._check_configured(server, tool)
         deadline = time.monotonic() + self.timeout
         attempts = self.attempts if idempotency_key else 1
         meta = {KEY_META: idempotency_key} if idempotency_key else None
@@ -221,6 +216,15 @@ class McpTools:
                     kind="tool_error", server=server, tool=tool,
                 )  # fmt: skip
             return result
+
+    def _check_configured(self, server: str, tool: str) -> None:
+        """Only a server configured by name is called, never a URL a handler made up."""
+        if server not in self.servers:
+            known = ", ".join(sorted(self.servers)) or "none"
+            raise ToolCallError(
+                f"no MCP server named {server!r} is configured (configured: {known})",
+                kind="unknown_server", server=server, tool=tool,
+            )  # fmt: skip
 
     async def _attempt(
         self,

@@ -124,6 +124,7 @@ class PostgresPool(ServerPing):
         self.followers = PostgresFollowers(self.channel, self._connect)
         self._pool: Any = None
         self._lost_signal: asyncio.Future[None] | None = None  # set when one is lost
+        self._releasing: set[asyncio.Future[None]] = set()  # connections going back (_abandon)
 
     @staticmethod
     def parse_url(url: str) -> tuple[str, dict[str, Any]]:
@@ -253,11 +254,13 @@ class PostgresPool(ServerPing):
         if self._lost_signal is None:
             self._lost_signal = asyncio.get_running_loop().create_future()
         lost = self._lost_signal
-        await asyncio.wait((acquiring, lost), return_when=asyncio.FIRST_COMPLETED)
+        try:
+            await asyncio.wait((acquiring, lost), return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:  # cancelled while waiting: the wait goes on without a caller
+            self._abandon(acquiring)
+            raise
         if not acquiring.done():
-            acquiring.cancel()  # asyncpg's acquire gives the connection back when cancelled
-            with contextlib.suppress(BaseException):
-                await acquiring
+            self._abandon(acquiring)
             raise StoreDownError("PostgreSQL stopped answering while this call waited")
         try:
             return acquiring.result()
@@ -268,6 +271,21 @@ class PostgresPool(ServerPing):
                 f"every one of the {self.pool_max} pooled connections stayed busy for"
                 f" {self.acquire_timeout:g} s (raise pool_max in the store URL)"
             ) from exc
+
+    def _abandon(self, acquiring: asyncio.Future[Any]) -> None:
+        """Stop waiting for a connection nobody will use: a connection the wait got anyway (it
+        came in before the cancellation did) goes back to the pool rather than stay taken."""
+        acquiring.cancel()
+        pool = self._pool
+
+        def give_back(done: asyncio.Future[Any]) -> None:
+            if pool is None or done.cancelled() or done.exception() is not None:
+                return
+            releasing = asyncio.ensure_future(pool.release(done.result()))
+            self._releasing.add(releasing)
+            releasing.add_done_callback(self._releasing.discard)
+
+        acquiring.add_done_callback(give_back)
 
     def _drop(self, conn: Any) -> None:
         """Terminate a connection a timeout or a cut left unusable; wake the calls waiting
