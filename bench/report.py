@@ -4,11 +4,13 @@
 
 Reads `wrk-<server>-c<conns>-r<round>.json` and `sse-<server>-{first,hold}.json`, prints
 per server and connection count the median over rounds of requests/s, p50, p99 and the sum
-of errors, the ratios ours/SDK, the SSE figures, and whether the targets are met:
-  ours req/s at 32 connections >= 8 x the SDK in-memory server,
-  ours p50 at 1 connection < 0.4 ms,
-  ours memory per open SSE stream < 50 KiB.
-Exit status 0 when every target is met and no errors were counted, 1 otherwise.
+of errors, the ratios ours/other, the SSE figures, the handoffs `bench/compare` measured
+(`handoff-{ours,probe}-c<conns>-r<round>.json`), and whether the issue's goals are met:
+  ours req/s at 32 connections >= 10 x the SDK in memory and >= 1.0 x the durable probe,
+  ours p50 at 1 connection <= 1.0 x the probe's,
+  ours memory per open SSE stream <= 30 KiB, idle RSS <= the SDK's,
+  ours handoff p50 at 1 connection <= 0.8 x the handoff probe's.
+Exit status 0 when every goal is met and no errors were counted, 1 otherwise.
 """
 
 from __future__ import annotations
@@ -22,10 +24,14 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-RPS_RATIO_TARGET = 8.0
-P50_TARGET_MS = 0.4
-KIB_TARGET = 50.0
+# The issue's goals
+RPS_VS_SDK = 10.0  # ours / SDK (in memory), req/s at 32 connections: at least
+RPS_VS_PROBE = 1.0  # ours / durable probe, req/s at 32 connections: at least
+P50_VS_PROBE = 1.0  # ours / durable probe, p50 at 1 connection: at most
+KIB_PER_STREAM = 30.0  # memory per open SSE stream: at most
+HANDOFF_P50_VS_PROBE = 0.8  # ours / handoff probe, p50 at 1 connection: at most
 
+HANDOFF_NAME = re.compile(r"handoff-(?P<server>ours|probe)-c(?P<conns>\d+)-r(?P<round>\d+)\.json$")
 WRK_NAME = re.compile(r"wrk-(?P<server>.+)-c(?P<conns>\d+)-r(?P<round>\d+)\.json$")
 SSE_NAME = re.compile(r"sse-(?P<server>.+)-(?P<mode>first|hold)\.json$")
 
@@ -41,11 +47,80 @@ def fmt(value: float | None, spec: str) -> str:
     return "-" if value is None else format(value, spec)
 
 
+class Goals:
+    """Prints one line per goal; `ok` stays true while every goal is met."""
+
+    def __init__(self) -> None:
+        self.ok = True
+
+    def line(self, label: str, value: float | None, text: str, met: bool) -> None:
+        if value is None:
+            self.ok = False
+            print(f"  [MISSING] {label}: no data")
+            return
+        self.ok &= met
+        print(f"  [{'MET' if met else 'MISSED'}] {label}: {text}")
+
+    def ratio(self, label: str, a: Any, b: Any, key: str, goal: float, *, higher: bool) -> None:
+        value = a[key] / b[key] if a and b and b[key] else None
+        sign = ">=" if higher else "<="
+        met = value is not None and (value >= goal if higher else value <= goal)
+        self.line(label, value, f"x{value or 0:.2f} (goal {sign} {goal:g})", met)
+
+    def value(self, label: str, value: float | None, goal: float) -> None:
+        met = value is not None and value <= goal
+        self.line(label, value, f"{value or 0:.1f} (goal <= {goal:g})", met)
+
+
+def handoff_table(results: Path) -> tuple[dict[tuple[str, int], dict[str, float]], int]:
+    """The handoff runs bench/compare wrote: medians per side and connection count."""
+    runs: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
+    for path in sorted(results.glob("handoff-*.json")):
+        m = HANDOFF_NAME.match(path.name)
+        doc = load(path)
+        if m is not None and doc is not None:
+            runs[(m["server"], int(m["conns"]))].append(doc)
+    med: dict[tuple[str, int], dict[str, float]] = {}
+    errors = 0
+    if not runs:
+        return med, 0
+    print()
+    print("Handoffs (ours: triage -> billing; probe: handoff.py A -> B; median over rounds)")
+    print(
+        f"{'side':<8}{'conns':>6}{'rounds':>7}{'handoffs/s':>11}{'p50 ms':>10}{'p99 ms':>10}"
+        f"{'errors':>8}"
+    )
+    for (side, conns), docs in sorted(runs.items()):
+        errs = sum(int(d["errors"]) for d in docs)
+        errors += errs
+        row = med[(side, conns)] = {
+            "rps": statistics.median(float(d["good_rps"]) for d in docs),
+            "p50": statistics.median(float(d["p50_ms"]) for d in docs),
+            "p99": statistics.median(float(d["p99_ms"]) for d in docs),
+        }
+        print(
+            f"{side:<8}{conns:>6}{len(docs):>7}{row['rps']:>11.0f}{row['p50']:>10.3f}"
+            f"{row['p99']:>10.3f}{errs:>8}"
+        )
+    for conns in sorted({c for _, c in med}):
+        a, b = med.get(("ours", conns)), med.get(("probe", conns))
+        if a and b and b["rps"]:
+            print(
+                f"  ours / probe c={conns:<3} handoffs/s x{a['rps'] / b['rps']:.2f}"
+                f"   p50 x{a['p50'] / b['p50']:.3f}   p99 x{a['p99'] / b['p99']:.3f}"
+            )
+    ledgers = results / "handoff-ledgers.txt"
+    if ledgers.exists():
+        print("  " + ledgers.read_text().strip())
+    return med, errors
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("results", type=Path)
     parser.add_argument("--ours", default="ours-sqlite")
     parser.add_argument("--baseline", default="sdk-memory")
+    parser.add_argument("--probe", default="probe-echo")
     args = parser.parse_args()
 
     runs: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
@@ -137,43 +212,60 @@ def main() -> int:
             if doc.get("first_error"):
                 print(f"    first error ({doc['mode']}): {doc['first_error'][:120]}")
 
+    handoff, handoff_errors = handoff_table(args.results)
+    total_errors += handoff_errors
+
     print()
-    print("Targets")
-    ok = True
+    print("Goals")
+    goals = Goals()
     ours32, base32 = med.get((args.ours, 32)), med.get((args.baseline, 32))
-    if ours32 and base32 and base32["rps"]:
-        ratio = ours32["rps"] / base32["rps"]
-        met = ratio >= RPS_RATIO_TARGET
-        ok &= met
-        print(
-            f"  [{'MET' if met else 'MISSED'}] req/s at 32 conns: {args.ours} / {args.baseline}"
-            f" = {ratio:.2f} (target >= {RPS_RATIO_TARGET:g})"
-        )
-    else:
-        ok = False
-        print("  [MISSING] req/s at 32 conns: no data for both servers")
+    probe32, probe1 = med.get((args.probe, 32)), med.get((args.probe, 1))
     ours1 = med.get((args.ours, 1))
-    if ours1:
-        met = ours1["p50"] < P50_TARGET_MS
-        ok &= met
-        print(
-            f"  [{'MET' if met else 'MISSED'}] p50 at 1 conn: {ours1['p50']:.3f} ms"
-            f" (target < {P50_TARGET_MS} ms)"
-        )
-    else:
-        ok = False
-        print("  [MISSING] p50 at 1 conn: no data")
+    goals.ratio(
+        f"req/s at 32 conns, {args.ours} / {args.baseline}",
+        ours32,
+        base32,
+        "rps",
+        RPS_VS_SDK,
+        higher=True,
+    )
+    goals.ratio(
+        f"req/s at 32 conns, {args.ours} / {args.probe}",
+        ours32,
+        probe32,
+        "rps",
+        RPS_VS_PROBE,
+        higher=True,
+    )
+    goals.ratio(
+        f"p50 at 1 conn, {args.ours} / {args.probe}",
+        ours1,
+        probe1,
+        "p50",
+        P50_VS_PROBE,
+        higher=False,
+    )
     kib = sse.get(args.ours, {}).get("hold", {}).get("kib_per_stream")
-    if kib is not None:
-        met = kib < KIB_TARGET
-        ok &= met
-        print(
-            f"  [{'MET' if met else 'MISSED'}] memory per open SSE stream: {kib:.1f} KiB"
-            f" (target well under {KIB_TARGET:g} KiB)"
-        )
-    else:
-        ok = False
-        print("  [MISSING] memory per open SSE stream: no data")
+    goals.value("memory per open SSE stream, KiB", kib, KIB_PER_STREAM)
+    idle = sse.get(args.ours, {}).get("hold", {}).get("rss_before_mib")
+    idle_sdk = sse.get(args.baseline, {}).get("hold", {}).get("rss_before_mib")
+    goals.ratio(
+        f"idle RSS (fresh, warmed), {args.ours} / {args.baseline}",
+        {"rss": idle} if idle else None,
+        {"rss": idle_sdk} if idle_sdk else None,
+        "rss",
+        1.0,
+        higher=False,
+    )
+    goals.ratio(
+        "handoff p50 at 1 conn, ours / probe",
+        handoff.get(("ours", 1)),
+        handoff.get(("probe", 1)),
+        "p50",
+        HANDOFF_P50_VS_PROBE,
+        higher=False,
+    )
+    ok = goals.ok
     if total_errors:
         ok = False
         print(f"  [ERRORS] {total_errors} errors counted: figures with errors are not valid")

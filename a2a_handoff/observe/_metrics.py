@@ -15,39 +15,83 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
-from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
-from prometheus_client.exposition import CONTENT_TYPE_LATEST
-from prometheus_client.registry import Collector
+from a2a_handoff.observe._hot_metrics import (
+    BATCH_BUCKETS,
+    COMMIT_BUCKETS,
+    LATENCY_BUCKETS,
+    Buckets,
+    Hot,
+)
 
-from a2a_handoff.observe._labels import short_state
+if TYPE_CHECKING:  # prometheus-client is imported when the registry is first needed
+    from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-__all__ = ["CONTENT_TYPE_LATEST", "Metrics"]
+__all__ = ["Metrics"]
 
-_LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
-_COMMIT_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1)
-_BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128)
 _MS_BUCKETS = (5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000, 300000)
 BREAKER_VALUES = {"closed": 0, "half_open": 1, "open": 2}
 
-
-_EDGE = ("source", "target", "kind", "outcome")
+_LAZY = frozenset(  # made with the registry (`Metrics._make_registry`)
+    ("registry", "open_streams", "outbox_pending", "outbox_oldest_age", "breaker_state",
+     "breaker_changes", "escalations", "escalations_waiting", "recoveries")
+)  # fmt: skip
 
 
 class Metrics:
-    """The metrics of one agent."""
+    """The metrics of one agent.
 
-    content_type = CONTENT_TYPE_LATEST  # of `render()`'s text
+    The per-request and per-handoff counters and histograms are plain numbers in `Hot` (no
+    lock, no label look-up on the hot path; the loop is one thread), made samples when
+    /metrics is read. The Prometheus registry and its gauges and labelled counters are made,
+    and prometheus-client imported, the first time one of them is asked for (/metrics read,
+    a breaker change, an escalation, a recovery, a contract metric): an agent that only
+    serves requests never loads the library."""
+
+    registry: CollectorRegistry
+    open_streams: Gauge
+    outbox_pending: Gauge
+    outbox_oldest_age: Gauge
+    breaker_state: Gauge
+    breaker_changes: Counter
+    escalations: Counter
+    escalations_waiting: Gauge
+    recoveries: Counter
 
     def __init__(self) -> None:
+        self.hot = Hot()
+        self._contract: dict[str, Counter | Histogram] = {}
+        self._collectors: list[Any] = [self.hot]  # registered when the registry is made
+
+    def add_collector(self, collector: Any) -> None:
+        """Render `collector` (an object with `collect()`) with the agent's metrics."""
+        if "registry" in self.__dict__:
+            self.registry.register(collector)
+        else:
+            self._collectors.append(collector)
+
+    def __getattr__(self, name: str) -> Any:
+        # Called only while the registry is not made: afterwards these are plain attributes.
+        if name not in _LAZY:
+            raise AttributeError(name)
+        self._make_registry()
+        return self.__dict__[name]
+
+    @property
+    def content_type(self) -> str:
+        """Of `render()`'s text."""
+        from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+        return CONTENT_TYPE_LATEST
+
+    def _make_registry(self) -> None:
+        from prometheus_client import CollectorRegistry, Counter, Gauge
+
         self.registry = r = CollectorRegistry(auto_describe=True)
-        # The per-request and per-handoff counters and histograms are plain numbers in `_Hot`
-        # (no lock, no label look-up on the hot path; the loop is one thread), made samples
-        # when /metrics is read.
-        self.hot = _Hot()
-        r.register(self.hot)
+        for collector in self._collectors:
+            r.register(collector)
         self.open_streams = Gauge("a2a_open_streams", "SSE task streams open", registry=r)
         self.outbox_pending = Gauge(
             "a2a_outbox_pending", "Handoffs checkpointed and not yet delivered", registry=r
@@ -78,7 +122,6 @@ class Metrics:
             "a2a_recoveries", "Recovery actions: handoffs replayed, tasks failed at start-up,"
             " contract recovery paths followed", ["kind"], registry=r,
         )  # fmt: skip
-        self._contract: dict[str, Counter | Histogram] = {}
 
     def handoff_sent(self, edge: tuple[str, str, str, str]) -> None:
         """A handoff's delivery ended: `edge` is (source, target, kind, outcome)."""
@@ -94,14 +137,14 @@ class Metrics:
         """`seconds` from a handoff decided to `stage`: (source, target, kind, stage)."""
         buckets = self.hot.latency.get(stage)
         if buckets is None:
-            buckets = self.hot.latency[stage] = _Buckets(_LATENCY_BUCKETS)
+            buckets = self.hot.latency[stage] = Buckets(LATENCY_BUCKETS)
         buckets.observe(seconds)
 
     def commit(self, seconds: float, batch: int) -> None:
-        hot = self.hot  # `_Buckets.observe` inline (a commit is on every request's path)
-        hot.commit_seconds.counts[bisect_left(_COMMIT_BUCKETS, seconds)] += 1
+        hot = self.hot  # `Buckets.observe` inline (a commit is on every request's path)
+        hot.commit_seconds.counts[bisect_left(COMMIT_BUCKETS, seconds)] += 1
         hot.commit_seconds.sum += seconds
-        hot.commit_batch.counts[bisect_left(_BATCH_BUCKETS, batch)] += 1
+        hot.commit_batch.counts[bisect_left(BATCH_BUCKETS, batch)] += 1
         hot.commit_batch.sum += batch
 
     def contract(self, names: Iterable[str], contract: str, value: float | None = None) -> None:
@@ -111,6 +154,8 @@ class Metrics:
             metric = self._contract.get(name)
             if metric is None:
                 metric = self._contract[name] = self._make(name)
+            from prometheus_client import Histogram  # loaded by then (`_make`)
+
             if isinstance(metric, Histogram):
                 if value is not None:
                     metric.labels(contract).observe(value)
@@ -118,10 +163,12 @@ class Metrics:
                 metric.labels(contract).inc()
 
     def _make(self, name: str) -> Counter | Histogram:
+        from prometheus_client import Counter, Histogram
+
         safe = "a2a_contract_" + re.sub(r"[^a-zA-Z0-9_]", "_", name)
         doc = f"The contract metric {name}, counted from the handoff ledger"
         if name.endswith(("_ms", "_seconds")):
-            buckets = _MS_BUCKETS if name.endswith("_ms") else _LATENCY_BUCKETS
+            buckets = _MS_BUCKETS if name.endswith("_ms") else LATENCY_BUCKETS
             return Histogram(safe, doc, ["contract"], buckets=buckets, registry=self.registry)
         return Counter(safe, doc, ["contract"], registry=self.registry)
 
@@ -145,94 +192,11 @@ class Metrics:
 
     def render(self) -> bytes:
         """The registry in the Prometheus text format."""
+        from prometheus_client import generate_latest
+
         return generate_latest(self.registry)
 
     def value(self, name: str, labels: Mapping[str, str] | None = None) -> float:
         """One sample's value (0 when absent): for tests and the console."""
         found = self.registry.get_sample_value(name, dict(labels or {}))
         return found or 0.0
-
-
-class _Buckets:
-    """A histogram's counts, kept as plain numbers."""
-
-    __slots__ = ("bounds", "counts", "sum")
-
-    def __init__(self, bounds: tuple[float, ...]) -> None:
-        self.bounds = bounds
-        self.counts = [0] * (len(bounds) + 1)  # the last: above every bound (+Inf)
-        self.sum = 0.0
-
-    def observe(self, value: float) -> None:
-        self.counts[bisect_left(self.bounds, value)] += 1
-        self.sum += value
-
-    def cumulative(self) -> list[tuple[str, float]]:
-        """The buckets as Prometheus counts them: each bound with the count at or below it."""
-        buckets: list[tuple[str, float]] = []
-        total = 0
-        for bound, count in zip((*self.bounds, float("inf")), self.counts, strict=True):
-            total += count
-            buckets.append(("+Inf" if bound == float("inf") else repr(float(bound)), total))
-        return buckets
-
-    def family(self, name: str, doc: str) -> HistogramMetricFamily:
-        return HistogramMetricFamily(name, doc, buckets=self.cumulative(), sum_value=self.sum)
-
-
-class _Hot(Collector):
-    """The hot path's counters: requests by method and outcome, transitions by state,
-    handoffs sent and received by edge (and their latency), the store's commits (latency,
-    batch size)."""
-
-    def __init__(self) -> None:
-        self.requests: dict[tuple[str, str], int] = {}
-        self.transitions: dict[str, int] = {}  # by wire name (or TaskState), named when read
-        self.sent: dict[tuple[str, str, str, str], int] = {}
-        self.received: dict[tuple[str, str, str, str], int] = {}
-        self.latency: dict[tuple[str, str, str, str], _Buckets] = {}
-        self.commit_seconds = _Buckets(_COMMIT_BUCKETS)
-        self.commit_batch = _Buckets(_BATCH_BUCKETS)
-
-    def collect(self) -> Iterator[Metric]:
-        requests = CounterMetricFamily(
-            "a2a_requests",
-            "JSON-RPC calls by method and outcome (ok or the error's name)",
-            labels=["method", "outcome"],
-        )
-        for (method, outcome), count in sorted(self.requests.items()):
-            requests.add_metric([method, outcome], count)
-        yield requests
-        transitions = CounterMetricFamily(
-            "a2a_task_transitions", "Task state changes committed, by the new state",
-            labels=["state"],
-        )  # fmt: skip
-        by_name: dict[str, int] = {}  # a state counted by its wire name or TaskState member
-        for state, count in self.transitions.items():
-            name = short_state(state)
-            by_name[name] = by_name.get(name, 0) + count
-        for name, count in sorted(by_name.items()):
-            transitions.add_metric([name], count)
-        yield transitions
-        for name, doc, counts in (
-            ("a2a_handoffs_sent", "Handoffs sent, by edge, kind and outcome", self.sent),
-            ("a2a_handoffs_received", "Handoffs received, by edge, kind and outcome",
-             self.received),
-        ):  # fmt: skip
-            family = CounterMetricFamily(name, doc, labels=_EDGE)
-            for edge, count in sorted(counts.items()):
-                family.add_metric(list(edge), count)
-            yield family
-        latency = HistogramMetricFamily(
-            "a2a_handoff_latency_seconds",
-            "From the handoff decided to the successor created (stage=created) and to the"
-            " source terminated (stage=terminated)",
-            labels=["source", "target", "kind", "stage"],
-        )
-        for stage, buckets in sorted(self.latency.items()):
-            latency.add_metric(list(stage), buckets.cumulative(), buckets.sum)
-        yield latency
-        yield self.commit_seconds.family(
-            "a2a_store_commit_seconds", "Store commit latency (one group commit)"
-        )
-        yield self.commit_batch.family("a2a_store_commit_batch_size", "Writes per store commit")

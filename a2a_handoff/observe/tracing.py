@@ -3,18 +3,20 @@
 The library uses `opentelemetry-api` only: without an SDK configured (`a2a-handoff[otel]`,
 see `a2a_handoff.observe.otel`) its tracer records nothing, and this module takes a fast
 path — no span objects at all; the trace id still travels (it is the envelope's `traceId`,
-and log lines carry it). opentelemetry-api itself is imported the first time the global
-provider is looked at (the first span, traced call or request), not with the package. The
-envelope's `traceId` becomes the trace's id on every agent a
-chain reaches, whether or not the HTTP header made it (a handoff replayed after a crash
-carries no header, only its signed envelope).
+and log lines carry it). opentelemetry-api itself is not imported by this module until
+something else has loaded it (an SDK, an instrumentation, the application: only they can set
+a provider) or `OTEL_PYTHON_TRACER_PROVIDER` names one. The envelope's `traceId` becomes the
+trace's id on every agent a chain reaches, whether or not the HTTP header made it (a handoff
+replayed after a crash carries no header, only its signed envelope).
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import random
 import re
+import sys
 import time
 from collections.abc import Iterable, Mapping, MutableMapping
 from contextvars import ContextVar, Token
@@ -51,6 +53,7 @@ def _get_tracer() -> trace.Tracer:
 # context (making, attaching and reading one cost more than all the rest of this module).
 _TRACE: ContextVar[str | None] = ContextVar("a2a_handoff_trace", default=None)
 
+_PROVIDER_ENV = "OTEL_PYTHON_TRACER_PROVIDER"  # opentelemetry-api loads the provider it names
 _on = False  # a global SDK provider was seen (it can be set only once: it stays)
 _checked = -1.0  # when the global provider was last looked at (not set yet)
 
@@ -65,6 +68,8 @@ def enabled() -> bool:
     if now - _checked < 1.0:
         return False
     _checked = now
+    if "opentelemetry.trace" not in sys.modules and _PROVIDER_ENV not in os.environ:
+        return False  # not loaded: nobody set a provider, and none is named: off
     from opentelemetry import trace
 
     provider = trace.get_tracer_provider()

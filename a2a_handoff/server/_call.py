@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
 from a2a_handoff.auth import ApiKeyAuth
@@ -113,14 +113,28 @@ async def read_body(request: Request, max_body: int) -> bytes:
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > max_body:
         raise PayloadTooLargeError(f"request body over {max_body} bytes")
+    # Starlette's `request.stream()` without its async generator (one per request): the
+    # ASGI messages read here, a disconnect raising ClientDisconnect as it does.
+    if request._stream_consumed:
+        raise RuntimeError("Stream consumed")
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > max_body:
-            raise PayloadTooLargeError(f"request body over {max_body} bytes")
-        chunks.append(chunk)
-    return b"".join(chunks)
+    receive = request.receive
+    while True:
+        message = await receive()
+        if message["type"] == "http.request":
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > max_body:
+                raise PayloadTooLargeError(f"request body over {max_body} bytes")
+            if chunk:
+                chunks.append(chunk)
+            if not message.get("more_body", False):
+                request._stream_consumed = True
+                return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        elif message["type"] == "http.disconnect":
+            request._is_disconnected = True
+            raise ClientDisconnect()
 
 
 def principal_of(auth: ApiKeyAuth | None, request: Request) -> str:

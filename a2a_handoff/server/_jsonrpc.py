@@ -278,13 +278,16 @@ def finite(text: str) -> float:
     return value
 
 
+_DECODER = json.JSONDecoder(parse_constant=refuse_constant, parse_float=finite)
+
+
 def _parse_json(body: bytes, request: Request) -> Any:
     """Strict JSON: no NaN or Infinity, nor a number that overflows to it; too deep a nesting
     is a parse error too. A body that is not JSON, sent as something else than JSON, is
     refused for its content type (-32005): the header is read only then, so a valid JSON
     body is served whatever it says."""
-    try:
-        return json.loads(body, parse_constant=refuse_constant, parse_float=finite)
+    try:  # json.loads(body, …) as it decodes bytes, without making a decoder every call
+        return _DECODER.decode(body.decode(json.detect_encoding(body), "surrogatepass"))
     except RecursionError:
         raise ParseError("Parse error: the JSON is nested too deeply") from None
     except (ValueError, UnicodeDecodeError) as exc:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 
@@ -114,6 +115,7 @@ class SseResponse(Response):
         try:
             async for chunk in self.frames:
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                del chunk  # a waiting stream keeps no copy of what it sent
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         except asyncio.CancelledError:
             if not gone:
@@ -143,6 +145,7 @@ async def task_stream(
         first = StreamResponse(task=head)
         head = None  # an open stream keeps no snapshot alive
         yield after, first
+        del first
         if done:
             return
     event: TaskEvent
@@ -151,6 +154,7 @@ async def task_stream(
             yield event.seq, event.item
             if pauses(event.item, until_terminal):
                 return
+            del event  # nor the last event while it waits for the next
 
 
 def ends(state: TaskState, until_terminal: bool = False) -> bool:
@@ -179,11 +183,16 @@ def sse_answer(
     the stream took a slot of (given back when it ends)."""
     visible = call.transfers_visible
     binding = call.binding
+    # The frames need the call's id, not its params: an open stream keeps no parsed request.
+    call = dataclasses.replace(call, params={})
 
     async def frames() -> AsyncIterator[bytes]:
         try:
             async for seq, item in items:
-                yield binding.event(call, seq or None, render_item(item, visible))
+                framed = binding.event(call, seq or None, render_item(item, visible))
+                del item  # held no longer than it takes to frame it
+                yield framed
+                del framed
         except RpcError as error:
             yield binding.stream_error(call, error)
         except Exception:

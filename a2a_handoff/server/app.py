@@ -302,7 +302,7 @@ def _methods(
     )
     if served.pusher is not None:
         methods.push = PushMethods(served.manager, served.pusher)
-        served.observer.metrics.registry.register(served.pusher.collector())
+        served.observer.metrics.add_collector(served.pusher.collector())
     return methods
 
 

@@ -11,20 +11,24 @@ same store (a shared SQLite file), a follower also re-reads after a quiet `poll`
 from __future__ import annotations
 
 import asyncio
-from collections import deque
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable
 
 from a2a_handoff.stores.base import TaskEvent, TaskRecord
 
 
 class _Subscriber:
-    __slots__ = ("_wakeup", "lagged", "limit", "pending")
+    """One follower's live events. Small: every open stream holds one while it waits (a list
+    and a future made only while waiting, where a deque and an `asyncio.Event` — with its
+    own deque of waiters — took some 1.4 KiB before a single event arrived)."""
+
+    __slots__ = ("_set", "_waiter", "lagged", "limit", "pending")
 
     def __init__(self, limit: int) -> None:
-        self.pending: deque[TaskEvent] = deque()
+        self.pending: list[TaskEvent] = []
         self.lagged = False
         self.limit = limit
-        self._wakeup = asyncio.Event()
+        self._set = False  # woken since the last wait (an Event's flag)
+        self._waiter: asyncio.Future[None] | None = None
 
     def push(self, events: Iterable[TaskEvent]) -> None:
         if not self.lagged:
@@ -32,11 +36,25 @@ class _Subscriber:
             if len(self.pending) > self.limit:
                 self.pending.clear()
                 self.lagged = True
-        self._wakeup.set()
+        self._set = True
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     async def wait(self) -> None:
-        await self._wakeup.wait()
-        self._wakeup.clear()
+        """Until pushed to since the last wait returned (`Event.wait()` then `clear()`)."""
+        if not self._set:
+            self._waiter = waiter = asyncio.get_running_loop().create_future()
+            try:
+                await waiter
+            finally:
+                self._waiter = None
+        self._set = False
+
+    def take(self) -> list[TaskEvent]:
+        """The events pushed since the last take."""
+        taken, self.pending = self.pending, []
+        return taken
 
 
 class EventHub:
@@ -79,6 +97,7 @@ async def follow(
     `poll`: also re-read the store after this many quiet seconds (other processes write to it).
     """
     subscriber = hub.subscribe(task_id)
+    event: TaskEvent | None = None  # dropped before each wait: a waiting follower keeps none
     try:
         last = after
         backlog = await read_events(task_id, last)
@@ -89,10 +108,9 @@ async def follow(
             last = event.seq
             if event.final:
                 return
-        if not had_backlog:
-            record = await read_record(task_id)
-            if record is None or (record.state.terminal and record.version <= last):
-                return
+        if not had_backlog and await _ended(read_record, task_id, last):
+            return
+        event = None
         while True:
             if poll is None:
                 await subscriber.wait()
@@ -105,8 +123,7 @@ async def follow(
                 subscriber.lagged = False
                 batch: Iterable[TaskEvent] = await read_events(task_id, last)
             else:
-                batch = list(subscriber.pending)
-                subscriber.pending.clear()
+                batch = subscriber.take()
             for event in batch:
                 if event.seq <= last:
                     continue
@@ -121,5 +138,15 @@ async def follow(
                 last = event.seq
                 if event.final:
                     return
+            batch, event = (), None
     finally:
         hub.unsubscribe(task_id, subscriber)
+
+
+async def _ended(
+    read_record: Callable[[str], Awaitable[TaskRecord | None]], task_id: str, last: int
+) -> bool:
+    """Whether the task is gone or ended by event `last` (its record, a whole task, is not
+    kept in the waiting follower's frame)."""
+    record = await read_record(task_id)
+    return record is None or (record.state.terminal and record.version <= last)

@@ -17,9 +17,11 @@ import pytest
 
 from a2a_handoff import TrustConfig, create_app
 from a2a_handoff.errors import StoreError
+from a2a_handoff.protocol.models import StreamResponse, Task
 from a2a_handoff.protocol.states import TaskState
+from a2a_handoff.server._streams import task_stream
 from a2a_handoff.stores import SqliteTaskStore
-from a2a_handoff.stores.base import TaskQuery
+from a2a_handoff.stores.base import TaskEvent, TaskQuery, TaskRecord
 from a2a_handoff.trust.keys import KeyFile
 from servers.echo import EchoAgent, echo_card
 from tests.a2a_handoff.stores.test_behaviour import advance, create
@@ -223,3 +225,45 @@ async def test_a_request_is_stored_in_at_most_twice_its_size(tmp_path: Path) -> 
         events = [e.item for e in await app.state.a2a.store.events(task["id"])]
         assert events[0].task is not None
         assert events[0].task.history[0].text == "é" * 500_000  # rebuilt from the snapshot
+
+
+def _held(generator: Any) -> list[str]:
+    """Locals of a suspended async generator that hold a task or one of its events."""
+    kinds = (TaskRecord, Task, TaskEvent, StreamResponse)
+    return [k for k, v in generator.ag_frame.f_locals.items() if isinstance(v, kinds)]
+
+
+async def _until_waiting(store: SqliteTaskStore, task_id: str) -> None:
+    """Until the task's follower waits for a live event (bounded)."""
+    for _ in range(2000):
+        if any(s._waiter for s in store._hub._subscribers.get(task_id, ())):
+            return
+        await asyncio.sleep(0.001)
+    raise AssertionError("the follower never waited")
+
+
+async def test_an_open_stream_waiting_for_events_keeps_no_copy_of_the_task(
+    tmp_path: Path,
+) -> None:
+    # Every open stream is one of these generators: a task (or event) held in their frames
+    # while they wait is a copy per subscriber, for as long as the task runs.
+    async with SqliteTaskStore(tmp_path / "s.db") as store:
+        record = await advance(store, await create(store), TaskState.WORKING)
+        stream: Any = task_stream(
+            store, record.id, record.task, record.version, until_terminal=True
+        )
+        assert (await anext(stream))[1].task == record.task  # the head snapshot
+        waiting = asyncio.create_task(anext(stream))
+        await _until_waiting(store, record.id)  # having read the record: it was not ended
+        follower = stream.ag_frame.f_locals["events"]  # the store's follow()
+        assert _held(stream) == []
+        assert _held(follower) == []
+        record = await advance(store, record, TaskState.WORKING)
+        assert (await asyncio.wait_for(waiting, 5))[0] == record.version
+        waiting = asyncio.create_task(anext(stream))
+        await _until_waiting(store, record.id)  # after a live event too
+        assert _held(stream) == []
+        assert _held(follower) == []
+        await advance(store, record, TaskState.COMPLETED)
+        assert (await asyncio.wait_for(waiting, 5))[0] == record.version + 1
+        await stream.aclose()
