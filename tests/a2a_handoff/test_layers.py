@@ -32,6 +32,8 @@ LAYERS: list[set[str]] = [
     # Metrics, log lines with ids, trace context: called from every room above, importing
     # none of them (the wire models only).
     {"observe"},
+    # An operator's decision on an escalation: what a human agent signs, what an agent checks.
+    {"decisions"},
     {"stores", "client", "contracts", "auth", "escalation"},
     # What a handler returns, and what a delegation gives back to it.
     {"outcomes", "delegated"},
