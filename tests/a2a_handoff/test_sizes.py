@@ -29,7 +29,6 @@ MODULES_STILL_OVER = {
     "agent.py",
     "server/_mcp.py",
     "server/app.py",
-    "client/transport.py",
 }
 
 
