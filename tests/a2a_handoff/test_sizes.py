@@ -27,7 +27,6 @@ STILL_OVER: set[str] = set()  # empty: keep it so
 # grows past it moves a cohesive piece into a module of its own (not fewer, longer lines).
 MODULES_STILL_OVER = {
     "agent.py",
-    "server/app.py",
 }
 
 
