@@ -2,6 +2,7 @@
 
 python -m tests.integration.delegating_agent NAME --port P --store URL
     [--route NAME=URL] [--trust NAME=URL] [--contracts DIR] [--work-log PATH]
+    [--key-file PATH (on a shared store)]
 
 Asked by a user, it delegates the message to its route `billing` (`stranger` when the text
 says "untrusted"): "gate" requires a capability no one offers, "offtopic" breaks the edge's
@@ -37,6 +38,7 @@ from a2a_handoff import (
     open_store,
 )
 from a2a_handoff.contracts import Catalog
+from a2a_handoff.trust.keys import KeyFile
 
 
 class DelegatingAgent:
@@ -105,6 +107,7 @@ def main() -> int:
     parser.add_argument("--contracts", type=Path, default=None)
     parser.add_argument("--work-log", type=Path, default=None)
     parser.add_argument("--recovery-interval", type=float, default=0.3)
+    parser.add_argument("--key-file", type=Path, default=None)  # on a shared store
     args = parser.parse_args()
     url = f"http://127.0.0.1:{args.port}/"
     app = create_app(
@@ -116,7 +119,9 @@ def main() -> int:
             contracts=Catalog.load(args.contracts) if args.contracts else None,
             recovery_interval=args.recovery_interval,
         ),
-        trust=TrustConfig(trusted=args.trust),
+        trust=TrustConfig(
+            trusted=args.trust, identity=KeyFile(args.key_file) if args.key_file else None
+        ),
     )
     uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning")
     return 0

@@ -9,90 +9,29 @@ them.
 
 from __future__ import annotations
 
-import contextlib
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
-import httpx
 import pytest
 
-from a2a_handoff.failpoints import ENV_VAR, EXIT_CODE
 from a2a_handoff.runtime.orphans import RESTART_REASON
+from tests.integration.delegation_support import (
+    POINTS,
+    Agents,
+    ask,
+    delegated,
+    dies_at,
+    make_agents,
+    settled,
+)
 from tests.integration.handoff_support import ext, message, result, tasks_in, wait_for
-from tests.support import ROOT, AgentProcess
-
-MODULE = "tests.integration.delegating_agent"
-
-
-@dataclass
-class Agents:
-    triage: AgentProcess
-    billing: AgentProcess
-    stranger: AgentProcess
-    work_log: Path
-
-    def work(self, context_id: str) -> list[str]:
-        """The steps of work billing did in the conversation."""
-        lines = self.work_log.read_text().splitlines() if self.work_log.exists() else []
-        return [line for line in lines if line.startswith(context_id + " ")]
-
-
-def _agent(tmp: Path, name: str, *extra: str, store: str | None = None) -> AgentProcess:
-    agent = AgentProcess(name, f"sqlite:///{tmp / (store or name)}.db", extra=extra)
-    agent.module = MODULE
-    agent.log_path = tmp / f"{store or name}.log"
-    return agent
 
 
 @pytest.fixture(scope="module")
 def agents(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Agents]:
-    tmp = tmp_path_factory.mktemp("delegation")
-    work_log = tmp / "work.log"
-    triage = _agent(tmp, "triage")
-    billing = _agent(tmp, "billing", f"--trust=triage={triage.url}", f"--work-log={work_log}")
-    stranger = _agent(tmp, "billing", store="stranger")  # trusts no one
-    triage.extra = (
-        f"--route=billing={billing.url}",
-        f"--route=stranger={stranger.url}",
-        f"--contracts={ROOT / 'contracts'}",
-    )
-    found = Agents(triage, billing, stranger, work_log)
-    for agent in (billing, stranger, triage):
-        agent.start()
+    found = make_agents(tmp_path_factory.mktemp("delegation"), stranger=True).start()
     yield found
-    for agent in (triage, billing, stranger):
-        agent.stop()
-
-
-def ask(agent: AgentProcess, text: str, context_id: str, **config: Any) -> dict[str, Any]:
-    task: dict[str, Any] = result(agent.rpc("SendMessage", message(text, context_id, **config)))[
-        "task"
-    ]
-    return task
-
-
-def settled(agent: AgentProcess, context_id: str) -> dict[str, Any]:
-    """The one task of the conversation at `agent`, once it no longer works."""
-
-    def check() -> dict[str, Any] | None:
-        tasks = tasks_in(agent, context_id)
-        assert len(tasks) <= 1, tasks
-        working = ("TASK_STATE_SUBMITTED", "TASK_STATE_WORKING")
-        return tasks[0] if tasks and tasks[0]["status"]["state"] not in working else None
-
-    found = wait_for(check, timeout=20)
-    task: dict[str, Any] = result(agent.rpc("GetTask", {"id": found["id"]}))  # with artifacts
-    return task
-
-
-def delegated(task: dict[str, Any]) -> dict[str, Any]:
-    """What triage published of billing's outcome (its artifact `delegated`)."""
-    [artifact] = [a for a in task["artifacts"] if a.get("name") == "delegated"]
-    data: dict[str, Any] = artifact["parts"][0]["data"]
-    return data
+    found.stop()
 
 
 def test_delegation_returns_the_delegates_outcome(agents: Agents) -> None:
@@ -135,6 +74,7 @@ def test_refused_delegation_says_why(agents: Agents, text: str, sent: bool, said
     assert said in outcome["text"], outcome["text"]
     assert task["status"]["state"] == "TASK_STATE_COMPLETED"  # the handler acted on it
     assert tasks_in(agents.billing, ctx) == []
+    assert agents.stranger is not None
     assert tasks_in(agents.stranger, ctx) == []
     assert agents.work(ctx) == []
 
@@ -207,32 +147,6 @@ def test_stopping_the_delegator_leaves_its_delegation_to_resume(agents: Agents) 
     [sub] = tasks_in(agents.billing, ctx)
     assert sub["status"]["state"] == "TASK_STATE_CANCELED"
     assert len(agents.work(ctx)) == 1
-
-
-@contextlib.contextmanager
-def dies_at(agent: AgentProcess, point: str) -> Iterator[None]:
-    """Restart `agent` with the failpoint `point` armed, run the block (a request it dies
-    answering, or before), check that it died there, and start it again unarmed — started
-    again whatever happened, for the tests that follow."""
-    agent.env = {ENV_VAR: point}
-    agent.restart()
-    try:
-        with contextlib.suppress(httpx.HTTPError, ValueError):  # it may die before answering
-            yield
-        assert agent.proc is not None
-        assert agent.proc.wait(20) == EXIT_CODE
-    finally:
-        agent.env = {}
-        agent.kill()
-        agent.start()
-
-
-POINTS = [
-    "delegate.after_checkpoint",
-    "delegate.after_send",
-    "delegate.after_answer",
-    "delegate.after_record",
-]
 
 
 @pytest.mark.timeout(60)
