@@ -17,7 +17,9 @@ from typing import Any
 from a2a_handoff.protocol.models import Artifact, Task
 from a2a_handoff.protocol.states import TaskState
 
-__all__ = ["Delegated"]
+__all__ = ["MAX_OUTCOME_BYTES", "Delegated"]
+
+MAX_OUTCOME_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,6 +30,7 @@ class Agents:
     triage: AgentProcess
     billing: AgentProcess
     work_log: Path
+    hold_file: Path  # while it exists, billing answers no request that made a task
     stranger: AgentProcess | None = None
     others: list[AgentProcess] = field(default_factory=list)  # more replicas of triage
 
@@ -69,18 +70,18 @@ def make_agents(
     "billing" that trusts nobody; not started. `stores` gives each agent's store URL (default:
     a SQLite file each); the `replicas` of triage share its store."""
     store = stores or sqlite_stores(tmp)
-    work_log = tmp / "work.log"
+    work_log, hold_file = tmp / "work.log", tmp / "hold"
     triages = [_agent(tmp, "triage", store("triage"), f"triage-{i}") for i in range(replicas)]
     trusted = [f"--trust=triage={t.url}" for t in triages]
     billing = _agent(tmp, "billing", store("billing"), "billing", *trusted,
-                     f"--work-log={work_log}")  # fmt: skip
+                     f"--work-log={work_log}", f"--hold-file={hold_file}")  # fmt: skip
     other = _agent(tmp, "billing", store("stranger"), "stranger") if stranger else None
     routes = [f"--route=billing={billing.url}", f"--contracts={ROOT / 'contracts'}"]
     if other is not None:
         routes.append(f"--route=stranger={other.url}")
     for triage in triages:
         triage.extra = tuple(routes)
-    return Agents(triages[0], billing, work_log, other, triages[1:])
+    return Agents(triages[0], billing, work_log, hold_file, other, triages[1:])
 
 
 def ask(agent: AgentProcess, text: str, context_id: str, **config: Any) -> dict[str, Any]:

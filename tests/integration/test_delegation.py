@@ -9,11 +9,15 @@ them.
 
 from __future__ import annotations
 
+import json
+import threading
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
+from a2a_handoff.delegated import MAX_OUTCOME_BYTES
 from a2a_handoff.runtime.orphans import RESTART_REASON
 from tests.integration.delegation_support import (
     POINTS,
@@ -22,6 +26,7 @@ from tests.integration.delegation_support import (
     delegated,
     dies_at,
     make_agents,
+    reply,
     settled,
 )
 from tests.integration.handoff_support import ext, message, result, tasks_in, wait_for
@@ -200,3 +205,68 @@ def test_kill_delegate_mid_delegation(agents: Agents) -> None:
     assert outcome["state"] == "FAILED"
     assert outcome["text"] == RESTART_REASON
     assert len(agents.work(ctx)) == 1
+
+
+@pytest.mark.parametrize(("said", "state"), [("never mind", "COMPLETED"), ("give up", "FAILED")])
+def test_a_task_that_ends_cancels_the_sub_task_still_asking(
+    agents: Agents, said: str, state: str
+) -> None:
+    """Triage's task ends without answering billing's question: nobody will, so the
+    sub-task is canceled (not left asking for ever)."""
+    ctx = str(uuid.uuid4())
+    task = ask(agents.triage, "a question", ctx)
+    assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    task = reply(agents.triage, task, said)
+    assert task["status"]["state"] == f"TASK_STATE_{state}"
+
+    def canceled() -> bool:
+        [sub] = tasks_in(agents.billing, ctx)
+        return bool(sub["status"]["state"] == "TASK_STATE_CANCELED")
+
+    wait_for(canceled, timeout=5)
+
+
+def test_a_cancel_while_the_request_is_in_flight_reaches_the_sub_task(agents: Agents) -> None:
+    """Billing made the sub-task but has not answered yet when triage's task is canceled:
+    once the answer comes, the cancel goes on to the sub-task."""
+    ctx = str(uuid.uuid4())
+    agents.hold_file.touch()
+    done: list[dict[str, Any]] = []
+    try:
+        task = ask(agents.triage, "hang on 555", ctx, returnImmediately=True)
+        wait_for(lambda: tasks_in(agents.billing, ctx))  # made, not answered: in flight
+        cancel = threading.Thread(
+            target=lambda: done.append(agents.triage.rpc("CancelTask", {"id": task["id"]}))
+        )
+        cancel.start()
+
+        def waiting() -> bool:  # the cancel returned, or waits for the request to land
+            if not cancel.is_alive():
+                return True
+            history = result(agents.triage.rpc("GetTask", {"id": task["id"]}))["history"]
+            return any("Canceling" in (m["parts"][0].get("text") or "") for m in history)
+
+        wait_for(waiting)
+    finally:
+        agents.hold_file.unlink()
+    cancel.join(20)
+    assert result(done[0])["status"]["state"] == "TASK_STATE_CANCELED"
+    [sub] = tasks_in(agents.billing, ctx)
+    assert sub["status"]["state"] == "TASK_STATE_CANCELED"
+
+
+def test_the_delegates_artifacts_are_kept_within_a_bound(agents: Agents) -> None:
+    """Billing publishes 100 000 bytes: triage keeps its outcome (state, text, the artifacts
+    that fit) and names the artifact left out, rather than copying it into its task."""
+    ctx = str(uuid.uuid4())
+    task = ask(agents.triage, "bulky refund 12345", ctx)
+    outcome = delegated(task)
+    assert outcome["state"] == "COMPLETED"
+    assert outcome["data"] == {"orderId": "12345", "status": "refunded"}  # this one fits
+    [record] = ext(task)["delegations"].values()
+    [kept] = record["rounds"][0]["artifacts"]
+    assert kept["name"] == "refund"
+    [left] = record["rounds"][0]["omitted"]
+    assert left["name"] == "scan"
+    assert left["bytes"] > MAX_OUTCOME_BYTES
+    assert len(json.dumps(record)) < MAX_OUTCOME_BYTES
