@@ -34,8 +34,8 @@ import uvicorn
 from a2a_handoff import (
     Completed,
     Delegated,
-    HandoffConfig,
     Failed,
+    HandoffConfig,
     InputRequired,
     Outcome,
     TaskContext,
