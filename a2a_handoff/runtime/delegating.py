@@ -47,6 +47,8 @@ from a2a_handoff.stores.base import OutboxEntry, TaskRecord
 
 log = logging.getLogger("a2a_handoff.runtime")
 
+LANDING = 10.0  # seconds a cancel waits for the answer to a request in flight, to cancel its task
+
 
 class Delegator(Protocol):
     """What delegating needs from the run (`runtime.run.TaskRun`)."""
@@ -125,13 +127,15 @@ class Delegations:
         self, ident: str, envelope: HandoffEnvelope, envelope_json: str, url: str, within: float
     ) -> Delegated:
         """Send the request (again), then follow the sub-task to its outcome, within
-        `within` seconds; a cancel of the task cancels the sub-task."""
+        `within` seconds; a cancel of the task (or the bound) cancels the sub-task — also one
+        the delegate makes while the request is still in flight, once it answers."""
         run = self.run
         agent = envelope.target.agent
         sub: list[Task] = []  # the sub-task, once the delegate made it
+        sending = asyncio.ensure_future(self.handoffs.subtasks.create(envelope, envelope_json))
         try:
             async with asyncio.timeout(within):
-                created = await self.handoffs.subtasks.create(envelope, envelope_json)
+                created = await asyncio.shield(sending)  # a cancel waits for it: `_landed`
                 if isinstance(created, str):
                     outcome = Delegated(agent, TaskState.REJECTED, created, key=ident)
                 else:
@@ -142,16 +146,32 @@ class Delegations:
                     done = await self.handoffs.subtasks.outcome(url, created)
                     outcome = Delegated.of_task(agent, ident, 0, done)
         except TimeoutError:
-            task_id = sub[0].id if sub else None
+            task_id = sub[0].id if sub else await self._landed(ident, agent, sending)
             if task_id is not None:
                 await self.handoffs.subtasks.cancel(url, task_id)
             said = f"no answer from {agent} within {within:g} s"
             outcome = Delegated(agent, TaskState.FAILED, said, task_id=task_id, key=ident)
         except asyncio.CancelledError:
             if run.phase is Phase.CANCELING:  # the task's cancel, not the agent stopping
-                await asyncio.shield(self._canceled(ident, envelope, url, sub))
+                await asyncio.shield(self._canceled(ident, envelope, url, sub, sending))
+            sending.cancel()
             raise
         return outcome
+
+    async def _landed(self, ident: str, agent: str, sending: asyncio.Future[Any]) -> str | None:
+        """The sub-task a request still in flight makes, once the delegate answers (waited
+        for `LANDING` seconds at most), for a cancel to reach it; None if it made none."""
+        if not sending.done():
+            with contextlib.suppress(Exception):
+                said = f"Canceling: waiting for {agent} to answer the request, to cancel its task"
+                await self._write(ident, {}, said)
+        try:
+            async with asyncio.timeout(LANDING):
+                created = await asyncio.shield(sending)
+        except Exception:  # no answer in time, or none that made a task
+            sending.cancel()
+            return None
+        return created.id if isinstance(created, Task) else None
 
     async def answer(self, asked: Delegated, text: str) -> Delegated:
         """Reply to the delegate's question: its next outcome, recorded before it is seen."""
@@ -279,15 +299,20 @@ class Delegations:
         await self._write(ident, {"rounds": rounds}, said, close=close)
 
     async def _canceled(
-        self, ident: str, envelope: HandoffEnvelope, url: str, sub: list[Task]
-    ) -> None:
-        """The handler was canceled while it waited: cancel the sub-task, and close the
-        request (best effort: the task is being canceled, or its run aborted)."""
+        self, ident: str, envelope: HandoffEnvelope, url: str, sub: list[Task],
+        sending: asyncio.Future[Any],
+    ) -> None:  # fmt: skip
+        """The handler was canceled while it waited: cancel the sub-task — made, or being
+        made by the request in flight — and close the request (best effort: the task is
+        being canceled, or its run aborted)."""
+        agent = envelope.target.agent
         known = recorded(self.run.journal.task).get(ident) or {}
         task_id = sub[0].id if sub else known.get("taskId")
+        if task_id is None:
+            task_id = await self._landed(ident, agent, sending)
         if task_id is not None:
             await self.handoffs.subtasks.cancel(url, task_id)
-        outcome = Delegated(envelope.target.agent, TaskState.CANCELED, "canceled by the"
-                            " delegating task", task_id=task_id)  # fmt: skip
+        outcome = Delegated(agent, TaskState.CANCELED, "canceled by the delegating task",
+                            task_id=task_id)  # fmt: skip
         with contextlib.suppress(Exception):
             await self._record(ident, outcome, envelope.handoff_id)
