@@ -25,6 +25,7 @@ FIRST = (  # node id prefixes, the longest units first
     "tests/integration/test_trust_keys.py",
     "tests/integration/test_postgres.py",
     "tests/integration/test_delegation.py",
+    "tests/integration/test_delegation_stores.py",
     "tests/integration/test_push.py",
     "tests/integration/test_escalation.py",
     "tests/orchestrator/test_operator.py",

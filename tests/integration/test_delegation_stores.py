@@ -4,16 +4,21 @@ closes, the replay after a kill -9 — on each. The rest of delegation is store-
 tested on SQLite (`test_delegation.py`).
 
 Triage and billing keep their state in one Redis (a key prefix each), then in one PostgreSQL
-database (a schema each), shared by the module's tests.
+database (a schema each), shared by the module's tests; the replica test starts its own
+agents (two replicas of triage on one Redis).
 """
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
+import httpx
 import pytest
 
+from a2a_handoff.failpoints import ENV_VAR, EXIT_CODE
 from tests.integration.delegation_support import (
     Agents,
     ask,
@@ -87,3 +92,34 @@ def test_delegate_asks_and_the_user_answers(agents: Agents) -> None:
     [sub] = tasks_in(agents.billing, ctx)  # the same sub-task, answered
     assert sub["status"]["state"] == "TASK_STATE_COMPLETED"
     assert len(agents.work(ctx)) == 2
+
+
+@pytest.mark.timeout(60)
+def test_a_replica_killed_mid_delegation_leaves_it_to_the_other(
+    redis_server: RedisServer, tmp_path: Path
+) -> None:
+    """Two replicas of triage on one Redis: the one running the handler dies (kill -9) after
+    the request left; the other takes the task over once its lease lapses, runs the handler
+    again and ends it with billing's one outcome — the same sub-task, the work done once."""
+    urls: dict[str, str] = {}
+    agents = make_agents(
+        tmp_path, lambda name: urls.setdefault(name, redis_server.store_url()), replicas=2
+    )
+    first, [second] = agents.triage, agents.others
+    first.env = {ENV_VAR: "delegate.after_send"}
+    agents.start()
+    try:
+        ctx = str(uuid.uuid4())
+        with contextlib.suppress(httpx.HTTPError):  # it dies mid-request: the point
+            ask(first, "refund order 4711", ctx)
+        assert first.proc is not None
+        assert first.proc.wait(20) == EXIT_CODE
+        task = settled(second, ctx)
+        assert task["status"]["state"] == "TASK_STATE_COMPLETED", task["status"]
+        outcome = delegated(task)
+        assert outcome["data"] == {"orderId": "4711", "status": "refunded"}
+        [sub] = tasks_in(agents.billing, ctx)
+        assert sub["id"] == outcome["taskId"]
+        assert len(agents.work(ctx)) == 1
+    finally:
+        agents.stop()
