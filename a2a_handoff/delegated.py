@@ -10,14 +10,21 @@ gate, the edge's contract, an unknown route) is REJECTED too, with `sent` False.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from a2a_handoff.protocol.models import Artifact, Task
 from a2a_handoff.protocol.states import TaskState
 
-__all__ = ["Delegated"]
+__all__ = ["MAX_OUTCOME_BYTES", "Delegated"]
+
+# What the delegating task keeps of one outcome: its text cut to MAX_TEXT_CHARS, then its
+# artifacts, whole and in order, while they fit in MAX_OUTCOME_BYTES (as JSON); the others
+# are left out and named in `omitted` (the first MAX_OMITTED of them).
+MAX_OUTCOME_BYTES = 64 * 1024
+MAX_TEXT_CHARS = 8 * 1024
+MAX_OMITTED = 32
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,7 +35,8 @@ class Delegated:
     delegate asks something (`question`); `text`: its status message (the answer, the
     question or the reason); `artifacts`: what it published. `task_id`: the sub-task at the
     delegate (None when nothing was sent). `round`: 0 for the delegation, n for the n-th
-    answer to it.
+    answer to it. `omitted`: the artifacts left out, over the bound the delegating task keeps
+    (`MAX_OUTCOME_BYTES`), each as {artifactId, name, bytes}; they stay at the delegate.
     """
 
     agent: str
@@ -39,6 +47,7 @@ class Delegated:
     key: str = ""
     round: int = 0
     sent: bool = True
+    omitted: tuple[dict[str, Any], ...] = ()
     _answer: Callable[[Delegated, str], Awaitable[Delegated]] | None = field(
         default=None, repr=False, compare=False
     )
@@ -84,6 +93,7 @@ class Delegated:
             "artifacts": [a.dump() for a in self.artifacts],
             "taskId": self.task_id,
             "sent": self.sent,
+            **({"omitted": list(self.omitted)} if self.omitted else {}),
         }
 
     @classmethod
@@ -99,6 +109,7 @@ class Delegated:
             key,
             rnd,
             bool(stored.get("sent", True)),
+            tuple(stored.get("omitted") or ()),
         )
 
     @classmethod
@@ -106,4 +117,25 @@ class Delegated:
         """The outcome the sub-task `task` (as the delegate answered it) says."""
         message = task.status.message
         text = message.text if message is not None else ""
-        return cls(agent, task.status.state, text, tuple(task.artifacts or ()), task.id, key, rnd)
+        if len(text) > MAX_TEXT_CHARS:
+            text = f"{text[:MAX_TEXT_CHARS]}… ({len(text) - MAX_TEXT_CHARS} characters more)"
+        kept, omitted = _within(task.artifacts or (), MAX_OUTCOME_BYTES - len(text.encode()))
+        return cls(agent, task.status.state, text, kept, task.id, key, rnd, omitted=omitted)
+
+
+def _within(
+    artifacts: Sequence[Artifact], budget: int
+) -> tuple[tuple[Artifact, ...], tuple[dict[str, Any], ...]]:
+    """The artifacts kept (whole, in order, while their JSON fits `budget` bytes), and the
+    ones left out, named."""
+    kept: list[Artifact] = []
+    omitted: list[dict[str, Any]] = []
+    for artifact in artifacts:
+        size = len(artifact.dump_json().encode())
+        if size <= budget:
+            kept.append(artifact)
+            budget -= size
+        elif len(omitted) < MAX_OMITTED:
+            left = {"artifactId": artifact.artifact_id, "name": artifact.name, "bytes": size}
+            omitted.append({k: v for k, v in left.items() if v is not None})
+    return tuple(kept), tuple(omitted)

@@ -24,6 +24,8 @@ FIRST = (  # node id prefixes, the longest units first
     "tests/test_readme.py",
     "tests/integration/test_trust_keys.py",
     "tests/integration/test_postgres.py",
+    "tests/integration/test_delegation.py",
+    "tests/integration/test_delegation_stores.py",
     "tests/integration/test_push.py",
     "tests/integration/test_escalation.py",
     "tests/orchestrator/test_operator.py",
@@ -32,6 +34,7 @@ FIRST = (  # node id prefixes, the longest units first
     "tests/integration/test_replicas.py",
     "tests/test_timeouts.py",
     "tests/integration/test_handoff.py",
+    "tests/integration/test_call_tool.py",
 )
 
 

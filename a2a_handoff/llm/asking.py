@@ -66,6 +66,8 @@ def told(outcome: Delegated) -> str:
     data = outcome.data()
     if data is not None:
         said["data"] = data
+    if outcome.omitted:  # too large to keep: the model should not think it has them
+        said["omitted"] = [o.get("name") or o.get("artifactId") for o in outcome.omitted]
     if outcome.needs_input:
         said["note"] = f"{outcome.agent} needs an answer to go on: ask the user, or ask again"
     return json.dumps(said, default=str)

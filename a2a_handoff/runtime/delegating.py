@@ -25,59 +25,31 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-from typing import Any, Protocol
+from typing import Any
 
 from a2a_handoff.delegated import Delegated
-from a2a_handoff.errors import GateRefused, InternalError
+from a2a_handoff.errors import GateRefused
 from a2a_handoff.failpoints import failpoint
 from a2a_handoff.handoff.envelope import HandoffEnvelope
-from a2a_handoff.handoff.handoffs import Handoffs
-from a2a_handoff.handoff.job import DeliveryJob
-from a2a_handoff.handoff.sender import PENDING
-from a2a_handoff.observe import events
 from a2a_handoff.outcomes import Handoff
-from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI, with_ext_metadata
-from a2a_handoff.protocol.models import Task, utc_now
+from a2a_handoff.protocol.models import Task
 from a2a_handoff.protocol.states import TaskState
-from a2a_handoff.protocol.steps import agent_message, status_event, with_status
 from a2a_handoff.runtime.delegation_record import recorded, request_digest
-from a2a_handoff.runtime.journal import Journal
+from a2a_handoff.runtime.delegation_writes import DelegationWrites, Delegator
 from a2a_handoff.runtime.phases import Phase
-from a2a_handoff.stores.base import OutboxEntry, TaskRecord
 
 log = logging.getLogger("a2a_handoff.runtime")
 
-
-class Delegator(Protocol):
-    """What delegating needs from the run (`runtime.run.TaskRun`)."""
-
-    journal: Journal
-
-    @property
-    def phase(self) -> Phase: ...
-
-    @property
-    def handoffs(self) -> Handoffs: ...
-
-    @property
-    def acting_for(self) -> str: ...
-
-    def speak(self) -> None: ...
+LANDING = 10.0  # seconds a cancel waits for the answer to a request in flight, to cancel its task
 
 
-class Delegations:
+class Delegations(DelegationWrites):
     """One run's delegations (the run's port holds one)."""
 
     def __init__(self, run: Delegator) -> None:
-        self.run = run
+        super().__init__(run)
         self.count = 0  # delegations made in this step: the ordinal of the next one's id
-        self.step = ""  # the id of the message the step runs on
-        self.lock = asyncio.Lock()  # one write of the task at a time
         self.timeouts: dict[str, float] = {}
-
-    @property
-    def handoffs(self) -> Handoffs:
-        return self.run.handoffs
 
     async def delegate(self, step: str, request: Handoff, within: float) -> Delegated:
         """Ask `request.target` for a sub-result (see the module's invariants)."""
@@ -125,13 +97,15 @@ class Delegations:
         self, ident: str, envelope: HandoffEnvelope, envelope_json: str, url: str, within: float
     ) -> Delegated:
         """Send the request (again), then follow the sub-task to its outcome, within
-        `within` seconds; a cancel of the task cancels the sub-task."""
+        `within` seconds; a cancel of the task (or the bound) cancels the sub-task — also one
+        the delegate makes while the request is still in flight, once it answers."""
         run = self.run
         agent = envelope.target.agent
         sub: list[Task] = []  # the sub-task, once the delegate made it
+        sending = asyncio.ensure_future(self.handoffs.subtasks.create(envelope, envelope_json))
         try:
             async with asyncio.timeout(within):
-                created = await self.handoffs.subtasks.create(envelope, envelope_json)
+                created = await asyncio.shield(sending)  # a cancel waits for it: `_landed`
                 if isinstance(created, str):
                     outcome = Delegated(agent, TaskState.REJECTED, created, key=ident)
                 else:
@@ -142,16 +116,32 @@ class Delegations:
                     done = await self.handoffs.subtasks.outcome(url, created)
                     outcome = Delegated.of_task(agent, ident, 0, done)
         except TimeoutError:
-            task_id = sub[0].id if sub else None
+            task_id = sub[0].id if sub else await self._landed(ident, agent, sending)
             if task_id is not None:
                 await self.handoffs.subtasks.cancel(url, task_id)
             said = f"no answer from {agent} within {within:g} s"
             outcome = Delegated(agent, TaskState.FAILED, said, task_id=task_id, key=ident)
         except asyncio.CancelledError:
             if run.phase is Phase.CANCELING:  # the task's cancel, not the agent stopping
-                await asyncio.shield(self._canceled(ident, envelope, url, sub))
+                await asyncio.shield(self._canceled(ident, envelope, url, sub, sending))
+            sending.cancel()
             raise
         return outcome
+
+    async def _landed(self, ident: str, agent: str, sending: asyncio.Future[Any]) -> str | None:
+        """The sub-task a request still in flight makes, once the delegate answers (waited
+        for `LANDING` seconds at most), for a cancel to reach it; None if it made none."""
+        if not sending.done():
+            with contextlib.suppress(Exception):
+                said = f"Canceling: waiting for {agent} to answer the request, to cancel its task"
+                await self._write(ident, {}, said)
+        try:
+            async with asyncio.timeout(LANDING):
+                created = await asyncio.shield(sending)
+        except Exception:  # no answer in time, or none that made a task
+            sending.cancel()
+            return None
+        return created.id if isinstance(created, Task) else None
 
     async def answer(self, asked: Delegated, text: str) -> Delegated:
         """Reply to the delegate's question: its next outcome, recorded before it is seen."""
@@ -200,94 +190,25 @@ class Delegations:
                 found.append(self._bound(ident, known, before - 1))
         return found
 
-    # -- the journal ----------------------------------------------------------------------
-
     def _bound(self, ident: str, known: dict[str, Any], rnd: int) -> Delegated:
         stored = Delegated.from_stored(str(known["agent"]), ident, rnd, known["rounds"][rnd])
         return dataclasses.replace(stored, _answer=self.answer)
 
-    async def _drained(self) -> TaskRecord:
-        journal = self.run.journal
-        await journal.drain()
-        if journal.pending or journal.committed is None or journal.settled.done():
-            raise InternalError("the task could not be stored before the delegation")
-        return journal.committed
-
-    async def _stored(self, known: dict[str, Any]) -> tuple[HandoffEnvelope, str, str]:
-        """A checkpointed request, as its outbox entry holds it (the same bytes again)."""
-        task = self.run.journal.task
-        for entry in await self.handoffs.outbox.store.outbox(context_id=task.context_id):
-            if entry.handoff_id == known.get("handoffId"):
-                envelope, envelope_json = DeliveryJob(entry).opened()
-                return envelope, envelope_json, entry.target_url
-        raise InternalError(f"the outbox holds no delegation {known.get('handoffId')}")
-
-    async def _write(
-        self,
-        ident: str,
-        change: dict[str, Any],
-        said: str,
-        *,
-        entry: OutboxEntry | None = None,
-        close: tuple[str, str] | None = None,
-    ) -> None:
-        """One write of the task: its delegation `ident` changed, a WORKING status saying
-        `said`; with the outbox entry added (`entry`) or closed (`close`: id, detail)."""
-        journal, store = self.run.journal, self.handoffs.outbox.store
-        async with self.lock:
-            record = await self._drained()
-            journal_of = recorded(record.task)
-            journal_of[ident] = {**journal_of.get(ident, {}), **change}
-            task = with_ext_metadata(record.task, delegations=journal_of)
-            task = with_status(task, TaskState.WORKING, agent_message(said, task))
-            updated = record.advanced(task, 1, utc_now())
-            event = status_event(task, {HANDOFF_EXTENSION_URI: {"delegation": ident}})
-            if entry is not None:
-                await store.checkpoint(updated, [event], expected_version=record.version,
-                                       entry=entry)  # fmt: skip
-            elif close is not None:
-                handoff_id, detail = close
-                await store.terminate(
-                    updated, [event], expected_version=record.version,
-                    handoff_id=handoff_id, status="done", detail=detail,
-                )  # fmt: skip
-            else:
-                await store.update(updated, [event], expected_version=record.version)
-            journal.committed = updated
-            journal.task = updated.task
-            events.committed_items(task.id, task.context_id, [event], record.state)
-
-    async def _checkpoint(
-        self, ident: str, route: str, asked: str, envelope: HandoffEnvelope, envelope_json: str
-    ) -> None:
-        task, now = self.run.journal.task, utc_now()
-        entry = OutboxEntry(
-            envelope.handoff_id, task.id, task.context_id, self.run.journal.owner,
-            envelope.target.agent, envelope.target.url, envelope_json, PENDING, "", now, now,
-        )  # fmt: skip
-        change = {"key": envelope.idempotency_key, "handoffId": envelope.handoff_id,
-                  "agent": envelope.target.agent, "route": route, "rounds": [],
-                  "request": asked}  # fmt: skip
-        said = f"Asking {envelope.target.agent}: {envelope.reason}"
-        await self._write(ident, change, said, entry=entry)
-
-    async def _record(self, ident: str, outcome: Delegated, handoff_id: str | None) -> None:
-        known = recorded(self.run.journal.task)[ident]
-        rounds = [*(known.get("rounds") or []), {**outcome.to_stored(), "step": self.step}]
-        said = f"{outcome.agent} answered ({outcome.state.name.lower()}): {outcome.text[:300]}"
-        close = (handoff_id, outcome.state.name.lower()) if handoff_id else None
-        await self._write(ident, {"rounds": rounds}, said, close=close)
-
     async def _canceled(
-        self, ident: str, envelope: HandoffEnvelope, url: str, sub: list[Task]
-    ) -> None:
-        """The handler was canceled while it waited: cancel the sub-task, and close the
-        request (best effort: the task is being canceled, or its run aborted)."""
+        self, ident: str, envelope: HandoffEnvelope, url: str, sub: list[Task],
+        sending: asyncio.Future[Any],
+    ) -> None:  # fmt: skip
+        """The handler was canceled while it waited: cancel the sub-task — made, or being
+        made by the request in flight — and close the request (best effort: the task is
+        being canceled, or its run aborted)."""
+        agent = envelope.target.agent
         known = recorded(self.run.journal.task).get(ident) or {}
         task_id = sub[0].id if sub else known.get("taskId")
+        if task_id is None:
+            task_id = await self._landed(ident, agent, sending)
         if task_id is not None:
             await self.handoffs.subtasks.cancel(url, task_id)
-        outcome = Delegated(envelope.target.agent, TaskState.CANCELED, "canceled by the"
-                            " delegating task", task_id=task_id)  # fmt: skip
+        outcome = Delegated(agent, TaskState.CANCELED, "canceled by the delegating task",
+                            task_id=task_id)  # fmt: skip
         with contextlib.suppress(Exception):
             await self._record(ident, outcome, envelope.handoff_id)

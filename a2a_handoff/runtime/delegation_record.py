@@ -4,11 +4,12 @@
 (the sub-task, once the delegate took it), rounds (the outcomes: the delegation's, then each
 answer's, with the step that recorded it)}. Read to replay outcomes after a
 restart, to resume rather than fail a task that delegated, and to cancel the sub-tasks of a
-canceled task that still ask for input.
+task that ended (canceled, completed, failed) while they still ask for input.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 import json
@@ -20,6 +21,9 @@ from a2a_handoff.outcomes import Handoff
 from a2a_handoff.protocol.extension import ext_metadata
 from a2a_handoff.protocol.models import Task
 from a2a_handoff.protocol.states import TaskState
+from a2a_handoff.stores.base import TaskRecord
+
+ENDED_WAIT = 30.0  # seconds a step's end waits for its task's last write, to cancel after it
 
 
 def recorded(task: Task) -> dict[str, dict[str, Any]]:
@@ -55,3 +59,17 @@ async def cancel_open(handoffs: Handoffs, task: Task) -> None:
         with contextlib.suppress(GateRefused):
             url = handoffs.sender.target_url(str(known["route"]))
             await handoffs.subtasks.cancel(url, str(task_id))
+
+
+async def cancel_if_ended(handoffs: Handoffs, settled: asyncio.Future[TaskRecord]) -> None:
+    """After a step of a task that delegated: once the task ended COMPLETED, FAILED or
+    REJECTED — nobody will answer its delegates now — cancel its sub-tasks still open (still
+    asking for input). A cancel of the task does so itself (`TaskManager.cancel`); a step
+    that only asks its own user (INPUT_REQUIRED) keeps them."""
+    try:
+        async with asyncio.timeout(ENDED_WAIT):
+            record = await asyncio.shield(settled)
+    except Exception:  # not stored (the run aborted): the task did not end here
+        return
+    if record.state.terminal and record.state is not TaskState.CANCELED:
+        await cancel_open(handoffs, record.task)

@@ -37,6 +37,7 @@ from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI
 from a2a_handoff.protocol.models import Message, Role, StreamResponse, Task
 from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.protocol.steps import agent_message, status_event, with_status
+from a2a_handoff.runtime.delegation_record import cancel_if_ended, delegating
 from a2a_handoff.runtime.escalations import escalation_handoff, repeated_failure
 from a2a_handoff.runtime.handing import hand_off
 from a2a_handoff.runtime.journal import Journal, Submission
@@ -297,6 +298,8 @@ class TaskRun:
             log.warning("task %s failed after its handler: %r", self.task.id, exc)
             if not self.task.status.state.terminal and self.phase.emits:
                 self.finish(Failed(f"{type(exc).__name__}: {exc}"))
+        if delegating(self.task):  # sub-tasks asking for input: canceled if the task ended
+            await cancel_if_ended(host.handoffs, self.settled)
 
     async def _handle(self, ctx: TaskContext) -> Outcome | None:
         """The handler's outcome; its exception as a failure."""

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from a2a_handoff import Artifact, Delegated, Part, TaskState
+from a2a_handoff.delegated import MAX_OUTCOME_BYTES
+from a2a_handoff.llm.asking import told
 from a2a_handoff.outcomes import Handoff
+from a2a_handoff.protocol.models import Message, Role, Task, TaskStatus
 from a2a_handoff.runtime.delegation_record import request_digest
 
 
@@ -39,3 +44,20 @@ def test_a_request_is_told_apart_by_what_it_asks() -> None:
                                                          {"summary": "refund 1"}))  # fmt: skip
     assert request_digest(one) != request_digest(Handoff("billing", "r", {"summary": "refund 2"}))
     assert request_digest(one) != request_digest(Handoff("logistics", "r", {"summary": "refund 1"}))
+
+
+def test_an_outcome_keeps_what_fits_and_names_the_rest() -> None:
+    big = Artifact(artifact_id="a1", name="scan", parts=[Part(text="x" * MAX_OUTCOME_BYTES)])
+    refund = Artifact(artifact_id="a2", name="refund", parts=[Part(data={"orderId": "1"})])
+    status = TaskStatus(state=TaskState.COMPLETED, message=Message(
+        message_id="m", role=Role.AGENT, parts=[Part(text="y" * 10_000)]))  # fmt: skip
+    task = Task(id="t1", context_id="c", status=status, artifacts=[big, refund])
+    outcome = Delegated.of_task("billing", "k", 0, task)
+    assert outcome.artifacts == (refund,)  # whole, in order, while they fit
+    assert outcome.omitted == ({"artifactId": "a1", "name": "scan",
+                                "bytes": len(big.dump_json())},)  # fmt: skip
+    assert outcome.text.startswith("y" * 8192)
+    assert outcome.text.endswith("(1808 characters more)")
+    assert len(json.dumps(outcome.to_stored())) < MAX_OUTCOME_BYTES
+    assert Delegated.from_stored("billing", "k", 0, outcome.to_stored()) == outcome
+    assert json.loads(told(outcome))["omitted"] == ["scan"]  # the model is told too

@@ -2,16 +2,22 @@
 
 python -m tests.integration.delegating_agent NAME --port P --store URL
     [--route NAME=URL] [--trust NAME=URL] [--contracts DIR] [--work-log PATH]
+    [--key-file PATH (on a shared store)]
 
 Asked by a user, it delegates the message to its route `billing` (`stranger` when the text
 says "untrusted"): "gate" requires a capability no one offers, "offtopic" breaks the edge's
 contract, "briefly" waits half a second only. It publishes the outcome as an artifact
 `delegated` and completes — unless the delegate asks something: then it asks its own user,
-and answers the delegate with the user's reply in the next step.
+and answers the delegate with the user's reply in the next step (the reply "never mind"
+completes, "give up" fails, without answering).
 
 Asked by another agent (a delegation), it appends a line to the work log on every step (the
 tests count the work), then: "hang" waits until canceled; "question" asks which order first;
-otherwise it refunds the order the text names (artifact `refund`).
+otherwise it refunds the order the text names (artifact `refund`; "bulky" adds an artifact
+`scan` of 100 000 bytes before it).
+
+`--hold-file PATH`: while PATH exists, a task this agent creates is answered only once PATH
+is gone (a request taken and not yet answered, for the tests).
 """
 
 from __future__ import annotations
@@ -21,12 +27,14 @@ import asyncio
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 import uvicorn
 
 from a2a_handoff import (
     Completed,
     Delegated,
+    Failed,
     HandoffConfig,
     InputRequired,
     Outcome,
@@ -37,6 +45,8 @@ from a2a_handoff import (
     open_store,
 )
 from a2a_handoff.contracts import Catalog
+from a2a_handoff.stores.base import Store, TaskRecord
+from a2a_handoff.trust.keys import KeyFile
 
 
 class DelegatingAgent:
@@ -47,6 +57,8 @@ class DelegatingAgent:
         if ctx.delegated:
             return await self.work(ctx)
         asking = [d for d in ctx.delegations if d.needs_input]
+        if asking and ctx.text in ("never mind", "give up"):  # leaves the delegate asking
+            return Completed("dropped") if ctx.text == "never mind" else Failed("gave up")
         if asking:  # the delegate asked; our user answered it
             return await self.report(ctx, await asking[-1].answer(ctx.text))
         text = ctx.text
@@ -91,8 +103,23 @@ class DelegatingAgent:
         order = (ctx.transfer_context.get("entities") or {}).get("orderId")
         if steps > 1:
             order = ctx.text
+        if "bulky" in ctx.text:
+            await ctx.artifact(data={"scan": "x" * 100_000}, name="scan")
         await ctx.artifact(data={"orderId": order, "status": "refunded"}, name="refund")
         return Completed(f"refunded order {order}")
+
+
+def hold(store: Store, path: Path) -> None:
+    """A task created while `path` exists is answered once it is gone (test-only)."""
+    create = store.create
+
+    async def held(*args: Any, **kwargs: Any) -> TaskRecord:
+        stored = await create(*args, **kwargs)
+        while path.exists():  # noqa: ASYNC110, ASYNC240 (a test's gate: polled)
+            await asyncio.sleep(0.02)
+        return stored
+
+    setattr(store, "create", held)  # noqa: B010
 
 
 def main() -> int:
@@ -105,18 +132,25 @@ def main() -> int:
     parser.add_argument("--contracts", type=Path, default=None)
     parser.add_argument("--work-log", type=Path, default=None)
     parser.add_argument("--recovery-interval", type=float, default=0.3)
+    parser.add_argument("--hold-file", type=Path, default=None)
+    parser.add_argument("--key-file", type=Path, default=None)  # on a shared store
     args = parser.parse_args()
     url = f"http://127.0.0.1:{args.port}/"
+    store = open_store(args.store)
+    if args.hold_file is not None:
+        hold(store, args.hold_file)
     app = create_app(
         DelegatingAgent(args.work_log),
         build_card(args.name, url, description="delegates, and is delegated to"),
-        open_store(args.store),
+        store,
         handoff=HandoffConfig(
             routes=dict(r.split("=", 1) for r in args.route),
             contracts=Catalog.load(args.contracts) if args.contracts else None,
             recovery_interval=args.recovery_interval,
         ),
-        trust=TrustConfig(trusted=args.trust),
+        trust=TrustConfig(
+            trusted=args.trust, identity=KeyFile(args.key_file) if args.key_file else None
+        ),
     )
     uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning")
     return 0

@@ -9,90 +9,34 @@ them.
 
 from __future__ import annotations
 
-import contextlib
+import json
+import threading
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
-from a2a_handoff.failpoints import ENV_VAR, EXIT_CODE
+from a2a_handoff.delegated import MAX_OUTCOME_BYTES
 from a2a_handoff.runtime.orphans import RESTART_REASON
+from tests.integration.delegation_support import (
+    POINTS,
+    Agents,
+    ask,
+    delegated,
+    dies_at,
+    make_agents,
+    reply,
+    settled,
+)
 from tests.integration.handoff_support import ext, message, result, tasks_in, wait_for
-from tests.support import ROOT, AgentProcess
-
-MODULE = "tests.integration.delegating_agent"
-
-
-@dataclass
-class Agents:
-    triage: AgentProcess
-    billing: AgentProcess
-    stranger: AgentProcess
-    work_log: Path
-
-    def work(self, context_id: str) -> list[str]:
-        """The steps of work billing did in the conversation."""
-        lines = self.work_log.read_text().splitlines() if self.work_log.exists() else []
-        return [line for line in lines if line.startswith(context_id + " ")]
-
-
-def _agent(tmp: Path, name: str, *extra: str, store: str | None = None) -> AgentProcess:
-    agent = AgentProcess(name, f"sqlite:///{tmp / (store or name)}.db", extra=extra)
-    agent.module = MODULE
-    agent.log_path = tmp / f"{store or name}.log"
-    return agent
 
 
 @pytest.fixture(scope="module")
 def agents(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Agents]:
-    tmp = tmp_path_factory.mktemp("delegation")
-    work_log = tmp / "work.log"
-    triage = _agent(tmp, "triage")
-    billing = _agent(tmp, "billing", f"--trust=triage={triage.url}", f"--work-log={work_log}")
-    stranger = _agent(tmp, "billing", store="stranger")  # trusts no one
-    triage.extra = (
-        f"--route=billing={billing.url}",
-        f"--route=stranger={stranger.url}",
-        f"--contracts={ROOT / 'contracts'}",
-    )
-    found = Agents(triage, billing, stranger, work_log)
-    for agent in (billing, stranger, triage):
-        agent.start()
+    found = make_agents(tmp_path_factory.mktemp("delegation"), stranger=True).start()
     yield found
-    for agent in (triage, billing, stranger):
-        agent.stop()
-
-
-def ask(agent: AgentProcess, text: str, context_id: str, **config: Any) -> dict[str, Any]:
-    task: dict[str, Any] = result(agent.rpc("SendMessage", message(text, context_id, **config)))[
-        "task"
-    ]
-    return task
-
-
-def settled(agent: AgentProcess, context_id: str) -> dict[str, Any]:
-    """The one task of the conversation at `agent`, once it no longer works."""
-
-    def check() -> dict[str, Any] | None:
-        tasks = tasks_in(agent, context_id)
-        assert len(tasks) <= 1, tasks
-        working = ("TASK_STATE_SUBMITTED", "TASK_STATE_WORKING")
-        return tasks[0] if tasks and tasks[0]["status"]["state"] not in working else None
-
-    found = wait_for(check, timeout=20)
-    task: dict[str, Any] = result(agent.rpc("GetTask", {"id": found["id"]}))  # with artifacts
-    return task
-
-
-def delegated(task: dict[str, Any]) -> dict[str, Any]:
-    """What triage published of billing's outcome (its artifact `delegated`)."""
-    [artifact] = [a for a in task["artifacts"] if a.get("name") == "delegated"]
-    data: dict[str, Any] = artifact["parts"][0]["data"]
-    return data
+    found.stop()
 
 
 def test_delegation_returns_the_delegates_outcome(agents: Agents) -> None:
@@ -135,6 +79,7 @@ def test_refused_delegation_says_why(agents: Agents, text: str, sent: bool, said
     assert said in outcome["text"], outcome["text"]
     assert task["status"]["state"] == "TASK_STATE_COMPLETED"  # the handler acted on it
     assert tasks_in(agents.billing, ctx) == []
+    assert agents.stranger is not None
     assert tasks_in(agents.stranger, ctx) == []
     assert agents.work(ctx) == []
 
@@ -209,32 +154,6 @@ def test_stopping_the_delegator_leaves_its_delegation_to_resume(agents: Agents) 
     assert len(agents.work(ctx)) == 1
 
 
-@contextlib.contextmanager
-def dies_at(agent: AgentProcess, point: str) -> Iterator[None]:
-    """Restart `agent` with the failpoint `point` armed, run the block (a request it dies
-    answering, or before), check that it died there, and start it again unarmed — started
-    again whatever happened, for the tests that follow."""
-    agent.env = {ENV_VAR: point}
-    agent.restart()
-    try:
-        with contextlib.suppress(httpx.HTTPError, ValueError):  # it may die before answering
-            yield
-        assert agent.proc is not None
-        assert agent.proc.wait(20) == EXIT_CODE
-    finally:
-        agent.env = {}
-        agent.kill()
-        agent.start()
-
-
-POINTS = [
-    "delegate.after_checkpoint",
-    "delegate.after_send",
-    "delegate.after_answer",
-    "delegate.after_record",
-]
-
-
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("point", POINTS)
 def test_kill_delegator_at_each_point(agents: Agents, point: str) -> None:
@@ -286,3 +205,68 @@ def test_kill_delegate_mid_delegation(agents: Agents) -> None:
     assert outcome["state"] == "FAILED"
     assert outcome["text"] == RESTART_REASON
     assert len(agents.work(ctx)) == 1
+
+
+@pytest.mark.parametrize(("said", "state"), [("never mind", "COMPLETED"), ("give up", "FAILED")])
+def test_a_task_that_ends_cancels_the_sub_task_still_asking(
+    agents: Agents, said: str, state: str
+) -> None:
+    """Triage's task ends without answering billing's question: nobody will, so the
+    sub-task is canceled (not left asking for ever)."""
+    ctx = str(uuid.uuid4())
+    task = ask(agents.triage, "a question", ctx)
+    assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    task = reply(agents.triage, task, said)
+    assert task["status"]["state"] == f"TASK_STATE_{state}"
+
+    def canceled() -> bool:
+        [sub] = tasks_in(agents.billing, ctx)
+        return bool(sub["status"]["state"] == "TASK_STATE_CANCELED")
+
+    wait_for(canceled, timeout=5)
+
+
+def test_a_cancel_while_the_request_is_in_flight_reaches_the_sub_task(agents: Agents) -> None:
+    """Billing made the sub-task but has not answered yet when triage's task is canceled:
+    once the answer comes, the cancel goes on to the sub-task."""
+    ctx = str(uuid.uuid4())
+    agents.hold_file.touch()
+    done: list[dict[str, Any]] = []
+    try:
+        task = ask(agents.triage, "hang on 555", ctx, returnImmediately=True)
+        wait_for(lambda: tasks_in(agents.billing, ctx))  # made, not answered: in flight
+        cancel = threading.Thread(
+            target=lambda: done.append(agents.triage.rpc("CancelTask", {"id": task["id"]}))
+        )
+        cancel.start()
+
+        def waiting() -> bool:  # the cancel returned, or waits for the request to land
+            if not cancel.is_alive():
+                return True
+            history = result(agents.triage.rpc("GetTask", {"id": task["id"]}))["history"]
+            return any("Canceling" in (m["parts"][0].get("text") or "") for m in history)
+
+        wait_for(waiting)
+    finally:
+        agents.hold_file.unlink()
+    cancel.join(20)
+    assert result(done[0])["status"]["state"] == "TASK_STATE_CANCELED"
+    [sub] = tasks_in(agents.billing, ctx)
+    assert sub["status"]["state"] == "TASK_STATE_CANCELED"
+
+
+def test_the_delegates_artifacts_are_kept_within_a_bound(agents: Agents) -> None:
+    """Billing publishes 100 000 bytes: triage keeps its outcome (state, text, the artifacts
+    that fit) and names the artifact left out, rather than copying it into its task."""
+    ctx = str(uuid.uuid4())
+    task = ask(agents.triage, "bulky refund 12345", ctx)
+    outcome = delegated(task)
+    assert outcome["state"] == "COMPLETED"
+    assert outcome["data"] == {"orderId": "12345", "status": "refunded"}  # this one fits
+    [record] = ext(task)["delegations"].values()
+    [kept] = record["rounds"][0]["artifacts"]
+    assert kept["name"] == "refund"
+    [left] = record["rounds"][0]["omitted"]
+    assert left["name"] == "scan"
+    assert left["bytes"] > MAX_OUTCOME_BYTES
+    assert len(json.dumps(record)) < MAX_OUTCOME_BYTES
