@@ -35,8 +35,8 @@ LAYERS: list[set[str]] = [
     # An operator's decision on an escalation: what a human agent signs, what an agent checks.
     {"decisions"},
     {"stores", "client", "contracts", "auth", "escalation"},
-    # What a handler returns, and what a delegation gives back to it.
-    {"outcomes", "delegated"},
+    # What a handler returns, what a delegation gives back to it, an artifact sent in chunks.
+    {"outcomes", "delegated", "artifact_stream"},
     # The handler API: below the handoff room, which it reaches only through the port the
     # runtime implements (`agent.TaskPort`).
     {"agent"},

@@ -25,9 +25,7 @@ STILL_OVER: set[str] = set()  # empty: keep it so
 
 # Modules still over MOST_MODULE, by `room/file.py`: this list only shrinks too. A module that
 # grows past it moves a cohesive piece into a module of its own (not fewer, longer lines).
-MODULES_STILL_OVER = {
-    "agent.py",
-}
+MODULES_STILL_OVER: set[str] = set()  # empty: keep it so
 
 
 def over(root: Path, most_class: int, most_function: int) -> dict[str, int]:
