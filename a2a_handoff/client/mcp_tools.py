@@ -14,7 +14,8 @@ Invariants:
   idempotency key, which the server receives in the call's `_meta` under `KEY_META`: a
   retry may reach a server that executed the first attempt, and only the key lets it tell;
 - a tool's `isError` answer is raised (`kind="tool_error"`, its text), never returned as if
-  it had worked.
+  it had worked;
+- a server's URL is shown (errors, logs, `/health`) without the password of its userinfo.
 
 The `mcp` package (`pip install 'a2a-handoff[mcp]'`) is imported by the first connection,
 so an agent without MCP servers never loads it.
@@ -29,6 +30,7 @@ import random
 import time
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from a2a_handoff.client.breaker import CircuitBreaker
 from a2a_handoff.client.reasons import reason
@@ -82,7 +84,7 @@ class _Session:
         self.mode = mode
         self.ready: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self.stop = asyncio.Event()
-        self.task = asyncio.create_task(self._hold(), name=f"mcp-session {url}")
+        self.task = asyncio.create_task(self._hold(), name=f"mcp-session {shown_url(url)}")
 
     @property
     def dead(self) -> bool:
@@ -116,7 +118,7 @@ class _Session:
             if not self.ready.done():
                 self.ready.set_exception(exc)
             else:
-                log.info("MCP session with %s ended: %s", self.url, _why(exc))
+                log.info("MCP session with %s ended: %s", shown_url(self.url), _why(exc))
         finally:
             if not self.ready.done():
                 self.ready.set_exception(ConnectionError("the session was closed"))
@@ -172,7 +174,7 @@ class McpTools:
         deadline = time.monotonic() + self.timeout
         attempts = self.attempts if idempotency_key else 1
         meta = {KEY_META: idempotency_key} if idempotency_key else None
-        where = f"MCP server {server} ({self.servers[server]})"
+        where = f"MCP server {server} ({shown_url(self.servers[server])})"
         attempt, renewed = 1, False
         while True:
             try:
@@ -275,13 +277,23 @@ class McpTools:
     def snapshot(self) -> dict[str, dict[str, object]]:
         """Each server's URL and breaker, for `/health`."""
         return {
-            name: {"url": self.servers[name], **breaker.snapshot()}
+            name: {"url": shown_url(self.servers[name]), **breaker.snapshot()}
             for name, breaker in self.breakers.items()
         }
 
     async def aclose(self) -> None:
         for server, session in list(self._sessions.items()):
             await self._drop(server, session)
+
+
+def shown_url(url: str) -> str:
+    """`url` as it may be shown: a password in its userinfo replaced by `***` (a URL such
+    as `https://user:token@host/mcp` is called as it is, never shown so)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{netloc}"))
 
 
 def _left(deadline: float) -> float:
