@@ -15,7 +15,8 @@ Invariants:
   retry may reach a server that executed the first attempt, and only the key lets it tell;
 - a tool's `isError` answer is raised (`kind="tool_error"`, its text), never returned as if
   it had worked;
-- a server's URL is shown (errors, logs, `/health`) without the password of its userinfo.
+- a server's URL is shown (errors, logs, `/health`) without the password of its userinfo;
+- an answer is bounded (`client.mcp_bounds.MAX_ANSWER_BYTES`): a larger one fails the call.
 
 The `mcp` package (`pip install 'a2a-handoff[mcp]'`) is imported by the first connection,
 so an agent without MCP servers never loads it.
@@ -95,6 +96,8 @@ class _Session:
             import httpx2
             from mcp import Client
             from mcp.client.streamable_http import streamable_http_client
+
+            from a2a_handoff.client.mcp_bounds import MAX_ANSWER_BYTES, BoundedTransport
         except ImportError as exc:  # pragma: no cover - the extra is missing
             self.ready.set_exception(
                 ToolCallError(
@@ -107,9 +110,12 @@ class _Session:
         try:
             timeout = httpx2.Timeout(30.0, read=300.0)
             async with (
-                httpx2.AsyncClient(timeout=timeout) as http,
+                httpx2.AsyncClient(timeout=timeout, transport=BoundedTransport()) as http,
                 Client(
-                    streamable_http_client(self.url, http_client=http), mode=self.mode
+                    streamable_http_client(
+                        self.url, http_client=http, max_sse_event_size=MAX_ANSWER_BYTES
+                    ),
+                    mode=self.mode,
                 ) as client,
             ):
                 self.ready.set_result(client)

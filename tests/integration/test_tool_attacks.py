@@ -1,7 +1,9 @@
 """MCP tool calls under attack: a configured server that answers with a redirect elsewhere,
 a server "name" a handler (or a model) makes up that is a URL, and credentials in a
-configured server's URL, which nothing the agent shows may repeat. (A keyed call made again
-with other arguments is refused: tests/integration/test_call_tool.py.)"""
+configured server's URL, which nothing the agent shows may repeat; a server answering far
+more than any tool result should (as JSON or as an event stream) fails the call rather
+than filling the agent's memory. (A keyed call made again with other arguments is refused:
+tests/integration/test_call_tool.py.)"""
 
 from __future__ import annotations
 
@@ -14,7 +16,9 @@ from typing import Any
 import httpx
 import pytest
 
+from a2a_handoff.client.mcp_bounds import MAX_ANSWER_BYTES
 from tests.integration.handoff_support import message, result
+from tests.integration.test_call_tool import McpServer
 from tests.integration.trust_support import Listener
 from tests.support import AgentProcess
 
@@ -49,10 +53,14 @@ class Redirector:
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[AgentProcess, Listener]]:
     home = tmp_path_factory.mktemp("tool-attacks")
+    servers = [McpServer(home / "sse.txt"), McpServer(home / "json.txt", extra=("--json",))]
     with Listener() as listener:
+        for server in servers:
+            server.start()
         redirector = Redirector(listener.url + "mcp")
         evil = f"http://mcp-user:{SECRET}@127.0.0.1:{redirector.port}/mcp"
-        extra = (f"--mcp=evil={evil}", "--mcp-timeout=2")
+        extra = (f"--mcp=evil={evil}", f"--mcp=sse={servers[0].url}",
+                 f"--mcp=json={servers[1].url}", "--mcp-timeout=5")  # fmt: skip
         agent = AgentProcess("tools", f"sqlite:///{home / 'tools.db'}", extra=extra)
         agent.module = "tests.integration.tool_agent"
         agent.log_path = home / "tools.log"
@@ -61,6 +69,8 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[AgentProce
             yield agent, listener
         finally:
             agent.stop()
+            for server in servers:
+                server.kill()
             redirector.server.shutdown()
             redirector.server.server_close()
 
@@ -88,3 +98,21 @@ def test_a_redirect_or_a_url_for_a_name_reaches_nothing_and_no_secret_shows(
     assert SECRET not in shown
     assert agent.log_path is not None
     assert SECRET not in agent.log_path.read_text(errors="replace")
+
+
+def test_an_answer_over_the_bound_fails_the_call_json_or_stream(
+    setup: tuple[AgentProcess, Listener],
+) -> None:
+    agent, _ = setup
+    huge = {"size": 3 * MAX_ANSWER_BYTES}
+    calls = [
+        {"server": "json", "tool": "blob", "args": huge},
+        {"server": "sse", "tool": "blob", "args": huge, "key": "b-1"},
+        {"server": "json", "tool": "blob", "args": {"size": 1000}},  # the server still serves
+    ]
+    task = result(agent.rpc("SendMessage", message(json.dumps(calls))))["task"]
+    as_json, as_stream, small = task["artifacts"][0]["parts"][0]["data"]
+    for failed in (as_json, as_stream):  # refused, not retried: the server did answer
+        assert failed["kind"] == "refused", failed
+        assert f"over {MAX_ANSWER_BYTES} bytes" in failed["error"]
+    assert small == {"text": "x" * 1000}
