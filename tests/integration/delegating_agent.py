@@ -5,11 +5,11 @@ python -m tests.integration.delegating_agent NAME --port P --store URL
     [--key-file PATH (on a shared store)] [--auth-keys FILE] [--credential NAME=env:VAR]
 
 Asked by a user, it delegates the message to its route `billing` (`stranger` when the text
-says "untrusted"): "gate" requires a capability no one offers, "offtopic" breaks the edge's
-contract, "briefly" waits half a second only. It publishes the outcome as an artifact
-`delegated` and completes — unless the delegate asks something: then it asks its own user,
-and answers the delegate with the user's reply in the next step (the reply "never mind"
-completes, "give up" fails, without answering).
+says "untrusted", the one a text "route=NAME …" names): "gate" requires a capability no one
+offers, "offtopic" breaks the edge's contract, "briefly" waits half a second only. It
+publishes the outcome as an artifact `delegated` and completes — unless the delegate asks
+something: then it asks its own user, and answers the delegate with the user's reply in the
+next step (the reply "never mind" completes, "give up" fails, without answering).
 
 Asked by another agent (a delegation), it appends a line to the work log on every step (the
 tests count the work), then: "hang" waits until canceled; "question" asks which order first;
@@ -65,8 +65,9 @@ class DelegatingAgent:
             return await self.report(ctx, await asking[-1].answer(ctx.text))
         text = ctx.text
         order = re.search(r"\d{3,}", text)
+        chosen = re.match(r"route=(\S+) ", text)  # a route the user names (an attack)
         result = await ctx.delegate(
-            "stranger" if "untrusted" in text else "billing",
+            chosen.group(1) if chosen else "stranger" if "untrusted" in text else "billing",
             text,
             context={
                 "intent": "chitchat" if "offtopic" in text else "refund",

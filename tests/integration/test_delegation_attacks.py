@@ -21,7 +21,7 @@ from a2a_handoff.protocol.extension import SIGNATURE_KEY
 from a2a_handoff.trust.keys import Identity
 from tests.integration.delegation_support import MODULE
 from tests.integration.handoff_support import ext, message, result
-from tests.integration.trust_support import forged, send
+from tests.integration.trust_support import Listener, forged, send
 from tests.support import AgentProcess, key_env
 from tests.trust_support import sign_with
 
@@ -145,3 +145,18 @@ def test_no_forged_altered_or_misdelivered_delegation_makes_billing_work(
     assert again["id"] == asked["sub"]["id"]
     assert ext(again)["duplicate"] is True
     assert work_log.read_text() == before  # none of it reached billing's handler
+
+
+def test_a_user_naming_a_url_or_a_made_up_route_makes_triage_call_nothing(
+    agents: tuple[Any, ...],
+) -> None:
+    triage = agents[0]
+    with Listener() as listener:
+        for route in (listener.url, "evil", "ask_billing"):
+            sent = message(f"route={route} refund 4242", f"ctx-{uuid.uuid4()}")
+            task = result(triage.rpc("SendMessage", sent, **as_key(ALICE)))["task"]
+            data = next(a for a in task["artifacts"] if a["name"] == "delegated")["parts"][0]
+            assert data["data"]["state"] == "REJECTED", data
+            assert data["data"]["sent"] is False
+            assert "no route to agent" in data["data"]["text"]
+        assert listener.requests == []
