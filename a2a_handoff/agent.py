@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from a2a_handoff.artifact_stream import ArtifactStream
 from a2a_handoff.delegated import Delegated
 from a2a_handoff.escalation import (
     Action,
@@ -35,6 +36,7 @@ from a2a_handoff.outcomes import (
     Rejected,
     Reply,
     Route,
+    delegation_request,
 )
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI, ext_metadata
 from a2a_handoff.protocol.mcp_result import ToolResult
@@ -372,76 +374,3 @@ class TaskContext:
         stream = ArtifactStream(self, new_id(), name, description)
         yield stream
         await stream.close()
-
-
-def delegation_request(
-    route: str,
-    request: str | Message,
-    context: Mapping[str, Any] | None,
-    required: tuple[str, ...],
-    reason: str | None,
-) -> Handoff:
-    """What `TaskContext.delegate` asks, as a handoff of kind `delegation`: the request's
-    text as the summary, its data parts and `context` as the transfer context."""
-    text = request if isinstance(request, str) else request.text
-    data: dict[str, Any] = {}
-    if isinstance(request, Message):
-        for part in request.parts:
-            if isinstance(part.data, dict):
-                data.update(part.data)
-    return Handoff(
-        target=route,
-        reason=reason or text[:200],
-        context={**data, **(context or {}), "summary": text},
-        required=tuple(required),
-        kind="delegation",
-    )
-
-
-class ArtifactStream:
-    """One artifact being written in chunks (see `TaskContext.artifact_stream`)."""
-
-    def __init__(
-        self, ctx: TaskContext, artifact_id: str, name: str | None, description: str | None
-    ) -> None:
-        self.ctx = ctx
-        self.artifact_id = artifact_id
-        self.name = name
-        self.description = description
-        self.chunks = 0
-        self.closed = False
-
-    async def write(
-        self, text: str | None = None, *parts: Part, data: Any = None, last: bool = False
-    ) -> None:
-        """Send a chunk: a text, parts, or data; `last=True` makes it the last chunk."""
-        if self.closed:
-            raise RuntimeError(f"artifact {self.artifact_id} is complete: nothing more to write")
-        first = self.chunks == 0
-        await self.ctx.artifact(
-            *parts,
-            text=text,
-            data=data,
-            name=self.name if first else None,
-            description=self.description if first else None,
-            artifact_id=self.artifact_id,
-            append=not first,
-            last_chunk=last,
-        )
-        self.chunks += 1
-        self.closed = last
-
-    async def close(self) -> None:
-        """Send the last chunk (an empty text: every chunk needs a part)."""
-        if self.closed:
-            return
-        self.closed = True
-        first = self.chunks == 0
-        await self.ctx.artifact(
-            text="",
-            name=self.name if first else None,
-            description=self.description if first else None,
-            artifact_id=self.artifact_id,
-            append=not first,
-            last_chunk=True,
-        )

@@ -28,167 +28,25 @@ the parser could know of, go to httpx's own transport.
 from __future__ import annotations
 
 import asyncio
-import select
 import time
 from collections.abc import AsyncIterator, Mapping
-from typing import cast
 
-import httptools
 import httpx
 
-_PAUSE_AT = 64  # queued body chunks before the socket stops being read (a slow stream reader)
-_RESUME_AT = 8
+from a2a_handoff.client._http11_connection import Http11Connection
+
 _Key = tuple[str, int]
-
-
-class _Connection(asyncio.Protocol):
-    """One TCP connection: writes a request, parses one response at a time.
-
-    `ready` resolves when the head is parsed (streamed: the body follows through `chunks`)
-    or, for a whole exchange, when the body is complete (it is in `body`).
-    """
-
-    def __init__(self) -> None:
-        self.transport: asyncio.Transport | None = None
-        self.idle_since = 0.0
-        self.lost = False
-        self._paused = False
-        self._streaming = False
-        self._begin(streaming=False)
-
-    def _begin(self, *, streaming: bool) -> None:
-        if self._paused and self.transport is not None:  # a stream abandoned once complete
-            self._paused = False
-            self.transport.resume_reading()
-        self._parser = httptools.HttpResponseParser(self)
-        self._streaming = streaming
-        self.headers: list[tuple[bytes, bytes]] = []
-        self.body: list[bytes] = []
-        self.ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self.chunks: asyncio.Queue[bytes | BaseException | None] | None = (
-            asyncio.Queue() if streaming else None
-        )
-        self.head_done = False
-        self._interim = False  # parsing a 1xx answer: the real one follows
-        self.complete = False
-        self.keep_alive = False
-
-    # -- asyncio.Protocol -----------------------------------------------------------------
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        # uvloop's transports do not subclass asyncio.Transport; they offer the same methods.
-        self.transport = cast(asyncio.Transport, transport)
-
-    def data_received(self, data: bytes) -> None:
-        try:
-            self._parser.feed_data(data)
-        except httptools.HttpParserUpgrade:
-            self._fail(httpx.RemoteProtocolError("the server switched protocols"))
-        except httptools.HttpParserError as exc:
-            self._fail(httpx.RemoteProtocolError(f"malformed HTTP response: {exc}"))
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.lost = True
-        if self.complete:
-            return
-        if exc is None and self.head_done and not self._framed():
-            self.on_message_complete()  # a body delimited by the (clean) end of the connection
-            return
-        self._fail(httpx.RemoteProtocolError("the server closed the connection mid-response"))
-
-    # -- httptools callbacks ----------------------------------------------------------------
-
-    def on_header(self, name: bytes, value: bytes) -> None:
-        self.headers.append((name, value))
-
-    def on_headers_complete(self) -> None:
-        if 100 <= self.status < 200:  # 101 never gets here: httptools raises on upgrades
-            self._interim = True
-            self.headers = []
-            return
-        self.head_done = True
-        self.keep_alive = self._parser.should_keep_alive()
-        if self._streaming and not self.ready.done():
-            self.ready.set_result(None)
-
-    def on_body(self, body: bytes) -> None:
-        if self.chunks is None:
-            self.body.append(body)
-            return
-        self.chunks.put_nowait(body)
-        if not self._paused and self.chunks.qsize() >= _PAUSE_AT and self.transport:
-            self._paused = True
-            self.transport.pause_reading()
-
-    def on_message_complete(self) -> None:
-        if self._interim:
-            self._interim = False
-            return
-        self.complete = True
-        if self.chunks is not None:
-            self.chunks.put_nowait(None)
-        elif not self.ready.done():
-            self.ready.set_result(None)
-
-    # -- used by the transport -------------------------------------------------------------
-
-    @property
-    def status(self) -> int:
-        return int(self._parser.get_status_code())
-
-    def usable(self, now: float, expiry: float) -> bool:
-        """Whether an idle connection may carry a request: open, fresh, and silent."""
-        transport = self.transport
-        if self.lost or transport is None or transport.is_closing():
-            return False
-        if now - self.idle_since >= expiry:
-            return False
-        # The server's close (or anything it wrote) may not have reached the loop yet.
-        sock = transport.get_extra_info("socket")
-        readable, _, _ = select.select([sock], [], [], 0)
-        return not readable
-
-    def send(self, data: bytes, *, streaming: bool) -> None:
-        self._begin(streaming=streaming)
-        assert self.transport is not None
-        self.transport.write(data)
-
-    async def next_chunk(self) -> bytes | None:
-        assert self.chunks is not None
-        item = await self.chunks.get()
-        if self._paused and self.chunks.qsize() <= _RESUME_AT and self.transport:
-            self._paused = False
-            self.transport.resume_reading()
-        if isinstance(item, BaseException):
-            raise item
-        return item
-
-    def close(self) -> None:
-        self.lost = True
-        if self.transport is not None:
-            self.transport.close()
-
-    def _framed(self) -> bool:
-        names = {name.lower() for name, _ in self.headers}
-        return b"content-length" in names or b"transfer-encoding" in names
-
-    def _fail(self, exc: httpx.TransportError) -> None:
-        if not self.ready.done():
-            self.ready.set_exception(exc)
-        elif self.chunks is not None:
-            self.chunks.put_nowait(exc)
-        self.close()
 
 
 class _Body(httpx.AsyncByteStream):
     """A streamed response body; gives its connection back to the pool once read."""
 
     def __init__(
-        self, pool: Http11Transport, key: _Key, conn: _Connection, timeout: float | None
+        self, pool: Http11Transport, key: _Key, conn: Http11Connection, timeout: float | None
     ) -> None:
         self._pool = pool
         self._key = key
-        self._conn: _Connection | None = conn
+        self._conn: Http11Connection | None = conn
         self._timeout = timeout
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
@@ -232,7 +90,7 @@ class Http11Transport(httpx.AsyncBaseTransport):
     ) -> None:
         self._expiry = keepalive_expiry
         self._max_idle = max_idle_per_host
-        self._idle: dict[_Key, list[_Connection]] = {}
+        self._idle: dict[_Key, list[Http11Connection]] = {}
         self._targets: dict[str, tuple[_Key, bytes] | None] = {}
         self._fallback = fallback or httpx.AsyncHTTPTransport()
         self._closed = False
@@ -332,7 +190,7 @@ class Http11Transport(httpx.AsyncBaseTransport):
         streaming: bool,
         connect: float | None,
         read: float | None,
-    ) -> _Connection:
+    ) -> Http11Connection:
         """Write one request on a pooled (or new) connection; the connection once `ready`."""
         if self._closed:
             raise httpx.ConnectError("the transport is closed")
@@ -349,19 +207,19 @@ class Http11Transport(httpx.AsyncBaseTransport):
             raise
         return conn
 
-    async def _connect(self, key: _Key, within: float | None) -> _Connection:
+    async def _connect(self, key: _Key, within: float | None) -> Http11Connection:
         loop = asyncio.get_running_loop()
         host = key[0].strip("[]")
         try:
             async with asyncio.timeout(within):
-                _, conn = await loop.create_connection(_Connection, host, key[1])
+                _, conn = await loop.create_connection(Http11Connection, host, key[1])
         except TimeoutError:
             raise httpx.ConnectTimeout(f"connecting to {host}:{key[1]} timed out") from None
         except OSError as exc:
             raise httpx.ConnectError(f"{host}:{key[1]}: {exc}") from exc
         return conn
 
-    def _checkout(self, key: _Key) -> _Connection | None:
+    def _checkout(self, key: _Key) -> Http11Connection | None:
         idle = self._idle.get(key)
         now = time.monotonic()
         while idle:
@@ -371,7 +229,7 @@ class Http11Transport(httpx.AsyncBaseTransport):
             conn.close()
         return None
 
-    def _checkin(self, key: _Key, conn: _Connection) -> None:
+    def _checkin(self, key: _Key, conn: Http11Connection) -> None:
         idle = self._idle.setdefault(key, [])
         if self._closed or conn.lost or not conn.keep_alive or len(idle) >= self._max_idle:
             conn.close()

@@ -8,8 +8,9 @@ agent enforces at run time.
 
 from a2a_handoff.contracts.catalog import Catalog
 from a2a_handoff.contracts.contract import Contract, load_contract
-from a2a_handoff.contracts.lint import ContractReport, Finding, Registry, lint, render
+from a2a_handoff.contracts.lint import ContractReport, Finding, lint, render
 from a2a_handoff.contracts.predicate import Predicate, PredicateError, parse
+from a2a_handoff.contracts.registry import Registry
 from a2a_handoff.errors import ContractError
 
 __all__ = [

@@ -26,7 +26,7 @@ from a2a_handoff.contracts.contract import (
     load_contract,
     lookup,
 )
-from a2a_handoff.contracts.lint import Registry, registry_file
+from a2a_handoff.contracts.registry import Registry, registry_file
 from a2a_handoff.errors import ContractError
 
 if TYPE_CHECKING:  # jsonschema is slow to import: loaded when a catalog is

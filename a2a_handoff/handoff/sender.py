@@ -163,6 +163,22 @@ class HandoffSender:
         `key_salt` sets apart keys of messages that do not end the task (notices).
         """
         url = self.target_url(decision.target)
+        card = await self._gate(url, decision)
+        target_name = card.name if card else decision.target
+        context = dict(decision.context)
+        if decision.kind == "return":
+            check_return(task, decision.target, target_name)
+        if decision.kind == "return" and isinstance(context.get("decision"), dict):
+            context["decision"] = self._signed_decision(context["decision"], task, target_name)
+        envelope = self._envelope(
+            task, decision, TargetRef(agent=target_name, url=url), context,
+            on_behalf_of=on_behalf_of, key_salt=key_salt,
+        )  # fmt: skip
+        return envelope, signable_json(envelope)
+
+    async def _gate(self, url: str, decision: Handoff) -> AgentCard | None:
+        """The target's card (None: unreachable, gated later), once it shows every capability
+        the handoff requires; GateRefused with what is missing otherwise."""
         required = sorted(decision.required)
         card: AgentCard | None = None
         with contextlib.suppress(HandoffError, ValidationError):  # unreachable: gate later
@@ -176,27 +192,33 @@ class HandoffSender:
             problems = missing_capabilities(required, card, self.settings.scope)
         if problems:
             raise GateRefused("capability gate refused the handoff: " + "; ".join(problems))
-        target_name = card.name if card else decision.target
-        context = dict(decision.context)
-        if decision.kind == "return":
-            check_return(task, decision.target, target_name)
-        if decision.kind == "return" and isinstance(context.get("decision"), dict):
-            context["decision"] = self._signed_decision(context["decision"], task, target_name)
-        contract_ref = self._contract_for(target_name, decision)
+        return card
+
+    def _envelope(
+        self,
+        task: Task,
+        decision: Handoff,
+        target: TargetRef,
+        context: dict[str, Any],
+        *,
+        on_behalf_of: str,
+        key_salt: str,
+    ) -> HandoffEnvelope:
+        """The envelope of this hop: keyed under the chain's root, traced as its task."""
         incoming = ext_metadata(task).get("handoff") or {}
         hop = int(incoming.get("hop", 0)) + 1
         root = str(incoming.get("rootKey") or root_key_for(self.settings.agent_url, task.id))
-        envelope = HandoffEnvelope(
+        return HandoffEnvelope(
             handoff_id=new_id(),
             idempotency_key=derive_key(root, hop, key_salt),
             root_key=root,
             context_id=task.context_id,
             source=SourceRef(agent=self.settings.agent_name, url=self.settings.agent_url,
                              task_id=task.id),
-            target=TargetRef(agent=target_name, url=url),
+            target=target,
             reason=decision.reason,
             transfer_context=context,
-            required_capabilities=required,
+            required_capabilities=sorted(decision.required),
             continuation_token=decision.continuation_token,
             next_skill_hint=decision.next_skill,
             hop=hop,
@@ -208,19 +230,8 @@ class HandoffSender:
             ttl_seconds=self.settings.ttl_seconds,
             on_behalf_of=on_behalf_of or None,
             kind=decision.kind,
-            contract=contract_ref,
+            contract=self._contract_for(target.agent, decision),
         )  # fmt: skip
-        try:  # canonical: delivery signs these very bytes
-            envelope_json = canonical(envelope.dump()).decode()
-        except ValueError as exc:
-            raise GateRefused(f"the transfer context cannot be signed: {exc}") from None
-        size = len(envelope_json.encode())
-        if size > MAX_ENVELOPE_BYTES:
-            raise GateRefused(
-                f"transfer context too large: the envelope is {size} bytes,"
-                f" the limit {MAX_ENVELOPE_BYTES}"
-            )
-        return envelope, envelope_json
 
     def _signed_decision(
         self, decision: dict[str, Any], task: Task, audience: str
@@ -297,3 +308,19 @@ class HandoffSender:
         failpoint("handoff.after_checkpoint")
         events.committed_items(task.id, task.context_id, [event], record.task.status.state)
         return updated, entry
+
+
+def signable_json(envelope: HandoffEnvelope) -> str:
+    """The envelope's canonical JSON (delivery signs these very bytes); GateRefused when it
+    cannot be signed or is over `MAX_ENVELOPE_BYTES`."""
+    try:
+        envelope_json = canonical(envelope.dump()).decode()
+    except ValueError as exc:
+        raise GateRefused(f"the transfer context cannot be signed: {exc}") from None
+    size = len(envelope_json.encode())
+    if size > MAX_ENVELOPE_BYTES:
+        raise GateRefused(
+            f"transfer context too large: the envelope is {size} bytes,"
+            f" the limit {MAX_ENVELOPE_BYTES}"
+        )
+    return envelope_json

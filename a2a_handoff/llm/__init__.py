@@ -8,7 +8,7 @@ llama.cpp server, a LiteLLM proxy.
 
 from __future__ import annotations
 
-from a2a_handoff.llm.agent import ESCALATE_TOOL, LLMAgent, Transfer
+from a2a_handoff.llm.llm_agent import ESCALATE_TOOL, LLMAgent, Transfer
 from a2a_handoff.llm.model import BASE_URL_ENV, MODEL_ENV, Model, ToolCall, Turn
 from a2a_handoff.llm.tools import FunctionTool, function_tool, tool
 

@@ -51,6 +51,7 @@ from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI, SIGNATURE_KEY
 from a2a_handoff.protocol.models import StreamResponse
 from a2a_handoff.server._call import Call, Handler
 from a2a_handoff.server._health import Health
+from a2a_handoff.server._mcp_results import error_result, invalid_result, outcome, part_texts
 
 MCP_PATH = "/mcp"
 HEALTH_STALE_SECONDS = 300.0  # health_check: pending handoffs older than 5 minutes
@@ -89,69 +90,6 @@ def _message_id(tool: str, key: str | None) -> str:
     if not key:
         return str(uuid.uuid4())
     return "mcp-" + hashlib.sha256(f"{tool}\x1f{key}".encode()).hexdigest()[:32]
-
-
-def _texts(parts: list[dict[str, Any]] | None) -> list[str]:
-    out = []
-    for part in parts or ():
-        if "text" in part:
-            out.append(str(part["text"]))
-        elif "data" in part:
-            out.append(json.dumps(part["data"], separators=(",", ":")))
-        elif "url" in part:
-            out.append(str(part["url"]))
-    return out
-
-
-def outcome(task: dict[str, Any]) -> types.CallToolResult:
-    """A task as a tool's result: its answer as text, the task as structured content."""
-    status = task.get("status") or {}
-    state = str(status.get("state", "")).removeprefix("TASK_STATE_").lower().replace("_", "-")
-    said = " ".join(_texts((status.get("message") or {}).get("parts")))
-    ext = (task.get("metadata") or {}).get(HANDOFF_EXTENSION_URI) or {}
-    if ext.get("state") == "TRANSFERRED":
-        state = "transferred"
-    artifacts = [
-        {"name": a.get("name"), "parts": a.get("parts") or []} for a in task.get("artifacts") or ()
-    ]
-    structured: dict[str, Any] = {
-        "taskId": task.get("id"),
-        "contextId": task.get("contextId"),
-        "state": state,
-        "message": said,
-        "artifacts": artifacts,
-    }
-    if "transfer" in ext:
-        structured["transfer"] = ext["transfer"]
-    for member in ("duplicate", "rejected"):
-        if member in ext:
-            structured[member] = ext[member]
-    lines = [f"{a['name'] or 'artifact'}: {' '.join(_texts(a['parts']))}" for a in artifacts]
-    if said:
-        lines.append(said)
-    if state == "input-required":
-        lines.append(f"(task {task.get('id')} needs input: answer it with the reply tool)")
-    elif state == "transferred" and "transfer" in ext:
-        where = ext["transfer"]
-        lines.append(f"(handed off to {where.get('agentName')}, task {where.get('taskId')})")
-    text = "\n".join(lines) or state
-    failed = state in ("failed", "rejected", "canceled")
-    return types.CallToolResult(
-        content=[types.TextContent(text=text)], structured_content=structured, is_error=failed
-    )
-
-
-def _error(exc: RpcError) -> types.CallToolResult:
-    message = f"{exc.message} (A2A error {exc.code})"
-    return types.CallToolResult(
-        content=[types.TextContent(text=message)],
-        structured_content={"error": {"code": exc.code, "message": exc.message}},
-        is_error=True,
-    )
-
-
-def _invalid(message: str) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)
 
 
 def _string(args: dict[str, Any], name: str, *, required: bool = True) -> str | None:
@@ -277,12 +215,12 @@ class McpFace:
     ) -> types.CallToolResult:
         request = ctx.request
         if not isinstance(request, Request):
-            return _invalid("this server answers over streamable HTTP only")
+            return invalid_result("this server answers over streamable HTTP only")
         principal = ""
         if self.auth is not None:
             found = self.auth.authenticate(request.headers)
             if found is None:  # checked at the door too; never run a tool without a caller
-                return _invalid("a valid API key is required")
+                return invalid_result("a valid API key is required")
             principal = found
         args = params.arguments or {}
         tools: dict[str, Callable[[dict[str, Any], str, Request], Awaitable[Any]]] = {
@@ -297,11 +235,11 @@ class McpFace:
             if params.name in tools:
                 result: types.CallToolResult = await tools[params.name](args, principal, request)
                 return result
-            return _invalid(f"no tool {params.name!r} here")
+            return invalid_result(f"no tool {params.name!r} here")
         except ValueError as exc:
-            return _invalid(str(exc))
+            return invalid_result(str(exc))
         except RpcError as exc:
-            return _error(exc)
+            return error_result(exc)
 
     async def _run(
         self, method: str, params: dict[str, Any], principal: str, request: Request
@@ -319,7 +257,7 @@ class McpFace:
             params["configuration"] = config
         answer = await self._run("SendMessage", params, principal, request)
         if "message" in answer:  # a direct reply: no task
-            text = " ".join(_texts(answer["message"].get("parts")))
+            text = " ".join(part_texts(answer["message"].get("parts")))
             return types.CallToolResult(
                 content=[types.TextContent(text=text)],
                 structured_content={"state": "replied", "message": text},

@@ -9,11 +9,11 @@ runtime. Its settings come grouped (`server.app_config`); the cards it serves sa
 (`server._cards`); what runs before the first request and after the last is the lifespan's
 (`server._lifespan`).
 
-Trust: the agent's routes are on its trust list (the route its escalations go to may sign
-operators' decisions); `TrustConfig.trusted` adds agents that hand off to it without being
-routes. Under API-key auth an agent's calls arrive as the principal its trust entry names
-(its name by default): the key another agent presents to this one (its `credentials`) must
-map to that principal here.
+Trust (`server._app_trust`): the agent's routes are on its trust list (the route its
+escalations go to may sign operators' decisions); `TrustConfig.trusted` adds agents that hand
+off to it without being routes. Under API-key auth an agent's calls arrive as the principal
+its trust entry names (its name by default): the key another agent presents to this one (its
+`credentials`) must map to that principal here.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import importlib.util
 import inspect
 import logging
 import urllib.request
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +44,7 @@ from a2a_handoff.observe import Observer, use
 from a2a_handoff.protocol.agent_card import AgentCard
 from a2a_handoff.push import Pusher, PushSettings
 from a2a_handoff.runtime.tasks import TaskManager
+from a2a_handoff.server._app_trust import agent_trust_of, operators_of
 from a2a_handoff.server._call import Handler
 from a2a_handoff.server._card_route import CARD_PATH, JWKS_ROUTE, V03_CARD_PATH, CardRoute
 from a2a_handoff.server._cards import served_cards
@@ -63,11 +64,7 @@ from a2a_handoff.server.app_config import (
     TrustConfig,
 )
 from a2a_handoff.stores.base import Store
-from a2a_handoff.stores.memory import MemoryTaskStore
 from a2a_handoff.trust.agent_trust import AgentTrust
-from a2a_handoff.trust.keys import IdentityStore, KeyFile
-from a2a_handoff.trust.pins import MemoryPins, PinFile, Pins
-from a2a_handoff.trust.trustlist import TrustedAgent, TrustList
 
 log = logging.getLogger("a2a_handoff.server")
 
@@ -94,49 +91,6 @@ def _default_client(credentials: Mapping[str, str] | None) -> AgentClient:
     transport = Http11Transport()
     http = httpx.AsyncClient(timeout=timeout, transport=transport)
     return AgentClient(http, direct=transport, credentials=credentials)
-
-
-HUMAN_CAPABILITY = "escalations"  # what a human agent's card offers
-
-
-def _operators(
-    card: AgentCard, auth: ApiKeyAuth | None, operators: Iterable[str]
-) -> frozenset[str] | None:
-    """Who decides escalations here: the named operators under API-key auth (None: no
-    authentication, whoever reaches the agent). A human agent under auth with no operator
-    is refused: nobody could answer it, and anyone else answering would be a user deciding
-    for an operator."""
-    if auth is None:
-        if HUMAN_CAPABILITY in card.offered:
-            log.warning(
-                "INSECURE: %s keeps escalations without API keys: anyone who can reach it"
-                " answers them (approvals included); turn auth on and name operators",
-                card.name,
-            )
-        return None
-    named = frozenset(operators)
-    if HUMAN_CAPABILITY in card.offered and not named:
-        raise ValueError(
-            f"{card.name} keeps escalations under API-key auth but names no operators: nobody"
-            " could answer them. Name the principals that decide (operators=[...],"
-            " --operators alice,bob): only they approve, deny or answer."
-        )
-    return named
-
-
-def _pins(identity: IdentityStore | None, store: Store) -> Pins:
-    """Where this agent keeps the keys it pinned: beside its key file (given, or its SQLite
-    store's), so a restart keeps them; in memory for an agent with no key file."""
-    key_file = identity if isinstance(identity, KeyFile) else getattr(store, "key_file", None)
-    if isinstance(key_file, KeyFile):
-        return PinFile.beside(key_file.path)
-    if not isinstance(store, MemoryTaskStore):
-        log.warning(
-            "INSECURE: this agent has no key file (its keys come from $A2A_AGENT_KEY), so the"
-            " keys it pins for the agents it trusts last only until it restarts: give it"
-            " --key-file PATH to keep them"
-        )
-    return MemoryPins()
 
 
 class _A2AStarlette(Starlette):
@@ -203,9 +157,9 @@ def create_app(
     """
     _check_handler(agent)
     card, extended_card = served_cards(card, extended_card, trust.auth, handoff.contracts, push)
-    deciders = _operators(card, trust.auth, trust.operators)
+    deciders = operators_of(card, trust.auth, trust.operators)
     client = handoff.client if handoff.client is not None else _default_client(handoff.credentials)
-    agent_trust = _agent_trust(card, store, client, trust, handoff.routes, escalation)
+    agent_trust = agent_trust_of(card, store, client, trust, handoff.routes, escalation)
     manager = TaskManager(
         agent, store, _settings(card, handoff), client, agent_trust, escalation, deciders,
         dedupe_message_ids=dedupe_message_ids, tools=_tools(tools),
@@ -258,33 +212,6 @@ def _check_handler(agent: Agent) -> None:
             f"{type(agent).__name__}.handle must be an async method (async def handle(self,"
             " ctx)): the server awaits it for every task step"
         )
-
-
-def _agent_trust(
-    card: AgentCard,
-    store: Store,
-    client: AgentClient,
-    trust: TrustConfig,
-    routes: Mapping[str, str],
-    escalation: EscalationPolicy | None,
-) -> AgentTrust:
-    """This agent's keys and trust list: its routes (the one escalations go to may sign
-    operators' decisions) and the agents `trust` names. The client verifies with it too,
-    unless it was given one of its own."""
-    approver = (escalation or EscalationPolicy()).target
-    trusted = [TrustedAgent(name, url, approvals=name == approver) for name, url in routes.items()]
-    trusted += trust.trusted_agents()
-    trust_list = TrustList(
-        trusted,
-        client.jwks,
-        max_age=trust.trusted_max_age,
-        min_refresh=min(2.0, trust.trusted_max_age),
-        pins=_pins(trust.identity, store),
-    )
-    if client.trust is None:
-        client.trust = trust_list
-    identity = trust.identity or store
-    return AgentTrust(card.name, identity, trust_list, reload_every=trust.keys_reload)
 
 
 def _methods(

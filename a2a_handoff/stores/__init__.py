@@ -6,7 +6,6 @@ from __future__ import annotations
 from a2a_handoff.errors import StoreError
 from a2a_handoff.stores.base import (
     HandoffStore,
-    LeaseStore,
     OutboxEntry,
     ReceivedEntry,
     Store,
@@ -16,6 +15,7 @@ from a2a_handoff.stores.base import (
     TaskRecord,
     TaskStore,
 )
+from a2a_handoff.stores.leasing import LeaseStore
 from a2a_handoff.stores.memory import MemoryTaskStore
 from a2a_handoff.stores.sqlite import SqliteTaskStore
 

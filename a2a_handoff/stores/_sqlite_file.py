@@ -30,7 +30,8 @@ from a2a_handoff.stores._hub import EventHub
 from a2a_handoff.stores._sqlite_owner import OwnerLock
 from a2a_handoff.stores._sqlite_schema import prepare
 from a2a_handoff.stores._sqlite_writer import GroupCommit, Publish
-from a2a_handoff.stores.base import LocalLeases, TaskEvent, TaskRecord, check_update
+from a2a_handoff.stores.base import TaskEvent, TaskRecord, check_update
+from a2a_handoff.stores.leasing import LocalLeases
 
 
 class SqliteFile(LocalLeases):

@@ -4,17 +4,19 @@ A task is stored as a `TaskRecord` (the task snapshot plus its owner and version
 append-only event log. Every write is one atomic step: the new snapshot and the events it
 produced go together, and the version is the sequence number of the task's last event, so
 `version` doubles as the check-and-set token and as the `Last-Event-ID` of streams.
+Leases (`LeaseStore`, `LocalLeases`) live in `stores.leasing`.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from a2a_handoff.protocol.models import StreamResponse, Task
 from a2a_handoff.protocol.states import TaskState
+from a2a_handoff.stores.leasing import LeaseStore as LeaseStore
+from a2a_handoff.stores.leasing import LocalLeases as LocalLeases
 from a2a_handoff.trust.keys import IdentityStore
 
 
@@ -354,59 +356,6 @@ class PushStore(Protocol):
     async def active_push_configs(self) -> list[PushConfigRecord]:
         """Every config not `done`, from an index: what deliveries are left to make."""
         ...
-
-
-class LeaseStore(Protocol):
-    """Named leases that expire: which replica delivers a handoff, runs a task, is alive.
-
-    `shared` tells whether other processes use the same store (replicas): only then are
-    leases needed at all — a store one process owns keeps them in that process.
-    """
-
-    shared: bool
-
-    async def acquire(self, name: str, holder: str, ttl: float) -> bool:
-        """Take lease `name` for `ttl` seconds, or renew it if `holder` has it already.
-
-        False while another holder's lease on it runs. Atomic across replicas.
-        """
-        ...
-
-    async def release(self, name: str, holder: str) -> None:
-        """Give lease `name` up, if `holder` has it."""
-        ...
-
-    async def holder(self, name: str) -> str | None:
-        """Who holds lease `name` now (None: nobody, or it expired)."""
-        ...
-
-
-class LocalLeases:
-    """Leases kept in this process: for stores no other process shares."""
-
-    shared = False
-
-    def __init__(self) -> None:
-        self._leases: dict[str, tuple[str, float]] = {}
-
-    async def acquire(self, name: str, holder: str, ttl: float) -> bool:
-        now = time.monotonic()
-        current = self._leases.get(name)
-        if current is not None and current[0] != holder and current[1] > now:
-            return False
-        self._leases[name] = (holder, now + ttl)
-        return True
-
-    async def release(self, name: str, holder: str) -> None:
-        current = self._leases.get(name)
-        if current is not None and current[0] == holder:
-            del self._leases[name]
-
-    async def holder(self, name: str) -> str | None:
-        current = self._leases.get(name)
-        if current is None or current[1] <= time.monotonic():
-            return None
-        return current[0]
 
 
 class Store(TaskStore, HandoffStore, PushStore, LeaseStore, IdentityStore, Protocol):

@@ -15,7 +15,6 @@ from a2a_handoff.stores._hub import EventHub, follow
 from a2a_handoff.stores._pages import ledger_page, page_of
 from a2a_handoff.stores.base import (
     HandoffStats,
-    LocalLeases,
     OutboxEntry,
     PushConfigRecord,
     ReceivedEntry,
@@ -26,6 +25,7 @@ from a2a_handoff.stores.base import (
     check_create,
     check_update,
 )
+from a2a_handoff.stores.leasing import LocalLeases
 
 
 class MemoryTaskStore(LocalLeases):

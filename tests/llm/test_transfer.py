@@ -8,8 +8,8 @@ import pytest
 from a2a_handoff.agent import Route, TaskContext
 from a2a_handoff.contracts.contract import load_contract
 from a2a_handoff.llm import LLMAgent, Model
-from a2a_handoff.llm.agent import _HANDED_OVER, Transfer, _HandoffTool, _Step
 from a2a_handoff.llm.chat import HISTORY_KEY
+from a2a_handoff.llm.llm_agent import _HANDED_OVER, Transfer, _HandoffTool, _Step
 from a2a_handoff.llm.model import ToolCall
 from a2a_handoff.outcomes import Handoff
 from a2a_handoff.protocol.models import Message, Part, Role, Task, TaskStatus

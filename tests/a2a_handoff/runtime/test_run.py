@@ -328,7 +328,7 @@ async def test_a_cancel_during_a_handoff_is_refused_and_taken_once_it_was_refuse
         submission = await manager.send(user_message("hi"), "alice")
         await asyncio.wait_for(started.wait(), 5)
         await asyncio.wait_for(asyncio.shield(submission.created), 5)
-        run = manager._runs[submission.task_id]
+        run = manager.runs.by_task[submission.task_id]
         walk(run, Phase.HANDING_OFF)  # as `ctx.hand_off` does from its checkpoint on
         with pytest.raises(TaskNotCancelableError, match="being handed off"):
             await manager.cancel(submission.task_id, "alice")

@@ -1,0 +1,93 @@
+"""Creating a task: a new message (or a proven handoff) becomes a task with a running handler.
+
+Invariant: a message id creates at most one task — a repeat returns the task the first one
+created, while it is being created (`Runs.creating`) and once stored (the store's dedupe key) —
+unless message-id deduplication is switched off (the caller passes no key).
+"""
+
+from __future__ import annotations
+
+from a2a_handoff.handoff.ledger import received_entry
+from a2a_handoff.handoff.receiver import receive_metadata
+from a2a_handoff.handoff.verified import VerifiedEnvelope
+from a2a_handoff.ids import new_id
+from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI
+from a2a_handoff.protocol.models import Message, StreamResponse, Task, TaskStatus, utc_now
+from a2a_handoff.protocol.states import TaskState
+from a2a_handoff.runtime.journal import Submission, resolved
+from a2a_handoff.runtime.run import RunHost, TaskRun
+from a2a_handoff.runtime.running import Runs
+
+
+def dedupe_key(owner: str, message: Message) -> str:
+    """Message ids are unique per owner and context (or per owner, without a context)."""
+    return "\x1f".join((owner, message.context_id or "", message.message_id))
+
+
+class TaskCreator:
+    """Creates tasks and starts their handlers, once per dedupe key."""
+
+    def __init__(self, host: RunHost, runs: Runs) -> None:
+        self.host = host
+        self.runs = runs
+
+    async def create(
+        self,
+        message: Message,
+        owner: str,
+        key: str,
+        envelope: VerifiedEnvelope | None = None,
+        *,
+        defer: bool = False,
+    ) -> Submission:
+        """The task `key` names (running or stored), else a new one."""
+        running = self.runs.creating.get(key)
+        if running is not None:
+            return running.submission
+        existing_id = await self.host.store.find(key)
+        running = self.runs.creating.get(key)  # it may have started while we read
+        if running is not None:
+            return running.submission
+        if existing_id is not None:
+            record = await self.host.store.get(existing_id)
+            if record is not None:
+                run = self.runs.by_task.get(record.id)
+                return run.submission if run is not None else resolved(record)
+        return self.start(message, owner, key, envelope, defer=defer)
+
+    def start(
+        self,
+        message: Message,
+        owner: str,
+        key: str | None,
+        envelope: VerifiedEnvelope | None,
+        dedupe_ttl: float | None = None,
+        *,
+        defer: bool = False,
+    ) -> Submission:
+        """Create a task and run its handler; synchronous so the key is claimed atomically."""
+        task_id = new_id()
+        context_id = message.context_id or new_id()
+        bound = message.model_copy(update={"task_id": task_id, "context_id": context_id})
+        task = Task(
+            id=task_id,
+            context_id=context_id,
+            status=TaskStatus(state=TaskState.SUBMITTED, timestamp=utc_now()),
+            history=[bound],
+            metadata={HANDOFF_EXTENSION_URI: receive_metadata(envelope)} if envelope else None,
+        )
+        run = TaskRun(
+            self.host,
+            task,
+            owner,
+            committed=None,
+            dedupe_key=key,
+            first=StreamResponse(task=task),
+            envelope=envelope,
+        )
+        run.journal.dedupe_ttl = dedupe_ttl
+        if envelope is not None:
+            run.journal.received = received_entry(envelope.envelope, task_id, "accepted", "")
+        self.runs.add(run, key)
+        run.run(bound, defer=defer)
+        return run.submission

@@ -1,0 +1,35 @@
+"""Who sees a task and who decides its escalation.
+
+Invariants: a caller sees only its own tasks (another owner's task answers -32001, as if
+absent); operators see every task; under API-key auth only operators decide an escalation
+(without authentication, whoever reaches the agent does).
+"""
+
+from __future__ import annotations
+
+from a2a_handoff.errors import TaskNotFoundError
+from a2a_handoff.stores.base import Store, TaskRecord
+
+
+class TaskLookup:
+    """Looks up one agent's committed tasks on behalf of a caller."""
+
+    def __init__(self, store: Store, operators: frozenset[str] | None) -> None:
+        self.store = store
+        self.operators = operators  # None: no authentication, every caller is an operator
+
+    async def owned(self, task_id: str, owner: str) -> TaskRecord:
+        """The committed task if `owner` may see it; -32001 exactly as if absent otherwise."""
+        record = await self.store.get(task_id)
+        if record is None or not (record.visible_to(owner) or self.sees_all(owner)):
+            raise TaskNotFoundError(f"task {task_id} not found", metadata={"taskId": task_id})
+        return record
+
+    def sees_all(self, principal: str) -> bool:
+        """Whether `principal` is an operator of this agent: it sees every task."""
+        return self.operators is not None and principal in self.operators
+
+    def decides(self, principal: str) -> bool:
+        """Whether `principal` may decide an escalation here: an operator (without
+        authentication, whoever reaches the agent)."""
+        return self.operators is None or principal in self.operators
