@@ -7,6 +7,7 @@ tests/integration/test_call_tool.py.)"""
 
 from __future__ import annotations
 
+import argparse
 import json
 import threading
 from collections.abc import Iterator
@@ -17,10 +18,12 @@ import httpx
 import pytest
 
 from a2a_handoff.client.mcp_bounds import MAX_ANSWER_BYTES
+from a2a_handoff.secrets import SecretError
+from servers.__main__ import mcp_tools
 from tests.integration.handoff_support import message, result
 from tests.integration.test_call_tool import McpServer
 from tests.integration.trust_support import Listener
-from tests.support import AgentProcess
+from tests.support import AgentProcess, key_env
 
 SECRET = "s3cret-mcp-password"
 
@@ -59,7 +62,7 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[AgentProce
             server.start()
         redirector = Redirector(listener.url + "mcp")
         evil = f"http://mcp-user:{SECRET}@127.0.0.1:{redirector.port}/mcp"
-        extra = (f"--mcp=evil={evil}", f"--mcp=sse={servers[0].url}",
+        extra = (f"--mcp=evil={key_env(evil)}", f"--mcp=sse={servers[0].url}",
                  f"--mcp=json={servers[1].url}", "--mcp-timeout=5")  # fmt: skip
         agent = AgentProcess("tools", f"sqlite:///{home / 'tools.db'}", extra=extra)
         agent.module = "tests.integration.tool_agent"
@@ -116,3 +119,13 @@ def test_an_answer_over_the_bound_fails_the_call_json_or_stream(
         assert failed["kind"] == "refused", failed
         assert f"over {MAX_ANSWER_BYTES} bytes" in failed["error"]
     assert small == {"text": "x" * 1000}
+
+
+def test_a_password_in_an_mcp_url_is_never_taken_from_the_command_line() -> None:
+    url = f"http://mcp-user:{SECRET}@127.0.0.1:9/mcp"
+    literal = argparse.Namespace(mcp=[f"evil={url}"], mcp_timeout=30.0)
+    with pytest.raises(SecretError, match="env:NAME") as refused:
+        mcp_tools(literal)
+    assert SECRET not in str(refused.value)
+    read = mcp_tools(argparse.Namespace(mcp=[f"evil={key_env(url)}"], mcp_timeout=30.0))
+    assert read.mcp["evil"] == url
