@@ -16,7 +16,8 @@ Invariants:
 - a tool's `isError` answer is raised (`kind="tool_error"`, its text), never returned as if
   it had worked;
 - a server's URL is shown (errors, logs, `/health`) without the password of its userinfo;
-- an answer is bounded (`client.mcp_bounds.MAX_ANSWER_BYTES`): a larger one fails the call.
+- an answer is bounded (`client.mcp_bounds.MAX_ANSWER_BYTES`): a larger one fails the call;
+  a server's error text is repeated up to `MAX_SAID` characters.
 
 The `mcp` package (`pip install 'a2a-handoff[mcp]'`) is imported by the first connection,
 so an agent without MCP servers never loads it.
@@ -51,6 +52,7 @@ INTERNAL_ERROR = -32603
 # ours: it refuses the call before running it. A new session, and the call made again.
 INVALID_REQUEST = -32600
 SESSION_GONE = ("Session terminated", "Session not found")
+MAX_SAID = 2000  # characters of a server's error text an error repeats
 
 
 class _Answered(Exception):
@@ -220,7 +222,7 @@ class McpTools:
                 ) from exc  # fmt: skip
             if result.is_error:
                 raise ToolCallError(
-                    f"{server}/{tool} answered an error: {result.text or 'no text'}",
+                    f"{server}/{tool} answered an error: {_said(result.text) or 'no text'}",
                     kind="tool_error", server=server, tool=tool,
                 )  # fmt: skip
             return result
@@ -254,11 +256,11 @@ class McpTools:
                 except MCPError as exc:
                     if exc.code in (CONNECTION_CLOSED, INTERNAL_ERROR):
                         await self._drop(server, session)
-                        raise ConnectionError(exc.message or "connection closed") from exc
+                        raise ConnectionError(_said(exc.message) or "connection closed") from exc
                     if exc.code == INVALID_REQUEST and exc.message in SESSION_GONE:
                         await self._drop(server, session)
                         raise _SessionGone(exc.code, exc.message) from None
-                    raise _Answered(exc.code, exc.message) from None
+                    raise _Answered(exc.code, _said(exc.message)) from None
                 except Exception:
                     await self._drop(server, session)
                     raise
@@ -290,6 +292,13 @@ class McpTools:
     async def aclose(self) -> None:
         for server, session in list(self._sessions.items()):
             await self._drop(server, session)
+
+
+def _said(text: str | None) -> str:
+    """What a server said, as an error repeats it: cut after `MAX_SAID` characters (the
+    text fails a task, and a keyed call's error is kept in its journal)."""
+    text = text or ""
+    return text if len(text) <= MAX_SAID else f"{text[:MAX_SAID]}… ({len(text)} characters)"
 
 
 def shown_url(url: str) -> str:

@@ -2,8 +2,9 @@
 a server "name" a handler (or a model) makes up that is a URL, and credentials in a
 configured server's URL, which nothing the agent shows may repeat; a server answering far
 more than any tool result should (as JSON or as an event stream) fails the call rather
-than filling the agent's memory. (A keyed call made again with other arguments is refused:
-tests/integration/test_call_tool.py.)"""
+than filling the agent's memory, and a huge error text is cut before a task keeps it. (A
+keyed call made again with other arguments is refused: tests/integration/test_call_tool.py.)
+"""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import httpx
 import pytest
 
 from a2a_handoff.client.mcp_bounds import MAX_ANSWER_BYTES
+from a2a_handoff.client.mcp_tools import MAX_SAID
 from a2a_handoff.secrets import SecretError
 from servers.__main__ import mcp_tools
 from tests.integration.handoff_support import message, result
@@ -112,9 +114,13 @@ def test_an_answer_over_the_bound_fails_the_call_json_or_stream(
         {"server": "json", "tool": "blob", "args": huge},
         {"server": "sse", "tool": "blob", "args": huge, "key": "b-1"},
         {"server": "json", "tool": "blob", "args": {"size": 1000}},  # the server still serves
+        {"server": "json", "tool": "fail", "args": {"reason": "r" * 500_000}, "key": "f-1"},
     ]
     task = result(agent.rpc("SendMessage", message(json.dumps(calls))))["task"]
-    as_json, as_stream, small = task["artifacts"][0]["parts"][0]["data"]
+    as_json, as_stream, small, failed = task["artifacts"][0]["parts"][0]["data"]
+    assert failed["kind"] == "tool_error"
+    assert failed["error"].endswith("(500027 characters)")  # "Error executing tool fail: …"
+    assert len(failed["error"]) < MAX_SAID + 200  # kept so in the task's journal too
     for failed in (as_json, as_stream):  # refused, not retried: the server did answer
         assert failed["kind"] == "refused", failed
         assert f"over {MAX_ANSWER_BYTES} bytes" in failed["error"]
