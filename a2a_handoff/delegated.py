@@ -25,6 +25,7 @@ __all__ = ["MAX_OUTCOME_BYTES", "Delegated"]
 MAX_OUTCOME_BYTES = 64 * 1024
 MAX_TEXT_CHARS = 8 * 1024
 MAX_OMITTED = 32
+MAX_NAME_CHARS = 200  # of an artifact left out: its id and name, as named in `omitted`
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +137,12 @@ def _within(
             kept.append(artifact)
             budget -= size
         elif len(omitted) < MAX_OMITTED:
-            left = {"artifactId": artifact.artifact_id, "name": artifact.name, "bytes": size}
+            # Cut: a hostile delegate's names of any length would not be bounded otherwise.
+            left = {"artifactId": _cut(artifact.artifact_id), "name": _cut(artifact.name),
+                    "bytes": size}  # fmt: skip
             omitted.append({k: v for k, v in left.items() if v is not None})
     return tuple(kept), tuple(omitted)
+
+
+def _cut(name: str | None) -> str | None:
+    return name if name is None or len(name) <= MAX_NAME_CHARS else name[:MAX_NAME_CHARS] + "…"

@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 import uvicorn
@@ -50,6 +51,7 @@ from a2a_handoff.escalation import EscalationPolicy
 from a2a_handoff.exits import ExitCode, Parser, quiet_pipe
 from a2a_handoff.observe import logs
 from a2a_handoff.protocol import check_agent_url
+from a2a_handoff.secrets import HOW as SECRETS_HOW
 from a2a_handoff.secrets import SecretError, private_dir, read_secret
 from a2a_handoff.server import ServerLimits, return_freed_memory
 from a2a_handoff.stores import Store
@@ -307,8 +309,17 @@ def push_settings(args: argparse.Namespace) -> PushSettings | None:
 
 
 def mcp_tools(args: argparse.Namespace) -> ToolsConfig:
-    """The MCP servers `--mcp NAME=URL` names (HandoffError, a ValueError: one malformed)."""
-    return ToolsConfig(mcp=_pairs(args.mcp, "--mcp"), timeout=args.mcp_timeout)
+    """The MCP servers `--mcp NAME=URL` names (HandoffError, a ValueError: one malformed).
+    A URL holding a password is a secret: read from `@FILE` or `env:VAR`, never written on
+    the command line (SecretError, a ValueError, otherwise)."""
+    servers = {}
+    for name, where in _pairs(args.mcp, "--mcp").items():
+        if where.startswith(("@", "env:")):
+            where = read_secret(where, f"--mcp {name}")
+        elif urlsplit(where).password is not None:
+            raise SecretError(f"--mcp {name}: the URL holds a password; {SECRETS_HOW}")
+        servers[name] = where
+    return ToolsConfig(mcp=servers, timeout=args.mcp_timeout)
 
 
 def server_limits(args: argparse.Namespace) -> ServerLimits:

@@ -1,6 +1,6 @@
 """A small MCP server for the tests of `ctx.call_tool` (run as a process, official `mcp` SDK).
 
-python -m tests.mcp_tool_server --port P --counts FILE
+python -m tests.mcp_tool_server --port P --counts FILE [--json]
 
 Streamable HTTP at `/mcp` on 127.0.0.1. Tools: `add` (a sum, structured), `fail` (answers
 `isError` with its reason), `sleep` (answers after `seconds`), and `count`: each execution
@@ -9,7 +9,8 @@ restarts. A `count` whose key (`_meta["a2a-handoff/idempotencyKey"]`) is in FILE
 answers without executing again, as a server that honours keys does; `hold` seconds make it
 wait after counting (a call to kill the server in). The first request of a `count` with a
 `lose` argument executes, but its answer is lost: the client gets HTTP 502, as through a
-proxy whose upstream connection broke.
+proxy whose upstream connection broke. `blob` answers `size` bytes of text (a hostile
+server's answer); `--json` answers calls with JSON bodies rather than event streams.
 """
 
 from __future__ import annotations
@@ -55,6 +56,11 @@ def build(counts: Path) -> MCPServer:
         """Answers after `seconds`."""
         await asyncio.sleep(seconds)
         return f"slept {seconds:g} s"
+
+    @server.tool()
+    def blob(size: int) -> str:
+        """`size` bytes of text."""
+        return "x" * size
 
     @server.tool()
     async def count(ctx: Context, hold: float = 0.0, lose: str = "") -> str:
@@ -120,6 +126,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--counts", type=Path, required=True)
+    parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    app = LoseFirstAnswer(build(args.counts).streamable_http_app())
+    app = LoseFirstAnswer(build(args.counts).streamable_http_app(json_response=args.json))
     uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning")

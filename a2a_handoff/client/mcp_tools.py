@@ -14,7 +14,10 @@ Invariants:
   idempotency key, which the server receives in the call's `_meta` under `KEY_META`: a
   retry may reach a server that executed the first attempt, and only the key lets it tell;
 - a tool's `isError` answer is raised (`kind="tool_error"`, its text), never returned as if
-  it had worked.
+  it had worked;
+- a server's URL is shown (errors, logs, `/health`) without the password of its userinfo;
+- an answer is bounded (`client.mcp_bounds.MAX_ANSWER_BYTES`): a larger one fails the call;
+  a server's error text is repeated up to `MAX_SAID` characters.
 
 The `mcp` package (`pip install 'a2a-handoff[mcp]'`) is imported by the first connection,
 so an agent without MCP servers never loads it.
@@ -29,6 +32,7 @@ import random
 import time
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from a2a_handoff.client.breaker import CircuitBreaker
 from a2a_handoff.client.reasons import reason
@@ -48,6 +52,7 @@ INTERNAL_ERROR = -32603
 # ours: it refuses the call before running it. A new session, and the call made again.
 INVALID_REQUEST = -32600
 SESSION_GONE = ("Session terminated", "Session not found")
+MAX_SAID = 2000  # characters of a server's error text an error repeats
 
 
 class _Answered(Exception):
@@ -82,7 +87,7 @@ class _Session:
         self.mode = mode
         self.ready: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self.stop = asyncio.Event()
-        self.task = asyncio.create_task(self._hold(), name=f"mcp-session {url}")
+        self.task = asyncio.create_task(self._hold(), name=f"mcp-session {shown_url(url)}")
 
     @property
     def dead(self) -> bool:
@@ -93,6 +98,8 @@ class _Session:
             import httpx2
             from mcp import Client
             from mcp.client.streamable_http import streamable_http_client
+
+            from a2a_handoff.client.mcp_bounds import MAX_ANSWER_BYTES, BoundedTransport
         except ImportError as exc:  # pragma: no cover - the extra is missing
             self.ready.set_exception(
                 ToolCallError(
@@ -105,9 +112,12 @@ class _Session:
         try:
             timeout = httpx2.Timeout(30.0, read=300.0)
             async with (
-                httpx2.AsyncClient(timeout=timeout) as http,
+                httpx2.AsyncClient(timeout=timeout, transport=BoundedTransport()) as http,
                 Client(
-                    streamable_http_client(self.url, http_client=http), mode=self.mode
+                    streamable_http_client(
+                        self.url, http_client=http, max_sse_event_size=MAX_ANSWER_BYTES
+                    ),
+                    mode=self.mode,
                 ) as client,
             ):
                 self.ready.set_result(client)
@@ -116,7 +126,7 @@ class _Session:
             if not self.ready.done():
                 self.ready.set_exception(exc)
             else:
-                log.info("MCP session with %s ended: %s", self.url, _why(exc))
+                log.info("MCP session with %s ended: %s", shown_url(self.url), _why(exc))
         finally:
             if not self.ready.done():
                 self.ready.set_exception(ConnectionError("the session was closed"))
@@ -172,7 +182,7 @@ class McpTools:
         deadline = time.monotonic() + self.timeout
         attempts = self.attempts if idempotency_key else 1
         meta = {KEY_META: idempotency_key} if idempotency_key else None
-        where = f"MCP server {server} ({self.servers[server]})"
+        where = f"MCP server {server} ({shown_url(self.servers[server])})"
         attempt, renewed = 1, False
         while True:
             try:
@@ -212,7 +222,7 @@ class McpTools:
                 ) from exc  # fmt: skip
             if result.is_error:
                 raise ToolCallError(
-                    f"{server}/{tool} answered an error: {result.text or 'no text'}",
+                    f"{server}/{tool} answered an error: {_said(result.text) or 'no text'}",
                     kind="tool_error", server=server, tool=tool,
                 )  # fmt: skip
             return result
@@ -246,11 +256,11 @@ class McpTools:
                 except MCPError as exc:
                     if exc.code in (CONNECTION_CLOSED, INTERNAL_ERROR):
                         await self._drop(server, session)
-                        raise ConnectionError(exc.message or "connection closed") from exc
+                        raise ConnectionError(_said(exc.message) or "connection closed") from exc
                     if exc.code == INVALID_REQUEST and exc.message in SESSION_GONE:
                         await self._drop(server, session)
                         raise _SessionGone(exc.code, exc.message) from None
-                    raise _Answered(exc.code, exc.message) from None
+                    raise _Answered(exc.code, _said(exc.message)) from None
                 except Exception:
                     await self._drop(server, session)
                     raise
@@ -275,13 +285,30 @@ class McpTools:
     def snapshot(self) -> dict[str, dict[str, object]]:
         """Each server's URL and breaker, for `/health`."""
         return {
-            name: {"url": self.servers[name], **breaker.snapshot()}
+            name: {"url": shown_url(self.servers[name]), **breaker.snapshot()}
             for name, breaker in self.breakers.items()
         }
 
     async def aclose(self) -> None:
         for server, session in list(self._sessions.items()):
             await self._drop(server, session)
+
+
+def _said(text: str | None) -> str:
+    """What a server said, as an error repeats it: cut after `MAX_SAID` characters (the
+    text fails a task, and a keyed call's error is kept in its journal)."""
+    text = text or ""
+    return text if len(text) <= MAX_SAID else f"{text[:MAX_SAID]}… ({len(text)} characters)"
+
+
+def shown_url(url: str) -> str:
+    """`url` as it may be shown: a password in its userinfo replaced by `***` (a URL such
+    as `https://user:token@host/mcp` is called as it is, never shown so)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{netloc}"))
 
 
 def _left(deadline: float) -> float:

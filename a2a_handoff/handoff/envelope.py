@@ -74,6 +74,15 @@ class HandoffEnvelope(WireModel):
         handoff's reason."""
         return str(self.transfer_context.get("summary") or self.reason)
 
+    @property
+    def shared_with(self) -> str:
+        """The principal the task this envelope makes is shared with, beside the sender's
+        own: the user a handoff is made for (`onBehalfOf`) — who follows the conversation
+        there. None for a delegation: its sub-task is the delegating agent's alone (its user
+        reads the outcome in the delegating task), so nobody else reads, answers or cancels
+        it."""
+        return "" if self.kind == "delegation" else (self.on_behalf_of or "")
+
     def expires_at(self) -> datetime:
         return parse_time(self.created_at) + timedelta(seconds=self.ttl_seconds)
 

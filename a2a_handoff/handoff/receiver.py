@@ -265,7 +265,7 @@ class HandoffReceiver:
         )
         rejected = with_status(task, TaskState.REJECTED, agent_message(f"{code}: {reason}", task))
         now = utc_now()
-        record = TaskRecord(rejected, owner, 2, now, now, envelope.on_behalf_of or "")
+        record = TaskRecord(rejected, owner, 2, now, now, envelope.shared_with)
         stored = await self.store.create(
             record,
             [StreamResponse(task=task), status_event(rejected)],

@@ -124,8 +124,9 @@ class Journal:
         loop = asyncio.get_running_loop()
         self.host = host
         self.envelope = envelope
-        # A proven envelope's `onBehalfOf`: the principal its trusted sender acted for.
-        self.delegate = (envelope.envelope.on_behalf_of or "") if envelope else ""
+        # A proven envelope's `onBehalfOf`: the principal its trusted sender acted for (not
+        # a delegation's: its sub-task is the delegating agent's alone).
+        self.delegate = envelope.envelope.shared_with if envelope else ""
         self.task = task
         self.owner = owner
         self.committed = committed

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from a2a_handoff import Artifact, Delegated, Part, TaskState
-from a2a_handoff.delegated import MAX_OUTCOME_BYTES
+from a2a_handoff.delegated import MAX_NAME_CHARS, MAX_OMITTED, MAX_OUTCOME_BYTES
 from a2a_handoff.llm.asking import told
 from a2a_handoff.outcomes import Handoff
 from a2a_handoff.protocol.models import Message, Role, Task, TaskStatus
@@ -61,3 +61,20 @@ def test_an_outcome_keeps_what_fits_and_names_the_rest() -> None:
     assert len(json.dumps(outcome.to_stored())) < MAX_OUTCOME_BYTES
     assert Delegated.from_stored("billing", "k", 0, outcome.to_stored()) == outcome
     assert json.loads(told(outcome))["omitted"] == ["scan"]  # the model is told too
+
+
+def test_a_hostile_delegates_left_out_artifacts_are_named_within_a_bound() -> None:
+    # Each artifact too large to keep, with an id and a name of 100 000 characters: the names
+    # in `omitted` are cut, so what the delegating task keeps stays bounded.
+    huge = [
+        Artifact(artifact_id=f"{i}" + "i" * 100_000, name="n" * 100_000,
+                 parts=[Part(text="x" * MAX_OUTCOME_BYTES)])
+        for i in range(MAX_OMITTED + 5)
+    ]  # fmt: skip
+    status = TaskStatus(state=TaskState.COMPLETED)
+    outcome = Delegated.of_task("billing", "k", 0, Task(id="t", context_id="c", status=status,
+                                                         artifacts=huge))  # fmt: skip
+    assert len(outcome.omitted) == MAX_OMITTED
+    assert all(len(o["name"]) == len(o["artifactId"]) == MAX_NAME_CHARS + 1
+               for o in outcome.omitted)  # fmt: skip
+    assert len(json.dumps(outcome.to_stored())) < MAX_OMITTED * (2 * MAX_NAME_CHARS + 100)

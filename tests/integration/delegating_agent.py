@@ -2,14 +2,14 @@
 
 python -m tests.integration.delegating_agent NAME --port P --store URL
     [--route NAME=URL] [--trust NAME=URL] [--contracts DIR] [--work-log PATH]
-    [--key-file PATH (on a shared store)]
+    [--key-file PATH (on a shared store)] [--auth-keys FILE] [--credential NAME=env:VAR]
 
 Asked by a user, it delegates the message to its route `billing` (`stranger` when the text
-says "untrusted"): "gate" requires a capability no one offers, "offtopic" breaks the edge's
-contract, "briefly" waits half a second only. It publishes the outcome as an artifact
-`delegated` and completes — unless the delegate asks something: then it asks its own user,
-and answers the delegate with the user's reply in the next step (the reply "never mind"
-completes, "give up" fails, without answering).
+says "untrusted", the one a text "route=NAME …" names): "gate" requires a capability no one
+offers, "offtopic" breaks the edge's contract, "briefly" waits half a second only. It
+publishes the outcome as an artifact `delegated` and completes — unless the delegate asks
+something: then it asks its own user, and answers the delegate with the user's reply in the
+next step (the reply "never mind" completes, "give up" fails, without answering).
 
 Asked by another agent (a delegation), it appends a line to the work log on every step (the
 tests count the work), then: "hang" waits until canceled; "question" asks which order first;
@@ -32,6 +32,7 @@ from typing import Any
 import uvicorn
 
 from a2a_handoff import (
+    ApiKeyAuth,
     Completed,
     Delegated,
     Failed,
@@ -45,6 +46,7 @@ from a2a_handoff import (
     open_store,
 )
 from a2a_handoff.contracts import Catalog
+from a2a_handoff.secrets import read_secret
 from a2a_handoff.stores.base import Store, TaskRecord
 from a2a_handoff.trust.keys import KeyFile
 
@@ -63,8 +65,9 @@ class DelegatingAgent:
             return await self.report(ctx, await asking[-1].answer(ctx.text))
         text = ctx.text
         order = re.search(r"\d{3,}", text)
+        chosen = re.match(r"route=(\S+) ", text)  # a route the user names (an attack)
         result = await ctx.delegate(
-            "stranger" if "untrusted" in text else "billing",
+            chosen.group(1) if chosen else "stranger" if "untrusted" in text else "billing",
             text,
             context={
                 "intent": "chitchat" if "offtopic" in text else "refund",
@@ -134,7 +137,14 @@ def main() -> int:
     parser.add_argument("--recovery-interval", type=float, default=0.3)
     parser.add_argument("--hold-file", type=Path, default=None)
     parser.add_argument("--key-file", type=Path, default=None)  # on a shared store
+    parser.add_argument("--auth-keys", type=Path, default=None)  # principal=key lines
+    parser.add_argument("--credential", action="append", default=[])  # ROUTE=env:VAR
     args = parser.parse_args()
+    routes = dict(r.split("=", 1) for r in args.route)
+    credentials = {
+        routes[name]: read_secret(where, name)
+        for name, where in (c.split("=", 1) for c in args.credential)
+    }
     url = f"http://127.0.0.1:{args.port}/"
     store = open_store(args.store)
     if args.hold_file is not None:
@@ -144,12 +154,15 @@ def main() -> int:
         build_card(args.name, url, description="delegates, and is delegated to"),
         store,
         handoff=HandoffConfig(
-            routes=dict(r.split("=", 1) for r in args.route),
+            routes=routes,
+            credentials=credentials,
             contracts=Catalog.load(args.contracts) if args.contracts else None,
             recovery_interval=args.recovery_interval,
         ),
         trust=TrustConfig(
-            trusted=args.trust, identity=KeyFile(args.key_file) if args.key_file else None
+            trusted=args.trust,
+            identity=KeyFile(args.key_file) if args.key_file else None,
+            auth=ApiKeyAuth.from_file(args.auth_keys) if args.auth_keys else None,
         ),
     )
     uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning")

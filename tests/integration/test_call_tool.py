@@ -32,6 +32,7 @@ class McpServer:
     counts: Path
     port: int = field(default_factory=free_port)
     proc: subprocess.Popen[bytes] | None = None
+    extra: tuple[str, ...] = ()  # more options (`--json`)
 
     @property
     def url(self) -> str:
@@ -39,7 +40,7 @@ class McpServer:
 
     def start(self) -> None:
         cmd = [sys.executable, "-m", "tests.mcp_tool_server", "--port", str(self.port),
-               "--counts", str(self.counts)]  # fmt: skip
+               "--counts", str(self.counts), *self.extra]  # fmt: skip
         self.proc = subprocess.Popen(cmd, cwd=ROOT, stderr=subprocess.DEVNULL)
         wait_for(lambda: httpx.get(self.url, timeout=1.0).status_code > 0, every=0.05)
 

@@ -120,7 +120,7 @@ def page_wait(driver: Any) -> Any:
     from selenium.webdriver.support.ui import WebDriverWait
 
     return WebDriverWait(
-        driver, 20, poll_frequency=0.1, ignored_exceptions=(StaleElementReferenceException,)
+        driver, 40, poll_frequency=0.1, ignored_exceptions=(StaleElementReferenceException,)
     )
 
 
