@@ -20,7 +20,7 @@ ALONE = (
 FIRST = (  # node id prefixes, the longest units first
     "tests/integration/test_handoff_crash.py::test_chaos_kill_9_at_random",
     "tests/integration/test_handoff_crash.py",
-    "tests/adapters/test_adapters.py",
+    "tests/a2a_handoff/adapters/test_adapters.py",
     "tests/test_readme.py",
     "tests/integration/test_trust_keys.py",
     "tests/integration/test_postgres.py",

@@ -69,7 +69,7 @@ def shop(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Shop]:
     )
     front = AgentProcess("front", f"sqlite:///{tmp / 'front'}.db",
                          extra=(f"--route=billing={billing.url}",),
-                         module="tests.adapters.graph_front")  # fmt: skip
+                         module="tests.a2a_handoff.adapters.graph_front")  # fmt: skip
     wire_trust([front, billing])
     agents = [human, billing, triage, front]
     for agent in agents:

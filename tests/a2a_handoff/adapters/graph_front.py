@@ -1,7 +1,7 @@
 """A front desk written with LangGraph that hands refunds to billing with a plain
 `Command(goto="billing")` — "billing" is a route, not a node (run as a process).
 
-python -m tests.adapters.graph_front front --port P --store URL --route billing=URL
+python -m tests.a2a_handoff.adapters.graph_front front --port P --store URL --route billing=URL
 
 Its state's declared fields (intent, entities, summary) are the transfer context; anything
 else it answers itself, with the graph's answer field.
