@@ -46,6 +46,8 @@ from typing import Any, ClassVar
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from a2a_handoff.server._one_write import OneWrite
+
 log = logging.getLogger("a2a_handoff.server")
 
 FD_RESERVE = 64  # descriptors kept for the store, logs and the outgoing pool to other agents
@@ -202,6 +204,8 @@ class LimitedHttpProtocol(HttpToolsProtocol):
             self._head_timer = None
         self._reading_body = True
         super().on_headers_complete()
+        if self.cycle is not None:  # its answer's head and body in one send
+            self.cycle.transport = OneWrite(self.transport, self.loop)  # type: ignore[assignment]
 
     def on_message_complete(self) -> None:
         self._reading_body = False

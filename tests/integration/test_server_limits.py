@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import struct
 import time
 import uuid
 from collections.abc import Iterator
@@ -205,3 +206,33 @@ def test_streams_over_the_cap_are_refused_before_anything_is_done(agent: AgentPr
         with http.stream("POST", agent.url, json=body, headers={"A2A-Version": "1.0"}) as again:
             assert again.status_code == 200
             assert b"TASK_STATE_COMPLETED" in again.read()
+
+
+def data_segments_in(sock: socket.socket) -> int:
+    """Segments carrying data this socket has received (Linux TCP_INFO `tcpi_data_segs_in`)."""
+    info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 256)
+    return int(struct.unpack_from("I", info, 152)[0])
+
+
+def test_an_answer_comes_in_one_segment(agent: AgentProcess) -> None:
+    """The status line, headers and JSON body of an answer are one write, not two."""
+    body = (
+        b'{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"'
+        + str(uuid.uuid4()).encode()
+        + b'","role":"ROLE_USER","parts":[{"text":"one"}]}}}'
+    )
+    sock = connect(agent)
+    try:
+        sock.sendall(
+            b"POST / HTTP/1.1\r\nHost: a\r\nA2A-Version: 1.0\r\nContent-Type: application/json"
+            b"\r\nConnection: close\r\nContent-Length: "
+            + str(len(body)).encode()
+            + b"\r\n\r\n"
+            + body
+        )
+        answer = answer_of(sock)
+        assert answer.startswith(b"HTTP/1.1 200 ")
+        assert b"TASK_STATE_COMPLETED" in answer
+        assert data_segments_in(sock) == 1, answer[:300]
+    finally:
+        sock.close()
