@@ -35,9 +35,10 @@ _NULL: contextlib.nullcontext[None] = contextlib.nullcontext()
 def use_provider(provider: trace.TracerProvider | None) -> None:
     """Record this library's spans with `provider` rather than the global one (None: the
     global again) — for tests, which must not set the process-wide provider."""
-    global _tracer, _own
-    _tracer = provider.get_tracer("a2a_handoff") if provider is not None else None
+    global _tracer, _own, _decides
+    _tracer = _preset_ids(provider.get_tracer("a2a_handoff")) if provider is not None else None
     _own = provider
+    _decides = None
 
 
 def _get_tracer() -> trace.Tracer:
@@ -45,12 +46,42 @@ def _get_tracer() -> trace.Tracer:
     if _tracer is None:
         from opentelemetry import trace
 
-        _tracer = trace.get_tracer("a2a_handoff")
+        _tracer = _preset_ids(trace.get_tracer("a2a_handoff"))
     return _tracer
+
+
+class _PresetIds:
+    """An SDK tracer's id generator, except that a root's trace id may be chosen first
+    (`root_span`: the sampler has decided on it before any span object is made)."""
+
+    __slots__ = ("inner",)
+    preset = 0  # the next root's trace id, set and taken within one synchronous call
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def generate_trace_id(self) -> int:
+        chosen = _PresetIds.preset
+        return chosen if chosen else int(self.inner.generate_trace_id())
+
+    def generate_span_id(self) -> int:
+        return int(self.inner.generate_span_id())
+
+    def is_trace_id_random(self) -> bool:
+        return bool(getattr(self.inner, "is_trace_id_random", lambda: True)())
+
+
+def _preset_ids(tracer: trace.Tracer) -> trace.Tracer:
+    inner = getattr(tracer, "id_generator", None)  # an SDK tracer's; an API one has none
+    if inner is not None and not isinstance(inner, _PresetIds):
+        tracer.id_generator = _PresetIds(inner)  # type: ignore[attr-defined]
+    return tracer
 
 
 # With tracing off, the current trace is only an id: kept here, not in an OpenTelemetry
 # context (making, attaching and reading one cost more than all the rest of this module).
+# With tracing on, an id here is a trace the sampler dropped before any span object was made
+# (`root_span`, `adopted`): nothing is recorded within it, and calls carry it unsampled.
 _TRACE: ContextVar[str | None] = ContextVar("a2a_handoff_trace", default=None)
 
 _PROVIDER_ENV = "OTEL_PYTHON_TRACER_PROVIDER"  # opentelemetry-api loads the provider it names
@@ -90,7 +121,7 @@ def span(name: str, key: str, value: Any) -> contextlib.AbstractContextManager[A
     tracing is off: the attribute is not even put in a dict; nothing either within a span of
     ours that the sampler dropped — samplers decide per trace, and an unsampled span costs
     nearly what a recorded one does)."""
-    if not enabled():
+    if not enabled() or _TRACE.get() is not None:
         return _NULL
     from opentelemetry import trace
 
@@ -104,15 +135,16 @@ def span(name: str, key: str, value: Any) -> contextlib.AbstractContextManager[A
 
 def record_span(name: str, start_ns: int, **attributes: Any) -> None:
     """A span that began at `start_ns` (time.time_ns) and ends now (an escalation's wait)."""
-    if not enabled():
+    if not enabled() or _TRACE.get() is not None:
         return
     _get_tracer().start_span(name, start_time=start_ns, attributes=_attributes(attributes)).end()
 
 
 def current_trace_id() -> str | None:
     """The current trace's id as 32 hex digits, or None outside a trace."""
-    if not enabled():
-        return _TRACE.get()
+    dropped = _TRACE.get()
+    if dropped is not None or not enabled():
+        return dropped
     from opentelemetry import trace
 
     ctx = trace.get_current_span().get_span_context()
@@ -188,10 +220,12 @@ def leave(token: object | None) -> None:
 
 def outgoing(headers: MutableMapping[str, str]) -> None:
     """Add `traceparent` for the current span to a call's headers (none outside a trace)."""
+    trace_id = _TRACE.get()
+    if trace_id is not None:  # tracing off: sampled is the callee's default; on: dropped
+        flags = "00" if enabled() else "01"
+        headers["traceparent"] = f"00-{trace_id}-{random.getrandbits(64) or 1:016x}-{flags}"
+        return
     if not enabled():
-        trace_id = _TRACE.get()
-        if trace_id is not None:
-            headers["traceparent"] = f"00-{trace_id}-{random.getrandbits(64) or 1:016x}-01"
         return
     from opentelemetry import trace
 
@@ -204,18 +238,21 @@ class _Adopted:
     """The context of `adopted`: a remote parent in the trace made current, then undone
     (with tracing off, only the trace's id)."""
 
-    __slots__ = ("number", "token")
+    __slots__ = ("number", "token", "undropped")
 
     def __init__(self, number: int) -> None:
         self.number = number
         self.token: object = None
+        self.undropped: object = None  # a dropped trace made not current, to be undone
 
     def __enter__(self) -> None:
-        if not enabled():
+        if not enabled() or _drops(self.number):  # off, or dropped: only the id
             self.token = _TRACE.set(f"{self.number:032x}")
             return
         from opentelemetry import context, trace
 
+        if _TRACE.get() is not None:
+            self.undropped = _TRACE.set(None)
         flags = trace.TraceFlags(
             trace.TraceFlags.SAMPLED if _sampled(self.number) else trace.TraceFlags.DEFAULT
         )
@@ -224,9 +261,10 @@ class _Adopted:
 
     def __exit__(self, *exc: object) -> None:
         leave(self.token)
+        leave(self.undropped)
 
 
-def _sampled(number: int) -> bool:
+def _sampled(number: int, name: str = "a2a.adopted") -> bool:
     """Whether the provider's sampler would keep a new trace with id `number`: what an
     adopted trace (known only by the envelope's `traceId`) is taken as. With a sampler
     deterministic in the trace id (TraceIdRatioBased, alone or as ParentBased's root) that
@@ -238,8 +276,89 @@ def _sampled(number: int) -> bool:
     sampler = getattr(provider, "sampler", None)
     if sampler is None:
         return True
-    result = sampler.should_sample(context.Context(), number, "a2a.adopted")
+    result = sampler.should_sample(context.Context(), number, name)
     return bool(result.decision.is_sampled())
+
+
+_decides: bool | None = None  # whether the sampler decides on the trace id alone (None: ask)
+
+
+def _drops(number: int, name: str = "a2a.adopted") -> bool:
+    """Whether the sampler drops a new trace with id `number`, when it decides on the id
+    alone (TraceIdRatioBased, alone or as ParentBased's root; AlwaysOff): then that is
+    known before any span object is made. False when it may keep it, or cannot be asked."""
+    global _decides
+    if _decides is None:
+        _decides = _decides_on_id()
+    return _decides and not _sampled(number, name)
+
+
+def _decides_on_id() -> bool:
+    from opentelemetry import trace
+
+    provider = _own if _own is not None else trace.get_tracer_provider()
+    sampler = getattr(provider, "sampler", None)
+    if sampler is None:
+        return False
+    description = str(sampler.get_description())
+    root = description.removeprefix("ParentBased{root:")
+    return root.startswith(("TraceIdRatioBased{", "AlwaysOffSampler"))
+
+
+def root_span(name: str, key: str, value: Any) -> contextlib.AbstractContextManager[Any]:
+    """`span`, for a request that came without a trace: the sampler is asked about a trace
+    id chosen here first, and a trace it drops makes no span object at all — only its id is
+    current (log lines and calls carry it, unsampled). A kept one is recorded under that id,
+    so the sampler's decision is the one it would have made itself."""
+    if not enabled() or _TRACE.get() is not None:
+        return _NULL
+    from opentelemetry import trace
+
+    if trace.get_current_span().get_span_context().is_valid:
+        return span(name, key, value)
+    number = random.getrandbits(128) or 1
+    if _drops(number, name):
+        return _Dropped(f"{number:032x}")
+    return _Rooted(number, name, _attributes({key: value}))
+
+
+class _Dropped:
+    """A trace the sampler dropped, current within the block as its id only."""
+
+    __slots__ = ("token", "trace_id")
+
+    def __init__(self, trace_id: str) -> None:
+        self.trace_id = trace_id
+        self.token: object = None
+
+    def __enter__(self) -> None:
+        self.token = _TRACE.set(self.trace_id)
+
+    def __exit__(self, *exc: object) -> None:
+        leave(self.token)
+
+
+class _Rooted:
+    """A root span recorded under a trace id chosen (and sampled) beforehand."""
+
+    __slots__ = ("attributes", "entered", "name", "number")
+
+    def __init__(self, number: int, name: str, attributes: dict[str, Any]) -> None:
+        self.number = number
+        self.name = name
+        self.attributes = attributes
+        self.entered: contextlib.AbstractContextManager[Any] = _NULL
+
+    def __enter__(self) -> Any:
+        self.entered = _get_tracer().start_as_current_span(self.name, attributes=self.attributes)
+        _PresetIds.preset = self.number
+        try:
+            return self.entered.__enter__()
+        finally:
+            _PresetIds.preset = 0
+
+    def __exit__(self, *exc: Any) -> Any:
+        return self.entered.__exit__(*exc)
 
 
 def adopted(trace_id: str | None) -> contextlib.AbstractContextManager[Any]:

@@ -165,7 +165,7 @@ class JsonRpcEndpoint:
         token = tracing.incoming_raw(request.scope["headers"]) if trusted else None
         try:
             if tracing.enabled():
-                with tracing.span("a2a.receive", "http.route", "/"):
+                with tracing.root_span("a2a.receive", "http.route", "/"):
                     return await self._rpc(request)
             return await self._rpc(request)
         finally:
