@@ -24,10 +24,15 @@ extends uvicorn's httptools protocol, given to uvicorn as its `http` class:
 
 Open SSE streams are capped in the app (`server._streams`), which knows what a stream is.
 
-It relies on uvicorn's httptools protocol internals (`transport`, `loop`, `flow`,
-`connections`, `cycle`, `pipeline`, `limit_concurrency`, `timeout_keep_alive(_task)` and its
-parser callbacks): pyproject pins uvicorn to 0.54.x, and the raw-socket tests in
-tests/integration/test_server_limits.py are what to run when moving it.
+Every open connection (an SSE stream holds one for as long as it runs) also costs memory, so
+the protocol keeps its own state in slots, and swaps uvicorn's per-connection `asyncio.Event`s
+(each with a deque of waiters, ~0.7 KiB) and its pipeline deque for lighter equivalents.
+
+It relies on uvicorn's httptools protocol internals (`transport`, `loop`, `flow`
+(`_is_writable_event`), `connections`, `cycle` (`message_event`), `pipeline`,
+`limit_concurrency`, `timeout_keep_alive(_task)` and its parser callbacks): pyproject pins
+uvicorn to 0.54.x, and the raw-socket tests in tests/integration/test_server_limits.py are
+what to run when moving it.
 """
 
 from __future__ import annotations
@@ -84,7 +89,8 @@ class ServerLimits:
 
     def protocol(self) -> type[LimitedHttpProtocol]:
         """The protocol class to give uvicorn (`http=`) for these limits (one process)."""
-        return type("LimitedHttpProtocol", (LimitedHttpProtocol,), {"limits": self})
+        attributes = {"limits": self, "__slots__": ()}
+        return type("LimitedHttpProtocol", (LimitedHttpProtocol,), attributes)
 
 
 _RESET_ON_CLOSE = struct.pack("ii", 1, 0)  # SO_LINGER on, 0 s: close() drops what is queued
@@ -107,13 +113,77 @@ TIMED_OUT = _plain(b"408 Request Timeout", b"The request was not received in tim
 HEAD_TOO_LARGE = _plain(b"431 Request Header Fields Too Large", b"Request head too large\n")
 
 
+class _Flag:
+    """`asyncio.Event` as uvicorn uses it (`set`, `clear`, `is_set`, `wait`), in two slots:
+    the list of waiters is made only while someone waits (an Event makes a deque, 0.6 KiB,
+    for every connection and request). One loop, as uvicorn's protocol."""
+
+    __slots__ = ("_value", "_waiters")
+
+    def __init__(self, value: bool = False) -> None:
+        self._value = value
+        self._waiters: list[asyncio.Future[bool]] | None = None
+
+    def is_set(self) -> bool:
+        return self._value
+
+    def set(self) -> None:
+        if not self._value:
+            self._value = True
+            for waiter in self._waiters or ():
+                if not waiter.done():
+                    waiter.set_result(True)
+
+    def clear(self) -> None:
+        self._value = False
+
+    async def wait(self) -> bool:
+        if self._value:
+            return True
+        waiter = asyncio.get_running_loop().create_future()
+        if self._waiters is None:
+            self._waiters = []
+        self._waiters.append(waiter)
+        try:
+            await waiter
+            return True
+        finally:
+            self._waiters.remove(waiter)
+            if not self._waiters:
+                self._waiters = None
+
+
+class _Pipeline(list[Any]):
+    """uvicorn's queue of pipelined requests (`appendleft`, `pop`, truth), as a list: empty,
+    56 bytes where a deque takes 0.6 KiB on every connection; pipelining is rare."""
+
+    __slots__ = ()
+
+    def appendleft(self, item: Any) -> None:
+        self.insert(0, item)
+
+
 class LimitedHttpProtocol(HttpToolsProtocol):
     """uvicorn's httptools protocol with the limits of `limits` (see the module docstring)."""
 
     limits: ClassVar[ServerLimits] = ServerLimits()
+    # Our state in slots: in uvicorn's instance dict it pushed the dict past its shared keys
+    # (some 1.5 KiB more per connection).
+    __slots__ = (
+        "_body_timer",
+        "_draining_refusal",
+        "_fd",
+        "_head_bytes",
+        "_head_timer",
+        "_reading_body",
+        "_refused",
+        "_write_mark",
+        "_write_timer",
+    )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.pipeline = _Pipeline()  # type: ignore[assignment]
         self._head_timer: asyncio.TimerHandle | None = None
         self._body_timer: asyncio.TimerHandle | None = None
         self._write_timer: asyncio.TimerHandle | None = None
@@ -128,6 +198,7 @@ class LimitedHttpProtocol(HttpToolsProtocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        self.flow._is_writable_event = _Flag(True)  # type: ignore[assignment]
         sock = transport.get_extra_info("socket")
         if sock is not None:
             self._fd = sock.fileno()
@@ -203,7 +274,10 @@ class LimitedHttpProtocol(HttpToolsProtocol):
             self._head_timer.cancel()
             self._head_timer = None
         self._reading_body = True
+        cycle = self.cycle
         super().on_headers_complete()
+        if self.cycle is not cycle:  # a new request's cycle; nothing waits on its event yet
+            self.cycle.message_event = _Flag()  # type: ignore[assignment]
         if self.cycle is not None:  # its answer's head and body in one send
             self.cycle.transport = OneWrite(self.transport, self.loop)  # type: ignore[assignment]
 
