@@ -9,9 +9,11 @@ The response: one watcher task per stream, nothing more. Open streams per proces
 
 Each open stream costs memory for as long as a task runs (a subscriber may wait minutes), so
 this writer keeps to the request's own task plus one small watcher that reads the client's
-`http.disconnect` and sends the keep-alive comment when the stream has been quiet. A gone
-client cancels the stream, which unsubscribes it at once. (sse-starlette's response does the
-same with a task group of several tasks: about 20 KiB more per open stream, measured.)
+`http.disconnect` and sends the keep-alive comment every `ping` seconds. A gone client
+cancels the stream, which unsubscribes it at once. (sse-starlette's response does the same
+with a task group of several tasks: about 20 KiB more per open stream, measured.) A task's
+items are framed by the response itself as it sends them (no generator of frames between
+it and the store's), and an open stream keeps neither the call's request nor its params.
 """
 
 from __future__ import annotations
@@ -19,9 +21,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 
+from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
@@ -66,7 +70,7 @@ class SseResponse(Response):
 
     def __init__(
         self,
-        frames: AsyncIterator[bytes],
+        frames: AsyncIterator[bytes] | None,
         *,
         ping: float = 15.0,
         headers: Mapping[str, str] | None = None,
@@ -80,56 +84,121 @@ class SseResponse(Response):
         self.frames = frames
         self.ping = ping
         self.slots = slots  # the slot this stream took, given back when it ends
+        self.gone = False  # the client went away
+
+    def init_headers(self, headers: Mapping[str, str] | None = None) -> None:
+        """Starlette's headers, less the `content-length` it would add, each pair made once
+        per process (a stream keeps its headers for as long as it is open)."""
+        self.raw_headers = [_header(k, v) for k, v in (headers or {}).items()]
+        if not any(name == b"content-type" for name, _ in self.raw_headers):
+            self.raw_headers.append(_CONTENT_TYPE)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        try:
-            await self._stream(receive, send)
-        finally:
-            if self.slots is not None:
-                self.slots.give()
-                self.slots = None
-
-    async def _stream(self, receive: Receive, send: Send) -> None:
-        headers = [(k, v) for k, v in self.raw_headers if k != b"content-length"]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
         stream = asyncio.current_task()
         assert stream is not None
-        gone = False
-
-        async def watch() -> None:
-            nonlocal gone
-            while True:
-                try:
-                    async with asyncio.timeout(self.ping):
-                        message = await receive()
-                except TimeoutError:
-                    # A whole chunk is written at once, so a ping never splits a frame.
-                    await send({"type": "http.response.body", "body": PING, "more_body": True})
-                    continue
-                if message["type"] == "http.disconnect":
-                    gone = True
-                    stream.cancel()
-                    return
-
-        watcher = asyncio.create_task(watch())
+        watcher = None
         try:
-            async for chunk in self.frames:
-                await send({"type": "http.response.body", "body": chunk, "more_body": True})
-                del chunk  # a waiting stream keeps no copy of what it sent
+            await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
+            watcher = asyncio.create_task(self._watch(receive, send, stream))
+            await self._send_frames(send)
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         except asyncio.CancelledError:
-            if not gone:
+            if not self.gone:
                 raise
             # The client went away: nothing left to send, and the stream's resources are
-            # released by the frames' own clean-up (the generator is closed below).
+            # released by the frames' own clean-up (closed below).
             stream.uncancel()
         finally:
-            watcher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await watcher
-            aclose = getattr(self.frames, "aclose", None)
-            if aclose is not None:
-                await aclose()
+            if watcher is not None:
+                watcher.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await watcher
+            try:
+                await self._close_frames()
+            finally:
+                if self.slots is not None:
+                    self.slots.give()
+                    self.slots = None
+
+    async def _watch(self, receive: Receive, send: Send, stream: asyncio.Task[None]) -> None:
+        """Reads the client's messages: a disconnect cancels the stream; `ping` seconds
+        without one send the keep-alive comment."""
+        while True:
+            try:
+                async with asyncio.timeout(self.ping):
+                    message = await receive()
+            except TimeoutError:
+                # A whole chunk is written at once, so a ping never splits a frame.
+                await send({"type": "http.response.body", "body": PING, "more_body": True})
+                continue
+            if message["type"] == "http.disconnect":
+                self.gone = True
+                stream.cancel()
+                return
+
+    async def _send_frames(self, send: Send) -> None:
+        if self.frames is None:
+            return
+        async for chunk in self.frames:
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            del chunk  # a waiting stream keeps no copy of what it sent
+
+    async def _close_frames(self) -> None:
+        aclose = getattr(self.frames, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+
+_CONTENT_TYPE = (b"content-type", b"text/event-stream; charset=utf-8")
+
+
+@functools.lru_cache(maxsize=64)
+def _header(name: str, value: str) -> tuple[bytes, bytes]:
+    return name.lower().encode("latin-1"), value.encode("latin-1")
+
+
+class _ItemsResponse(SseResponse):
+    """A stream of task items, each framed by the call's binding as it is sent (no frame
+    generator in between); an error from the items or their framing ends the stream with
+    the binding's error event."""
+
+    def __init__(
+        self,
+        call: Call,
+        items: Items,
+        *,
+        ping: float,
+        headers: Mapping[str, str],
+        slots: StreamSlots | None,
+    ) -> None:
+        super().__init__(None, ping=ping, headers=headers, slots=slots)
+        self.call = call
+        self.items = items
+        self.visible = call.transfers_visible
+
+    async def _send_frames(self, send: Send) -> None:
+        call = self.call
+        binding = call.binding
+        last = False
+        while not last:
+            try:
+                # The item is held no longer than it takes to frame it.
+                chunk = self._frame(*await anext(self.items))
+            except StopAsyncIteration:
+                return
+            except RpcError as error:
+                chunk, last = binding.stream_error(call, error), True
+            except Exception:
+                log.exception("stream of a task failed")
+                chunk, last = binding.stream_error(call, InternalError()), True
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            del chunk  # a waiting stream keeps no copy of what it sent
+
+    def _frame(self, seq: int, item: StreamResponse) -> bytes:
+        return self.call.binding.event(self.call, seq or None, render_item(item, self.visible))
+
+    async def _close_frames(self) -> None:
+        await self.items.aclose()
 
 
 async def task_stream(
@@ -181,25 +250,12 @@ def sse_answer(
     """The call's answer as an SSE stream of `items`, each framed by the call's binding; an
     error while streaming ends the stream with the binding's error event. `slots`: the cap
     the stream took a slot of (given back when it ends)."""
-    visible = call.transfers_visible
-    binding = call.binding
-    # The frames need the call's id, not its params: an open stream keeps no parsed request.
-    call = dataclasses.replace(call, params={})
-
-    async def frames() -> AsyncIterator[bytes]:
-        try:
-            async for seq, item in items:
-                framed = binding.event(call, seq or None, render_item(item, visible))
-                del item  # held no longer than it takes to frame it
-                yield framed
-                del framed
-        except RpcError as error:
-            yield binding.stream_error(call, error)
-        except Exception:
-            log.exception("stream of a task failed")
-            yield binding.stream_error(call, InternalError())
-        finally:
-            await items.aclose()
-
     headers = protocol_headers(call.extensions)
-    return SseResponse(frames(), ping=ping, headers=headers, slots=slots)
+    # The frames need the call's id and binding only: an open stream keeps neither its
+    # parsed params nor its request (scope, headers parsed).
+    call = dataclasses.replace(call, params={}, request=_DETACHED)
+    return _ItemsResponse(call, items, ping=ping, headers=headers, slots=slots)
+
+
+_DETACHED = Request({"type": "http"})
+"""Stands for the request in a streaming call's copy (see `sse_answer`)."""
