@@ -1,15 +1,22 @@
-"""The SSE writer: frames in order, keep-alive pings, and a gone client stops the stream."""
+"""The SSE writer: frames in order, keep-alive pings, a gone client stops the stream, and a
+task stream that fails ends with its binding's error event."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from starlette.requests import Request
 
+from a2a_handoff.errors import TaskNotFoundError
+from a2a_handoff.protocol.models import Message, Part, Role, StreamResponse
 from a2a_handoff.protocol.sse import PING, frame
-from a2a_handoff.server._streams import SseResponse
+from a2a_handoff.server._call import Call
+from a2a_handoff.server._jsonrpc import JSON_RPC
+from a2a_handoff.server._streams import Items, SseResponse, StreamSlots, sse_answer
 
 pytestmark = pytest.mark.anyio
 
@@ -98,3 +105,50 @@ async def test_a_server_side_cancel_is_not_swallowed() -> None:
     stream.cancel()
     with pytest.raises(asyncio.CancelledError):
         await stream
+
+
+def _call() -> tuple[Call, Request]:
+    request = Request({"type": "http", "headers": [(b"x-big", b"y" * 1000)]})
+    return Call(7, {"message": {"big": "x" * 1000}}, "", frozenset(), request, JSON_RPC), request
+
+
+def _reply(text: str) -> StreamResponse:
+    return StreamResponse(
+        message=Message(message_id=text, role=Role.AGENT, parts=[Part(text=text)])
+    )
+
+
+@pytest.mark.parametrize(
+    ("failure", "code"), [(TaskNotFoundError("gone"), -32001), (ValueError("bug"), -32603)]
+)
+async def test_a_failing_task_stream_ends_with_an_error_event(
+    failure: Exception, code: int
+) -> None:
+    closed = asyncio.Event()
+
+    async def items() -> Items:
+        try:
+            yield 1, _reply("one")
+            raise failure
+        finally:
+            closed.set()
+
+    slots = StreamSlots(1)
+    slots.take()
+    call, request = _call()
+    response = sse_answer(call, items(), 15.0, slots)
+    # An open stream keeps the call's id and binding, not its request nor its params.
+    assert response.call.request is not request
+    assert response.call.params == {}
+    client = Client()
+    await response({"type": "http"}, client.receive, client.send)
+    events = client.body().split(b"\n\n")
+    assert events[0].startswith(b"id: 1\ndata: ")
+    assert b'"id":7' in events[0]
+    error = json.loads(events[1].removeprefix(b"data: "))
+    assert error["id"] == 7
+    assert error["error"]["code"] == code
+    assert events[2:] == [b""]
+    assert client.sent[-1] == {"type": "http.response.body", "body": b"", "more_body": False}
+    assert closed.is_set()
+    assert slots.open == 0
