@@ -1,13 +1,16 @@
 """Summarise a results directory written by `bench/run`.
 
-    report.py RESULTS_DIR [--baseline sdk-memory] [--ours ours-sqlite]
+    report.py RESULTS_DIR [--baseline sdk-memory] [--ours ours-sqlite] [--probe probe-echo]
+                          [--plain plain-sse]
 
-Reads `wrk-<server>-c<conns>-r<round>.json` and `sse-<server>-{first,hold}.json`, prints
-per server and connection count the median over rounds of requests/s, p50, p99 and the sum
-of errors, the ratios ours/other, the SSE figures, the handoffs `bench/compare` measured
+Reads `wrk-<server>-c<conns>-r<round>.json`, `sse-<server>-first-r<round>.json` and
+`sse-<server>-hold.json`, prints per server and connection count the median over rounds of
+requests/s, p50, p99 and the sum of errors, the ratios ours/other, the SSE figures (first
+event: medians over rounds), the handoffs `bench/compare` measured
 (`handoff-{ours,probe}-c<conns>-r<round>.json`), and whether the issue's goals are met:
   ours req/s at 32 connections >= 10 x the SDK in memory and >= 1.0 x the durable probe,
   ours p50 at 1 connection <= 1.0 x the probe's,
+  ours stream time to the first event p50 <= 1.1 x a plain Starlette SSE endpoint's,
   ours memory per open SSE stream <= 30 KiB, idle RSS <= the SDK's,
   ours handoff p50 at 1 connection <= 0.8 x the handoff probe's.
 Exit status 0 when every goal is met and no errors were counted, 1 otherwise.
@@ -29,11 +32,13 @@ RPS_VS_SDK = 10.0  # ours / SDK (in memory), req/s at 32 connections: at least
 RPS_VS_PROBE = 1.0  # ours / durable probe, req/s at 32 connections: at least
 P50_VS_PROBE = 1.0  # ours / durable probe, p50 at 1 connection: at most
 KIB_PER_STREAM = 30.0  # memory per open SSE stream: at most
+FIRST_VS_PLAIN = 1.1  # ours / plain Starlette SSE endpoint, first event p50: at most
 HANDOFF_P50_VS_PROBE = 0.8  # ours / handoff probe, p50 at 1 connection: at most
 
 HANDOFF_NAME = re.compile(r"handoff-(?P<server>ours|probe)-c(?P<conns>\d+)-r(?P<round>\d+)\.json$")
 WRK_NAME = re.compile(r"wrk-(?P<server>.+)-c(?P<conns>\d+)-r(?P<round>\d+)\.json$")
-SSE_NAME = re.compile(r"sse-(?P<server>.+)-(?P<mode>first|hold)\.json$")
+SSE_NAME = re.compile(r"sse-(?P<server>.+?)-(?P<mode>first|hold)(?:-r(?P<round>\d+))?\.json$")
+SSE_MEDIANS = ("first_p50_ms", "first_p99_ms", "whole_p50_ms", "events_per_stream")
 
 
 def load(path: Path) -> dict[str, Any] | None:
@@ -70,6 +75,31 @@ class Goals:
     def value(self, label: str, value: float | None, goal: float) -> None:
         met = value is not None and value <= goal
         self.line(label, value, f"{value or 0:.1f} (goal <= {goal:g})", met)
+
+
+def sse_results(results: Path) -> dict[str, dict[str, dict[str, Any]]]:
+    """Per server: its hold run, and its first-event runs as one (medians over rounds of
+    the figures, errors summed, the first error kept)."""
+    sse: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
+    rounds: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for path in sorted(results.glob("sse-*.json")):
+        m = SSE_NAME.match(path.name)
+        doc = load(path)
+        if m is None or doc is None:
+            continue
+        if m["mode"] == "first":
+            rounds[m["server"]].append(doc)
+        else:
+            sse[m["server"]]["hold"] = doc
+    for server, docs in rounds.items():
+        first: dict[str, Any] = {"mode": "first", "rounds": len(docs)}
+        for key in SSE_MEDIANS:
+            values = [d[key] for d in docs if d.get(key) is not None]
+            first[key] = statistics.median(values) if values else None
+        first["errors"] = sum(int(d.get("errors", 0)) for d in docs)
+        first["first_error"] = next((d["first_error"] for d in docs if d.get("first_error")), None)
+        sse[server]["first"] = first
+    return sse
 
 
 def handoff_table(results: Path) -> tuple[dict[tuple[str, int], dict[str, float]], int]:
@@ -121,6 +151,7 @@ def main() -> int:
     parser.add_argument("--ours", default="ours-sqlite")
     parser.add_argument("--baseline", default="sdk-memory")
     parser.add_argument("--probe", default="probe-echo")
+    parser.add_argument("--plain", default="plain-sse")
     args = parser.parse_args()
 
     runs: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
@@ -134,12 +165,7 @@ def main() -> int:
             broken.append(path.name)
             continue
         runs[(m["server"], int(m["conns"]))].append(doc)
-    sse: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
-    for path in sorted(args.results.glob("sse-*.json")):
-        m = SSE_NAME.match(path.name)
-        doc = load(path)
-        if m is not None and doc is not None:
-            sse[m["server"]][m["mode"]] = doc
+    sse = sse_results(args.results)
 
     servers = sorted({s for s, _ in runs} | set(sse), key=lambda s: (s != args.ours, s))
     conns_seen = sorted({c for _, c in runs}, reverse=True)
@@ -201,6 +227,7 @@ def main() -> int:
         errors = int(first.get("errors", 0)) + int(hold.get("errors", 0))
         total_errors += errors
         rss = f"{fmt(hold.get('rss_before_mib'), '.1f')}->{fmt(hold.get('rss_open_mib'), '.1f')}"
+        rss = rss if hold else "-"
         print(
             f"{server:<14}{fmt(first.get('first_p50_ms'), '.3f'):>10}"
             f"{fmt(first.get('first_p99_ms'), '.3f'):>10}"
@@ -211,6 +238,11 @@ def main() -> int:
         for doc in (first, hold):
             if doc.get("first_error"):
                 print(f"    first error ({doc['mode']}): {doc['first_error'][:120]}")
+    ours_first = sse.get(args.ours, {}).get("first", {}).get("first_p50_ms")
+    for other in servers:
+        other_first = sse[other].get("first", {}).get("first_p50_ms") if other in sse else None
+        if other != args.ours and ours_first and other_first:
+            print(f"  {args.ours} / {other:<12} first event p50 x{ours_first / other_first:.2f}")
 
     handoff, handoff_errors = handoff_table(args.results)
     total_errors += handoff_errors
@@ -243,6 +275,15 @@ def main() -> int:
         probe1,
         "p50",
         P50_VS_PROBE,
+        higher=False,
+    )
+    first = {k: sse.get(k, {}).get("first") for k in (args.ours, args.plain)}
+    goals.ratio(
+        f"stream first event p50, {args.ours} / {args.plain}",
+        first[args.ours],
+        first[args.plain],
+        "first_p50_ms",
+        FIRST_VS_PLAIN,
         higher=False,
     )
     kib = sse.get(args.ours, {}).get("hold", {}).get("kib_per_stream")
