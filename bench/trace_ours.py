@@ -229,6 +229,7 @@ def main() -> None:
     import uvicorn
 
     from a2a_handoff import create_app, open_store
+    from a2a_handoff.server import ServerLimits
     from servers.echo import EchoAgent, echo_card
 
     instrument()
@@ -252,7 +253,12 @@ def main() -> None:
         tracemalloc.take_snapshot().dump(str(args.out / f"snap-{counter['snap']}.tracemalloc"))
 
     config = uvicorn.Config(
-        app, host="127.0.0.1", port=args.port, log_level="warning", access_log=False
+        app,
+        host="127.0.0.1",
+        port=args.port,
+        log_level="warning",
+        access_log=False,
+        http=ServerLimits().fitted().protocol(),  # the connection state `python -m servers` has
     )
     server = uvicorn.Server(config)
 
