@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import os
 import random
-import re
 import sys
 import time
 from collections.abc import Iterable, Mapping, MutableMapping
@@ -23,6 +22,13 @@ from contextvars import ContextVar, Token
 from typing import TYPE_CHECKING, Any
 
 from a2a_handoff.observe import current
+from a2a_handoff.observe._trace_ids import (
+    PresetIds,
+    named_trace,
+    preset_ids,
+    trace_id_of,
+)
+from a2a_handoff.observe._trace_ids import traceparent_in as traceparent_in  # the servers' check
 
 if TYPE_CHECKING:
     from opentelemetry import trace
@@ -36,7 +42,7 @@ def use_provider(provider: trace.TracerProvider | None) -> None:
     """Record this library's spans with `provider` rather than the global one (None: the
     global again) — for tests, which must not set the process-wide provider."""
     global _tracer, _own, _decides
-    _tracer = _preset_ids(provider.get_tracer("a2a_handoff")) if provider is not None else None
+    _tracer = preset_ids(provider.get_tracer("a2a_handoff")) if provider is not None else None
     _own = provider
     _decides = None
 
@@ -46,36 +52,8 @@ def _get_tracer() -> trace.Tracer:
     if _tracer is None:
         from opentelemetry import trace
 
-        _tracer = _preset_ids(trace.get_tracer("a2a_handoff"))
+        _tracer = preset_ids(trace.get_tracer("a2a_handoff"))
     return _tracer
-
-
-class _PresetIds:
-    """An SDK tracer's id generator, except that a root's trace id may be chosen first
-    (`root_span`: the sampler has decided on it before any span object is made)."""
-
-    __slots__ = ("inner",)
-    preset = 0  # the next root's trace id, set and taken within one synchronous call
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-
-    def generate_trace_id(self) -> int:
-        chosen = _PresetIds.preset
-        return chosen if chosen else int(self.inner.generate_trace_id())
-
-    def generate_span_id(self) -> int:
-        return int(self.inner.generate_span_id())
-
-    def is_trace_id_random(self) -> bool:
-        return bool(getattr(self.inner, "is_trace_id_random", lambda: True)())
-
-
-def _preset_ids(tracer: trace.Tracer) -> trace.Tracer:
-    inner = getattr(tracer, "id_generator", None)  # an SDK tracer's; an API one has none
-    if inner is not None and not isinstance(inner, _PresetIds):
-        tracer.id_generator = _PresetIds(inner)  # type: ignore[attr-defined]
-    return tracer
 
 
 # With tracing off, the current trace is only an id: kept here, not in an OpenTelemetry
@@ -151,27 +129,6 @@ def current_trace_id() -> str | None:
     return format(ctx.trace_id, "032x") if ctx.is_valid else None
 
 
-# version-traceid-parentid-flags, lower-case hex; a version above 00 may carry more parts
-_TRACEPARENT = re.compile(r"([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}(-.*)?")
-
-
-def _trace_id_of(traceparent: str) -> str | None:
-    """The trace id of a W3C `traceparent` (`00-<32 hex>-<16 hex>-<2 hex>`), None when it
-    is not one (an all-zero id included)."""
-    found = _TRACEPARENT.fullmatch(traceparent.strip().lower())
-    if found is None:
-        return None
-    version, trace_id, span_id, more = found.groups()
-    if version == "ff" or (version == "00" and more is not None):
-        return None
-    if trace_id == _ZERO_TRACE or span_id == _ZERO_SPAN:
-        return None
-    return trace_id
-
-
-_ZERO_TRACE, _ZERO_SPAN = "0" * 32, "0" * 16
-
-
 def incoming(headers: Mapping[str, str]) -> object | None:
     """Take the request's `traceparent` (when it has one) as the current context; the token
     to give `leave`."""
@@ -182,17 +139,8 @@ def incoming(headers: Mapping[str, str]) -> object | None:
         from opentelemetry import context, propagate
 
         return context.attach(propagate.extract(headers))
-    trace_id = _trace_id_of(traceparent)
+    trace_id = trace_id_of(traceparent)
     return _TRACE.set(trace_id) if trace_id is not None else None
-
-
-def traceparent_in(headers: Iterable[tuple[bytes, bytes]]) -> bool:
-    """Whether an ASGI scope's headers (lower-case byte names) carry `traceparent` (a loop,
-    not any() over a generator: this is every request's path)."""
-    for name, _ in headers:  # noqa: SIM110
-        if name == b"traceparent":
-            return True
-    return False
 
 
 def incoming_raw(headers: Iterable[tuple[bytes, bytes]]) -> object | None:
@@ -351,11 +299,11 @@ class _Rooted:
 
     def __enter__(self) -> Any:
         self.entered = _get_tracer().start_as_current_span(self.name, attributes=self.attributes)
-        _PresetIds.preset = self.number
+        PresetIds.preset = self.number
         try:
             return self.entered.__enter__()
         finally:
-            _PresetIds.preset = 0
+            PresetIds.preset = 0
 
     def __exit__(self, *exc: Any) -> Any:
         return self.entered.__exit__(*exc)
@@ -380,22 +328,7 @@ def trace_of(task_id: str) -> str | None:
     current = current_trace_id()
     if current is not None:
         return current
-    try:  # a task's lines ask several times: its name is kept a while
-        return _NAMED[task_id]
-    except KeyError:
-        if len(_NAMED) >= 1024:
-            _NAMED.clear()
-        named = _NAMED[task_id] = _named(task_id)
-        return named
-
-
-def _named(task_id: str) -> str | None:
-    digits = task_id.replace("-", "").lower()
-    return digits if _HEX32.fullmatch(digits) and digits != _ZERO_TRACE else None
-
-
-_NAMED: dict[str, str | None] = {}
-_HEX32 = re.compile(r"[0-9a-f]{32}")
+    return named_trace(task_id)
 
 
 def new_trace() -> contextlib.AbstractContextManager[Any]:
