@@ -70,6 +70,9 @@ class Submission:
     head: Task | None
     after: int
     duplicate: bool = False
+    # A new task's first committed events (seq 1, 2, …), filled when its creation commits: a
+    # stream of it starts with them, not with a read of what was just written.
+    first: list[StreamResponse] | None = None
 
 
 def resolved(record: TaskRecord, duplicate: bool = False) -> Submission:
@@ -135,6 +138,7 @@ class Journal:
         self.created: asyncio.Future[TaskRecord] = loop.create_future()
         self.settled: asyncio.Future[TaskRecord] = loop.create_future()
         self.start: tuple[Task, int] | None = None
+        self.first_written: list[StreamResponse] = []  # what the creation committed
         if committed is not None:  # a resumed task: streams start from the resumed snapshot
             self.start = (task, committed.version + 1)
         self.dedupe_ttl: float | None = None  # a contract's replay window for the key
@@ -147,7 +151,9 @@ class Journal:
     @property
     def submission(self) -> Submission:
         if self.start is None:  # a new task: its log starts with the Task itself
-            return Submission(self.task.id, self.created, self.settled, None, 0)
+            return Submission(
+                self.task.id, self.created, self.settled, None, 0, first=self.first_written
+            )
         head, after = self.start
         return Submission(self.task.id, self.created, self.settled, head, after)
 
@@ -278,6 +284,7 @@ class Journal:
         if stored.id != record.id:
             self.abort(None, answer=stored)
             return None
+        self.first_written.extend(items)
         if self.envelope is not None:
             failpoint("receive.after_create")
         return record

@@ -168,7 +168,9 @@ class A2AMethods:
         except BaseException:
             self.streams.give()
             raise
-        stream = task_stream(self.store, submission.task_id, submission.head, submission.after)
+        stream = task_stream(
+            self.store, submission.task_id, submission.head, submission.after, submission.first
+        )
         return sse_answer(call, stream, self.sse_ping, self.streams)
 
     async def _push_cursor(self, request: SendMessageRequest) -> int:

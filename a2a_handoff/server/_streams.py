@@ -202,19 +202,38 @@ class _ItemsResponse(SseResponse):
 
 
 async def task_stream(
-    store: Store, task_id: str, head: Task | None, after: int, *, until_terminal: bool = False
+    store: Store,
+    task_id: str,
+    head: Task | None,
+    after: int,
+    first: list[StreamResponse] | None = None,
+    *,
+    until_terminal: bool = False,
 ) -> Items:
     """`head` (if any) then the task's events after `after`, until it ends or pauses.
 
-    `until_terminal` (SubscribeToTask, spec §3.1.6): the stream stays open while the task
-    waits for input, and closes only when it ends.
+    `first`: events after `after` known committed (a new task's creation), sent as they are
+    rather than read back; handed over, the list is emptied. `until_terminal`
+    (SubscribeToTask, spec §3.1.6): the stream stays open while the task waits for input,
+    and closes only when it ends.
     """
+    if first:
+        known, seq = first[:], after
+        first.clear()  # neither the run nor this stream keeps them once sent
+        while known:
+            item = known.pop(0)
+            seq += 1
+            yield seq, item
+            if pauses(item, until_terminal):
+                return
+            del item
+        after = seq
     if head is not None:
         done = ends(head.status.state, until_terminal)
-        first = StreamResponse(task=head)
+        snapshot = StreamResponse(task=head)
         head = None  # an open stream keeps no snapshot alive
-        yield after, first
-        del first
+        yield after, snapshot
+        del snapshot
         if done:
             return
     event: TaskEvent
