@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from contextvars import ContextVar
 from typing import Any
 
 ZERO_TRACE, ZERO_SPAN = "0" * 32, "0" * 16
@@ -51,19 +52,25 @@ def named_trace(task_id: str) -> str | None:
         return named
 
 
+PRESET: ContextVar[int] = ContextVar("a2a_handoff_preset_trace", default=0)
+"""The next root's trace id, set around one synchronous start of a span (0: none)."""
+
+
 class PresetIds:
     """An SDK tracer's id generator, except that a root's trace id may be chosen first
     (`tracing.root_span`: the sampler has decided on it before any span object is made)."""
 
     __slots__ = ("inner",)
-    preset = 0  # the next root's trace id, set and taken within one synchronous call
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner
 
     def generate_trace_id(self) -> int:
-        chosen = PresetIds.preset
-        return chosen if chosen else int(self.inner.generate_trace_id())
+        chosen = PRESET.get()
+        if chosen:
+            PRESET.set(0)  # taken: no other span of this call gets it
+            return chosen
+        return int(self.inner.generate_trace_id())
 
     def generate_span_id(self) -> int:
         return int(self.inner.generate_span_id())

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from a2a_handoff.observe import current
 from a2a_handoff.observe._trace_ids import (
+    PRESET,
     PresetIds,
     named_trace,
     preset_ids,
@@ -41,10 +42,10 @@ _NULL: contextlib.nullcontext[None] = contextlib.nullcontext()
 def use_provider(provider: trace.TracerProvider | None) -> None:
     """Record this library's spans with `provider` rather than the global one (None: the
     global again) — for tests, which must not set the process-wide provider."""
-    global _tracer, _own, _decides
+    global _tracer, _own, _decider
     _tracer = preset_ids(provider.get_tracer("a2a_handoff")) if provider is not None else None
     _own = provider
-    _decides = None
+    _decider = _UNASKED
 
 
 def _get_tracer() -> trace.Tracer:
@@ -58,8 +59,6 @@ def _get_tracer() -> trace.Tracer:
 
 # With tracing off, the current trace is only an id: kept here, not in an OpenTelemetry
 # context (making, attaching and reading one cost more than all the rest of this module).
-# With tracing on, an id here is a trace the sampler dropped before any span object was made
-# (`root_span`, `adopted`): nothing is recorded within it, and calls carry it unsampled.
 _TRACE: ContextVar[str | None] = ContextVar("a2a_handoff_trace", default=None)
 
 _PROVIDER_ENV = "OTEL_PYTHON_TRACER_PROVIDER"  # opentelemetry-api loads the provider it names
@@ -99,7 +98,7 @@ def span(name: str, key: str, value: Any) -> contextlib.AbstractContextManager[A
     tracing is off: the attribute is not even put in a dict; nothing either within a span of
     ours that the sampler dropped — samplers decide per trace, and an unsampled span costs
     nearly what a recorded one does)."""
-    if not enabled() or _TRACE.get() is not None:
+    if not enabled():
         return _NULL
     from opentelemetry import trace
 
@@ -113,16 +112,15 @@ def span(name: str, key: str, value: Any) -> contextlib.AbstractContextManager[A
 
 def record_span(name: str, start_ns: int, **attributes: Any) -> None:
     """A span that began at `start_ns` (time.time_ns) and ends now (an escalation's wait)."""
-    if not enabled() or _TRACE.get() is not None:
+    if not enabled():
         return
     _get_tracer().start_span(name, start_time=start_ns, attributes=_attributes(attributes)).end()
 
 
 def current_trace_id() -> str | None:
     """The current trace's id as 32 hex digits, or None outside a trace."""
-    dropped = _TRACE.get()
-    if dropped is not None or not enabled():
-        return dropped
+    if not enabled():
+        return _TRACE.get()
     from opentelemetry import trace
 
     ctx = trace.get_current_span().get_span_context()
@@ -168,12 +166,10 @@ def leave(token: object | None) -> None:
 
 def outgoing(headers: MutableMapping[str, str]) -> None:
     """Add `traceparent` for the current span to a call's headers (none outside a trace)."""
-    trace_id = _TRACE.get()
-    if trace_id is not None:  # tracing off: sampled is the callee's default; on: dropped
-        flags = "00" if enabled() else "01"
-        headers["traceparent"] = f"00-{trace_id}-{random.getrandbits(64) or 1:016x}-{flags}"
-        return
     if not enabled():
+        trace_id = _TRACE.get()
+        if trace_id is not None:
+            headers["traceparent"] = f"00-{trace_id}-{random.getrandbits(64) or 1:016x}-01"
         return
     from opentelemetry import trace
 
@@ -186,21 +182,18 @@ class _Adopted:
     """The context of `adopted`: a remote parent in the trace made current, then undone
     (with tracing off, only the trace's id)."""
 
-    __slots__ = ("number", "token", "undropped")
+    __slots__ = ("number", "token")
 
     def __init__(self, number: int) -> None:
         self.number = number
         self.token: object = None
-        self.undropped: object = None  # a dropped trace made not current, to be undone
 
     def __enter__(self) -> None:
-        if not enabled() or _drops(self.number):  # off, or dropped: only the id
+        if not enabled():
             self.token = _TRACE.set(f"{self.number:032x}")
             return
         from opentelemetry import context, trace
 
-        if _TRACE.get() is not None:
-            self.undropped = _TRACE.set(None)
         flags = trace.TraceFlags(
             trace.TraceFlags.SAMPLED if _sampled(self.number) else trace.TraceFlags.DEFAULT
         )
@@ -209,10 +202,9 @@ class _Adopted:
 
     def __exit__(self, *exc: object) -> None:
         leave(self.token)
-        leave(self.undropped)
 
 
-def _sampled(number: int, name: str = "a2a.adopted") -> bool:
+def _sampled(number: int) -> bool:
     """Whether the provider's sampler would keep a new trace with id `number`: what an
     adopted trace (known only by the envelope's `traceId`) is taken as. With a sampler
     deterministic in the trace id (TraceIdRatioBased, alone or as ParentBased's root) that
@@ -224,63 +216,83 @@ def _sampled(number: int, name: str = "a2a.adopted") -> bool:
     sampler = getattr(provider, "sampler", None)
     if sampler is None:
         return True
-    result = sampler.should_sample(context.Context(), number, name)
+    result = sampler.should_sample(context.Context(), number, "a2a.adopted")
     return bool(result.decision.is_sampled())
 
 
-_decides: bool | None = None  # whether the sampler decides on the trace id alone (None: ask)
+_UNASKED = object()
+_decider: Any = _UNASKED  # the sampler when it decides on the trace id alone, else None
 
 
-def _drops(number: int, name: str = "a2a.adopted") -> bool:
-    """Whether the sampler drops a new trace with id `number`, when it decides on the id
-    alone (TraceIdRatioBased, alone or as ParentBased's root; AlwaysOff): then that is
-    known before any span object is made. False when it may keep it, or cannot be asked."""
-    global _decides
-    if _decides is None:
-        _decides = _decides_on_id()
-    return _decides and not _sampled(number, name)
-
-
-def _decides_on_id() -> bool:
-    from opentelemetry import trace
-
-    provider = _own if _own is not None else trace.get_tracer_provider()
-    sampler = getattr(provider, "sampler", None)
-    if sampler is None:
+def _drops(number: int, name: str, attributes: dict[str, Any]) -> bool:
+    """Whether the sampler drops a new trace with id `number`, known before any span object
+    is made: only for the SDK's own samplers that decide on the trace id (TraceIdRatioBased,
+    alone or as ParentBased's root; AlwaysOff), asked as the SDK would ask them."""
+    global _decider
+    if _decider is _UNASKED:
+        _decider = _deciding_on_id()
+    if _decider is None:
         return False
-    description = str(sampler.get_description())
-    root = description.removeprefix("ParentBased{root:")
-    return root.startswith(("TraceIdRatioBased{", "AlwaysOffSampler"))
+    from opentelemetry import context
+
+    result = _decider.should_sample(context.Context(), number, name, attributes=attributes)
+    return not result.decision.is_sampled()
+
+
+def _deciding_on_id() -> Any:
+    try:
+        from opentelemetry.sdk.trace import sampling
+    except ImportError:  # pragma: no cover - a provider of another SDK
+        return None
+    if not isinstance(getattr(_get_tracer(), "id_generator", None), PresetIds):
+        return None  # the root's id cannot be chosen: the SDK's own decision only
+    if _own is not None:
+        provider: Any = _own
+    else:
+        from opentelemetry import trace
+
+        provider = trace.get_tracer_provider()
+    sampler: Any = getattr(provider, "sampler", None)
+    if type(sampler) in (sampling.ParentBased, sampling.ParentBasedTraceIdRatio):
+        root = str(sampler.get_description()).removeprefix("ParentBased{root:")  # its root's
+        decides = root.startswith(("TraceIdRatioBased{", "AlwaysOffSampler"))
+    else:
+        decides = type(sampler) is sampling.TraceIdRatioBased or sampler is sampling.ALWAYS_OFF
+    return sampler if decides else None
 
 
 def root_span(name: str, key: str, value: Any) -> contextlib.AbstractContextManager[Any]:
-    """`span`, for a request that came without a trace: the sampler is asked about a trace
-    id chosen here first, and a trace it drops makes no span object at all — only its id is
-    current (log lines and calls carry it, unsampled). A kept one is recorded under that id,
-    so the sampler's decision is the one it would have made itself."""
-    if not enabled() or _TRACE.get() is not None:
+    """`span`, for a request that came without a trace: with a sampler that decides on the
+    trace id, it is asked about an id chosen here first; a trace it drops is made current as
+    a non-recording span (what the SDK makes of it, without the SDK's span machinery), and a
+    kept one is recorded under that id — so the decision is the one it would have made."""
+    if not enabled():
         return _NULL
     from opentelemetry import trace
 
     if trace.get_current_span().get_span_context().is_valid:
         return span(name, key, value)
     number = random.getrandbits(128) or 1
-    if _drops(number, name):
-        return _Dropped(f"{number:032x}")
-    return _Rooted(number, name, _attributes({key: value}))
+    attributes = _attributes({key: value})
+    if _drops(number, name, attributes):
+        return _Dropped(number)
+    return _Rooted(number, name, attributes)
 
 
 class _Dropped:
-    """A trace the sampler dropped, current within the block as its id only."""
+    """A trace the sampler dropped, current within the block as a non-recording span."""
 
-    __slots__ = ("token", "trace_id")
+    __slots__ = ("number", "token")
 
-    def __init__(self, trace_id: str) -> None:
-        self.trace_id = trace_id
+    def __init__(self, number: int) -> None:
+        self.number = number
         self.token: object = None
 
     def __enter__(self) -> None:
-        self.token = _TRACE.set(self.trace_id)
+        from opentelemetry import context, trace
+
+        dropped = trace.SpanContext(self.number, random.getrandbits(64) or 1, False)
+        self.token = context.attach(trace.set_span_in_context(trace.NonRecordingSpan(dropped)))
 
     def __exit__(self, *exc: object) -> None:
         leave(self.token)
@@ -299,11 +311,11 @@ class _Rooted:
 
     def __enter__(self) -> Any:
         self.entered = _get_tracer().start_as_current_span(self.name, attributes=self.attributes)
-        PresetIds.preset = self.number
+        chosen = PRESET.set(self.number)
         try:
             return self.entered.__enter__()
         finally:
-            PresetIds.preset = 0
+            PRESET.reset(chosen)
 
     def __exit__(self, *exc: Any) -> Any:
         return self.entered.__exit__(*exc)

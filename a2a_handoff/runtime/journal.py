@@ -150,12 +150,9 @@ class Journal:
 
     @property
     def submission(self) -> Submission:
-        if self.start is None:  # a new task: its log starts with the Task itself
-            return Submission(
-                self.task.id, self.created, self.settled, None, 0, first=self.first_written
-            )
-        head, after = self.start
-        return Submission(self.task.id, self.created, self.settled, head, after)
+        head, after = self.start or (None, 0)  # a new task: its log starts with the Task
+        first = self.first_written if self.start is None else None
+        return Submission(self.task.id, self.created, self.settled, head, after, first=first)
 
     def emit(self, task: Task, item: StreamResponse) -> None:
         """Record a step's event (the run checked it may); it is written once the handler

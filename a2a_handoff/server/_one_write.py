@@ -5,7 +5,8 @@ body when the app sends it: two `send` calls, two TCP segments, and a reader wok
 every JSON-RPC answer. The transport a request's cycle writes to is wrapped in `OneWrite`,
 which holds the head until the body's first bytes and writes them together. A head whose body
 does not follow at once (a stream waiting for its first event) goes out on the event loop's
-next turn, so nothing waits longer than that; an interim `100 Continue` is never held.
+next turn, so nothing waits longer than that; an interim `100 Continue` is never held, nor
+the answer to a HEAD request (it has no body: the server does not wrap its transport).
 Anything else asked of the transport (close, is_closing, …) sends what is held first, so the
 order of bytes on the wire is the order they were written in.
 """
@@ -33,7 +34,7 @@ class OneWrite:
         head = self._head
         if head is not None:
             self._head = None
-            self._transport.write(head + bytes(data))
+            self._transport.writelines((head, data))  # one send (no copy of the body here)
         elif not self._started and bytes(data[:10]) != _INTERIM:
             self._started = True  # the response's head: held until its body comes
             self._head = bytes(data)

@@ -278,8 +278,8 @@ class LimitedHttpProtocol(HttpToolsProtocol):
         super().on_headers_complete()
         if self.cycle is not cycle:  # a new request's cycle; nothing waits on its event yet
             self.cycle.message_event = _Flag()  # type: ignore[assignment]
-        if self.cycle is not None:  # its answer's head and body in one send
-            self.cycle.transport = OneWrite(self.transport, self.loop)  # type: ignore[assignment]
+            if self.scope["method"] != "HEAD":  # its answer's head and body in one send
+                self.cycle.transport = OneWrite(self.transport, self.loop)  # type: ignore[assignment]
 
     def on_message_complete(self) -> None:
         self._reading_body = False

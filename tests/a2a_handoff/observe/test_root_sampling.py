@@ -1,5 +1,6 @@
-"""A request that comes without a trace: the sampler decides on a trace id chosen first, and
-a trace it drops makes no span object at all, while the id still travels (unsampled)."""
+"""A request that comes without a trace: the sampler decides on a trace id chosen first; a
+trace it drops is current as a non-recording span only (no span of the SDK's made), a kept one
+is recorded under that very id, and the id travels either way."""
 
 from __future__ import annotations
 
@@ -14,15 +15,17 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.sdk.trace.sampling import ParentBased, SamplingResult, TraceIdRatioBased
 
 from a2a_handoff.observe import tracing
+from a2a_handoff.observe._trace_ids import PRESET, PresetIds
 
 RATIO = TraceIdRatioBased(0.5)
 
 
-class Counting(ParentBased):
-    """The usual production sampler (by trace id, one in two), counting what it is asked."""
+class Counting(TraceIdRatioBased):
+    """One in two, by trace id, counting what it is asked (the root of the usual production
+    sampler, `ParentBased`)."""
 
     def __init__(self) -> None:
-        super().__init__(RATIO)
+        super().__init__(0.5)
         self.asked: list[str] = []
 
     def should_sample(self, parent_context: Any, trace_id: int, name: str, *args: Any,
@@ -34,7 +37,7 @@ class Counting(ParentBased):
 @pytest.fixture
 def sampler() -> Iterator[tuple[Counting, InMemorySpanExporter]]:
     counting, exporter = Counting(), InMemorySpanExporter()
-    provider = TracerProvider(sampler=counting)
+    provider = TracerProvider(sampler=ParentBased(counting))
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     tracing.use_provider(provider)
     try:
@@ -59,21 +62,70 @@ def test_a_dropped_root_makes_no_span_and_a_kept_one_keeps_its_id(
             with tracing.span("a2a.handler", "a2a.task_id", "t-1"):
                 headers: dict[str, str] = {}
                 tracing.outgoing(headers)
-            no_object = trace.get_current_span() is trace.INVALID_SPAN
-            seen.append((trace_id, no_object, headers))
+            recording = trace.get_current_span().is_recording()
+            seen.append((trace_id, recording, headers))
     kept_ids = {trace_id for trace_id, _, _ in seen if kept(trace_id)}
     assert 0 < len(kept_ids) < len(seen)  # both kinds happened (64 draws at one in two)
     recorded = {f"{s.context.trace_id:032x}" for s in exporter.get_finished_spans()}
     assert recorded == kept_ids  # every kept id recorded as itself: not kept twice over
-    for trace_id, no_object, headers in seen:
+    for trace_id, recording, headers in seen:
         _, sent_id, _, flags = headers["traceparent"].split("-")
         assert sent_id == trace_id
         assert bool(int(flags, 16) & 1) is (trace_id in kept_ids)  # the callee decides alike
-        assert no_object is (trace_id not in kept_ids)  # dropped: not even a non-recording span
+        assert recording is (trace_id in kept_ids)
     # A dropped root asks the sampler once and nothing within it asks again; a kept root is
-    # asked before and by the SDK, and its handler span once.
+    # asked before and by the SDK (its handler span then follows its parent).
     assert counting.asked.count("a2a.receive") == len(seen) + len(kept_ids)
-    assert counting.asked.count("a2a.handler") == len(kept_ids)
+    assert counting.asked.count("a2a.handler") == 0
+
+
+def test_spans_of_others_within_a_dropped_root_belong_to_it(
+    sampler: tuple[Counting, InMemorySpanExporter],
+) -> None:
+    _, exporter = sampler
+    for _ in range(32):
+        with tracing.root_span("a2a.receive", "http.route", "/"):
+            ours = tracing.current_trace_id()
+            # An instrumentation's span (httpx, a database driver) in the same request.
+            with trace.get_tracer("app").start_as_current_span("app.query") as theirs:
+                assert f"{theirs.get_span_context().trace_id:032x}" == ours
+    recorded = [f"{s.context.trace_id:032x}" for s in exporter.get_finished_spans()]
+    names = {s.name for s in exporter.get_finished_spans()}
+    assert names <= {"a2a.receive", "app.query"}
+    assert all(kept(trace_id) for trace_id in recorded)  # none recorded in a dropped trace
+
+
+def test_a_chosen_id_is_taken_once() -> None:
+    class Ids:
+        def generate_trace_id(self) -> int:
+            return 42
+
+    ids = PresetIds(Ids())
+    token = PRESET.set(7)
+    try:
+        assert [ids.generate_trace_id(), ids.generate_trace_id()] == [7, 42]
+    finally:
+        PRESET.reset(token)
+
+
+def test_a_sampler_of_its_own_is_asked_by_the_sdk_alone() -> None:
+    class RatioPlus(TraceIdRatioBased):
+        """Keeps by trace id, and more: not one whose decision can be taken beforehand."""
+
+        asked = 0
+
+        def should_sample(self, *args: Any, **kwargs: Any) -> SamplingResult:
+            RatioPlus.asked += 1
+            return super().should_sample(*args, **kwargs)
+
+    tracing.use_provider(TracerProvider(sampler=RatioPlus(0.5)))
+    try:
+        for _ in range(8):
+            with tracing.root_span("a2a.receive", "http.route", "/"):
+                pass
+    finally:
+        tracing.use_provider(None)
+    assert RatioPlus.asked == 8
 
 
 def test_an_adopted_trace_within_a_dropped_one_is_decided_by_its_own_id(
