@@ -388,7 +388,7 @@ def _create_params(envelope: HandoffEnvelope, envelope_json: str, signature: str
     # Encoded as pydantic encodes the envelope: a context may hold dates, UUIDs, decimals.
     head = pydantic_core.to_json(message).decode()[:-1]  # open: the metadata follows
     return (
-        f"{{\"message\":{head}{_ENVELOPE_MEMBER}{envelope_json}{_SIGNATURE_MEMBER}"
+        f'{{"message":{head}{_ENVELOPE_MEMBER}{envelope_json}{_SIGNATURE_MEMBER}'
         f"{json.dumps(signature)}{_CONFIGURATION}"
     )
 
@@ -398,4 +398,3 @@ _USER = Role.USER.value
 _ENVELOPE_MEMBER = f',"metadata":{{{json.dumps(URI)}:'
 _SIGNATURE_MEMBER = f",{json.dumps(SIGNATURE_KEY)}:"
 _CONFIGURATION = '}},"configuration":{"returnImmediately":true,"historyLength":0}}'
-
