@@ -4,11 +4,12 @@ Signer and verifier must make the same bytes of the same JSON value, whatever or
 spacing it travelled in: JCS sorts members by UTF-16 code units, writes numbers as ECMAScript
 does and strings with the fewest escapes. `rfc8785` (Trail of Bits) is the reference. For the
 common case — no floats, integers within ±(2^53-1), member names inside the Basic
-Multilingual Plane — the standard library's `json.dumps(sort_keys=True, ensure_ascii=False)`
-writes the very same bytes for a fifth of the cost, and is used then (tested against `rfc8785`
-on generated values). Anything else goes to `rfc8785`; what it cannot canonicalize (NaN, an
-integer JSON cannot carry exactly, a lone surrogate, a non-JSON type, a nesting too deep) is
-refused with SignatureError — never signed, never verified.
+Multilingual Plane — `json.dumps(sort_keys=True, ensure_ascii=False)` writes the very same
+bytes, and so does orjson with sorted keys in a seventh of the instructions: orjson writes
+them, the standard library what orjson refuses (nesting past its 254 levels), both tested
+against `rfc8785` on generated values. Anything else goes to `rfc8785`; what it cannot
+canonicalize (NaN, an integer JSON cannot carry exactly, a lone surrogate, a non-JSON type, a
+nesting too deep) is refused with SignatureError — never signed, never verified.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import orjson
 import rfc8785
 
 from a2a_handoff.errors import SignatureError
@@ -57,7 +59,10 @@ def canonical(value: Any) -> bytes:
     """
     try:
         if _plain(value):
-            return _ENCODE(value).encode()
+            try:
+                return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+            except orjson.JSONEncodeError:  # too deep for it, or a lone surrogate
+                return _ENCODE(value).encode()
         return rfc8785.dumps(value)
     except RecursionError:
         raise SignatureError("the JSON is nested too deeply to canonicalize") from None

@@ -379,7 +379,7 @@ def _create_params(envelope: HandoffEnvelope, envelope_json: str, signature: str
     """
     message = {
         "messageId": handoff_message_id(envelope),
-        "role": Role.USER.value,
+        "role": _USER,
         "parts": [{"text": envelope.summary}, {"data": envelope.transfer_context}],
         "contextId": envelope.context_id,
         "extensions": [URI],
@@ -388,7 +388,13 @@ def _create_params(envelope: HandoffEnvelope, envelope_json: str, signature: str
     # Encoded as pydantic encodes the envelope: a context may hold dates, UUIDs, decimals.
     head = pydantic_core.to_json(message).decode()[:-1]  # open: the metadata follows
     return (
-        f'{{"message":{head},"metadata":{{{json.dumps(URI)}:{envelope_json},'
-        f"{json.dumps(SIGNATURE_KEY)}:{json.dumps(signature)}}}}},"
-        '"configuration":{"returnImmediately":true,"historyLength":0}}'
+        f'{{"message":{head}{_ENVELOPE_MEMBER}{envelope_json}{_SIGNATURE_MEMBER}'
+        f"{json.dumps(signature)}{_CONFIGURATION}"
     )
+
+
+# The constant parts of `_create_params`, encoded once.
+_USER = Role.USER.value
+_ENVELOPE_MEMBER = f',"metadata":{{{json.dumps(URI)}:'
+_SIGNATURE_MEMBER = f",{json.dumps(SIGNATURE_KEY)}:"
+_CONFIGURATION = '}},"configuration":{"returnImmediately":true,"historyLength":0}}'

@@ -41,7 +41,6 @@ from a2a_handoff.protocol.extension import (
     HANDOFF_EXTENSION_URI,
     MAX_ENVELOPE_BYTES,
     ext_metadata,
-    with_ext_metadata,
 )
 from a2a_handoff.protocol.models import StreamResponse, Task, utc_now
 from a2a_handoff.protocol.states import TaskState, transition
@@ -274,13 +273,18 @@ class HandoffSender:
         note = agent_message(f"Handing off to {target.agent}: {envelope.reason}", task)
         if task.status.state is not TaskState.WORKING:
             transition(task.status.state, TaskState.WORKING)
-        task = task.model_copy(update={"history": [*(task.history or []), note]})
-        task = with_ext_metadata(task, state=HANDING_OFF, handoffId=envelope.handoff_id)
+        # One copy (history, extension metadata and status at once): `with_ext_metadata`'s
+        # merge, written out.
+        ext = {**ext_metadata(task), "state": HANDING_OFF, "handoffId": envelope.handoff_id}
         task = task.model_copy(
-            update={"status": task.status.model_copy(
-                update={"state": TaskState.WORKING, "message": note, "timestamp": utc_now()}
-            )}
-        )  # fmt: skip
+            update={
+                "history": [*(task.history or []), note],
+                "metadata": {**(task.metadata or {}), HANDOFF_EXTENSION_URI: ext},
+                "status": task.status.model_copy(
+                    update={"state": TaskState.WORKING, "message": note, "timestamp": utc_now()}
+                ),
+            }
+        )
         now = utc_now()
         entry = OutboxEntry(
             handoff_id=envelope.handoff_id,

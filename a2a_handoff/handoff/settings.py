@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -39,6 +40,7 @@ class HandoffSettings:
         return any(same_url(u) in mine for u in address.split(",") if u.strip())
 
 
+@functools.lru_cache(maxsize=64)  # every handoff received compares its target's URL
 def same_url(url: str) -> str:
     """A URL compared as an address: scheme and host in lower case, the default port and a
     trailing slash dropped."""

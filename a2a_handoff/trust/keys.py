@@ -99,13 +99,13 @@ class Identity:
     def generate(cls, agent: str) -> Identity:
         return cls(agent, (KeyEntry(_new_key(), utc_now()),))
 
-    @property
+    @cached_property  # frozen: its entries never change (an edit makes a new Identity)
     def active(self) -> tuple[KeyEntry, ...]:
         return tuple(e for e in self.entries if e.retired is None)
 
-    @property
+    @cached_property
     def signing_key(self) -> OKPKey:
-        """The newest active key: what signs from now on."""
+        """The newest active key: what signs from now on (read several times a handoff)."""
         return self.active[-1].key
 
     @cached_property

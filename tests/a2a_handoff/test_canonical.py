@@ -128,3 +128,11 @@ def test_a_nesting_too_deep_is_refused_not_a_crash() -> None:
         deep = [deep]
     with pytest.raises(SignatureError):
         canonical(deep)
+
+
+def test_a_nesting_past_orjsons_limit_is_still_written() -> None:
+    # orjson refuses past 254 levels; the standard library writes it, as before.
+    deep: Any = {"b": 1, "a": "x"}
+    for _ in range(300):
+        deep = [deep]
+    assert canonical(deep) == b"[" * 300 + b'{"a":"x","b":1}' + b"]" * 300
