@@ -71,7 +71,7 @@ def _too_deep(value: Any, limit: int) -> bool:
         for container in level:
             items = container.values() if isinstance(container, dict) else container
             for item in items:
-                if isinstance(item, dict | list):
+                if isinstance(item, _CONTAINERS):
                     nested.append(item)
         if not nested:
             return False
@@ -79,8 +79,11 @@ def _too_deep(value: Any, limit: int) -> bool:
     return True
 
 
+_CONTAINERS = (dict, list)  # a tuple: `dict | list` would make a union at every call
+
+
 def _bounded(value: Any) -> Any:
-    if isinstance(value, dict | list) and _too_deep(value, MAX_JSON_DEPTH):
+    if isinstance(value, _CONTAINERS) and _too_deep(value, MAX_JSON_DEPTH):
         raise ValueError(f"nested deeper than {MAX_JSON_DEPTH} levels")
     return value
 
@@ -190,10 +193,8 @@ class Part(WireModel):
 
     @model_validator(mode="after")
     def _one_content(self) -> Part:
-        present = [
-            name for name in ("text", "data", "url", "raw") if getattr(self, name) is not None
-        ]
-        if len(present) != 1:
+        if (self.text, self.data, self.url, self.raw).count(None) != 3:  # no list made
+            present = [n for n in ("text", "data", "url", "raw") if getattr(self, n) is not None]
             raise ValueError(
                 "a part holds exactly one of text, data, url or raw"
                 + (f" (found {', '.join(present)})" if present else "")
@@ -286,6 +287,9 @@ def exactly_one(model: BaseModel, names: tuple[str, ...], what: str) -> None:
         raise ValueError(f"{what} holds exactly one of {', '.join(names)}")
 
 
+_STREAM_MEMBERS = ("task", "message", "status_update", "artifact_update")
+
+
 class StreamResponse(WireModel):
     """One streamed item: exactly one of task, message, statusUpdate, artifactUpdate."""
 
@@ -296,7 +300,8 @@ class StreamResponse(WireModel):
 
     @model_validator(mode="after")
     def _one_member(self) -> StreamResponse:
-        exactly_one(self, ("task", "message", "status_update", "artifact_update"), "a stream item")
+        if (self.task, self.message, self.status_update, self.artifact_update).count(None) != 3:
+            exactly_one(self, _STREAM_MEMBERS, "a stream item")
         return self
 
 

@@ -86,6 +86,8 @@ class TaskCreator:
             envelope=envelope,
         )
         run.journal.dedupe_ttl = dedupe_ttl
+        if not defer:  # followed as it goes (a stream): its first events are kept for it
+            run.journal.first_written = []
         if envelope is not None:
             run.journal.received = received_entry(envelope.envelope, task_id, "accepted", "")
         self.runs.add(run, key)

@@ -138,14 +138,13 @@ class Journal:
         self.created: asyncio.Future[TaskRecord] = loop.create_future()
         self.settled: asyncio.Future[TaskRecord] = loop.create_future()
         self.start: tuple[Task, int] | None = None
-        self.first_written: list[StreamResponse] = []  # what the creation committed
+        self.first_written: list[StreamResponse] | None = None  # kept for a stream's start
         if committed is not None:  # a resumed task: streams start from the resumed snapshot
             self.start = (task, committed.version + 1)
         self.dedupe_ttl: float | None = None  # a contract's replay window for the key
         self.received: ReceivedEntry | None = None  # the ledger row of the handoff creating it
         self.flusher: asyncio.Task[None] | None = None  # the write under way, if any
-        # The write scheduled for when the handler yields (the writer's own business, not a
-        # phase of the run: see `runtime.phases`).
+        # The write scheduled for when the handler yields (not a phase: `runtime.phases`).
         self._kick: asyncio.Handle | None = None
 
     @property
@@ -281,7 +280,8 @@ class Journal:
         if stored.id != record.id:
             self.abort(None, answer=stored)
             return None
-        self.first_written.extend(items)
+        if self.first_written is not None:
+            self.first_written.extend(items)
         if self.envelope is not None:
             failpoint("receive.after_create")
         return record
