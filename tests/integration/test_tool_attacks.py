@@ -65,7 +65,9 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[AgentProce
         redirector = Redirector(listener.url + "mcp")
         evil = f"http://mcp-user:{SECRET}@127.0.0.1:{redirector.port}/mcp"
         extra = (f"--mcp=evil={key_env(evil)}", f"--mcp=sse={servers[0].url}",
-                 f"--mcp=json={servers[1].url}", "--mcp-timeout=5")  # fmt: skip
+                 f"--mcp=json={servers[1].url}")  # fmt: skip
+        # The default 30 s a call: these calls move megabytes, and on a loaded machine 5 s
+        # ran out once (an "unreachable" where the tool's error was expected).
         agent = AgentProcess("tools", f"sqlite:///{home / 'tools.db'}", extra=extra)
         agent.module = "tests.integration.tool_agent"
         agent.log_path = home / "tools.log"
