@@ -210,14 +210,22 @@ def _sampled(number: int) -> bool:
     deterministic in the trace id (TraceIdRatioBased, alone or as ParentBased's root) that
     is the decision the trace got where it began, so a dropped trace stays dropped across a
     replayed delivery or an operator's answer; a provider without a sampler: kept."""
-    from opentelemetry import context, trace
+    from opentelemetry import context
 
-    provider = _own if _own is not None else trace.get_tracer_provider()
-    sampler = getattr(provider, "sampler", None)
+    sampler = _provider_sampler()
     if sampler is None:
         return True
     result = sampler.should_sample(context.Context(), number, "a2a.adopted")
     return bool(result.decision.is_sampled())
+
+
+def _provider_sampler() -> Any:
+    """The sampler of the provider spans are recorded with (None: it has none)."""
+    if _own is not None:
+        return getattr(_own, "sampler", None)
+    from opentelemetry import trace
+
+    return getattr(trace.get_tracer_provider(), "sampler", None)
 
 
 _UNASKED = object()
@@ -246,13 +254,7 @@ def _deciding_on_id() -> Any:
         return None
     if not isinstance(getattr(_get_tracer(), "id_generator", None), PresetIds):
         return None  # the root's id cannot be chosen: the SDK's own decision only
-    if _own is not None:
-        provider: Any = _own
-    else:
-        from opentelemetry import trace
-
-        provider = trace.get_tracer_provider()
-    sampler: Any = getattr(provider, "sampler", None)
+    sampler = _provider_sampler()
     if type(sampler) in (sampling.ParentBased, sampling.ParentBasedTraceIdRatio):
         root = str(sampler.get_description()).removeprefix("ParentBased{root:")  # its root's
         decides = root.startswith(("TraceIdRatioBased{", "AlwaysOffSampler"))

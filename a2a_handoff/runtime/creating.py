@@ -86,7 +86,7 @@ class TaskCreator:
             envelope=envelope,
         )
         run.journal.dedupe_ttl = dedupe_ttl
-        if not defer:  # followed as it goes (a stream): its first events are kept for it
+        if not defer:  # a stream (or an answer at once) starts from its first events: kept
             run.journal.first_written = []
         if envelope is not None:
             run.journal.received = received_entry(envelope.envelope, task_id, "accepted", "")
