@@ -243,6 +243,10 @@ def main() -> int:
         other_first = sse[other].get("first", {}).get("first_p50_ms") if other in sse else None
         if other != args.ours and ours_first and other_first:
             print(f"  {args.ours} / {other:<12} first event p50 x{ours_first / other_first:.2f}")
+    plain = sse.get(args.plain, {}).get("first", {}).get("first_p50_ms")
+    durable = sse.get(f"{args.plain}-durable", {}).get("first", {}).get("first_p50_ms")
+    if plain and durable:  # the floor of a durable first event: one row, one fsync
+        print(f"  {args.plain}-durable / {args.plain} first event p50 x{durable / plain:.2f}")
 
     handoff, handoff_errors = handoff_table(args.results)
     total_errors += handoff_errors

@@ -198,3 +198,34 @@ def test_signed_claims_verify_and_any_changed_claim_does_not() -> None:
         verify_claims(forged, public(key), DECISION_TYP)
     with pytest.raises(SignatureError):
         verify_claims({"claims": "x"}, public(key), DECISION_TYP)
+
+
+def test_a_malleated_signature_is_refused_on_both_paths() -> None:
+    # S + L verifies the same equation as S: accepted, one envelope would have two valid
+    # signatures. RFC 8032 requires S < L; the first verification (joserfc) and the later
+    # ones (libsodium, for a header seen before) both hold to it.
+    order = 2**252 + 27742317777372353535851937790883648493
+    key = OKPKey.generate_key("Ed25519", auto_kid=True)  # its header not yet seen: joserfc first
+    good = sign_detached(canonical(ENVELOPE), key, ENVELOPE_TYP)
+    head, _, signature = good.split(".")
+    raw = base64.urlsafe_b64decode(signature + "==")
+    s = int.from_bytes(raw[32:], "little") + order
+    malleated = raw[:32] + s.to_bytes(32, "little")
+    token = f"{head}..{base64.urlsafe_b64encode(malleated).decode().rstrip('=')}"
+    for _ in range(2):
+        with pytest.raises(SignatureError, match="does not verify"):
+            verify_detached(token, canonical(ENVELOPE), public(key), ENVELOPE_TYP)
+        assert verify_detached(good, canonical(ENVELOPE), public(key), ENVELOPE_TYP)
+
+
+def test_an_ed448_key_signs_and_verifies_on_both_paths() -> None:
+    key = OKPKey.generate_key("Ed448", auto_kid=True)
+    payload = canonical(ENVELOPE)
+    token = sign_detached(payload, key, ENVELOPE_TYP)
+    protected = {"alg": "EdDSA", "typ": ENVELOPE_TYP, "kid": key.kid}
+    made = jws.detach_content(jws.serialize_compact(protected, payload, key, ["EdDSA"]))
+    assert token == made
+    for _ in range(2):
+        assert verify_detached(token, payload, public(key), ENVELOPE_TYP)["kid"] == key.kid
+        with pytest.raises(SignatureError, match="does not verify"):
+            verify_detached(token, payload + b" ", public(key), ENVELOPE_TYP)
