@@ -12,7 +12,8 @@ event: medians over rounds), the handoffs `bench/compare` measured
   ours p50 at 1 connection <= 1.0 x the probe's,
   ours stream time to the first event p50 <= 1.1 x a plain Starlette SSE endpoint's,
   ours memory per open SSE stream <= 30 KiB, idle RSS <= the SDK's,
-  ours handoff p50 at 1 connection <= 0.8 x the handoff probe's.
+  ours handoff p50 at 1 connection <= 0.8 x the handoff probe's, and handoffs/s at 8
+  connections >= 1.25 x its.
 Exit status 0 when every goal is met and no errors were counted, 1 otherwise.
 """
 
@@ -34,6 +35,7 @@ P50_VS_PROBE = 1.0  # ours / durable probe, p50 at 1 connection: at most
 KIB_PER_STREAM = 30.0  # memory per open SSE stream: at most
 FIRST_VS_PLAIN = 1.1  # ours / plain Starlette SSE endpoint, first event p50: at most
 HANDOFF_P50_VS_PROBE = 0.8  # ours / handoff probe, p50 at 1 connection: at most
+HANDOFF_RPS_VS_PROBE = 1.25  # ours / handoff probe, handoffs/s at 8 connections: at least
 
 HANDOFF_NAME = re.compile(r"handoff-(?P<server>ours|probe)-c(?P<conns>\d+)-r(?P<round>\d+)\.json$")
 WRK_NAME = re.compile(r"wrk-(?P<server>.+)-c(?P<conns>\d+)-r(?P<round>\d+)\.json$")
@@ -309,6 +311,14 @@ def main() -> int:
         "p50",
         HANDOFF_P50_VS_PROBE,
         higher=False,
+    )
+    goals.ratio(
+        "handoffs/s at 8 conns, ours / probe",
+        handoff.get(("ours", 8)),
+        handoff.get(("probe", 8)),
+        "rps",
+        HANDOFF_RPS_VS_PROBE,
+        higher=True,
     )
     ok = goals.ok
     if total_errors:
