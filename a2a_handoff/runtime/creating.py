@@ -13,6 +13,7 @@ from a2a_handoff.handoff.verified import VerifiedEnvelope
 from a2a_handoff.ids import new_id
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI
 from a2a_handoff.protocol.models import Message, StreamResponse, Task, TaskStatus, utc_now
+from a2a_handoff.protocol.shallow import copied
 from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.runtime.journal import Submission, resolved
 from a2a_handoff.runtime.run import RunHost, TaskRun
@@ -68,7 +69,7 @@ class TaskCreator:
         """Create a task and run its handler; synchronous so the key is claimed atomically."""
         task_id = new_id()
         context_id = message.context_id or new_id()
-        bound = message.model_copy(update={"task_id": task_id, "context_id": context_id})
+        bound = copied(message, {"task_id": task_id, "context_id": context_id})
         task = Task(
             id=task_id,
             context_id=context_id,

@@ -29,6 +29,7 @@ from a2a_handoff.protocol.models import (
     Task,
     TaskArtifactUpdateEvent,
 )
+from a2a_handoff.protocol.shallow import copied
 from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.protocol.steps import agent_message, appended, status_event
 from a2a_handoff.runtime.delegating import Delegations
@@ -80,7 +81,7 @@ class RunPort:
         run = self.run
         run.speak()
         task = run.journal.task
-        task = task.model_copy(update={"artifacts": [*(task.artifacts or []), artifact]})
+        task = copied(task, {"artifacts": [*(task.artifacts or []), artifact]})
         run.emit(
             task,
             StreamResponse(

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from a2a_handoff.protocol.models import StreamResponse, Task, TaskArtifactUpdateEvent
+from a2a_handoff.protocol.shallow import json_of
 
 _REF = '{"ref":'
 _TASK_CONTENT = {"history", "artifacts"}  # what a logged Task leaves to the snapshot
@@ -42,16 +43,16 @@ def log_json(item: StreamResponse, snapshot: Task) -> str:
         history = _prefix(snapshot.history, task.history)
         artifacts = _prefix(snapshot.artifacts, task.artifacts)
         if history is not None and artifacts is not None:
-            rest = task.model_dump_json(exclude_none=True, exclude=_TASK_CONTENT)
+            rest = json_of(task, _TASK_CONTENT)
             return f'{_REF}"task","history":{history},"artifacts":{artifacts},"task":{rest}}}'
     update = item.artifact_update
     if update is not None and update.task_id == snapshot.id and snapshot.artifacts:
         for index in range(len(snapshot.artifacts) - 1, -1, -1):
             held = snapshot.artifacts[index]
             if held is update.artifact or held == update.artifact:
-                rest = update.model_dump_json(exclude_none=True, exclude=_ARTIFACT)
+                rest = json_of(update, _ARTIFACT)
                 return f'{_REF}"artifact","index":{index},"update":{rest}}}'
-    return item.dump_json()
+    return json_of(item)
 
 
 def needs_snapshot(bodies: Sequence[str]) -> bool:
