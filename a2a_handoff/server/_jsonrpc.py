@@ -75,9 +75,15 @@ Legacy = Callable[[str | int | None, str, dict[str, Any], str, Request], Awaitab
 
 
 def result_body(call_id: str | int | None, result_json: str) -> bytes:
-    return (
-        '{"jsonrpc":"2.0","id":' + json.dumps(call_id) + ',"result":' + result_json + "}"
-    ).encode()
+    return ('{"jsonrpc":"2.0","id":' + id_json(call_id) + ',"result":' + result_json + "}").encode()
+
+
+def id_json(call_id: str | int | None) -> str:
+    """`json.dumps(call_id)`: an int written by `int.__repr__` as json does, without making
+    an encoder for it (json.dumps does, for anything but a string)."""
+    if type(call_id) is int:
+        return repr(call_id)
+    return "null" if call_id is None else json.dumps(call_id)
 
 
 def error_body(call_id: str | int | None, error: RpcError) -> dict[str, Any]:

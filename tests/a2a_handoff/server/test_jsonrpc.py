@@ -879,3 +879,20 @@ async def test_card_without_auth_declares_no_schemes(caller: Caller) -> None:
     card = (await caller.http.get(URL + ".well-known/agent-card.json")).json()
     assert "securitySchemes" not in card
     assert "securityRequirements" not in card
+
+
+@pytest.mark.parametrize(
+    "call_id", [0, 7, -12, 2**70, "1", "é", "line\u2028sep", 'q"\\', "\U0001f600"]
+)
+async def test_a_result_carries_the_id_as_json_writes_it(caller: Caller, call_id: Any) -> None:
+    body = {
+        "jsonrpc": "2.0",
+        "id": call_id,
+        "method": "SendMessage",
+        "params": {"message": {"messageId": str(uuid.uuid4()), "role": "ROLE_USER",
+                               "parts": [{"text": "hello"}]}},
+    }  # fmt: skip
+    response = await caller.raw(json.dumps(body).encode())
+    assert response.json()["id"] == call_id
+    assert response.content.startswith(b'{"jsonrpc":"2.0","id":' + json.dumps(call_id).encode())
+    assert response.json()["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
