@@ -16,7 +16,12 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from a2a_handoff.protocol.models import StreamResponse, Task, TaskArtifactUpdateEvent
+from a2a_handoff.protocol.models import (
+    StreamResponse,
+    Task,
+    TaskArtifactUpdateEvent,
+    TaskStatusUpdateEvent,
+)
 from a2a_handoff.protocol.shallow import json_of
 
 _REF = '{"ref":'
@@ -52,7 +57,32 @@ def log_json(item: StreamResponse, snapshot: Task) -> str:
             if held is update.artifact or held == update.artifact:
                 rest = json_of(update, _ARTIFACT)
                 return f'{_REF}"artifact","index":{index},"update":{rest}}}'
+    status = item.status_update
+    if status is not None:
+        return _status_json(status) or json_of(item)
     return json_of(item)
+
+
+def _plain(text: str) -> bool:
+    """Whether `text` is written in JSON as it is (nothing to escape)."""
+    return text.isprintable() and '"' not in text and "\\" not in text
+
+
+def _status_json(update: TaskStatusUpdateEvent) -> str | None:
+    """`json_of(StreamResponse(status_update=update))` for a bare status change (a state and
+    its time, no message nor metadata: most of a task's events), when none of its strings
+    needs escaping; else None."""
+    status = update.status
+    stamp = status.timestamp
+    if status.message is not None or update.metadata is not None or stamp is None:
+        return None
+    task_id, context_id = update.task_id, update.context_id
+    if not (_plain(task_id) and _plain(context_id) and _plain(stamp)):
+        return None
+    return (
+        f'{{"statusUpdate":{{"taskId":"{task_id}","contextId":"{context_id}",'
+        f'"status":{{"state":"{status.state.value}","timestamp":"{stamp}"}}}}}}'
+    )
 
 
 def needs_snapshot(bodies: Sequence[str]) -> bool:
