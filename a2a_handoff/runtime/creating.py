@@ -13,7 +13,7 @@ from a2a_handoff.handoff.verified import VerifiedEnvelope
 from a2a_handoff.ids import new_id
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI
 from a2a_handoff.protocol.models import Message, StreamResponse, Task, TaskStatus, utc_now
-from a2a_handoff.protocol.shallow import built, copied
+from a2a_handoff.protocol.shallow import copied
 from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.runtime.journal import Submission, resolved
 from a2a_handoff.runtime.run import RunHost, TaskRun
@@ -83,7 +83,7 @@ class TaskCreator:
             owner,
             committed=None,
             dedupe_key=key,
-            first=built(StreamResponse, task=task),
+            first=StreamResponse(task=task),
             envelope=envelope,
         )
         run.journal.dedupe_ttl = dedupe_ttl

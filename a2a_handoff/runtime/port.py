@@ -29,7 +29,7 @@ from a2a_handoff.protocol.models import (
     Task,
     TaskArtifactUpdateEvent,
 )
-from a2a_handoff.protocol.shallow import built, copied
+from a2a_handoff.protocol.shallow import copied
 from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.protocol.steps import agent_message, appended, status_event
 from a2a_handoff.runtime.delegating import Delegations
@@ -82,10 +82,14 @@ class RunPort:
         run.speak()
         task = run.journal.task
         task = copied(task, {"artifacts": [*(task.artifacts or []), artifact]})
-        update = built(
-            TaskArtifactUpdateEvent, task_id=task.id, context_id=task.context_id, artifact=artifact
+        run.emit(
+            task,
+            StreamResponse(
+                artifact_update=TaskArtifactUpdateEvent(
+                    task_id=task.id, context_id=task.context_id, artifact=artifact
+                )
+            ),
         )
-        run.emit(task, built(StreamResponse, artifact_update=update))
 
     async def chunk(self, chunk: Artifact, append: bool, last_chunk: bool) -> None:
         """An artifact (or a piece of one) with an id the handler chose: appended to the

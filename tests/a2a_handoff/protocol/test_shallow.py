@@ -106,31 +106,6 @@ def test_every_wire_model_has_nothing_a_shallow_copy_would_miss() -> None:
         assert shallow._plain(model), model
 
 
-def test_built_is_the_validated_model() -> None:
-    task = _task()
-    artifact = Artifact(artifact_id="a1", parts=[Part(text="x")])
-    update = shallow.built(
-        TaskArtifactUpdateEvent, task_id="t1", context_id="c1", artifact=artifact
-    )
-    _same(update, TaskArtifactUpdateEvent(task_id="t1", context_id="c1", artifact=artifact))
-    _same(
-        shallow.built(StreamResponse, artifact_update=update),
-        StreamResponse(artifact_update=update),
-    )
-    _same(shallow.built(StreamResponse, task=task), StreamResponse(task=task))
-    first = shallow.built(StreamResponse, task=task)
-    first.__dict__["message"] = "changed"
-    assert shallow.built(StreamResponse, task=task).message is None  # defaults not shared
-
-
-def test_built_refuses_a_model_whose_defaults_it_would_share() -> None:
-    class Listed(WireModel):
-        items: list[str] = []
-
-    with pytest.raises(TypeError, match="immutable"):
-        shallow.built(Listed)
-
-
 def test_a_model_with_private_or_extra_data_is_refused() -> None:
     # (last in this module: the two models stay among WireModel's subclasses)
     class Private(WireModel):
