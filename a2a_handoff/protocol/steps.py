@@ -20,6 +20,7 @@ from a2a_handoff.protocol.models import (
     TaskStatusUpdateEvent,
     utc_now,
 )
+from a2a_handoff.protocol.shallow import copied
 from a2a_handoff.protocol.states import TaskState, transition
 
 
@@ -51,7 +52,7 @@ def with_status(task: Task, state: TaskState, message: Message | None = None) ->
     if message is not None:
         history = [*history, message]
     status = TaskStatus(state=state, message=message, timestamp=utc_now())
-    return task.model_copy(update={"status": status, "history": history})
+    return copied(task, {"status": status, "history": history})
 
 
 def status_text(task: Task) -> str:
