@@ -242,8 +242,10 @@ class AgentClient:
         *,
         extensions: Iterable[str] = (),
         idempotent: bool = False,
+        read: Callable[[str, Answer], Any] = _result,
     ) -> Any:
-        """`call()` with the params already encoded as a JSON object."""
+        """`call()` with the params already encoded as a JSON object; `read(url, answer)`
+        makes the result of the answer (the JSON-RPC result, by default)."""
         body = (
             f'{{"jsonrpc":"2.0","id":{next(self._ids)},"method":{json.dumps(method)},'
             f'"params":{params_json}}}'
@@ -258,7 +260,7 @@ class AgentClient:
                 lambda: self._post(one, body, headers),
                 idempotent=idempotent,
             )
-            return _result(one, answer)
+            return read(one, answer)
 
         return await failover(url, self._preferred, attempt, idempotent=idempotent)
 

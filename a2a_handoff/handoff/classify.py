@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from a2a_handoff.client.answers import Created
 from a2a_handoff.client.replicas import never_arrived
 from a2a_handoff.client.retry import RetryPolicy
 from a2a_handoff.contracts.contract import Contract
@@ -34,8 +35,9 @@ from a2a_handoff.protocol.steps import status_text
 TRANSIENT_CODES = frozenset({HandoffProcessingError.code, -32603})
 GIVEN_UP = "given_up"  # the outcome of a return given up
 
-Outcome = Task | Exception
-"""One try: the task the target answered, or what went wrong (`GateRefused` for the gate)."""
+Outcome = Task | Created | Exception
+"""One try: the task the target answered (a `Created` when only what the source keeps of it
+was read: never a refusal), or what went wrong (`GateRefused` for the gate)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +74,7 @@ class Retry:
 class Done:
     """The target created the successor `created`: terminate the source TRANSFERRED."""
 
-    created: Task
+    created: Task | Created
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +104,8 @@ Verdict = Retry | Done | Refused | GiveUp
 def classify(outcome: Outcome, tries: Tries, rules: Rules) -> Verdict:
     """What the try that ended in `outcome` means, after `tries` (not counting it)."""
     target, contract = rules.target, rules.contract
+    if isinstance(outcome, Created):
+        return Done(outcome)
     if isinstance(outcome, Task):
         if refused(outcome):
             return _rejected(outcome, rules)

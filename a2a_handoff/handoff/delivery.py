@@ -19,11 +19,12 @@ import asyncio
 import json
 import logging
 import sys
-from typing import Any
+from typing import Any, cast
 
 import pydantic_core
 from pydantic import ValidationError
 
+from a2a_handoff.client.answers import Created, created_task
 from a2a_handoff.client.client import AgentClient
 from a2a_handoff.client.replicas import replicas
 from a2a_handoff.client.retry import RetryPolicy
@@ -135,18 +136,17 @@ class Delivery:
         return RetryPolicy(FOREVER, limit, 2 * pace, min(30.0, 64 * pace))
 
     async def _try(self, entry: OutboxEntry, envelope: HandoffEnvelope, params: str) -> Outcome:
-        """One try: the target's card gates the envelope, then the call creates the task;
-        the task it answered, or what went wrong."""
+        """One try: the target's card gates the envelope, the call creates the task: its answer."""
         try:
             card = await self.client.card(entry.target_url)
             problems = missing_capabilities(envelope.required_capabilities, card, None)
             if problems:
                 return GateRefused("; ".join(problems))
             with tracing.span("a2a.create", "a2a.target", entry.target_name):
-                result = await self.client.call_json(
-                    entry.target_url, "SendMessage", params, extensions=[URI], idempotent=True
-                )
-            created = Task.model_validate(result.get("task") if isinstance(result, dict) else None)
+                created: Task | Created = await self.client.call_json(
+                    entry.target_url, "SendMessage", params, extensions=[URI], idempotent=True,
+                    read=created_task,
+                )  # fmt: skip
         except (RemoteError, UnavailableError, CircuitOpenError, ValidationError) as exc:
             return exc
         failpoint("handoff.after_create")
@@ -303,7 +303,7 @@ class Delivery:
                 answer = exc
             verdict = classify(answer, Tries(), rules)
             if isinstance(verdict, Done):
-                return verdict.created
+                return cast(Task, verdict.created)  # the answer, read whole
             if not isinstance(verdict, Retry):
                 raise HandoffError(verdict.reason)
             if asyncio.get_running_loop().time() >= deadline:

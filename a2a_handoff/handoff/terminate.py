@@ -14,6 +14,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from a2a_handoff.client.answers import Created
 from a2a_handoff.errors import ConflictError
 from a2a_handoff.failpoints import failpoint
 from a2a_handoff.handoff.envelope import HandoffEnvelope
@@ -32,7 +33,7 @@ async def transferred(
     store: Store,
     entry: OutboxEntry,
     envelope: HandoffEnvelope,
-    created: Task,
+    created: Task | Created,
     source: TaskRecord | None = None,
 ) -> TaskRecord | None:
     """The source TRANSFERRED, pointing at `created` (the successor), the entry `done`."""
