@@ -82,6 +82,8 @@ class HandoffReceiver:
         self.settings = settings
         self.store = store
         self.trust = trust
+        # target.url → settings.addressed_here(target.url), for these settings
+        self._addressed: tuple[HandoffSettings, dict[str, bool]] = (settings, {})
 
     async def verify(self, metadata: Mapping[str, Any], caller: str) -> VerifiedEnvelope:
         """The message's envelope, proven (see `handoff.verified`); EnvelopeRefused."""
@@ -214,7 +216,7 @@ class HandoffReceiver:
             return "envelope_too_large", f"envelope of {size} bytes over {MAX_ENVELOPE_BYTES}"
         if envelope.target.agent != me:
             return "misaddressed", f"envelope addressed to {envelope.target.agent}, not {me}"
-        if not self.settings.addressed_here(envelope.target.url):
+        if not self._addressed_here(envelope.target.url):
             # A genuine envelope replayed to a namesake: another agent of the same name
             # elsewhere. The sender names the address it delivers to, inside what it signs.
             return "misaddressed", (
@@ -240,6 +242,20 @@ class HandoffReceiver:
             if failed is not None:
                 return "contract_rejected", f"contract {contract.id}: {failed}"
         return None
+
+    def _addressed_here(self, url: str) -> bool:
+        """`settings.addressed_here(url)`, kept per URL (the settings are frozen; a full
+        memo is emptied, never grown: every URL a trusted sender names fits)."""
+        settings, memo = self._addressed
+        if settings is not self.settings:
+            settings, memo = self._addressed = (self.settings, {})
+        here = memo.get(url)
+        if here is None:
+            here = settings.addressed_here(url)
+            if len(memo) >= 64:
+                memo.clear()
+            memo[url] = here
+        return here
 
     async def reject(
         self,
@@ -288,17 +304,37 @@ def signed_message(verified: VerifiedEnvelope) -> Message:
     the envelope and its signature in the metadata (the proof, kept). Whatever else the
     message carried — parts, metadata — was not signed, so a relay may have added it: it is
     dropped, and nothing a handler reads of a handoff (`ctx.text`, `ctx.message`,
-    `ctx.transfer_context`) is unsigned."""
+    `ctx.transfer_context`) is unsigned.
+
+    Built without validating again what is validated already: every value is the verified
+    envelope's (its model checked the types) or part of the message that brought it, whose
+    `Metadata` was bounded in depth as it was parsed — the envelope's transfer context is
+    inside that metadata. Checking the same JSON again (twice: as metadata, as data) only
+    repeated the same walk (`test_receiving`: an over-deep envelope never gets this far).
+    """
     envelope = verified.envelope
-    return Message(
-        message_id=f"handoff-{envelope.idempotency_key}",
-        role=Role.USER,
-        parts=[Part(text=envelope.summary), Part(data=envelope.transfer_context)],
-        context_id=envelope.context_id,
-        extensions=[HANDOFF_EXTENSION_URI],
-        reference_task_ids=[envelope.source.task_id],
-        metadata={HANDOFF_EXTENSION_URI: verified.signed, SIGNATURE_KEY: verified.signature},
+    return _HANDOFF_MESSAGE.model_copy(
+        update={
+            "message_id": f"handoff-{envelope.idempotency_key}",
+            "parts": [
+                _TEXT_PART.model_copy(update={"text": envelope.summary}),
+                _DATA_PART.model_copy(update={"data": envelope.transfer_context}),
+            ],
+            "context_id": envelope.context_id,
+            "extensions": [HANDOFF_EXTENSION_URI],
+            "reference_task_ids": [envelope.source.task_id],
+            "metadata": {
+                HANDOFF_EXTENSION_URI: verified.signed,
+                SIGNATURE_KEY: verified.signature,
+            },
+        }
     )
+
+
+# What `signed_message` fills in (a copy with its values: pydantic's `model_copy`).
+_TEXT_PART = Part(text="")
+_DATA_PART = Part(data={})
+_HANDOFF_MESSAGE = Message(message_id="handoff-", role=Role.USER, parts=[_TEXT_PART])
 
 
 def receive_metadata(verified: VerifiedEnvelope) -> dict[str, Any]:
@@ -314,7 +350,7 @@ def receive_metadata(verified: VerifiedEnvelope) -> dict[str, Any]:
             "hop": envelope.hop,
             "visited": envelope.visited,
             "traceId": envelope.trace_id,
-            "source": envelope.source.dump(),
+            "source": envelope.source.as_wire(),
             "reason": envelope.reason,
             "kind": envelope.kind,
             "signer": verified.signer,
