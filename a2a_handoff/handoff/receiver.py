@@ -39,6 +39,7 @@ from a2a_handoff.protocol.models import (
     TaskStatus,
     utc_now,
 )
+from a2a_handoff.protocol.shallow import copied
 from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.protocol.steps import agent_message, status_event, with_status
 from a2a_handoff.stores.base import Store, TaskRecord
@@ -313,12 +314,13 @@ def signed_message(verified: VerifiedEnvelope) -> Message:
     repeated the same walk (`test_receiving`: an over-deep envelope never gets this far).
     """
     envelope = verified.envelope
-    return _HANDOFF_MESSAGE.model_copy(
-        update={
+    return copied(
+        _HANDOFF_MESSAGE,
+        {
             "message_id": f"handoff-{envelope.idempotency_key}",
             "parts": [
-                _TEXT_PART.model_copy(update={"text": envelope.summary}),
-                _DATA_PART.model_copy(update={"data": envelope.transfer_context}),
+                copied(_TEXT_PART, {"text": envelope.summary}),
+                copied(_DATA_PART, {"data": envelope.transfer_context}),
             ],
             "context_id": envelope.context_id,
             "extensions": [HANDOFF_EXTENSION_URI],
@@ -327,11 +329,11 @@ def signed_message(verified: VerifiedEnvelope) -> Message:
                 HANDOFF_EXTENSION_URI: verified.signed,
                 SIGNATURE_KEY: verified.signature,
             },
-        }
+        },
     )
 
 
-# What `signed_message` fills in (a copy with its values: pydantic's `model_copy`).
+# What `signed_message` fills in (a copy with its values: `shallow.copied`, model_copy's).
 _TEXT_PART = Part(text="")
 _DATA_PART = Part(data={})
 _HANDOFF_MESSAGE = Message(message_id="handoff-", role=Role.USER, parts=[_TEXT_PART])
