@@ -161,17 +161,17 @@ class WireModel(BaseModel):
         validate_by_name=True,
         validate_by_alias=True,
         serialize_by_alias=True,
-        extra="ignore",
-        use_enum_values=False,
+        extra="ignore",  # enums keep their members (use_enum_values: False, the default)
     )
 
     def dump(self) -> dict[str, Any]:
         """The ProtoJSON object: camelCase, enums by name, unset members left out."""
         return self.model_dump(mode="json", exclude_none=True)
 
-    def dump_json(self) -> str:
-        """`dump()` as a JSON string, serialized in Rust."""
-        return self.model_dump_json(exclude_none=True)
+    def dump_json(self, exclude: set[str] | None = None) -> str:
+        """`dump()` as JSON (`exclude` left out too): the Rust serializer called directly."""
+        serialized = self.__pydantic_serializer__.to_json(self, exclude=exclude, exclude_none=True)
+        return serialized.decode()
 
 
 class Role(StrEnum):

@@ -1,13 +1,10 @@
-"""Two of pydantic's calls on wire models, without their generic machinery: every request's
-path makes a few of each (a task's steps are copies of it; its rows and answer, JSON).
+"""`copied(model, update)`: pydantic's `model.model_copy(update=update)` on a wire model,
+without its generic machinery (it goes through `copy.copy` three times and reads the config):
+every request's path makes a few (a task's steps are copies of it).
 
-- `copied(model, update)` is `model.model_copy(update=update)`: a shallow copy, `update` set
-  and marked set. pydantic's goes through `copy.copy` three times and reads the config.
-- `json_of(model)` is `model.dump_json()`: the serializer called directly, not through
-  `model_dump_json`'s sixteen keyword arguments.
-
-Wire models keep no extra members (`extra="ignore"`) and no private attributes: checked when
-this module is imported, so that a model that would need more of pydantic's copy fails here.
+A shallow copy of `__dict__` and the fields set is the whole of a wire model because wire
+models keep no extra members (`extra="ignore"`) and no private attributes
+(`test_shallow` holds every one of them to it).
 """
 
 from __future__ import annotations
@@ -34,23 +31,3 @@ def copied(model: M, update: dict[str, Any]) -> M:
     _set(new, "__pydantic_extra__", None)
     _set(new, "__pydantic_private__", None)
     return new
-
-
-def json_of(model: WireModel, exclude: set[str] | None = None) -> str:
-    """`model.dump_json()` (camelCase, unset members left out), `exclude` left out too."""
-    serializer = model.__pydantic_serializer__
-    return serializer.to_json(model, exclude=exclude, exclude_none=True).decode()
-
-
-def _plain(cls: type[WireModel]) -> bool:
-    return cls.model_config.get("extra") == "ignore" and not cls.__private_attributes__
-
-
-def _check(cls: type[WireModel]) -> None:
-    for sub in cls.__subclasses__():
-        if not _plain(sub):
-            raise TypeError(f"{sub.__name__}: shallow.copied() copies no extra or private data")
-        _check(sub)
-
-
-_check(WireModel)

@@ -37,7 +37,6 @@ from a2a_handoff.failpoints import failpoint
 from a2a_handoff.handoff.verified import VerifiedEnvelope
 from a2a_handoff.observe import events
 from a2a_handoff.protocol.models import Message, StreamResponse, Task, utc_now
-from a2a_handoff.protocol.shallow import json_of
 from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.protocol.steps import status_event, with_status
 from a2a_handoff.stores.base import OutboxEntry, ReceivedEntry, Store, TaskRecord
@@ -250,7 +249,7 @@ class Journal:
         else:
             previous = self.committed
             before = previous.task.status.state
-            record = previous.advanced(task, len(items), utc_now(), json_of(task))
+            record = previous.advanced(task, len(items), utc_now(), task.dump_json())
             await self.host.store.update(record, items, expected_version=previous.version)
         self._wrote(record)
         events.committed_items(task.id, task.context_id, items, before)
@@ -269,7 +268,7 @@ class Journal:
         None if another process created this message's task first — the run is then
         answered with that one."""
         now = utc_now()
-        record = TaskRecord(task, self.owner, len(items), now, now, self.delegate, json_of(task))
+        record = TaskRecord(task, self.owner, len(items), now, now, self.delegate, task.dump_json())
         stored = await self.host.store.create(
             record,
             items,

@@ -22,7 +22,6 @@ from a2a_handoff.protocol.models import (
     TaskArtifactUpdateEvent,
     TaskStatusUpdateEvent,
 )
-from a2a_handoff.protocol.shallow import json_of
 
 _REF = '{"ref":'
 _TASK_CONTENT = {"history", "artifacts"}  # what a logged Task leaves to the snapshot
@@ -48,19 +47,19 @@ def log_json(item: StreamResponse, snapshot: Task) -> str:
         history = _prefix(snapshot.history, task.history)
         artifacts = _prefix(snapshot.artifacts, task.artifacts)
         if history is not None and artifacts is not None:
-            rest = json_of(task, _TASK_CONTENT)
+            rest = task.dump_json(_TASK_CONTENT)
             return f'{_REF}"task","history":{history},"artifacts":{artifacts},"task":{rest}}}'
     update = item.artifact_update
     if update is not None and update.task_id == snapshot.id and snapshot.artifacts:
         for index in range(len(snapshot.artifacts) - 1, -1, -1):
             held = snapshot.artifacts[index]
             if held is update.artifact or held == update.artifact:
-                rest = json_of(update, _ARTIFACT)
+                rest = update.dump_json(_ARTIFACT)
                 return f'{_REF}"artifact","index":{index},"update":{rest}}}'
     status = item.status_update
     if status is not None:
-        return _status_json(status) or json_of(item)
-    return json_of(item)
+        return _status_json(status) or item.dump_json()
+    return item.dump_json()
 
 
 def _plain(text: str) -> bool:
@@ -69,7 +68,7 @@ def _plain(text: str) -> bool:
 
 
 def _status_json(update: TaskStatusUpdateEvent) -> str | None:
-    """`json_of(StreamResponse(status_update=update))` for a bare status change (a state and
+    """`StreamResponse(status_update=update).dump_json()` for a bare status change (a state and
     its time, no message nor metadata: most of a task's events), when none of its strings
     needs escaping; else None."""
     status = update.status
