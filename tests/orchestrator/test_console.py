@@ -143,6 +143,18 @@ def kinds(driver: Any, context: str) -> list[str]:
     return found
 
 
+def task_of(wait: Any, css: str) -> str:
+    """The task id of the box `css` finds, read in one script: a box found and then asked
+    for its id may be gone in between, as the page redraws on every snapshot."""
+    found: str = wait.until(
+        lambda d: d.execute_script(
+            "const box = document.querySelector(arguments[0]); return box && box.dataset.task",
+            css,
+        )
+    )
+    return found
+
+
 def click(driver: Any, css: str) -> bool:
     from selenium.webdriver.common.by import By
 
@@ -194,8 +206,8 @@ def test_the_console_draws_the_chain_and_the_operator_approves_in_the_page(
     wait.until(lambda d: click(d, "#detail-close"))
 
     # The operator's inbox holds the escalation; approve it in the page.
-    escalation = driver.find_element(By.CSS_SELECTOR, f'{chain} .box[data-agent="human"]')
-    mine = f'#inbox .item[data-task="{escalation.get_attribute("data-task")}"]'
+    escalation = task_of(wait, f'{chain} .box[data-agent="human"]')
+    mine = f'#inbox .item[data-task="{escalation}"]'
     item = wait.until(lambda d: d.find_element(By.CSS_SELECTOR, mine)
                       if d.find_elements(By.CSS_SELECTOR, mine) else None)  # fmt: skip
     assert "permission to refund $750.00 on order 4242" in item.text
@@ -263,8 +275,8 @@ def test_the_inbox_stays_in_view_beside_a_four_hop_chain_at_1280_and_1920_px(
     wait.until(lambda d: drawn(d, context)[-1:] == [["human", "input_required"]])
     assert kinds(driver, context) == ["handoff", "handoff", "handoff", "escalation"]
     chain = f'.chain[data-context="{context}"]'
-    escalation = driver.find_element(By.CSS_SELECTOR, f'{chain} .box[data-agent="human"]')
-    mine = f'#inbox .item[data-task="{escalation.get_attribute("data-task")}"]'
+    escalation = task_of(wait, f'{chain} .box[data-agent="human"]')
+    mine = f'#inbox .item[data-task="{escalation}"]'
     wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, f"{mine} button.deny"))
     try:
         for width in (1280, 1920):
