@@ -7,6 +7,8 @@ unless message-id deduplication is switched off (the caller passes no key).
 
 from __future__ import annotations
 
+from typing import Literal
+
 from a2a_handoff.handoff.ledger import received_entry
 from a2a_handoff.handoff.receiver import receive_metadata
 from a2a_handoff.handoff.verified import VerifiedEnvelope
@@ -18,6 +20,9 @@ from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.runtime.journal import Submission, resolved
 from a2a_handoff.runtime.run import RunHost, TaskRun
 from a2a_handoff.runtime.running import Runs
+
+Answer = Literal["task", "outcome", "stream"]
+"""What a new task's caller is given: the task once stored, its outcome, or a stream."""
 
 
 def dedupe_key(owner: str, message: Message) -> str:
@@ -39,7 +44,7 @@ class TaskCreator:
         key: str,
         envelope: VerifiedEnvelope | None = None,
         *,
-        defer: bool = False,
+        answer: Answer = "task",
     ) -> Submission:
         """The task `key` names (running or stored), else a new one."""
         running = self.runs.creating.get(key)
@@ -54,7 +59,7 @@ class TaskCreator:
             if record is not None:
                 run = self.runs.by_task.get(record.id)
                 return run.submission if run is not None else resolved(record)
-        return self.start(message, owner, key, envelope, defer=defer)
+        return self.start(message, owner, key, envelope, answer=answer)
 
     def start(
         self,
@@ -64,7 +69,7 @@ class TaskCreator:
         envelope: VerifiedEnvelope | None,
         dedupe_ttl: float | None = None,
         *,
-        defer: bool = False,
+        answer: Answer = "task",
     ) -> Submission:
         """Create a task and run its handler; synchronous so the key is claimed atomically."""
         task_id = new_id()
@@ -87,10 +92,10 @@ class TaskCreator:
             envelope=envelope,
         )
         run.journal.dedupe_ttl = dedupe_ttl
-        if not defer:  # a stream (or an answer at once) starts from its first events: kept
+        if answer == "stream":  # a stream starts from its first events: kept
             run.journal.first_written = []
         if envelope is not None:
             run.journal.received = received_entry(envelope.envelope, task_id, "accepted", "")
         self.runs.add(run, key)
-        run.run(bound, defer=defer)
+        run.run(bound, replyable=answer != "task")
         return run.submission

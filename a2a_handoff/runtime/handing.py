@@ -77,24 +77,6 @@ def _decided(run: Ending, decision: Handoff) -> None:
 
 async def _checkpoint(run: Ending, envelope: HandoffEnvelope, envelope_json: str) -> None:
     journal, handoffs = run.journal, run.handoffs
-    if journal.unwritten:
-        # Nothing written yet (a handler that handed off at once): create the task and
-        # checkpoint the handoff in ONE transaction — one commit fewer on the path.
-        run.advance(Phase.HANDING_OFF)
-        task, event, entry = handoffs.sender.handing_off(
-            journal.task, envelope, envelope_json, journal.owner
-        )
-        try:
-            created = await journal.create_with(task, event, entry)
-        except Exception as exc:
-            log.exception("handoff checkpoint of new task %s failed", journal.task.id)
-            run.abort(InternalError(f"the handoff could not be checkpointed: {exc}"))
-            return
-        if created:
-            events.handoff_step(envelope, "checkpointed")
-            job = DeliveryJob(entry, True, envelope, journal.committed)
-            handoffs.outbox.spawn(job, journal.settle)
-        return
     await journal.drain()
     if journal.pending or journal.committed is None or journal.settled.done():
         run.finish(Failed("the task could not be stored before the handoff"))

@@ -36,10 +36,12 @@ from a2a_handoff.errors import (
 from a2a_handoff.failpoints import failpoint
 from a2a_handoff.handoff.verified import VerifiedEnvelope
 from a2a_handoff.observe import events
+from a2a_handoff.protocol.extension import ext_metadata
 from a2a_handoff.protocol.models import Message, StreamResponse, Task, utc_now
+from a2a_handoff.protocol.shallow import copied
 from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.protocol.steps import status_event, with_status
-from a2a_handoff.stores.base import OutboxEntry, ReceivedEntry, Store, TaskRecord
+from a2a_handoff.stores.base import ReceivedEntry, Store, TaskRecord
 
 log = logging.getLogger("a2a_handoff.runtime")
 
@@ -73,16 +75,36 @@ class Submission:
     # A new task's first committed events (seq 1, 2, …), filled when its creation commits: a
     # stream of it starts with them, not with a read of what was just written.
     first: list[StreamResponse] | None = None
+    # When a stream of it may start: at `created`, or — a new task whose handler may still
+    # answer with a direct Message — once the handler emitted or ended (Replied: the Message).
+    opened: asyncio.Future[TaskRecord] | None = None
+
+    @property
+    def streams_from(self) -> asyncio.Future[TaskRecord]:
+        """The future a stream of this submission waits on before its first event."""
+        return self.opened if self.opened is not None else self.created
 
 
 def resolved(record: TaskRecord, duplicate: bool = False) -> Submission:
-    """A submission for a task already stored (nothing runs for it here)."""
+    """A submission for a task already stored (nothing runs for it here). A task that
+    answered its caller with a direct Message (its receipt, marked `reply`) answers a
+    caller who waits for the outcome with that same Message again."""
     loop = asyncio.get_running_loop()
     created: asyncio.Future[TaskRecord] = loop.create_future()
     created.set_result(record)
     settled: asyncio.Future[TaskRecord] = loop.create_future()
-    settled.set_result(record)
-    return Submission(record.id, created, settled, record.task, record.version, duplicate)
+    opened: asyncio.Future[TaskRecord] | None = None
+    reply = record.task.status.message
+    if reply is not None and ext_metadata(record.task).get("reply") is True:
+        opened = loop.create_future()
+        for future in (settled, opened):
+            future.set_exception(Replied(copied(reply, {"task_id": None})))
+            future.exception()  # retrieved here: a caller may not be waiting for it
+    else:
+        settled.set_result(record)
+    return Submission(
+        record.id, created, settled, record.task, record.version, duplicate, opened=opened
+    )
 
 
 class JournalHost(Protocol):
@@ -137,6 +159,10 @@ class Journal:
         self.pending: list[StreamResponse] = [first]
         self.created: asyncio.Future[TaskRecord] = loop.create_future()
         self.settled: asyncio.Future[TaskRecord] = loop.create_future()
+        # For a run whose handler may still reply directly (`holding`), a stream opens only
+        # once it emitted or ended; else at `created`.
+        self.opened: asyncio.Future[TaskRecord] = loop.create_future()
+        self.holding = False
         self.start: tuple[Task, int] | None = None
         self.first_written: list[StreamResponse] | None = None  # kept for a stream's start
         if committed is not None:  # a resumed task: streams start from the resumed snapshot
@@ -144,6 +170,7 @@ class Journal:
         self.dedupe_ttl: float | None = None  # a contract's replay window for the key
         self.received: ReceivedEntry | None = None  # the ledger row of the handoff creating it
         self.flusher: asyncio.Task[None] | None = None  # the write under way, if any
+        self.replied: Message | None = None  # a direct reply that settles the step
         # The write scheduled for when the handler yields (not a phase: `runtime.phases`).
         self._kick: asyncio.Handle | None = None
 
@@ -151,7 +178,10 @@ class Journal:
     def submission(self) -> Submission:
         head, after = self.start or (None, 0)  # a new task: its log starts with the Task
         first = self.first_written if self.start is None else None
-        return Submission(self.task.id, self.created, self.settled, head, after, first=first)
+        return Submission(
+            self.task.id, self.created, self.settled, head, after, first=first,
+            opened=self.opened,
+        )  # fmt: skip
 
     def emit(self, task: Task, item: StreamResponse) -> None:
         """Record a step's event (the run checked it may); it is written once the handler
@@ -159,11 +189,6 @@ class Journal:
         self.task = task
         self.pending.append(item)
         self.kick()
-
-    def hold(self, task: Task, item: StreamResponse) -> None:
-        """Record an event without scheduling its write: it goes with what follows."""
-        self.task = task
-        self.pending.append(item)
 
     def kick(self) -> None:
         if self._kick is None:
@@ -261,19 +286,15 @@ class Journal:
         if (state.terminal or state.interrupted) and not self.pending:
             self.settle(record)
 
-    async def _create(
-        self, task: Task, items: list[StreamResponse], outbox: OutboxEntry | None = None
-    ) -> TaskRecord | None:
-        """The first write: the task, its events (and `outbox`, when handing off at once);
-        None if another process created this message's task first — the run is then
-        answered with that one."""
+    async def _create(self, task: Task, items: list[StreamResponse]) -> TaskRecord | None:
+        """The first write: the task and its events; None if another process created this
+        message's task first — the run is then answered with that one."""
         now = utc_now()
         record = TaskRecord(task, self.owner, len(items), now, now, self.delegate, task.dump_json())
         stored = await self.host.store.create(
             record,
             items,
             dedupe_key=self.dedupe_key,
-            outbox=outbox,
             dedupe_ttl=self.dedupe_ttl,
             received=self.received,
         )
@@ -290,22 +311,10 @@ class Journal:
         self.committed = record
         if not self.created.done():
             self.created.set_result(record)
+            if not self.holding:
+                self.opened.set_result(record)
             # Created: from now on the store answers for this key (a replay is a duplicate).
             self.host.created()
-
-    async def create_with(self, task: Task, event: StreamResponse, entry: OutboxEntry) -> bool:
-        """Create the task as `task` — what is pending, then `event` — together with the
-        outbox entry `entry`, in ONE transaction; False if the message turned out to belong
-        to a task created elsewhere (the run is then answered with that one)."""
-        items, self.pending = self.pending, []
-        record = await self._create(task, [*items, event], outbox=entry)
-        if record is None:
-            return False
-        failpoint("handoff.after_checkpoint")
-        self.task = task
-        self._committed(record)
-        events.committed_items(task.id, task.context_id, [*items, event])
-        return True
 
     async def drain(self) -> None:
         """Wait until everything emitted so far is committed."""
@@ -326,22 +335,20 @@ class Journal:
         """The step is over: `record` answers the callers waiting for it."""
         self.host.forget()
         self.host.free_task(record.id)
+        if self.replied is not None:  # the receipt settled: the caller takes the Message
+            for future in (self.opened, self.settled):
+                if not future.done():
+                    future.set_exception(Replied(self.replied))
+                    future.exception()  # retrieved here: a caller may not be waiting any more
+            return
+        self.open()
         if not self.settled.done():
             self.settled.set_result(record)
 
-    @property
-    def unwritten(self) -> bool:
-        """Whether nothing of this (new) task was written yet, nor is being written."""
-        return self.committed is None and not self.writing and not self.host.store.shared
-
-    def reply(self, message: Message) -> None:
-        """End an unwritten run with a direct Message: the task is never created."""
-        self.pending.clear()
-        self.host.forget()
-        for future in (self.created, self.settled):
-            if not future.done():
-                future.set_exception(Replied(message))
-                future.exception()  # retrieved here: a caller may not be waiting any more
+    def open(self) -> None:
+        """The handler emitted, or ended without a direct reply: a stream may start."""
+        if not self.opened.done() and self.created.done() and not self.created.exception():
+            self.opened.set_result(self.created.result())
 
     def abort(self, error: RpcError | None, answer: TaskRecord | None = None) -> None:
         """Stop the run: its work cannot be stored (error) or belongs to another task."""
@@ -349,7 +356,7 @@ class Journal:
         self.host.stopped()
         self.host.forget()
         self.host.free_task(self.task.id)
-        for future in (self.created, self.settled):
+        for future in (self.created, self.opened, self.settled):
             if future.done():
                 continue
             if answer is not None:

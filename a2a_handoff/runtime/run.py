@@ -18,7 +18,7 @@ from typing import Protocol
 
 from a2a_handoff.agent import Agent, TaskContext
 from a2a_handoff.client.mcp_tools import McpTools
-from a2a_handoff.errors import RpcError, StoreError, StoreUnavailableError, TaskBusyError
+from a2a_handoff.errors import RpcError
 from a2a_handoff.escalation import Escalate, EscalationPolicy
 from a2a_handoff.handoff.handoffs import Handoffs
 from a2a_handoff.handoff.verified import VerifiedEnvelope
@@ -33,10 +33,12 @@ from a2a_handoff.outcomes import (
     Rejected,
     Reply,
 )
-from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI
+from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI, with_ext_metadata
 from a2a_handoff.protocol.models import Message, Role, StreamResponse, Task
+from a2a_handoff.protocol.shallow import copied
 from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.protocol.steps import agent_message, status_event, with_status
+from a2a_handoff.runtime.commit_gate import stored
 from a2a_handoff.runtime.delegation_record import cancel_if_ended, delegating
 from a2a_handoff.runtime.escalations import escalation_handoff, repeated_failure
 from a2a_handoff.runtime.handing import hand_off
@@ -108,6 +110,7 @@ class TaskRun:
             envelope=envelope,
         )
         self.port = RunPort(self)
+        self.replyable = False  # the caller takes a direct Message (`run(defer=True)`)
         self.driver: asyncio.Task[None] | None = None  # the handler's task
 
     # -- the phase --------------------------------------------------------------------------
@@ -121,6 +124,7 @@ class TaskRun:
         (a run that was aborted drops what it emits, see `emit`)."""
         if self.phase is Phase.RUNNING:
             self.advance(Phase.SPEAKING)
+            self.journal.open()
         elif self.phase not in (Phase.SPEAKING, Phase.CANCELING, Phase.ABORTED):
             raise PhaseError(f"the handler's step is over ({self.phase.name}): nothing to emit")
 
@@ -197,72 +201,36 @@ class TaskRun:
 
     @property
     def direct(self) -> bool:
-        """Whether a `Reply` can still be a direct Message: a new task, nothing written, and
-        nothing emitted by the handler."""
-        journal = self.journal
-        return (
-            self.phase in (Phase.STARTING, Phase.RUNNING)
-            and journal.unwritten
-            and journal.start is None
-            and journal.envelope is None
-        )
+        """Whether a `Reply` still answers as a direct Message: a new task (not received by
+        handoff) whose caller waits for the outcome, and nothing emitted by the handler.
+        The task exists already (its receipt); the reply settles it."""
+        return self.replyable and self.phase in (Phase.STARTING, Phase.RUNNING)
 
     # -- the handler -------------------------------------------------------------------------
 
-    def run(self, message: Message, *, defer: bool = False) -> None:
-        """Start the handler on `message` (a follow-up starts with an event already pending).
+    def run(self, message: Message, *, replyable: bool = False) -> None:
+        """Start the handler on `message` once its task is committed.
 
-        `defer` (a new task whose caller waits for the outcome anyway): nothing is written
-        until the handler emits something or ends, so that it may still answer with a direct
-        Message (`Reply`) after awaiting, say, a model. Not with a shared store: there the
-        handler runs only once its task is committed.
+        `replyable` (a new task whose caller waits for the outcome or streams it): the
+        handler may still answer with a direct Message (`Reply`) after awaiting, say, a
+        model — the task written before it ran is the receipt the reply settles, and a
+        stream opens only once the handler emitted or ended.
         """
-        deferred = defer and self.direct
-        self.driver = asyncio.create_task(
-            self._drive(message, deferred), name=f"task-{self.task.id}"
-        )
-        if deferred:
-            return
+        journal = self.journal
+        self.replyable = replyable and journal.start is None and journal.envelope is None
+        journal.holding = self.replyable
+        self.driver = asyncio.create_task(self._drive(message), name=f"task-{self.task.id}")
         if not (self.store.shared and self.journal.committed is not None):
             self.journal.kick()  # a follow-up on a shared store writes once the task is claimed
 
-    async def _claim(self) -> bool:
-        """Replicas share the store: take the task's runner lease before anything is written
-        for a follow-up (only one replica's message gets in), and run the handler only once
-        the task is committed — a message refused, or a duplicate created on another
-        replica, must never run a handler. False: the run is over (aborted with the reason)."""
-        try:
-            claimed = await self.host.claim_task(self.task.id)
-        except StoreError as exc:
-            self.abort(StoreUnavailableError(f"the task could not be claimed: {exc}"))
-            return False
-        if not claimed:
-            self.abort(
-                TaskBusyError(
-                    f"task {self.task.id} is busy: another replica is processing a message"
-                    " to it; send this one again when the task asks for input"
-                )
-            )
-            return False
-        if self.journal.committed is not None:
-            self.journal.kick()
-        try:
-            await asyncio.shield(self.journal.created)
-        except Exception:
-            return False  # not stored: the run was aborted with the reason
-        return True
-
-    async def _drive(self, message: Message, deferred: bool) -> None:
+    async def _drive(self, message: Message) -> None:
         host = self.host
         try:
-            if host.store.shared and not await self._claim():
-                return
-            if self.task.status.state is not TaskState.WORKING:
+            if self.task.status.state is not TaskState.WORKING:  # written with the new Task
                 working = with_status(self.task, TaskState.WORKING)
-                if deferred:  # held back with the Task itself, written with what follows
-                    self.journal.hold(working, status_event(working))
-                else:
-                    self.emit(working, status_event(working))
+                self.emit(working, status_event(working))
+            if not await stored(self):
+                return
             ctx = TaskContext(
                 message,
                 self.task,
@@ -283,10 +251,12 @@ class TaskRun:
             if isinstance(outcome, Escalate):
                 outcome = escalation_handoff(outcome, host.policy)
             if isinstance(outcome, Handoff):
+                self.journal.open()
                 await hand_off(self, outcome)
             elif isinstance(outcome, Reply) and direct:
-                self.journal.reply(reply_message(outcome, self.task, direct=True))
+                self.reply(outcome)
             else:
+                self.journal.open()
                 self.finish(outcome)
         except asyncio.CancelledError:
             if self.phase is not Phase.CANCELING:
@@ -313,6 +283,14 @@ class TaskRun:
             return Failed.raised(exc)
 
     # -- what is emitted ----------------------------------------------------------------------
+
+    def reply(self, outcome: Reply) -> None:
+        """Answer a waiting caller with a direct Message: the task (its receipt) completes
+        with it, marked `reply`, so a repeat of the message id gets the same Message."""
+        bound = reply_message(outcome, self.task, direct=False)
+        task = with_ext_metadata(with_status(self.task, TaskState.COMPLETED, bound), reply=True)
+        self.journal.replied = copied(bound, {"task_id": None})
+        self.emit(task, status_event(task))
 
     def finish(self, outcome: Outcome | None) -> None:
         """End the step as `outcome` says (None completes the task)."""

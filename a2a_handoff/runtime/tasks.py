@@ -31,7 +31,7 @@ from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI
 from a2a_handoff.protocol.models import Message, Role
 from a2a_handoff.runtime.cancelling import cancel_task
 from a2a_handoff.runtime.continuing import FollowUps
-from a2a_handoff.runtime.creating import TaskCreator, dedupe_key
+from a2a_handoff.runtime.creating import Answer, TaskCreator, dedupe_key
 from a2a_handoff.runtime.delegation_record import cancel_open
 from a2a_handoff.runtime.journal import Submission
 from a2a_handoff.runtime.leases import Leases
@@ -152,10 +152,11 @@ class TaskManager:
 
     # -- operations -----------------------------------------------------------------------
 
-    async def send(self, message: Message, owner: str, *, prompt: bool = True) -> Submission:
-        """Start, continue or receive a task. `prompt=False`: the caller waits for the outcome
-        (a blocking SendMessage), so a new task is written only once its handler emits
-        something or ends — and a handler that replies with a Message never makes one."""
+    async def send(self, message: Message, owner: str, *, answer: Answer = "task") -> Submission:
+        """Start, continue or receive a task. `answer`: what the caller is given — the task
+        as soon as it is stored ("task": returnImmediately), the outcome ("outcome": a
+        blocking SendMessage) or a stream ("stream"); with the last two, a new task's handler
+        may still answer with a direct Message (`Reply`)."""
         if message.role is not Role.USER:
             raise InvalidParamsError("message.role: a caller's message must be ROLE_USER")
         if message.task_id:
@@ -163,9 +164,9 @@ class TaskManager:
         if message.metadata and HANDOFF_EXTENSION_URI in message.metadata:
             return await self.intake.receive(message, owner)
         if not self.dedupe_message_ids:
-            return self.creator.start(message, owner, None, None, defer=not prompt)
+            return self.creator.start(message, owner, None, None, answer=answer)
         key = dedupe_key(owner, message)
-        return await self.creator.create(message, owner, key, defer=not prompt)
+        return await self.creator.create(message, owner, key, answer=answer)
 
     async def _answer_as_operator(self, message: Message, owner: str) -> Submission:
         """This agent's own background job answers (the escalation fallback): an operator."""

@@ -133,7 +133,7 @@ class A2AMethods:
         immediately = bool(config and config.return_immediately)
         try:
             submission = await self.manager.send(
-                request.message, call.principal, prompt=immediately
+                request.message, call.principal, answer="task" if immediately else "outcome"
             )
         except UnsupportedOperationError as refused:
             reply = await self._moved_on(call, request.message, refused)
@@ -157,10 +157,12 @@ class A2AMethods:
         self.streams.take()  # refused before the task is created
         try:
             try:
-                submission = await self.manager.send(request.message, call.principal)
+                submission = await self.manager.send(
+                    request.message, call.principal, answer="stream"
+                )
             except UnsupportedOperationError as refused:
                 raise Replied(await self._moved_on(call, request.message, refused)) from None
-            await asyncio.shield(submission.created)
+            await asyncio.shield(submission.streams_from)
             await self._attach_push(request, submission, cursor)
         except Replied as replied:
             item = one_item(StreamResponse(message=replied.message))

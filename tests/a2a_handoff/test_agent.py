@@ -24,6 +24,7 @@ from a2a_handoff import (
     create_app,
     skill,
 )
+from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI as URI
 from a2a_handoff.protocol.models import Artifact
 from servers.echo import echo_card
 from tests.a2a_handoff.server.test_methods import URL, Client, serve
@@ -70,7 +71,7 @@ async def sse_items(client: Client, method: str, params: dict[str, Any]) -> list
     return items
 
 
-async def test_a_reply_is_a_direct_message_and_creates_no_task() -> None:
+async def test_a_reply_is_a_direct_message_and_its_receipt_answers_a_repeat() -> None:
     agent = Replier()
     async for client in serve(agent, MemoryTaskStore()):
         result = (await client.send("reply", context_id="ctx-1"))["result"]
@@ -80,11 +81,16 @@ async def test_a_reply_is_a_direct_message_and_creates_no_task() -> None:
         assert message["parts"] == [{"text": "just a message"}, {"data": {"n": 1}}]
         assert message["contextId"] == "ctx-1"
         assert "taskId" not in message
-        assert (await client.call("ListTasks", {}))["result"]["totalSize"] == 0
-        # Nothing is stored, so the same message id runs the handler again.
-        await client.send("reply", message_id="again")
-        await client.send("reply", message_id="again")
-        assert agent.runs == 3
+        # The task written before the handler ran is the reply's receipt, completed with it.
+        (receipt,) = (await client.call("ListTasks", {}))["result"]["tasks"]
+        assert receipt["status"]["state"] == "TASK_STATE_COMPLETED"
+        assert receipt["status"]["message"]["messageId"] == message["messageId"]
+        assert receipt["metadata"][URI]["reply"] is True
+        # The same message id is answered with the same Message: the handler runs once.
+        first = (await client.send("reply", message_id="again"))["result"]["message"]
+        again = (await client.send("reply", message_id="again"))["result"]["message"]
+        assert again == first
+        assert agent.runs == 2
 
 
 async def test_a_streamed_reply_is_one_message_then_the_stream_closes() -> None:
@@ -99,7 +105,7 @@ async def test_a_blocking_send_may_be_replied_after_the_handler_waited() -> None
     async for client in serve(Replier(), MemoryTaskStore()):
         result = (await client.send("late"))["result"]
         assert result["message"]["parts"] == [{"text": "after a wait"}]
-        assert (await client.call("ListTasks", {}))["result"]["totalSize"] == 0
+        assert "taskId" not in result["message"]
 
 
 async def test_a_reply_after_the_task_was_written_completes_it_with_the_message() -> None:

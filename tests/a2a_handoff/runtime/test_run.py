@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
 import httpx
 import pytest
@@ -17,6 +18,7 @@ from a2a_handoff.handoff.handoffs import Handoffs
 from a2a_handoff.handoff.settings import HandoffSettings
 from a2a_handoff.ids import new_id
 from a2a_handoff.outcomes import Completed, Handoff, Outcome, Reply
+from a2a_handoff.protocol.extension import ext_metadata
 from a2a_handoff.protocol.models import (
     Message,
     Part,
@@ -33,7 +35,7 @@ from a2a_handoff.runtime.phases import Phase, PhaseError
 from a2a_handoff.runtime.run import TaskRun
 from a2a_handoff.runtime.tasks import TaskManager
 from a2a_handoff.stores import MemoryTaskStore
-from a2a_handoff.stores.base import Store
+from a2a_handoff.stores.base import Store, TaskRecord
 from a2a_handoff.trust.agent_trust import AgentTrust
 from a2a_handoff.trust.trustlist import TrustList
 
@@ -110,7 +112,7 @@ def start(store: Store, script: Script, *, defer: bool = False, key: str | None 
         dedupe_key=key,
         first=StreamResponse(task=task),
     )
-    run.run(message, defer=defer)
+    run.run(message, replyable=defer)
     return run
 
 
@@ -157,14 +159,55 @@ async def test_only_a_handler_that_emitted_nothing_replies_with_a_direct_message
     with pytest.raises(Replied) as replied:
         await asyncio.wait_for(asyncio.shield(direct.settled), 5)
     assert replied.value.message.text == "just this"
-    assert replied.value.message.task_id is None  # no task: nothing was written
-    assert await store.get(direct.task.id) is None
+    assert replied.value.message.task_id is None  # a direct Message, bound to no task
+    # The task written before the handler ran is the receipt: the reply settled it.
+    receipt = await store.get(direct.task.id)
+    assert receipt is not None
+    assert receipt.state is TaskState.COMPLETED
+    assert receipt.task.status.message is not None
+    assert receipt.task.status.message.message_id == replied.value.message.message_id
+    assert ext_metadata(receipt.task)["reply"] is True
 
     task = start(store, spoke, defer=True)
     record = await asyncio.wait_for(asyncio.shield(task.settled), 5)
     assert record.state is TaskState.COMPLETED
     assert record.task.status.message is not None
     assert record.task.status.message.task_id == task.task.id
+
+
+class HeldStore(MemoryTaskStore):
+    """A store whose task creation waits until the test lets it commit."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = asyncio.Event()
+
+    async def create(self, *args: Any, **kwargs: Any) -> TaskRecord:
+        await self.release.wait()
+        return await super().create(*args, **kwargs)
+
+
+@pytest.mark.parametrize("defer", [False, True])
+async def test_no_handler_starts_before_its_task_is_committed(defer: bool) -> None:
+    held = await HeldStore().open()
+    ran: list[TaskRecord | None] = []
+
+    async def script(ctx: TaskContext) -> Outcome:
+        ran.append(await held.get(ctx.task_id))
+        return Completed()
+
+    run = start(held, script, defer=defer)
+    for _ in range(20):  # the event loop turns: the write is pending, the handler waits
+        await asyncio.sleep(0)
+    assert ran == []
+    assert run.phase is Phase.STARTING
+    held.release.set()
+    record = await asyncio.wait_for(asyncio.shield(run.settled), 5)
+    assert record.state is TaskState.COMPLETED
+    assert len(ran) == 1
+    assert ran[0] is not None
+    assert ran[0].state is TaskState.WORKING
+    await held.aclose()
 
 
 async def test_a_cancel_while_the_handler_runs_stops_it_and_ends_the_task_canceled(

@@ -158,6 +158,7 @@ class Recorder:
 
     def __init__(self, *, block: bool = False, error: Exception | None = None) -> None:
         self.runs = 0
+        self.started = asyncio.Event()  # a handler ran (it starts once its task committed)
         self.cancelled = False
         self.error = error
         self.release = asyncio.Event()
@@ -166,6 +167,7 @@ class Recorder:
 
     async def handle(self, ctx: TaskContext) -> Outcome | None:
         self.runs += 1
+        self.started.set()
         if self.error is not None:
             raise self.error
         try:
@@ -410,6 +412,7 @@ async def test_a_replayed_handoff_is_a_duplicate_while_its_task_still_runs() -> 
         again = (await client.call("SendMessage", params))["result"]["task"]
         assert again["id"] == first["id"]
         assert again["metadata"][URI]["duplicate"] is True
+        await asyncio.wait_for(agent.started.wait(), 5)
         assert agent.runs == 1
         agent.release.set()
 
