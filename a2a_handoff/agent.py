@@ -12,9 +12,10 @@ only once that write is committed.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Mapping
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar, cast
 
 from a2a_handoff.artifact_stream import ArtifactStream
 from a2a_handoff.delegated import Delegated
@@ -24,9 +25,8 @@ from a2a_handoff.escalation import (
     Escalate,
     Escalation,
     EscalationPolicy,
-    Need,
 )
-from a2a_handoff.ids import new_id
+from a2a_handoff.guards import guarded
 from a2a_handoff.outcomes import (
     Completed,
     Failed,
@@ -60,6 +60,9 @@ __all__ = [
     "ToolResult",
     "agent_message",
 ]
+
+
+T = TypeVar("T")
 
 
 class Agent(Protocol):
@@ -116,6 +119,9 @@ class TaskPort(Protocol):
     ) -> ToolResult:
         """Call a tool on a configured MCP server (a keyed call: at most once per task)."""
 
+    async def step(self, name: str, fn: Callable[[str], Awaitable[Any]]) -> Any:
+        """A journaled step: `fn(key)` once per task, its result recorded, else replayed."""
+
 
 class ProvenHandoff(Protocol):
     """The handoff that started a step, as a handler reads it: proven when it arrived
@@ -141,6 +147,14 @@ class TaskContext:
     envelope: ProvenHandoff | None = None  # the proven handoff that started this step
     policy: EscalationPolicy = field(default_factory=EscalationPolicy)
     principal: str = ""  # the caller the task belongs to: its owner ("" without authentication)
+    _artifacts: int = field(default=0, init=False, repr=False)  # artifact ids given out
+
+    def new_artifact_id(self) -> str:
+        """An id for a new artifact of this step: the n-th asked for is the same each time
+        the step's handler runs (a resumed run's artifacts match what was sent before)."""
+        self._artifacts += 1
+        name = f"{self.task.id}/{self.message.message_id}/{self._artifacts}"
+        return str(uuid.uuid5(uuid.NAMESPACE_URL, name))
 
     @property
     def transfer_context(self) -> dict[str, Any]:
@@ -183,35 +197,10 @@ class TaskContext:
         `Rejected`: return it — the operator (or the timeout fallback) said no, or the
         approval was used already.
         """
-        trigger = self.policy.held_back(action)
-        if trigger is None:
-            return None
-        decision = self.decision
-        if decision is not None and decision.fingerprint == action.fingerprint():
-            if decision.approves(action):
-                if not self.port.use_approval(decision.id):
-                    return Rejected(
-                        f"{action.name} not done: the approval {decision.id} was used already"
-                    )
-                return None
-            if not decision.approved:
-                said = f": {decision.text}" if decision.text else ""
-                return Rejected(
-                    f"{action.name} not done: {decision.verdict} by {decision.by}{said}"
-                )
-            what_happened = f"{what_happened} (The earlier approval expired before it was used.)"
-        return Escalate(
-            Escalation(
-                what_happened,
-                tuple(tried),
-                f"permission to {action.description or action.name}",
-                Need.PERMISSION,
-                trigger,
-                action=action,
-                resume=dict(self.transfer_context if resume is None else resume),
-                target=self.policy.target,
-            )
-        )
+        return guarded(
+            action, self.policy, self.decision, self.port.use_approval, what_happened, tried,
+            self.transfer_context if resume is None else resume,
+        )  # fmt: skip
 
     async def inform(self, escalation: Escalation) -> str:
         """A non-blocking escalation: the human agent takes it durably, the task goes on.
@@ -242,6 +231,21 @@ class TaskContext:
         call is made once, as it is.
         """
         return await self.port.call_tool(server, tool, args, idempotency_key)
+
+    async def step(self, name: str, fn: Callable[[str], Awaitable[T]]) -> T:
+        """A side effect of the handler's own, done once for this task: `fn(key)` is awaited
+        and its result (JSON) recorded in the task's journal before it is returned. Asked
+        again on this task — by the handler run again after a crash (`resumes = True`), or in
+        a later step — it returns the recorded result without calling `fn`.
+
+        `key` (the task's id and `name`) is the same on every run: pass it to the service
+        that does the work as its idempotency key. A crash after `fn` finished but before
+        its record committed calls `fn` again with that key, so the service does the work
+        once. An exception from `fn` is not recorded (asked again, `fn` runs again)::
+
+            paid = await ctx.step("refund", lambda key: payments.refund(order, 49.99, key))
+        """
+        return cast(T, await self.port.step(name, fn))
 
     @property
     def routes(self) -> list[str]:
@@ -352,7 +356,7 @@ class TaskContext:
         if append and not artifact_id:
             raise ValueError("append needs the artifact_id of the artifact to append to")
         artifact = Artifact(
-            artifact_id=artifact_id or new_id(),
+            artifact_id=artifact_id or self.new_artifact_id(),
             parts=all_parts,
             name=name,
             description=description,
@@ -371,6 +375,6 @@ class TaskContext:
         await a.write(token)`. Each write is an artifact update (`append` after the first);
         leaving the block sends the last chunk (`lastChunk`). The task keeps one artifact,
         its text chunks joined. An exception inside the block leaves it unfinished."""
-        stream = ArtifactStream(self, new_id(), name, description)
+        stream = ArtifactStream(self, self.new_artifact_id(), name, description)
         yield stream
         await stream.close()

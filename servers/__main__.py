@@ -223,6 +223,12 @@ def _agent_parser(parser: argparse.ArgumentParser) -> None:
     auth.add_argument("--auth-keys", metavar="FILE", help="require API keys: principal=key lines")
     auth.add_argument("--auth-env", action="store_true", help="require keys from $A2A_API_KEYS")
     parser.add_argument(
+        "--payments",
+        type=Path,
+        default=None,
+        help="billing: the payment provider's ledger, a file (default: in memory)",
+    )
+    parser.add_argument(
         "--escalate-over",
         type=float,
         default=None,
@@ -529,11 +535,12 @@ def run_all(
             if name in keys:  # its own principal's key, to every agent it calls
                 env[_all.KEY_VAR] = keys[name]
                 credentials = [f"--credential={p}=env:{_all.KEY_VAR}" for p in peers]
+            own = [f"--payments={data_dir / 'payments.jsonl'}"] if name == "billing" else []
             cmd = [
                 sys.executable, "-m", "servers", name, "--host", host,
                 "--port", str(ports[name]), *_store_of(name, data_dir, store),
                 *routes, *trusts, *(["--contracts", str(contracts)] if contracts else []),
-                *credentials, *passed,
+                *credentials, *own, *passed,
             ]  # fmt: skip
             if log_dir is None:
                 procs[name] = subprocess.Popen(cmd, env=env)

@@ -22,6 +22,7 @@ from a2a_handoff.escalation import Action, EscalationPolicy
 from a2a_handoff.llm import LLMAgent, tool
 from servers import _llm
 from servers._text import find_amount, find_order_id
+from servers.payments import Payments
 
 CAPABILITIES = ("invoices", "refunds")
 DEFAULT_AMOUNT = 49.99
@@ -30,7 +31,15 @@ POLICY = EscalationPolicy(amount_limit=REFUND_LIMIT)
 
 
 class BillingAgent:
-    """Issues a refund for an order once it knows which order."""
+    """Issues a refund for an order once it knows which order.
+
+    A task cut by a crash resumes (`resumes`): the handler runs again, and the refund — a
+    journaled step paid through the provider with the step's key — is not paid again."""
+
+    resumes = True
+
+    def __init__(self, payments: Payments | None = None) -> None:
+        self.payments = payments or Payments()
 
     async def handle(self, ctx: TaskContext) -> Outcome | None:
         transfer = ctx.transfer_context
@@ -69,9 +78,10 @@ class BillingAgent:
         )
         if held is not None:
             return held
+        order = str(order_id)
+        await ctx.step("refund", lambda key: self.payments.refund(order, amount, key))
         await ctx.artifact(
-            data={"orderId": str(order_id), "amount": amount, "status": "refunded"},
-            name="refund",
+            data={"orderId": order, "amount": amount, "status": "refunded"}, name="refund"
         )
         return Completed(f"Refund of ${float(amount):.2f} issued for order {order_id}.")
 
@@ -108,7 +118,7 @@ def make_billing(args: argparse.Namespace) -> Agent:
         return make_billing_graph(args)
     model = _llm.model(args)
     if model is None:
-        return BillingAgent()
+        return BillingAgent(Payments(getattr(args, "payments", None)))
     return LLMAgent("billing", model, INSTRUCTIONS, tools=[lookup_order, issue_refund])
 
 

@@ -17,6 +17,7 @@ from a2a_handoff import (
     InputRequired,
     Outcome,
     Reply,
+    Role,
     TaskContext,
     build_card,
     skill,
@@ -24,11 +25,16 @@ from a2a_handoff import (
 
 
 class EchoAgent:
-    """Echoes; asks when told to; sleeps when told to."""
+    """Echoes; asks when told to; sleeps when told to.
+
+    A task cut by a crash resumes (`resumes`): its handler runs again on the same message —
+    `sleep:N` sleeps again, its status updates already sent not sent twice."""
+
+    resumes = True
 
     async def handle(self, ctx: TaskContext) -> Outcome | None:
         text = ctx.text.strip()
-        if len(ctx.history) > 1:  # the answer to our question
+        if sum(m.role is Role.USER for m in ctx.history) > 1:  # the answer to our question
             await ctx.artifact(text=text, name="echo")
             return Completed(f"Thanks, you said: {text}")
         if text.startswith("reply:"):

@@ -3,7 +3,7 @@ directly: it records what the handler emits and answers its handoffs as told."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +23,7 @@ class RecordingPort:
     artifacts: list[Artifact] = field(default_factory=list)
     attempts: list[Handoff] = field(default_factory=list)
     routes: dict[str, Route] = field(default_factory=dict)
+    steps: dict[str, Any] = field(default_factory=dict)  # journaled steps' results
 
     async def status(self, text: str) -> None:
         self.statuses.append(text)
@@ -63,6 +64,11 @@ class RecordingPort:
         idempotency_key: str | None,
     ) -> ToolResult:
         raise RuntimeError("no MCP servers outside a runtime")
+
+    async def step(self, name: str, fn: Callable[[str], Awaitable[Any]]) -> Any:
+        if name not in self.steps:
+            self.steps[name] = await fn(f"task/{name}")
+        return self.steps[name]
 
 
 def context(

@@ -47,7 +47,6 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, interrupt
 
 from a2a_handoff.agent import ArtifactStream, TaskContext
-from a2a_handoff.ids import new_id
 from a2a_handoff.llm.chat import build_chat
 from a2a_handoff.outcomes import Completed, Handoff, InputRequired, Outcome
 
@@ -106,7 +105,7 @@ class LangGraphAgent:
                 text = _token(chunk) if mode == "messages" else ""
                 if text:
                     if answer is None:
-                        answer = ArtifactStream(ctx, new_id(), "answer", None)
+                        answer = ArtifactStream(ctx, ctx.new_artifact_id(), "answer", None)
                     await answer.write(text)
         except _EndStep as end:
             return end.outcome

@@ -53,7 +53,6 @@ from openai.types.responses import ResponseTextDeltaEvent
 
 from a2a_handoff.agent import ArtifactStream, TaskContext
 from a2a_handoff.escalation import Decision
-from a2a_handoff.ids import new_id
 from a2a_handoff.llm.chat import build_chat, handed_over_by
 from a2a_handoff.llm.tools import ToolArgumentsError, json_object
 from a2a_handoff.llm.transfer import (
@@ -158,7 +157,7 @@ class _Step:
 
     async def write(self, token: str) -> None:
         if self.answer is None:
-            self.answer = ArtifactStream(self.ctx, new_id(), "answer", None)
+            self.answer = ArtifactStream(self.ctx, self.ctx.new_artifact_id(), "answer", None)
         await self.answer.write(token)
 
     async def close(self) -> None:

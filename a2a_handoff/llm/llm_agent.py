@@ -29,7 +29,6 @@ from typing import Any
 from a2a_handoff.agent import ArtifactStream, TaskContext
 from a2a_handoff.errors import IncompleteEscalationError
 from a2a_handoff.escalation import Escalate, Escalation, Need, Trigger
-from a2a_handoff.ids import new_id
 from a2a_handoff.llm.asking import ask_tools, asked
 from a2a_handoff.llm.chat import HISTORY_KEY, build_chat, transcript
 from a2a_handoff.llm.model import Model, ToolCall
@@ -87,7 +86,7 @@ class _Step:
 
     async def write(self, token: str) -> None:
         if self.answer is None:
-            self.answer = ArtifactStream(self.ctx, new_id(), "answer", None)
+            self.answer = ArtifactStream(self.ctx, self.ctx.new_artifact_id(), "answer", None)
         await self.answer.write(token)
 
     async def close(self) -> None:

@@ -181,7 +181,8 @@ def escalation(envelope: Any, event: str, task_id: str | None = None, **more: An
 
 
 def recovery(kind: str, message: str, *args: object, count: int = 1, **ids: Any) -> None:
-    """A recovery action (`replayed`, `orphaned`, `contract_path`, `return_given_up`)."""
+    """A recovery action (`replayed`, `orphaned`, `resumed`, `contract_path`,
+    `return_given_up`)."""
     current().metrics.recoveries.labels(kind).inc(count)
     note(log, f"recovery.{kind}", message, *args, level=logging.WARNING, **ids)
 

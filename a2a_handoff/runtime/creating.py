@@ -7,8 +7,6 @@ unless message-id deduplication is switched off (the caller passes no key).
 
 from __future__ import annotations
 
-from typing import Literal
-
 from a2a_handoff.handoff.ledger import received_entry
 from a2a_handoff.handoff.receiver import receive_metadata
 from a2a_handoff.handoff.verified import VerifiedEnvelope
@@ -18,11 +16,8 @@ from a2a_handoff.protocol.models import Message, StreamResponse, Task, TaskStatu
 from a2a_handoff.protocol.shallow import copied
 from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.runtime.journal import Submission, resolved
-from a2a_handoff.runtime.run import RunHost, TaskRun
+from a2a_handoff.runtime.run import Answer, RunHost, TaskRun
 from a2a_handoff.runtime.running import Runs
-
-Answer = Literal["task", "outcome", "stream"]
-"""What a new task's caller is given: the task once stored, its outcome, or a stream."""
 
 
 def dedupe_key(owner: str, message: Message) -> str:
@@ -97,5 +92,5 @@ class TaskCreator:
         if envelope is not None:
             run.journal.received = received_entry(envelope.envelope, task_id, "accepted", "")
         self.runs.add(run, key)
-        run.run(bound, replyable=answer != "task")
+        run.run(bound, answer=answer)
         return run.submission

@@ -33,7 +33,7 @@ from a2a_handoff.errors import (
     StoreUnavailableError,
     TaskBusyError,
 )
-from a2a_handoff.failpoints import failpoint
+from a2a_handoff.failpoints import failpoint, pausepoint
 from a2a_handoff.handoff.verified import VerifiedEnvelope
 from a2a_handoff.observe import events
 from a2a_handoff.protocol.extension import ext_metadata
@@ -267,11 +267,14 @@ class Journal:
     async def _write(self, task: Task, items: list[StreamResponse]) -> bool:
         before: str | None = None
         if self.committed is None:
+            await pausepoint("task.before_create")
             created = await self._create(task, items)
             if created is None:
                 return False
             record = created
         else:
+            if not self.created.done():
+                await pausepoint("task.before_accept")
             previous = self.committed
             before = previous.task.status.state
             record = previous.advanced(task, len(items), utc_now(), task.dump_json())
@@ -346,8 +349,10 @@ class Journal:
             self.settled.set_result(record)
 
     def open(self) -> None:
-        """The handler emitted, or ended without a direct reply: a stream may start."""
-        if not self.opened.done() and self.created.done() and not self.created.exception():
+        """The handler waited, emitted, or ended without a direct reply: a stream may start."""
+        if self.opened.done() or self.replied is not None or not self.created.done():
+            return
+        if not self.created.exception():
             self.opened.set_result(self.created.result())
 
     def abort(self, error: RpcError | None, answer: TaskRecord | None = None) -> None:

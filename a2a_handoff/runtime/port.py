@@ -10,7 +10,7 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
 from a2a_handoff.client.mcp_tools import McpTools
@@ -35,6 +35,8 @@ from a2a_handoff.protocol.steps import agent_message, appended, status_event
 from a2a_handoff.runtime.delegating import Delegations
 from a2a_handoff.runtime.journal import Journal
 from a2a_handoff.runtime.phases import Phase
+from a2a_handoff.runtime.replay import Replay
+from a2a_handoff.runtime.step_journal import journaled_step
 from a2a_handoff.runtime.tool_journal import call_tool
 
 
@@ -42,6 +44,7 @@ class Speaker(Protocol):
     """What the port needs from the run it belongs to (`runtime.run.TaskRun`)."""
 
     journal: Journal
+    replay: Replay | None
 
     @property
     def phase(self) -> Phase: ...
@@ -127,8 +130,8 @@ class RunPort:
         run = self.run
         run.speak()
         used = ext_metadata(run.journal.task).get("approvalsUsed") or []
-        if decision_id in used:
-            return False
+        if decision_id in used:  # used — by this very step, when it is run again: replayed
+            return run.replay is not None and run.replay.reuse(decision_id)
         task = with_ext_metadata(run.journal.task, approvalsUsed=[*used, decision_id])
         run.emit(task, status_event(task, {HANDOFF_EXTENSION_URI: {"approvalUsed": decision_id}}))
         return True
@@ -168,6 +171,11 @@ class RunPort:
         """`ctx.call_tool`: a keyed call is recorded in the task's journal before its result
         is returned, and answered from there when made again (`runtime.tool_journal`)."""
         return await call_tool(self.run, server, tool, args, idempotency_key)
+
+    async def step(self, name: str, fn: Callable[[str], Awaitable[Any]]) -> Any:
+        """`ctx.step`: done once per task, its result recorded in the task's journal before
+        it is returned, and answered from there when asked again (`runtime.step_journal`)."""
+        return await journaled_step(self.run, name, fn)
 
     def route_names(self) -> list[str]:
         return self.run.handoffs.sender.route_names()

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Protocol
+from typing import Literal, Protocol
 
 from a2a_handoff.agent import Agent, TaskContext
 from a2a_handoff.client.mcp_tools import McpTools
@@ -45,9 +45,13 @@ from a2a_handoff.runtime.handing import hand_off
 from a2a_handoff.runtime.journal import Journal, Submission
 from a2a_handoff.runtime.phases import Phase, PhaseError, advance
 from a2a_handoff.runtime.port import RunPort
+from a2a_handoff.runtime.replay import Replay
 from a2a_handoff.stores.base import Store, TaskRecord
 
 log = logging.getLogger("a2a_handoff.runtime")
+
+Answer = Literal["task", "outcome", "stream"]
+"""What a new task's caller is given: the task once stored, its outcome, or a stream."""
 
 
 class RunHost(Protocol):
@@ -110,7 +114,9 @@ class TaskRun:
             envelope=envelope,
         )
         self.port = RunPort(self)
-        self.replyable = False  # the caller takes a direct Message (`run(defer=True)`)
+        self.replyable = False  # the caller may take a direct Message (see `run`)
+        self.streamed = False  # … on a stream
+        self.replay: Replay | None = None  # a resumed step: what its cut run committed
         self.driver: asyncio.Task[None] | None = None  # the handler's task
 
     # -- the phase --------------------------------------------------------------------------
@@ -204,20 +210,27 @@ class TaskRun:
         """Whether a `Reply` still answers as a direct Message: a new task (not received by
         handoff) whose caller waits for the outcome, and nothing emitted by the handler.
         The task exists already (its receipt); the reply settles it."""
-        return self.replyable and self.phase in (Phase.STARTING, Phase.RUNNING)
+        return (
+            self.replyable
+            and self.phase in (Phase.STARTING, Phase.RUNNING)
+            and not self.journal.opened.done()
+        )
 
     # -- the handler -------------------------------------------------------------------------
 
-    def run(self, message: Message, *, replyable: bool = False) -> None:
+    def run(self, message: Message, *, answer: Answer = "task") -> None:
         """Start the handler on `message` once its task is committed.
 
-        `replyable` (a new task whose caller waits for the outcome or streams it): the
-        handler may still answer with a direct Message (`Reply`) after awaiting, say, a
-        model — the task written before it ran is the receipt the reply settles, and a
-        stream opens only once the handler emitted or ended.
+        `answer` is what the caller of a new task (not received by handoff) is given: with
+        "outcome" (a blocking call) the handler may answer with a direct Message (`Reply`)
+        even after awaiting, say, a model — the task written before it ran is the receipt
+        the reply settles; with "stream", a stream opens once the handler first waits,
+        emits or ends, so a reply before that is one Message; with "task", never.
         """
         journal = self.journal
-        self.replyable = replyable and journal.start is None and journal.envelope is None
+        new = journal.start is None and journal.envelope is None
+        self.replyable = answer != "task" and new
+        self.streamed = answer == "stream"
         journal.holding = self.replyable
         self.driver = asyncio.create_task(self._drive(message), name=f"task-{self.task.id}")
         if not (self.store.shared and self.journal.committed is not None):
@@ -240,6 +253,8 @@ class TaskRun:
                 principal=self.journal.owner,
             )
             self.advance(Phase.RUNNING)
+            if self.streamed and self.replyable:  # open once the handler first waits
+                asyncio.get_running_loop().call_soon(self.journal.open)
             outcome = await self._handle(ctx)
             # From here on the step ends on its own: a cancel waits for it (see cancel()).
             if self.phase in (Phase.HANDED_OVER, Phase.ABORTED):
@@ -307,6 +322,8 @@ class TaskRun:
             return
         if not self.phase.emits:
             raise PhaseError(f"a task's run emits nothing while {self.phase.name}")
+        if self.replay is not None and self.replay.matches(item):
+            return  # a resumed step's event, committed before the crash under its own id
         self.journal.emit(task, item)
 
 

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import logging
 
+from a2a_handoff.observe import events
 from a2a_handoff.protocol.models import Role
 from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.protocol.steps import status_event, with_status
 from a2a_handoff.runtime.delegation_record import delegating
 from a2a_handoff.runtime.leases import Leases
 from a2a_handoff.runtime.orphans import fail_orphan, fail_stranded, find_orphans
+from a2a_handoff.runtime.replay import RESUMED, step_replay
 from a2a_handoff.runtime.run import RunHost, TaskRun
 from a2a_handoff.runtime.running import Runs
 from a2a_handoff.stores.base import TaskRecord
@@ -41,25 +43,34 @@ class Sweeps:
         failed = 0
         for record in orphans:
             if resumes or delegating(record.task):  # a delegation's outcomes are replayed
-                self._resume(record)
+                await self._resume(record)
             elif await fail_orphan(self.host.store, record):
                 failed += 1
         self.recovered = True
         return failed if not resumes else len(orphans)
 
-    def _resume(self, record: TaskRecord) -> None:
-        """Run an orphan's handler again on the last message its caller sent: the agent
-        said its handler may run twice for a message (it keeps its own journal)."""
+    async def _resume(self, record: TaskRecord) -> None:
+        """Run an orphan's handler again on the last message its caller sent, replaying
+        what the cut run committed (`runtime.replay`): the agent said its handler may run
+        again (its side effects journaled), or the task delegated."""
         task = record.task
         last = next((m for m in reversed(task.history or []) if m.role is Role.USER), None)
         if last is None or task.id in self.runs.by_task:
             return
+        replay = step_replay(await self.host.store.events(task.id))
+        if task.id in self.runs.by_task:  # resumed meanwhile, by the heartbeat's sweep
+            return
         resumed = with_status(task, TaskState.WORKING)
         run = TaskRun(
             self.host, resumed, record.owner, committed=record, dedupe_key=None,
-            first=status_event(resumed),
+            first=status_event(resumed, RESUMED),
         )  # fmt: skip
+        run.replay = replay
         self.runs.add(run)
+        events.recovery(
+            "resumed", "task %s resumed: its handler runs again, %d event(s) to replay",
+            task.id, len(replay.emitted), task_id=task.id, context_id=task.context_id,
+        )  # fmt: skip
         run.run(last)
 
     async def sweep(self, others: bool) -> int:

@@ -30,6 +30,7 @@ from typing import Any, Protocol
 
 from a2a_handoff.client.mcp_tools import McpTools
 from a2a_handoff.errors import ToolCallError
+from a2a_handoff.failpoints import pausepoint
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI, ext_metadata, with_ext_metadata
 from a2a_handoff.protocol.mcp_result import ToolResult
 from a2a_handoff.protocol.models import StreamResponse, Task
@@ -120,6 +121,7 @@ def _replay(entry: dict[str, Any], key: str, server: str, tool: str, digest: str
 
 async def _record(run: Caller, key: str, entry: dict[str, Any]) -> None:
     """Add the call to the task's metadata and wait until the store has it."""
+    await pausepoint("tool.before_record")
     run.speak()
     task = run.journal.task
     calls = dict(ext_metadata(task).get(TOOL_CALLS) or {})

@@ -12,7 +12,8 @@ something: then it asks its own user, and answers the delegate with the user's r
 next step (the reply "never mind" completes, "give up" fails, without answering).
 
 Asked by another agent (a delegation), it appends a line to the work log on every step (the
-tests count the work), then: "hang" waits until canceled; "question" asks which order first;
+tests count the work; a journaled step, so a resumed task does not log it again), then:
+"hang" waits until canceled, "slowly" two seconds; "question" asks which order first;
 otherwise it refunds the order the text names (artifact `refund`; "bulky" adds an artifact
 `scan` of 100 000 bytes before it).
 
@@ -52,8 +53,15 @@ from a2a_handoff.trust.keys import KeyFile
 
 
 class DelegatingAgent:
+    resumes = True  # its work is a journaled step: a task cut by a crash goes on
+
     def __init__(self, work_log: Path | None) -> None:
         self.work_log = work_log
+
+    async def log(self, line: str) -> None:
+        assert self.work_log is not None
+        with self.work_log.open("a") as log:
+            log.write(line)
 
     async def handle(self, ctx: TaskContext) -> Outcome | None:
         if ctx.delegated:
@@ -95,12 +103,14 @@ class DelegatingAgent:
         return Completed(f"{result.agent} answered {result.state.name}: {result.text}")
 
     async def work(self, ctx: TaskContext) -> Outcome | None:
-        if self.work_log is not None:
-            with self.work_log.open("a") as log:
-                log.write(f"{ctx.context_id} {ctx.task_id} {ctx.text}\n")
         steps = sum(1 for m in ctx.history if m.role.value == "ROLE_USER")
+        if self.work_log is not None:  # a journaled step: done once, whatever crashes
+            line = f"{ctx.context_id} {ctx.task_id} {ctx.text}\n"
+            await ctx.step(f"work-{steps}", lambda key: self.log(line))
         if "hang" in ctx.text:
             await asyncio.Event().wait()
+        if "slowly" in ctx.text:
+            await asyncio.sleep(2)
         if "question" in ctx.text and steps == 1:
             return InputRequired("Which order is this about?")
         order = (ctx.transfer_context.get("entities") or {}).get("orderId")

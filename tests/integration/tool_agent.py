@@ -23,7 +23,15 @@ from pathlib import Path
 
 import uvicorn
 
-from a2a_handoff import TaskContext, ToolCallError, build_card, create_app, open_store
+from a2a_handoff import (
+    TaskContext,
+    ToolCallError,
+    TrustConfig,
+    build_card,
+    create_app,
+    open_store,
+)
+from a2a_handoff.trust.keys import KeyFile
 from servers.__main__ import mcp_tools
 
 
@@ -65,6 +73,7 @@ if __name__ == "__main__":
     parser.add_argument("--mcp", action="append", default=[])
     parser.add_argument("--mcp-timeout", type=float, default=30.0)
     parser.add_argument("--hold", type=Path, default=None)
+    parser.add_argument("--key-file", type=Path, default=None)  # on a shared store
     args = parser.parse_args()
     url = f"http://127.0.0.1:{args.port}/"
     app = create_app(
@@ -72,5 +81,6 @@ if __name__ == "__main__":
         build_card(args.name, url),
         open_store(args.store),
         tools=mcp_tools(args),
+        trust=TrustConfig(identity=KeyFile(args.key_file) if args.key_file else None),
     )
     uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning")

@@ -112,7 +112,7 @@ def start(store: Store, script: Script, *, defer: bool = False, key: str | None 
         dedupe_key=key,
         first=StreamResponse(task=task),
     )
-    run.run(message, replyable=defer)
+    run.run(message, answer="outcome" if defer else "task")
     return run
 
 

@@ -268,8 +268,8 @@ async def test_tasks_left_running_are_failed_at_start(tmp_path: Path) -> None:
     await store.create(TaskRecord(orphan, "", 1, now, now), [StreamResponse(task=orphan)])
     await store.aclose()
     keys = KeyFile(tmp_path / "echo.keys.json", create=True)  # the file was used keyless
-    async for client in serve(
-        EchoAgent(), SqliteTaskStore(tmp_path / "crashed.db"), trust=TrustConfig(identity=keys)
+    async for client in serve(  # an agent that does not say it resumes its tasks
+        Recorder(), SqliteTaskStore(tmp_path / "crashed.db"), trust=TrustConfig(identity=keys)
     ):
         task = await client.task(orphan.id)
         assert task["status"]["state"] == "TASK_STATE_FAILED"
