@@ -87,6 +87,8 @@ def _decision(message: Message, escalation: dict[str, Any]) -> Decision:
 class HumanAgent:
     """Holds escalations for an operator; hands each decision back to where it came from."""
 
+    resumes = True  # its steps decide from what the task holds: cut by a crash, run again
+
     def __init__(
         self,
         answer_within: float | None = None,

@@ -11,6 +11,8 @@ CAPABILITIES = ("shipping",)
 class LogisticsAgent:
     """Tracks an order's package."""
 
+    resumes = True  # a lookup, no side effect: a task cut by a crash looks again
+
     async def handle(self, ctx: TaskContext) -> Outcome | None:
         entities = ctx.transfer_context.get("entities") or {}
         order_id = entities.get("orderId") or _order_in_history(ctx)

@@ -51,6 +51,8 @@ def classify(text: str) -> tuple[str, str, str] | None:
 class TriageAgent:
     """Routes by keyword; answers what it cannot route."""
 
+    resumes = True  # no side effect of its own: a task cut by a crash routes again
+
     async def handle(self, ctx: TaskContext) -> Outcome | None:
         decision = ctx.decision
         if decision is not None:  # an operator decided after a handoff of ours failed

@@ -10,15 +10,19 @@ to the next recorded emission is dropped — it is committed already, under its 
 and from the first that differs, everything is emitted as new. Journaled tool calls, steps
 and delegations answer from their own records (`runtime.tool_journal`,
 `runtime.step_journal`, `runtime.delegating`); an operator's approval the interrupted run
-used is used again by the same step (`reuse`), not refused as spent.
+used is used again by the same step (`reuse`), not refused as spent. A step that began with
+a received handoff gets it back as the task stored it when it was proven
+(`StoredHandoff`): `ctx.envelope` is set on the resumed run as on the first.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
-from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI
-from a2a_handoff.protocol.models import StreamResponse
+from a2a_handoff.decisions import Decision
+from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI, ext_metadata
+from a2a_handoff.protocol.models import Message, StreamResponse, Task
 from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.stores.base import TaskEvent
 
@@ -97,3 +101,32 @@ def _same(new: StreamResponse, old: StreamResponse) -> bool:
     return [p.dump_json() for p in a.status.message.parts] == [
         p.dump_json() for p in b.status.message.parts
     ]
+
+
+@dataclass(frozen=True, slots=True)
+class StoredHandoff:
+    """The handoff a resumed step began with, as its task stored it once proven (the
+    envelope's transfer context in the message, its signer and decision in the task's
+    metadata): what `TaskContext.envelope` reads (`agent.ProvenHandoff`)."""
+
+    transfer_context: dict[str, Any]
+    decision: Decision | None
+    signer: str
+
+
+def stored_handoff(task: Task, message: Message) -> StoredHandoff | None:
+    """The handoff `message` carried, when it is the one that created `task`."""
+    history = task.history or []
+    carried = (message.metadata or {}).get(HANDOFF_EXTENSION_URI)
+    if not history or history[0].message_id != message.message_id:
+        return None
+    if not isinstance(carried, dict):
+        return None
+    ext = ext_metadata(task)
+    context = carried.get("transferContext")
+    signer = (ext.get("handoff") or {}).get("signer")
+    return StoredHandoff(
+        dict(context) if isinstance(context, dict) else {},
+        Decision.from_stored(ext.get("decision")),
+        str(signer or ""),
+    )

@@ -45,7 +45,7 @@ from a2a_handoff.runtime.handing import hand_off
 from a2a_handoff.runtime.journal import Journal, Submission
 from a2a_handoff.runtime.phases import Phase, PhaseError, advance
 from a2a_handoff.runtime.port import RunPort
-from a2a_handoff.runtime.replay import Replay
+from a2a_handoff.runtime.replay import Replay, StoredHandoff
 from a2a_handoff.stores.base import Store, TaskRecord
 
 log = logging.getLogger("a2a_handoff.runtime")
@@ -117,6 +117,7 @@ class TaskRun:
         self.replyable = False  # the caller may take a direct Message (see `run`)
         self.streamed = False  # … on a stream
         self.replay: Replay | None = None  # a resumed step: what its cut run committed
+        self.stored_handoff: StoredHandoff | None = None  # … and the handoff it began with
         self.driver: asyncio.Task[None] | None = None  # the handler's task
 
     # -- the phase --------------------------------------------------------------------------
@@ -248,7 +249,7 @@ class TaskRun:
                 message,
                 self.task,
                 self.port,
-                envelope=self.journal.envelope,
+                envelope=self.journal.envelope or self.stored_handoff,
                 policy=host.policy,
                 principal=self.journal.owner,
             )

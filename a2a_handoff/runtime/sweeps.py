@@ -17,7 +17,7 @@ from a2a_handoff.protocol.steps import status_event, with_status
 from a2a_handoff.runtime.delegation_record import delegating
 from a2a_handoff.runtime.leases import Leases
 from a2a_handoff.runtime.orphans import fail_orphan, fail_stranded, find_orphans
-from a2a_handoff.runtime.replay import RESUMED, step_replay
+from a2a_handoff.runtime.replay import RESUMED, step_replay, stored_handoff
 from a2a_handoff.runtime.run import RunHost, TaskRun
 from a2a_handoff.runtime.running import Runs
 from a2a_handoff.stores.base import TaskRecord
@@ -66,6 +66,7 @@ class Sweeps:
             first=status_event(resumed, RESUMED),
         )  # fmt: skip
         run.replay = replay
+        run.stored_handoff = stored_handoff(task, last)
         self.runs.add(run)
         events.recovery(
             "resumed", "task %s resumed: its handler runs again, %d event(s) to replay",

@@ -11,8 +11,9 @@ publishes the outcome as an artifact `delegated` and completes — unless the de
 something: then it asks its own user, and answers the delegate with the user's reply in the
 next step (the reply "never mind" completes, "give up" fails, without answering).
 
-Asked by another agent (a delegation), it appends a line to the work log on every step (the
-tests count the work; a journaled step, so a resumed task does not log it again), then:
+Asked by another agent (a delegation), it works on every step, as a journaled step whose
+key the work honours: a line in the work log once per key (the tests count the work), and
+every call in `WORK_LOG.calls` (a resumed task's step is answered from its journal), then:
 "hang" waits until canceled, "slowly" two seconds; "question" asks which order first;
 otherwise it refunds the order the text names (artifact `refund`; "bulky" adds an artifact
 `scan` of 100 000 bytes before it).
@@ -58,10 +59,17 @@ class DelegatingAgent:
     def __init__(self, work_log: Path | None) -> None:
         self.work_log = work_log
 
-    async def log(self, line: str) -> None:
+    async def log(self, line: str, key: str) -> None:
+        """Do the work: as a service that honours idempotency keys, once per `key` in the
+        work log; every call, done or not, in the calls log beside it."""
         assert self.work_log is not None
-        with self.work_log.open("a") as log:
-            log.write(line)
+        calls = self.work_log.with_name(self.work_log.name + ".calls")
+        with calls.open("a") as log:
+            log.write(f"{key}\n")
+        done = self.work_log.read_text() if self.work_log.exists() else ""
+        if f" key={key}\n" not in done:
+            with self.work_log.open("a") as log:
+                log.write(f"{line} key={key}\n")
 
     async def handle(self, ctx: TaskContext) -> Outcome | None:
         if ctx.delegated:
@@ -105,8 +113,8 @@ class DelegatingAgent:
     async def work(self, ctx: TaskContext) -> Outcome | None:
         steps = sum(1 for m in ctx.history if m.role.value == "ROLE_USER")
         if self.work_log is not None:  # a journaled step: done once, whatever crashes
-            line = f"{ctx.context_id} {ctx.task_id} {ctx.text}\n"
-            await ctx.step(f"work-{steps}", lambda key: self.log(line))
+            line = f"{ctx.context_id} {ctx.task_id} {ctx.text}"
+            await ctx.step(f"work-{steps}", lambda key: self.log(line, key))
         if "hang" in ctx.text:
             await asyncio.Event().wait()
         if "slowly" in ctx.text:

@@ -35,9 +35,16 @@ class Agents:
     others: list[AgentProcess] = field(default_factory=list)  # more replicas of triage
 
     def work(self, context_id: str) -> list[str]:
-        """The steps of work billing did in the conversation."""
+        """The steps of work billing did in the conversation: "CONTEXT TASK TEXT" each."""
         lines = self.work_log.read_text().splitlines() if self.work_log.exists() else []
-        return [line for line in lines if line.startswith(context_id + " ")]
+        mine = [line for line in lines if line.startswith(context_id + " ")]
+        return [line.rsplit(" key=", 1)[0] for line in mine]
+
+    def calls(self, task_id: str) -> list[str]:
+        """Every call of billing's work in the task (once per key, unless cut by a crash)."""
+        calls = self.work_log.with_name(self.work_log.name + ".calls")
+        lines = calls.read_text().splitlines() if calls.exists() else []
+        return [line for line in lines if line.startswith(task_id + "/")]
 
     def all(self) -> list[AgentProcess]:
         return [a for a in (self.billing, self.stranger, self.triage, *self.others) if a]

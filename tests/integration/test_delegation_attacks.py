@@ -105,7 +105,8 @@ def test_only_the_delegating_agent_reads_answers_or_cancels_the_sub_task(
     data = next(a for a in done["artifacts"] if a.get("name") == "delegated")["parts"][0]["data"]
     assert (data["state"], data["text"]) == ("COMPLETED", "refunded order 4242"), data
     worked = [line for line in work_log.read_text().splitlines() if sub["id"] in line]
-    assert [line.split(" ", 2)[2] for line in worked] == ["question about a refund", "4242"]
+    said = [line.rsplit(" key=", 1)[0].split(" ", 2)[2] for line in worked]
+    assert said == ["question about a refund", "4242"]
 
 
 def test_no_forged_altered_or_misdelivered_delegation_makes_billing_work(

@@ -130,6 +130,7 @@ def test_a_delegate_killed_after_its_work_resumes_and_the_delegation_completes(
         assert outcome["data"] == {"orderId": "6060", "status": "refunded"}
         [line] = agents.work(ctx)
         assert line.split()[1] == outcome["taskId"]
+        assert agents.calls(outcome["taskId"]) == [f"{outcome['taskId']}/work-1"]  # replayed
         assert [t["id"] for t in tasks_in(agents.billing, ctx)] == [outcome["taskId"]]
     finally:
         agents.stop()
