@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI
 from a2a_handoff.protocol.models import Artifact, Task
 from a2a_handoff.protocol.states import TaskState
 
@@ -122,6 +123,39 @@ class Delegated:
             text = f"{text[:MAX_TEXT_CHARS]}… ({len(text) - MAX_TEXT_CHARS} characters more)"
         kept, omitted = _within(task.artifacts or (), MAX_OUTCOME_BYTES - len(text.encode()))
         return cls(agent, task.status.state, text, kept, task.id, key, rnd, omitted=omitted)
+
+
+def timed_out(
+    agent: str, key: str, rnd: int, within: float, task_id: str, final: Task | None
+) -> Delegated:
+    """The outcome of a sub-task `task_id` the delegating side stopped waiting for after
+    `within` seconds and then canceled: `final` is how it ended — CANCELED by that cancel
+    (saying whether it had recorded any work), or the outcome it reached first, adopted as
+    the delegate's answer — or None when the delegate answered nothing (its state unknown)."""
+    late = f"no answer from {agent} within {within:g} s"
+    if final is None:
+        return Delegated(
+            agent, TaskState.FAILED,
+            f"{late}, and its task {task_id} could not be canceled ({agent} did not answer):"
+            " whether it did the work is unknown",
+            task_id=task_id, key=key, round=rnd,
+        )  # fmt: skip
+    if final.status.state is not TaskState.CANCELED:
+        return Delegated.of_task(agent, key, rnd, final)
+    work = recorded_work(final)
+    done = f"after it recorded work ({', '.join(work)})" if work else "before it recorded any work"
+    said = f"{late}: its task {task_id} was canceled {done}"
+    return Delegated(agent, TaskState.CANCELED, said, task_id=task_id, key=key, round=rnd)
+
+
+def recorded_work(task: Task) -> list[str]:
+    """What a task's journal says its handler did: its journaled steps, keyed tool calls and
+    delegations, by name."""
+    ext = (task.metadata or {}).get(HANDOFF_EXTENSION_URI)
+    if not isinstance(ext, dict):
+        return []
+    kinds = (("step", "steps"), ("tool call", "toolCalls"), ("delegation", "delegations"))
+    return [f"{kind} {name}" for kind, member in kinds for name in (ext.get(member) or {})]
 
 
 def _within(

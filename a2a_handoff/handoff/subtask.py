@@ -20,7 +20,12 @@ import httpx
 from pydantic import ValidationError
 
 from a2a_handoff.client.client import AgentClient
-from a2a_handoff.errors import CircuitOpenError, RemoteError, UnavailableError
+from a2a_handoff.errors import (
+    CircuitOpenError,
+    RemoteError,
+    TaskNotCancelableError,
+    UnavailableError,
+)
 from a2a_handoff.failpoints import failpoint
 from a2a_handoff.handoff.classify import Done, Outcome, Refused, Retry, Rules, Tries, classify
 from a2a_handoff.handoff.delivery import _create_params
@@ -135,6 +140,35 @@ class SubTasks:
             except TRIES as exc:
                 log.info("answer to sub-task %s at %s: %s; retrying", task_id, url, exc)
             await asyncio.sleep(self.pace)
+
+    async def stop(self, url: str, task_id: str, within: float) -> Task | None:
+        """Cancel the sub-task, tried again while the delegate does not answer (for `within`
+        seconds): the task as it ended — CANCELED, or the outcome it reached before the
+        cancel (a task that ended cannot be canceled: it is read) — or None when the
+        delegate gave no such answer in time (the sub-task's state is unknown)."""
+        loop = asyncio.get_running_loop()
+        deadline, failures = loop.time() + within, 0
+        while True:
+            try:
+                try:
+                    return await self.client.cancel(url, task_id)
+                except RemoteError as exc:
+                    if exc.code != TaskNotCancelableError.code:
+                        log.info("cancel of sub-task %s at %s: %s", task_id, url, exc)
+                        return None
+                result = await self.client.call(
+                    url, "GetTask", {"id": task_id, "historyLength": 0}, extensions=[URI]
+                )
+                task = Task.model_validate(result)
+                if task.status.state.terminal:
+                    return task
+            except TRIES as exc:
+                log.info("cancel of sub-task %s at %s: %s; trying again", task_id, url, exc)
+            failures += 1
+            wait = min(1.0, self.pace * 2 ** min(failures - 1, 8))
+            if loop.time() + wait > deadline:
+                return None
+            await asyncio.sleep(wait)
 
     async def cancel(self, url: str, task_id: str, within: float = 5.0) -> None:
         """Cancel the sub-task (best effort, bounded: the delegate may have ended it)."""

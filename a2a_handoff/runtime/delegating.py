@@ -27,7 +27,7 @@ import dataclasses
 import logging
 from typing import Any
 
-from a2a_handoff.delegated import Delegated
+from a2a_handoff.delegated import Delegated, timed_out
 from a2a_handoff.errors import GateRefused
 from a2a_handoff.failpoints import failpoint
 from a2a_handoff.handoff.envelope import HandoffEnvelope
@@ -116,11 +116,21 @@ class Delegations(DelegationWrites):
                     done = await self.handoffs.subtasks.outcome(url, created)
                     outcome = Delegated.of_task(agent, ident, 0, done)
         except TimeoutError:
-            task_id = sub[0].id if sub else await self._landed(ident, agent, sending)
-            if task_id is not None:
-                await self.handoffs.subtasks.cancel(url, task_id)
-            said = f"no answer from {agent} within {within:g} s"
-            outcome = Delegated(agent, TaskState.FAILED, said, task_id=task_id, key=ident)
+            made = sub[0] if sub else await self._landed(ident, agent, sending)
+            if isinstance(made, Task):
+                with contextlib.suppress(Exception):  # said, best effort: the cancel goes on
+                    said = f"No answer from {agent} within {within:g} s: canceling its task"
+                    await self._write(ident, {}, f"{said} {made.id}")
+                final = await self.handoffs.subtasks.stop(url, made.id, LANDING)
+                outcome = timed_out(agent, ident, 0, within, made.id, final)
+            elif isinstance(made, str):  # refused, late: nothing was done
+                outcome = Delegated(agent, TaskState.REJECTED, made, key=ident)
+            else:
+                said = (
+                    f"no answer from {agent} within {within:g} s, nor to the request:"
+                    " whether it took it is unknown"
+                )
+                outcome = Delegated(agent, TaskState.FAILED, said, key=ident)
         except asyncio.CancelledError:
             if run.phase is Phase.CANCELING:  # the task's cancel, not the agent stopping
                 await asyncio.shield(self._canceled(ident, envelope, url, sub, sending))
@@ -128,20 +138,23 @@ class Delegations(DelegationWrites):
             raise
         return outcome
 
-    async def _landed(self, ident: str, agent: str, sending: asyncio.Future[Any]) -> str | None:
-        """The sub-task a request still in flight makes, once the delegate answers (waited
-        for `LANDING` seconds at most), for a cancel to reach it; None if it made none."""
+    async def _landed(
+        self, ident: str, agent: str, sending: asyncio.Future[Any]
+    ) -> Task | str | None:
+        """What a request still in flight comes to, once the delegate answers (waited for
+        `LANDING` seconds at most), for a cancel to reach its task: the task it made, the
+        reason it was refused, or None: no answer (whether it took it is unknown)."""
         if not sending.done():
             with contextlib.suppress(Exception):
                 said = f"Canceling: waiting for {agent} to answer the request, to cancel its task"
                 await self._write(ident, {}, said)
         try:
             async with asyncio.timeout(LANDING):
-                created = await asyncio.shield(sending)
-        except Exception:  # no answer in time, or none that made a task
+                created: Task | str = await asyncio.shield(sending)
+        except Exception:  # no answer in time
             sending.cancel()
             return None
-        return created.id if isinstance(created, Task) else None
+        return created
 
     async def answer(self, asked: Delegated, text: str) -> Delegated:
         """Reply to the delegate's question: its next outcome, recorded before it is seen."""
@@ -170,9 +183,8 @@ class Delegations(DelegationWrites):
                     done = await subtasks.outcome(url, answered)
                     outcome = Delegated.of_task(asked.agent, ident, rnd, done)
         except TimeoutError:
-            await subtasks.cancel(url, asked.task_id)
-            said = f"no answer from {asked.agent} within {timeout:g} s"
-            outcome = Delegated(asked.agent, TaskState.FAILED, said, task_id=asked.task_id)
+            final = await subtasks.stop(url, asked.task_id, LANDING)
+            outcome = timed_out(asked.agent, ident, rnd, timeout, asked.task_id, final)
         await self._record(ident, outcome, None)
         failpoint("delegate.after_record")
         return self._bound(ident, recorded(run.journal.task)[ident], rnd)
@@ -205,7 +217,8 @@ class Delegations(DelegationWrites):
         known = recorded(self.run.journal.task).get(ident) or {}
         task_id = sub[0].id if sub else known.get("taskId")
         if task_id is None:
-            task_id = await self._landed(ident, agent, sending)
+            landed = await self._landed(ident, agent, sending)
+            task_id = landed.id if isinstance(landed, Task) else None
         if task_id is not None:
             await self.handoffs.subtasks.cancel(url, task_id)
         outcome = Delegated(agent, TaskState.CANCELED, "canceled by the delegating task",

@@ -14,9 +14,9 @@ next step (the reply "never mind" completes, "give up" fails, without answering)
 Asked by another agent (a delegation), it works on every step, as a journaled step whose
 key the work honours: a line in the work log once per key (the tests count the work), and
 every call in `WORK_LOG.calls` (a resumed task's step is answered from its journal), then:
-"hang" waits until canceled, "slowly" two seconds; "question" asks which order first;
-otherwise it refunds the order the text names (artifact `refund`; "bulky" adds an artifact
-`scan` of 100 000 bytes before it).
+"stall" waits until canceled before any work, "hang" after it, "slowly" two seconds after
+it; "question" asks which order first; otherwise it refunds the order the text names
+(artifact `refund`; "bulky" adds an artifact `scan` of 100 000 bytes before it).
 
 `--hold-file PATH`: while PATH exists, a task this agent creates is answered only once PATH
 is gone (a request taken and not yet answered, for the tests).
@@ -112,6 +112,8 @@ class DelegatingAgent:
 
     async def work(self, ctx: TaskContext) -> Outcome | None:
         steps = sum(1 for m in ctx.history if m.role.value == "ROLE_USER")
+        if "stall" in ctx.text:
+            await asyncio.Event().wait()
         if self.work_log is not None:  # a journaled step: done once, whatever crashes
             line = f"{ctx.context_id} {ctx.task_id} {ctx.text}"
             await ctx.step(f"work-{steps}", lambda key: self.log(line, key))

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from a2a_handoff.delegated import MAX_OUTCOME_BYTES
+from a2a_handoff.failpoints import ENV_VAR, EXIT_CODE
 from tests.integration.delegation_support import (
     POINTS,
     Agents,
@@ -83,17 +84,57 @@ def test_refused_delegation_says_why(agents: Agents, text: str, sent: bool, said
     assert agents.work(ctx) == []
 
 
-def test_a_delegation_without_an_answer_in_time_fails_and_cancels_the_sub_task(
+def test_a_delegation_without_an_answer_in_time_cancels_the_sub_task_and_says_how_far_it_got(
     agents: Agents,
 ) -> None:
     ctx = str(uuid.uuid4())
-    task = ask(agents.triage, "hang briefly 999", ctx)
+    task = ask(agents.triage, "hang briefly 999", ctx)  # billing works, then hangs
     outcome = delegated(task)
-    assert outcome["state"] == "FAILED"
-    assert outcome["text"] == "no answer from billing within 0.5 s"
+    assert outcome["state"] == "CANCELED"
+    assert outcome["text"] == (
+        f"no answer from billing within 0.5 s: its task {outcome['taskId']} was canceled"
+        " after it recorded work (step work-1)"
+    )
     [sub] = tasks_in(agents.billing, ctx)
     assert sub["id"] == outcome["taskId"]
     assert sub["status"]["state"] == "TASK_STATE_CANCELED"
+    ctx = str(uuid.uuid4())
+    task = ask(agents.triage, "stall briefly 998", ctx)  # billing waits before any work
+    outcome = delegated(task)
+    assert outcome["state"] == "CANCELED"
+    assert outcome["text"].endswith("was canceled before it recorded any work")
+    assert agents.work(ctx) == []
+
+
+def test_a_delegation_out_of_time_adopts_the_outcome_the_delegate_reached(
+    agents: Agents,
+) -> None:
+    """Billing dies after its work, triage's `within` runs out meanwhile; billing comes back
+    before triage gave up canceling: its sub-task resumed and completed — the outcome is
+    billing's, not "no answer"."""
+    agents.billing.env = {ENV_VAR: "step.after_record"}
+    agents.billing.restart()
+    try:
+        ctx = str(uuid.uuid4())
+        asked = ask(agents.triage, "refund briefly 997", ctx, returnImmediately=True)
+        assert agents.billing.proc is not None
+        assert agents.billing.proc.wait(30) == EXIT_CODE
+
+        def canceling() -> bool:  # triage's 0.5 s ran out while billing is down
+            [task] = tasks_in(agents.triage, ctx)
+            said = task["status"].get("message", {}).get("parts", [{}])[0].get("text", "")
+            return str(said).startswith("No answer from billing within 0.5 s: canceling")
+
+        wait_for(canceling, timeout=20)
+    finally:
+        agents.billing.env = {}
+        agents.billing.start()
+    task = settled(agents.triage, ctx)
+    assert task["id"] == asked["id"]
+    outcome = delegated(task)
+    assert outcome["state"] == "COMPLETED", outcome
+    assert outcome["data"] == {"orderId": "997", "status": "refunded"}
+    assert len(agents.work(ctx)) == 1
 
 
 def test_delegate_asks_for_input_and_the_user_answers(agents: Agents) -> None:
