@@ -313,7 +313,12 @@ class RemoteError(HandoffError):
 
 
 class UnavailableError(HandoffError, ConnectionError):
-    """The target could not be reached, or answered with an HTTP error, after every retry."""
+    """The target could not be reached, or answered with an HTTP error, after every retry.
+
+    `may_have_arrived`: one of the attempts may have reached it (its connection was made),
+    whatever the last one's error says."""
+
+    may_have_arrived = False
 
 
 class CircuitOpenError(HandoffError, ConnectionError):

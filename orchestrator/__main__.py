@@ -5,6 +5,8 @@ chat [--entry URL] [--new]        an interactive loop over stdin (works when pip
 new [--entry URL]                 start a fresh conversation (the next send starts it)
 watch [TASK] [--agent URL]        follow a task across transfers (default: the session's)
 trace [--context C] [--agent URL] the conversation's chain, in time order
+cancel [TASK] [--agent URL]       cancel a task (default: the session's); one being handed
+                                  off has its handoff withdrawn, unless the target took it
 
 A conversation: while its task waits for input, the next message answers that task; while it
 is still working, the next message waits (up to --wait seconds) for it to pause or end, and is
@@ -176,7 +178,7 @@ async def _run(args: argparse.Namespace) -> int:
             session.entry = args.entry
         if not session.entry:
             return _fail("no conversation yet: pass --entry URL")
-    if args.command == "watch":
+    if args.command in ("watch", "cancel"):
         args.task = args.task or session.task_id
         args.agent = args.agent or (session.owner_url if args.task == session.task_id else None)
         if not args.task or not args.agent:
@@ -194,6 +196,10 @@ async def _run(args: argparse.Namespace) -> int:
             return await _operate(client, args)
         if args.command == "trace":
             return await _trace(client, session, args, reach)
+        if args.command == "cancel":
+            code = await _cancel(client, session, args, emit)
+            session.save(path)
+            return code
         conversation = Conversation(
             client,
             session,
@@ -212,6 +218,28 @@ async def _run(args: argparse.Namespace) -> int:
         return int(await conversation.watch(args.agent, args.task))
     finally:
         await client.aclose()
+
+
+async def _cancel(
+    client: AgentClient, session: Session, args: argparse.Namespace, emit: Callable[[Event], None]
+) -> int:
+    """CancelTask TASK at its agent: exit 0 canceled, 1 refused (the agent says why: ended,
+    or handed off already — where to), 3 unreachable."""
+    name = session.owner_name if args.task == session.task_id and session.owner_name else ""
+    name = name or args.agent
+    try:
+        canceled = await client.cancel(args.agent, args.task)
+    except (UnavailableError, CircuitOpenError) as exc:
+        return _fail(f"cannot reach {args.agent} ({describe(exc)})", ExitCode.UNREACHABLE)
+    except RemoteError as exc:
+        emit({"event": "not_canceled", "agent": name, "taskId": args.task,
+              "message": f"task {args.task} was not canceled: {exc.message}"})  # fmt: skip
+        return int(ExitCode.FAILED)
+    if args.task == session.task_id:
+        session.state = canceled.status.state.value
+    said = canceled.status.message.text if canceled.status.message is not None else ""
+    emit({"event": "canceled", "agent": name, "taskId": canceled.id, "text": said})
+    return int(ExitCode.COMPLETED)
 
 
 def _new(session: Session, path: Path, entry: str | None, emit: Callable[[Event], None]) -> int:
@@ -450,6 +478,9 @@ def _parser() -> argparse.ArgumentParser:
     watch = command("watch", "follow a task across transfers (default: the session's task)")
     watch.add_argument("task", nargs="?")
     watch.add_argument("--agent", type=agent_url, help="the agent TASK is at")
+    cancel = command("cancel", "cancel a task (default: the session's task)")
+    cancel.add_argument("task", nargs="?")
+    cancel.add_argument("--agent", type=agent_url, help="the agent TASK is at")
     trace = command("trace", "the conversation's chain, in time order")
     trace.add_argument("--context", help="a conversation (default: the session's)")
     trace.add_argument("--agent", type=agent_url, help="where to start (default: the entry)")

@@ -554,8 +554,9 @@ class Conversation:
                     "taskId": cursor.task_id,
                     "message": f"the handoff from {cursor.name} is pending: "
                     + (f"{cursor.delivery}. " if cursor.delivery else "")
-                    + f"It waits in {cursor.name}'s outbox and will be delivered; `send` or"
-                    " `watch` picks the conversation up",
+                    + f"{cursor.name} keeps trying until the handoff is taken, refused or"
+                    " expires; `send` or `watch` picks the conversation up, `cancel`"
+                    " withdraws it",
                 }
             )
         else:

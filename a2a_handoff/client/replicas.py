@@ -33,9 +33,12 @@ def _replicas(address: str) -> tuple[str, ...]:
 
 
 def never_arrived(exc: BaseException) -> bool:
-    """The request cannot have reached the replica: safe to send elsewhere, whatever it is."""
+    """The request cannot have reached the replica: safe to send elsewhere, whatever it is
+    — not on this attempt, nor on any the call made before it."""
     if isinstance(exc, CircuitOpenError):
         return True
+    if isinstance(exc, UnavailableError) and exc.may_have_arrived:
+        return False
     return isinstance(exc.__cause__, httpx.ConnectError)
 
 
@@ -65,12 +68,16 @@ async def failover(
 ) -> T:
     """`attempt(url)` on each replica in turn, while a failure allows trying the next."""
     urls = ordered(address, preferred)
+    reached = False  # a replica tried before may have had the request
     for i, url in enumerate(urls):
         try:
             result = await attempt(url)
         except (UnavailableError, CircuitOpenError) as exc:
             last = i == len(urls) - 1
+            reached = reached or not never_arrived(exc)
             if last or not (idempotent or never_arrived(exc)):
+                if reached and isinstance(exc, UnavailableError):
+                    exc.may_have_arrived = True
                 raise
             continue
         if len(urls) > 1:

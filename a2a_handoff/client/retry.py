@@ -25,7 +25,7 @@ from tenacity import (
 
 from a2a_handoff.client.breaker import CircuitBreaker
 from a2a_handoff.client.reasons import unreachable
-from a2a_handoff.errors import HandoffError, UnavailableError
+from a2a_handoff.errors import CircuitOpenError, HandoffError, UnavailableError
 
 RETRYABLE_STATUS = frozenset({429, 502, 503, 504})
 
@@ -104,12 +104,25 @@ async def request(
 ) -> Answer:
     """`send()` through `breaker`, retried under `policy` when `idempotent`.
 
-    Transport failures and retryable statuses end as UnavailableError.
+    Transport failures and retryable statuses end as UnavailableError — saying whether any
+    attempt may have reached the endpoint (a connection was made), not only the last.
     """
     started = time.monotonic()
-    try:
+    reached = False
+
+    async def one() -> Answer:
+        nonlocal reached
         try:
             return await attempt(breaker, send)
+        except (httpx.ConnectError, CircuitOpenError):
+            raise
+        except Exception:
+            reached = True
+            raise
+
+    try:
+        try:
+            return await one()
         except Exception as exc:
             if not idempotent or not is_transient(exc):
                 raise
@@ -122,9 +135,13 @@ async def request(
                 if first is not None:
                     failed, first = first, None
                     raise failed
-                return await attempt(breaker, send)
+                return await one()
     except RetryableStatus as exc:
-        raise UnavailableError(f"cannot reach {url} (HTTP {exc.status_code})") from exc
+        error = UnavailableError(f"cannot reach {url} (HTTP {exc.status_code})")
+        error.may_have_arrived = reached
+        raise error from exc
     except httpx.TransportError as exc:
-        raise UnavailableError(unreachable(url, exc)) from exc
+        error = UnavailableError(unreachable(url, exc))
+        error.may_have_arrived = reached
+        raise error from exc
     raise AssertionError("unreachable: tenacity re-raises the last error")

@@ -12,7 +12,10 @@ on it. The rules it encodes:
 - a passing error, an unreachable target or an answer that is not a task → `Retry` — until
   a contract's `max_retries` of the target's own failures (`on_error`) or, while no try can
   have reached the target, its `timeout_ms` (`on_timeout`) → `GiveUp`. Past an envelope's
-  TTL a handoff is still retried: only the target can tell whether it took the envelope;
+  TTL a handoff no try can have reached is over: `Refused` (`expired`: the source fails, a
+  waiting handler is told); one a try may have reached is still retried — only the target
+  can tell whether it took the envelope, and it answers with its task or refuses the
+  expired envelope for good;
 - a `return` (an operator's decision going back) is given up once its retry policy is
   exhausted (the age of its entry): the source then fails `given_up`.
 """
@@ -49,6 +52,7 @@ class Tries:
     may_have_arrived: bool = False  # some try may have reached the target
     elapsed: float = 0.0  # seconds since this delivery started
     age: float = 0.0  # seconds since the handoff was checkpointed
+    expired: bool = False  # the envelope's time limit has passed
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,8 +105,9 @@ class GiveUp:
 Verdict = Retry | Done | Refused | GiveUp
 
 
-def classify(outcome: Outcome, tries: Tries, rules: Rules) -> Verdict:
-    """What the try that ended in `outcome` means, after `tries` (not counting it)."""
+def classify(outcome: Outcome, tries: Tries, rules: Rules, sent: bool = True) -> Verdict:
+    """What the try that ended in `outcome` means, after `tries` (not counting it). `sent`:
+    the try sent the envelope (False: it failed before, reading the target's card)."""
     target, contract = rules.target, rules.contract
     if isinstance(outcome, Created):
         return Done(outcome)
@@ -126,11 +131,17 @@ def classify(outcome: Outcome, tries: Tries, rules: Rules) -> Verdict:
                 reason = f"{target} failed {after.errors} time(s): {outcome.message}"
                 return GiveUp(reason, "failed", "on_error")
     else:  # unreachable, its breaker open, or an answer that is not a task
-        arrived = tries.may_have_arrived or not never_arrived(outcome)
+        arrived = tries.may_have_arrived or (sent and not never_arrived(outcome))
         after = replace(after, may_have_arrived=arrived)
         timeout = contract.recovery.timeout_ms if contract is not None else None
         if timeout and not arrived and tries.elapsed > timeout / 1000:
             return GiveUp(f"{target} unreachable for over {timeout} ms", "timeout", "on_timeout")
+        if tries.expired and not arrived:
+            reason = (
+                f"handoff_expired: {target} could not be reached before the handoff expired"
+                f" ({after.failed} tries): nothing was delivered"
+            )
+            return Refused(reason, "expired", reopen=rules.reopen)
     policy = rules.returns
     if policy is not None and policy.exhausted(after.failed, tries.age):
         reason = (
@@ -144,7 +155,7 @@ def classify(outcome: Outcome, tries: Tries, rules: Rules) -> Verdict:
 def _rejected(created: Task, rules: Rules) -> Refused:
     code = str(ext_metadata(created).get("rejected", "rejected"))
     if code == "envelope_expired":
-        return Refused("handoff_expired: the envelope expired", "expired")
+        return Refused("handoff_expired: the envelope expired", "expired", reopen=rules.reopen)
     reason = f"{rules.target} rejected the handoff: {status_text(created)}"
     contract = rules.contract
     path = contract.recovery.on_reject if contract is not None else None

@@ -16,12 +16,10 @@ and the source then fails `handoff_expired`.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import sys
-from typing import Any, cast
+from typing import Any
 
-import pydantic_core
 from pydantic import ValidationError
 
 from a2a_handoff.client.answers import Created, created_task
@@ -37,7 +35,7 @@ from a2a_handoff.errors import (
     RemoteError,
     UnavailableError,
 )
-from a2a_handoff.failpoints import failpoint
+from a2a_handoff.failpoints import failpoint, pausepoint
 from a2a_handoff.handoff.classify import (
     GIVEN_UP,
     Done,
@@ -53,13 +51,14 @@ from a2a_handoff.handoff.classify import (
 from a2a_handoff.handoff.envelope import HandoffEnvelope
 from a2a_handoff.handoff.fallback import Rerouted, Unfollowed, path_of, reroute
 from a2a_handoff.handoff.job import DeliveryJob
+from a2a_handoff.handoff.reach import Reach, readdressed
 from a2a_handoff.handoff.sender import HandoffSender, missing_capabilities
 from a2a_handoff.handoff.settings import HandoffSettings
-from a2a_handoff.handoff.terminate import delayed, failed, reopened, transferred
+from a2a_handoff.handoff.terminate import failed, reopened, transferred
+from a2a_handoff.handoff.wire import create_params
 from a2a_handoff.observe import events, tracing
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI as URI
-from a2a_handoff.protocol.extension import SIGNATURE_KEY
-from a2a_handoff.protocol.models import Role, Task, parse_time, utc_now
+from a2a_handoff.protocol.models import Task, parse_time, utc_now
 from a2a_handoff.stores.base import OutboxEntry, Store, TaskRecord
 from a2a_handoff.trust.agent_trust import AgentTrust
 
@@ -99,32 +98,41 @@ class Delivery:
         name = "a2a.deliver" if job.fresh else "a2a.recovery"
         with tracing.adopted(job.trace_id), tracing.span(name, "a2a.handoff_id", job.handoff_id):
             envelope, body = job.opened()
+            reach = await Reach.of(self.store, job)
+            if reach.unreached:  # no try reached its address: the route's may have changed
+                moved = await readdressed(self.store, self.sender, entry, envelope)
+                if moved is not None:
+                    return moved
             contract = self._contract_of(envelope)
             returns = self._returns_policy(envelope)
             rules = Rules(entry.target_name, contract, job.reopen, returns)
             signer = self.trust.signing_key
-            params = _create_params(envelope, body, self.trust.sign_envelope(body.encode()))
+            params = create_params(envelope, body, self.trust.sign_envelope(body.encode()))
             started = asyncio.get_running_loop().time()
-            tries = Tries(may_have_arrived=not job.fresh)
-            source, said = job.source, None
+            tries = Tries(may_have_arrived=not job.fresh and not reach.unreached)
+            said = None
             while True:
                 if self.trust.signing_key is not signer:  # keys rotated while it waited
                     signer = self.trust.signing_key
-                    params = _create_params(envelope, body, self.trust.sign_envelope(body.encode()))
-                outcome = await self._try(entry, envelope, params)
+                    params = create_params(envelope, body, self.trust.sign_envelope(body.encode()))
+                outcome, sent = await self._try(entry, envelope, params, reach)
                 elapsed = asyncio.get_running_loop().time() - started
                 age = _age(entry) if returns is not None else 0.0  # only a return's counts
-                tries = Tries(tries.failed, tries.errors, tries.may_have_arrived, elapsed, age)
-                verdict = classify(outcome, tries, rules)
+                tries = Tries(tries.failed, tries.errors, tries.may_have_arrived, elapsed, age,
+                              envelope.expired())  # fmt: skip
+                verdict = classify(outcome, tries, rules, sent)
                 if not isinstance(verdict, Retry):
-                    return await self._end(job, envelope, contract, verdict, source, tries)
+                    return await self._end(job, envelope, contract, verdict, reach.source, tries)
                 tries = verdict.tries
-                source, said = await self._delayed(entry, envelope, verdict, source, said)
+                said = await self._delayed(envelope, verdict, reach, said)
                 wait = self.policy.backoff(tries.failed)
                 if returns is not None:  # a return backs off, up to its give-up time
                     left = max(0.0, returns.total_seconds - _age(entry))
                     wait += min(returns.backoff(tries.failed), left)
                 await asyncio.sleep(wait)
+                ended = await reach.superseded()
+                if ended is not None:  # canceled, or replaced, while it waited: not ours now
+                    return ended
 
     def _returns_policy(self, envelope: HandoffEnvelope) -> RetryPolicy | None:
         """A return (a decision going back) is retried with backoff, and given up (FAILED)
@@ -135,22 +143,31 @@ class Delivery:
         pace = self.settings.retry_interval
         return RetryPolicy(FOREVER, limit, 2 * pace, min(30.0, 64 * pace))
 
-    async def _try(self, entry: OutboxEntry, envelope: HandoffEnvelope, params: str) -> Outcome:
-        """One try: the target's card gates the envelope, the call creates the task: its answer."""
+    async def _try(
+        self, entry: OutboxEntry, envelope: HandoffEnvelope, params: str, reach: Reach
+    ) -> tuple[Outcome, bool]:
+        """One try: the target's card gates the envelope (read anew while no try reached
+        the target), the call creates the task: its answer, and whether the envelope left."""
         try:
-            card = await self.client.card(entry.target_url)
+            card = await self.client.card(entry.target_url, fresh=reach.unreached)
             problems = missing_capabilities(envelope.required_capabilities, card, None)
             if problems:
-                return GateRefused("; ".join(problems))
+                return GateRefused("; ".join(problems)), False
+            await reach.before_send()
+        except (UnavailableError, CircuitOpenError, ValidationError, HandoffError) as exc:
+            return exc, False
+        await pausepoint("handoff.before_send")
+        try:
             with tracing.span("a2a.create", "a2a.target", entry.target_name):
                 created: Task | Created = await self.client.call_json(
                     entry.target_url, "SendMessage", params, extensions=[URI], idempotent=True,
                     read=created_task,
                 )  # fmt: skip
         except (RemoteError, UnavailableError, CircuitOpenError, ValidationError) as exc:
-            return exc
+            return exc, True
         failpoint("handoff.after_create")
-        return created
+        await pausepoint("handoff.after_create")
+        return created, True
 
     async def _end(
         self,
@@ -210,28 +227,31 @@ class Delivery:
 
     async def _delayed(
         self,
-        entry: OutboxEntry,
         envelope: HandoffEnvelope,
         retry: Retry,
-        source: TaskRecord | None,
-        said: tuple[str, bool] | None,
-    ) -> tuple[TaskRecord | None, tuple[str, bool] | None]:
+        reach: Reach,
+        said: tuple[str, bool, bool] | None,
+    ) -> tuple[str, bool, bool] | None:
         """A failed try, said only when what is wrong changes (the first failure, another
-        reason, the target's breaker opened): one log line, and the source task's status,
-        so whoever follows the task sees why it waits. The source record as now written,
-        and what is said now."""
+        reason, the target's breaker opened, a try that may have reached it): one log line,
+        and the source task's status — so whoever follows the task sees why it waits — with
+        whether a try may have reached the target (`handoff.reach`). What is said now."""
+        entry = reach.entry
         words = trouble(entry.target_name, entry.target_url, retry.error, self.client)
         wait = self._next_try(entry.target_url)
         # Once the breaker opened, its cool-down paces the tries: that stays said.
         opened = wait > self.settings.retry_interval or bool(said and said[1])
-        if (words, opened) == said:
-            return source, said
-        text = f"{words}; retrying, next try in {_seconds(wait)}"
+        now = (words, opened, retry.tries.may_have_arrived)
+        if now == said:
+            return said
+        arrived = "; it may have taken it" if retry.tries.may_have_arrived else ""
+        text = f"{words}{arrived}; retrying, next try in {_seconds(wait)}"
         events.handoff_delayed(envelope, text, retry.tries.failed)
         try:
-            return await delayed(self.store, entry, text, source), (words, opened)
-        except HandoffError:  # the store: the delivery goes on, the next change says it
-            return None, (words, opened)
+            await reach.note(text, retry.tries.may_have_arrived)
+        except HandoffError:  # the store, or the entry replaced: the next change says it
+            return now
+        return now
 
     def _next_try(self, address: str) -> float:
         """Seconds until the next try can reach the target: its breaker's cool-down left."""
@@ -277,38 +297,6 @@ class Delivery:
         if catalog is None or not envelope.contract:
             return None
         return catalog.by_id(envelope.contract)
-
-    async def notify(
-        self, envelope: HandoffEnvelope, envelope_json: str, attempts_for: float = 30.0
-    ) -> Task:
-        """Deliver a message that does not end the task (a notice); the task it created.
-
-        Retried with the same key for up to `attempts_for` seconds (the target deduplicates);
-        raises HandoffError when the target refuses it or stays unreachable.
-        """
-        target = envelope.target
-        signature = self.trust.sign_envelope(envelope_json.encode())
-        params = _create_params(envelope, envelope_json, signature)
-        deadline = asyncio.get_running_loop().time() + attempts_for
-        rules = Rules(target.agent)
-        while True:
-            try:
-                result = await self.client.call_json(
-                    target.url, "SendMessage", params, extensions=[URI], idempotent=True
-                )
-                answer: Outcome = Task.model_validate(
-                    result.get("task") if isinstance(result, dict) else None
-                )
-            except (RemoteError, UnavailableError, CircuitOpenError, ValidationError) as exc:
-                answer = exc
-            verdict = classify(answer, Tries(), rules)
-            if isinstance(verdict, Done):
-                return cast(Task, verdict.created)  # the answer, read whole
-            if not isinstance(verdict, Retry):
-                raise HandoffError(verdict.reason)
-            if asyncio.get_running_loop().time() >= deadline:
-                raise HandoffError(f"{target.agent} unreachable: {verdict.error}")
-            await asyncio.sleep(self.settings.retry_interval)
 
 
 def closed(
@@ -363,38 +351,3 @@ def trouble(name: str, address: str, exc: Exception, client: AgentClient) -> str
 
 def _seconds(value: float) -> str:
     return f"{value:.1f} s" if value < 2 else f"{round(value)} s"
-
-
-def handoff_message_id(envelope: HandoffEnvelope) -> str:
-    return f"handoff-{envelope.idempotency_key}"
-
-
-def _create_params(envelope: HandoffEnvelope, envelope_json: str, signature: str) -> str:
-    """The SendMessage params that create the successor, as JSON.
-
-    The message carries the envelope in its metadata (`envelope_json`: the canonical JSON
-    the outbox holds, so it is not encoded again) with its `signature` beside it, and points
-    back at the source task. The source needs only the successor's id and status back:
-    `historyLength: 0`.
-    """
-    message = {
-        "messageId": handoff_message_id(envelope),
-        "role": _USER,
-        "parts": [{"text": envelope.summary}, {"data": envelope.transfer_context}],
-        "contextId": envelope.context_id,
-        "extensions": [URI],
-        "referenceTaskIds": [envelope.source.task_id],
-    }
-    # Encoded as pydantic encodes the envelope: a context may hold dates, UUIDs, decimals.
-    head = pydantic_core.to_json(message).decode()[:-1]  # open: the metadata follows
-    return (
-        f'{{"message":{head}{_ENVELOPE_MEMBER}{envelope_json}{_SIGNATURE_MEMBER}'
-        f"{json.dumps(signature)}{_CONFIGURATION}"
-    )
-
-
-# The constant parts of `_create_params`, encoded once.
-_USER = Role.USER.value
-_ENVELOPE_MEMBER = f',"metadata":{{{json.dumps(URI)}:'
-_SIGNATURE_MEMBER = f",{json.dumps(SIGNATURE_KEY)}:"
-_CONFIGURATION = '}},"configuration":{"returnImmediately":true,"historyLength":0}}'

@@ -14,11 +14,13 @@ from dataclasses import dataclass
 from a2a_handoff.client.client import AgentClient
 from a2a_handoff.handoff.delivery import Delivery
 from a2a_handoff.handoff.ledger import Ledger
+from a2a_handoff.handoff.notice import Notices
 from a2a_handoff.handoff.receiver import HandoffReceiver
 from a2a_handoff.handoff.recovery import LeaseHolder, Outbox
 from a2a_handoff.handoff.sender import HandoffSender
 from a2a_handoff.handoff.settings import HandoffSettings
 from a2a_handoff.handoff.subtask import SubTasks
+from a2a_handoff.handoff.withdraw import Withdrawal
 from a2a_handoff.stores.base import Store
 from a2a_handoff.trust.agent_trust import AgentTrust
 
@@ -35,6 +37,8 @@ class Handoffs:
     ledger: Ledger
     trust: AgentTrust
     subtasks: SubTasks  # delegations: sub-tasks created and followed at their delegates
+    withdrawal: Withdrawal  # a cancel of a task being handed off
+    notices: Notices  # non-blocking escalations (`ctx.inform`)
 
     @classmethod
     def build(
@@ -58,6 +62,8 @@ class Handoffs:
             Ledger(store),
             trust,
             SubTasks(client, trust, settings.retry_interval),
+            Withdrawal(store, client, trust),
+            Notices(client, trust, settings.retry_interval),
         )
 
     async def aclose(self) -> None:

@@ -5,10 +5,11 @@ In order: the envelope is parsed (a malformed one is -32602, nothing stored) and
 leaves only its ledger row); its dedupe key is looked up first — a replay of a key already
 taken returns the same task (`duplicate`) whatever its age, so a lost reply can never turn
 into a second task or a false failure, and the same key with a different envelope is -32103;
-then the refusals, each a REJECTED task whose reason the sender reads: TTL
-(`envelope_expired`), size, address, loop guard, contract acceptance. Otherwise the runtime
-creates the task, once per key, with the ledger row in the same transaction. The runtime
-drives these steps (`runtime.tasks.TaskManager`); this module decides them.
+then the refusals, each a REJECTED task whose reason the sender reads: its sender withdrew
+it (`withdrawn`, see `protocol.extension.WITHDRAW_KEY`), TTL (`envelope_expired`), size,
+address, loop guard, contract acceptance. Otherwise the runtime creates the task, once per
+key, with the ledger row in the same transaction. The runtime drives these steps
+(`runtime.tasks.TaskManager`); this module decides them.
 """
 
 from __future__ import annotations
@@ -104,11 +105,14 @@ class HandoffReceiver:
             )
         return verified
 
-    async def decide(self, verified: VerifiedEnvelope, busy: Callable[[str], bool]) -> Decision:
+    async def decide(
+        self, verified: VerifiedEnvelope, busy: Callable[[str], bool], withdraw: bool = False
+    ) -> Decision:
         """What to do with a proven handoff, decided once: its key looked up first (a replay
         is a `Duplicate` whatever its age; the same key with another envelope raises -32103),
-        then the refusals, else `Accept`. `busy(key)`: this process is creating the task of
-        that key right now — HandoffProcessingError (-32102), which the sender retries."""
+        then the refusals — `withdraw` (its sender withdraws it: the key refused for good)
+        first —, else `Accept`. `busy(key)`: this process is creating the task of that key
+        right now — HandoffProcessingError (-32102), which the sender retries."""
         key, window = self.dedupe_for(verified)
         existing_id = await self.store.find(key)
         record = await self.store.get(existing_id) if existing_id is not None else None
@@ -118,6 +122,9 @@ class HandoffReceiver:
             self.check_replay(record, verified)
             return Duplicate(record)
         message = signed_message(verified)  # nothing unsigned of the message goes further
+        if withdraw:
+            reason = f"{verified.signer} withdrew this handoff before it was taken"
+            return Refuse("withdrawn", reason, key, message)
         refusal = self.refusal(verified)
         if refusal is not None:
             return Refuse(*refusal, key, message)

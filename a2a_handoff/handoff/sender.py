@@ -276,7 +276,8 @@ class HandoffSender:
             transition(task.status.state, TaskState.WORKING)
         # One copy (history, extension metadata and status at once): `with_ext_metadata`'s
         # merge, written out.
-        ext = {**ext_metadata(task), "state": HANDING_OFF, "handoffId": envelope.handoff_id}
+        ext = {k: v for k, v in ext_metadata(task).items() if k != "delivery"}  # a former try's
+        ext = {**ext, "state": HANDING_OFF, "handoffId": envelope.handoff_id}
         task = task.model_copy(
             update={
                 "history": [*(task.history or []), note],

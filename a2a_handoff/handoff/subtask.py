@@ -28,8 +28,8 @@ from a2a_handoff.errors import (
 )
 from a2a_handoff.failpoints import failpoint
 from a2a_handoff.handoff.classify import Done, Outcome, Refused, Retry, Rules, Tries, classify
-from a2a_handoff.handoff.delivery import _create_params
 from a2a_handoff.handoff.envelope import HandoffEnvelope
+from a2a_handoff.handoff.wire import create_params
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI as URI
 from a2a_handoff.protocol.models import Task
 from a2a_handoff.protocol.states import TaskState
@@ -57,7 +57,7 @@ class SubTasks:
         """Create the sub-task (retried until it is taken or refused): the task the delegate
         answered — possibly REJECTED by it (its trust list, contract, loop guard) — or the
         reason the request was refused before a task was made."""
-        params = _create_params(
+        params = create_params(
             envelope, envelope_json, self.trust.sign_envelope(envelope_json.encode())
         )
         rules, tries = Rules(envelope.target.agent), Tries()

@@ -77,19 +77,30 @@ async def reopened(
 
 
 async def delayed(
-    store: Store, entry: OutboxEntry, text: str, source: TaskRecord | None = None
+    store: Store,
+    entry: OutboxEntry,
+    text: str,
+    source: TaskRecord | None = None,
+    reached: bool | None = None,
 ) -> TaskRecord | None:
     """The source task, still handing off, says why its handoff waits: a WORKING status
-    update with `text` (not kept in its history) and `metadata[URI].delivery` = {reason, at}.
-    Whoever may read the task (its owner) sees it; the outbox stays as it is."""
+    update with `text` (not kept in its history) and `metadata[URI].delivery` = {reason, at,
+    and `reached` when given: whether a try may have reached the target (`handoff.reach`)}.
+    Whoever may read the task (its owner) sees it; the outbox stays as it is. ConflictError
+    when the task no longer hands this entry off."""
     record = source
     for _ in range(3):
         if record is None:
             record = await store.get(entry.task_id)
         if record is None or record.state is not TaskState.WORKING:
             return record
+        if ext_metadata(record.task).get("handoffId") != entry.handoff_id:
+            raise ConflictError(f"task {entry.task_id} no longer hands off {entry.handoff_id}")
         now = utc_now()
-        ext = {**ext_metadata(record.task), "delivery": {"reason": text, "at": now}}
+        note: dict[str, Any] = {"reason": text, "at": now}
+        if reached is not None:
+            note["reached"] = reached
+        ext = {**ext_metadata(record.task), "delivery": note}
         message = agent_message(text, record.task)
         task = record.task.model_copy(
             update={
@@ -158,24 +169,10 @@ async def _close(
             record = await store.get(entry.task_id)
         if record is None or record.state.terminal:
             return record, False
-        transition(record.state, state)
-        message = agent_message(text, record.task)
-        members = ext(ext_metadata(record.task))
-        now = utc_now()
-        task = record.task.model_copy(
-            update={
-                "metadata": {**(record.task.metadata or {}), HANDOFF_EXTENSION_URI: members},
-                "history": [*(record.task.history or []), message],
-                "status": TaskStatus(state=state, message=message, timestamp=now),
-            }
-        )
-        updated = record.advanced(task, 1, now)
-        told = dict(members) if said is None else said
         try:
-            await store.terminate(
-                updated, [status_event(task, {HANDOFF_EXTENSION_URI: told})],
-                expected_version=record.version, handoff_id=entry.handoff_id,
-                status=status, detail=detail,
+            updated = await close_once(
+                store, entry, record, state, text, ext(ext_metadata(record.task)), said,
+                status, detail,
             )  # fmt: skip
         except ConflictError:
             record = None
@@ -183,3 +180,37 @@ async def _close(
         return updated, True
     log.error("handoff %s: could not close task %s", entry.handoff_id, entry.task_id)
     return None, False
+
+
+async def close_once(
+    store: Store,
+    entry: OutboxEntry,
+    record: TaskRecord,
+    state: TaskState,
+    text: str,
+    members: dict[str, Any],
+    said: dict[str, Any] | None,
+    status: str,
+    detail: str,
+) -> TaskRecord:
+    """ONE check-and-set write from `record`: the source task in `state` with `text` in its
+    history and `members` as its handoff metadata (the event says `said`, None: all of it),
+    the entry closed as `status` with `detail`. ConflictError when either moved."""
+    transition(record.state, state)
+    message = agent_message(text, record.task)
+    now = utc_now()
+    task = record.task.model_copy(
+        update={
+            "metadata": {**(record.task.metadata or {}), HANDOFF_EXTENSION_URI: members},
+            "history": [*(record.task.history or []), message],
+            "status": TaskStatus(state=state, message=message, timestamp=now),
+        }
+    )
+    updated = record.advanced(task, 1, now)
+    told = dict(members) if said is None else said
+    await store.terminate(
+        updated, [status_event(task, {HANDOFF_EXTENSION_URI: told})],
+        expected_version=record.version, handoff_id=entry.handoff_id,
+        status=status, detail=detail,
+    )  # fmt: skip
+    return updated

@@ -17,6 +17,10 @@ HANDOFF_EXTENSION_URI = "urn:a2a-handoff:ext:handoff:v1"
 SIGNATURE_KEY = HANDOFF_EXTENSION_URI + ":jws"
 """`message.metadata[SIGNATURE_KEY]`: the sender's detached JWS over the canonical envelope
 carried beside it in `message.metadata[HANDOFF_EXTENSION_URI]`."""
+WITHDRAW_KEY = HANDOFF_EXTENSION_URI + ":withdraw"
+"""`message.metadata[WITHDRAW_KEY] = true` beside a signed envelope: its sender withdraws the
+handoff — taken already, the target answers with its task; else it refuses the key for good
+(REJECTED `withdrawn`), so no later try of it is taken."""
 
 # The extension's limits, shared by both ends of a handoff and by the contract linter.
 MAX_ENVELOPE_BYTES = 64 * 1024

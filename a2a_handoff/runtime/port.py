@@ -148,7 +148,7 @@ class RunPort:
             run.acting_for,
             key_salt=f"notice:{self.notices}",
         )
-        created = await handoffs.delivery.notify(envelope, envelope_json)
+        created = await handoffs.notices.send(envelope, envelope_json)
         await self.status(
             f"Informed {envelope.target.agent} (task {created.id}): {escalation.what_is_needed}"
         )

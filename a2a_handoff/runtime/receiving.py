@@ -13,6 +13,7 @@ from a2a_handoff.handoff.handoffs import Handoffs
 from a2a_handoff.handoff.receiver import Duplicate, Refuse
 from a2a_handoff.handoff.verified import EnvelopeRefused, VerifiedEnvelope
 from a2a_handoff.observe import events, tracing
+from a2a_handoff.protocol.extension import WITHDRAW_KEY
 from a2a_handoff.protocol.models import Message
 from a2a_handoff.runtime.creating import TaskCreator
 from a2a_handoff.runtime.journal import Submission, resolved
@@ -39,14 +40,18 @@ class HandoffIntake:
             )  # fmt: skip
             return resolved(answer)
         envelope = verified.envelope
+        withdraw = message.metadata.get(WITHDRAW_KEY) is True  # from the proven sender only
         with tracing.adopted(envelope.trace_id):
-            return await self._receive_verified(owner, verified)
+            return await self._receive_verified(owner, verified, withdraw)
 
-    async def _receive_verified(self, owner: str, verified: VerifiedEnvelope) -> Submission:
+    async def _receive_verified(
+        self, owner: str, verified: VerifiedEnvelope, withdraw: bool
+    ) -> Submission:
         """Act on the receiver's one decision: answer a replay with its task, store a
         refusal, or create the task (once per key, across replicas too)."""
         receiver = self.handoffs.receiver
-        decision = await receiver.decide(verified, self.creator.runs.creating.__contains__)
+        busy = self.creator.runs.creating.__contains__
+        decision = await receiver.decide(verified, busy, withdraw)
         detail = ""
         if isinstance(decision, Duplicate):
             record, outcome = decision.record, "duplicate"

@@ -27,6 +27,7 @@ from a2a_handoff.errors import InvalidParamsError
 from a2a_handoff.escalation import EscalationPolicy
 from a2a_handoff.handoff.handoffs import Handoffs
 from a2a_handoff.handoff.settings import HandoffSettings
+from a2a_handoff.handoff.withdraw import handing_off
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI
 from a2a_handoff.protocol.models import Message, Role
 from a2a_handoff.runtime.cancelling import cancel_task
@@ -185,7 +186,11 @@ class TaskManager:
         return self.lookup.decides(principal)
 
     async def cancel(self, task_id: str, owner: str) -> TaskRecord:
-        """Cancel the task; with it the sub-tasks it delegated that are still open."""
+        """Cancel the task; with it the sub-tasks it delegated that are still open. A task
+        being handed off is canceled by withdrawing its handoff (`handoff.withdraw`)."""
+        record = await self.lookup.owned(task_id, owner)
+        if handing_off(record):
+            return await self.handoffs.withdrawal.cancel(record)
         canceled = await cancel_task(self.lookup, self.runs, task_id, owner)
         await cancel_open(self.handoffs, canceled.task)
         return canceled

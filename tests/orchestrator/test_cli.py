@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.handoff_support import REFUND, Agents, make_agents, running
+from tests.integration.handoff_support import REFUND, Agents, make_agents, running, tasks_in
 from tests.support import ROOT, AgentProcess, Cli, free_port
 
 
@@ -151,7 +151,8 @@ def test_a_down_handoff_target_leaves_the_handoff_pending_and_says_why(tmp_path:
         # said as it happens (triage's status), and again in the pending line
         assert f"[triage] working: {why}, next try in" in out
         assert re.search(rf"handoff from triage is pending: {re.escape(why)}, next try in \d", out)
-        assert "outbox" in out
+        assert "triage keeps trying until the handoff is taken, refused or expires" in out
+        assert "`cancel` withdraws it" in out
         # Triage's log says what changed (the first failure, the breaker opening), not each
         # of the retries of these 5 s (two a second before).
         assert agents.triage.log_path is not None
@@ -172,3 +173,24 @@ def test_no_entry_agent_is_a_usage_error(cli: Cli) -> None:
     code, out = cli.run("send", "hello")
     assert code == 64
     assert "--entry" in out
+
+
+def test_cancel_withdraws_a_handoff_the_target_never_took(tmp_path: Path) -> None:
+    agents = make_agents(tmp_path)
+    agents.triage.start()  # billing is down: the handoff waits in triage's outbox
+    cli = Cli(tmp_path / "session.json")
+    try:
+        code, _ = cli.run("--wait", "2", "send", "--entry", agents.triage.url, "I want a refund")
+        assert code == 4
+        code, out = cli.run("cancel")
+        assert code == 0, out
+        assert "[triage] canceled: Task canceled: its handoff to billing was withdrawn" in out
+        code, out = cli.run("cancel")  # nothing left to cancel: said, exit 1
+        assert code == 1
+        assert "was not canceled" in out
+        assert "TASK_STATE_CANCELED" in out or "CANCELED" in out
+        agents.billing.start()
+        context = json.loads(cli.session.read_text())["context_id"]
+        assert tasks_in(agents.billing, context) == []  # nothing was delivered, then or now
+    finally:
+        agents.stop()

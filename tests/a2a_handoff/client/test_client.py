@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from a2a_handoff.client.client import AgentClient
+from a2a_handoff.client.replicas import never_arrived
 from a2a_handoff.client.retry import RetryPolicy
 from a2a_handoff.client.transport import Http11Transport
 from a2a_handoff.errors import CircuitOpenError, RemoteError, UnavailableError
@@ -104,6 +105,22 @@ async def test_idempotent_call_is_retried_on_transport_errors() -> None:
     assert task.id == "t"
     assert len(script.requests) == 3
     assert {b["method"] for b in script.bodies()} == {"GetTask"}
+
+
+async def test_a_retried_call_says_it_may_have_arrived_when_an_earlier_attempt_could_have() -> None:
+    """The last attempt's connection refused does not hide an earlier one that was read
+    (sent, no answer): the call may have arrived — what a handoff's expiry relies on."""
+    script = Script(httpx.ReadError, httpx.ConnectError)
+    async with agent_client(script) as client:
+        with pytest.raises(UnavailableError) as caught:
+            await client.get_task(URL, "t")
+    assert caught.value.may_have_arrived
+    assert not never_arrived(caught.value)
+    refused_only = Script(httpx.ConnectError)
+    async with agent_client(refused_only) as client:
+        with pytest.raises(UnavailableError) as caught:
+            await client.get_task(URL, "t")
+    assert never_arrived(caught.value)
 
 
 @pytest.mark.parametrize("status", [429, 502, 503, 504])

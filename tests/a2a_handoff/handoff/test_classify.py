@@ -124,10 +124,31 @@ def test_a_refusal_under_a_contract_path_goes_there_even_for_a_waiting_handler()
     )  # fmt: skip
 
 
-def test_an_expired_envelope_the_target_never_took_fails_the_source() -> None:
-    rules = Rules("billing", contract(on_reject="supervisor"), reopen=True)
-    verdict = classify(task(TaskState.REJECTED, "envelope_expired"), Tries(), rules)
-    assert verdict == Refused("handoff_expired: the envelope expired", "expired")
+def test_an_expired_envelope_the_target_never_took_fails_the_source_or_tells_its_handler() -> None:
+    for reopen in (False, True):  # no contract path: the source, or a handler that waits
+        rules = Rules("billing", contract(on_reject="supervisor"), reopen=reopen)
+        verdict = classify(task(TaskState.REJECTED, "envelope_expired"), Tries(), rules)
+        assert verdict == Refused("handoff_expired: the envelope expired", "expired", None, reopen)
+
+
+def test_past_its_time_limit_a_handoff_no_try_reached_ends_and_one_that_may_have_waits() -> None:
+    unreachable = UnavailableError("cannot reach billing")
+    unreachable.__cause__ = httpx.ConnectError("refused")
+    expired = Tries(failed=3, expired=True)
+    verdict = classify(unreachable, expired, BILLING)
+    assert verdict == Refused(
+        "handoff_expired: billing could not be reached before the handoff expired (4 tries):"
+        " nothing was delivered",
+        "expired",
+    )
+    # A try failed before it sent anything (the target's card unread): nothing arrived.
+    timed_out = UnavailableError("billing timed out")
+    timed_out.__cause__ = httpx.ReadTimeout("slow")
+    assert isinstance(classify(timed_out, expired, BILLING, sent=False), Refused)
+    # Sent, and no answer: it may have arrived. Only the target can say: tried again.
+    assert isinstance(classify(timed_out, expired, BILLING), Retry)
+    arrived = Tries(failed=3, may_have_arrived=True, expired=True)
+    assert isinstance(classify(unreachable, arrived, BILLING), Retry)
 
 
 # -- the gate and the target's errors ----------------------------------------------------

@@ -8,7 +8,6 @@ import json
 import uuid
 
 from a2a_handoff.canonical import canonical
-from a2a_handoff.handoff.delivery import _create_params
 from a2a_handoff.handoff.envelope import (
     HandoffEnvelope,
     SourceRef,
@@ -16,6 +15,7 @@ from a2a_handoff.handoff.envelope import (
     derive_key,
     root_key_for,
 )
+from a2a_handoff.handoff.wire import create_params
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI as URI
 from a2a_handoff.protocol.extension import SIGNATURE_KEY
 from a2a_handoff.protocol.models import SendMessageRequest, utc_now
@@ -42,7 +42,7 @@ def envelope(**changes: object) -> HandoffEnvelope:
 
 def test_create_params_carry_the_envelope_and_point_back_at_the_source() -> None:
     env = envelope()
-    params = json.loads(_create_params(env, canonical(env.dump()).decode(), "a.b.c"))
+    params = json.loads(create_params(env, canonical(env.dump()).decode(), "a.b.c"))
     request = SendMessageRequest.model_validate(params)  # a valid A2A SendMessage
     message = request.message
     assert message.metadata is not None
@@ -68,6 +68,6 @@ def test_context_values_json_lacks_are_sent_as_the_envelope_holds_them() -> None
         }
     )
     stored = canonical(env.dump()).decode()
-    message = json.loads(_create_params(env, stored, "a.b.c"))["message"]
+    message = json.loads(create_params(env, stored, "a.b.c"))["message"]
     assert message["parts"][1]["data"] == json.loads(stored)["transferContext"]
     assert message["parts"][1]["data"]["when"] == "2026-11-23"
