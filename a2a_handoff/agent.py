@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar, cast
 
-from a2a_handoff.artifact_stream import ArtifactStream
+from a2a_handoff.artifact_stream import ArtifactStream, artifact_of
 from a2a_handoff.delegated import Delegated
 from a2a_handoff.escalation import (
     Action,
@@ -42,6 +42,7 @@ from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI, ext_metadata
 from a2a_handoff.protocol.mcp_result import ToolResult
 from a2a_handoff.protocol.models import Artifact, Message, Part, Task
 from a2a_handoff.protocol.steps import agent_message
+from a2a_handoff.task_port import TaskPort
 
 __all__ = [
     "Agent",
@@ -71,56 +72,6 @@ class Agent(Protocol):
     async def handle(self, ctx: TaskContext) -> Outcome | None:
         """Work on `ctx.message`; return how the step ends (None = completed)."""
         ...
-
-
-class TaskPort(Protocol):
-    """What a handler's context asks of the runtime that runs the step (the runtime's
-    `runtime.port.RunPort`): emit, escalate, hand off, and learn the routes first."""
-
-    async def status(self, text: str) -> None:
-        """Emit a WORKING status update carrying an agent message."""
-
-    async def artifact(self, artifact: Artifact) -> None:
-        """Emit a new artifact."""
-
-    async def chunk(self, chunk: Artifact, append: bool, last_chunk: bool) -> None:
-        """Emit an artifact with an id the handler chose: appended to it, or replacing it."""
-
-    def use_approval(self, decision_id: str) -> bool:
-        """Record that an operator's approval was used; False if it was, already."""
-
-    async def inform(self, escalation: Escalation) -> str:
-        """Send a non-blocking escalation; the id of the human agent's task for it."""
-
-    async def hand_off(self, decision: Handoff) -> str | None:
-        """Hand the task off and wait: None when the target took it, else the refusal."""
-
-    async def delegate(self, step: str, request: Handoff, within: float) -> Delegated:
-        """Ask another agent for a sub-result, the task staying WORKING; its outcome."""
-
-    def delegated(self, step: str) -> list[Delegated]:
-        """The delegations of earlier steps, at their outcomes when the step `step` began."""
-
-    def route_names(self) -> list[str]:
-        """The names of the routes this agent may hand off to."""
-
-    async def route(self, name: str, kind: str = "handoff") -> Route:
-        """The route `name`: its target's card and the edge's contract."""
-
-    async def refusal(self, task: Task, decision: Handoff) -> str | None:
-        """Why `decision` would be refused now, or None."""
-
-    async def call_tool(
-        self,
-        server: str,
-        tool: str,
-        args: Mapping[str, Any] | None,
-        idempotency_key: str | None,
-    ) -> ToolResult:
-        """Call a tool on a configured MCP server (a keyed call: at most once per task)."""
-
-    async def step(self, name: str, fn: Callable[[str], Awaitable[Any]]) -> Any:
-        """A journaled step: `fn(key)` once per task, its result recorded, else replayed."""
 
 
 class ProvenHandoff(Protocol):
@@ -247,6 +198,22 @@ class TaskContext:
         """
         return cast(T, await self.port.step(name, fn))
 
+    async def checkpoint(self, value: Any) -> None:
+        """Record where this step got to (JSON, at most 256 KiB), replacing its last
+        checkpoint, before it returns: run again after a crash, the step reads it back as
+        `ctx.checkpointed` and goes on from there (the Agents SDK adapter keeps its run's
+        state this way)."""
+        await self.port.checkpoint(self.message.message_id, value)
+
+    @property
+    def checkpointed(self) -> Any:
+        """What this step recorded with `checkpoint` before a crash cut it (None: nothing,
+        or a step that runs for the first time)."""
+        kept = ext_metadata(self.task).get("checkpoint")
+        if isinstance(kept, dict) and kept.get("step") == self.message.message_id:
+            return kept.get("value")
+        return None
+
     @property
     def routes(self) -> list[str]:
         """The names of the routes this agent may hand off to."""
@@ -346,21 +313,10 @@ class TaskContext:
         says it is complete (`artifact_stream()` does both for you). Publishing again an
         `artifact_id` without `append` replaces that artifact.
         """
-        all_parts = list(parts)
-        if text is not None:
-            all_parts.append(Part(text=text))
-        if data is not None:
-            all_parts.append(Part(data=data))  # validated: bounded depth
-        if not all_parts:
-            raise ValueError("an artifact needs at least one part")
         if append and not artifact_id:
             raise ValueError("append needs the artifact_id of the artifact to append to")
-        artifact = Artifact(
-            artifact_id=artifact_id or self.new_artifact_id(),
-            parts=all_parts,
-            name=name,
-            description=description,
-        )
+        given = artifact_id or self.new_artifact_id()
+        artifact = artifact_of(given, parts, text, data, name, description)
         if append or last_chunk is not None or artifact_id:
             await self.port.chunk(artifact, append, bool(last_chunk))
         else:

@@ -7,9 +7,30 @@ is written after it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from a2a_handoff.protocol.models import Artifact, Part
+
+
+def artifact_of(
+    artifact_id: str,
+    parts: Sequence[Part],
+    text: str | None,
+    data: Any,
+    name: str | None,
+    description: str | None,
+) -> Artifact:
+    """The artifact `artifact_id` made of `parts`, then a text and a data part when given;
+    ValueError when it has no part."""
+    all_parts = list(parts)
+    if text is not None:
+        all_parts.append(Part(text=text))
+    if data is not None:
+        all_parts.append(Part(data=data))  # validated: bounded depth
+    if not all_parts:
+        raise ValueError("an artifact needs at least one part")
+    return Artifact(artifact_id=artifact_id, parts=all_parts, name=name, description=description)
 
 
 class ArtifactSink(Protocol):

@@ -24,6 +24,7 @@ class RecordingPort:
     attempts: list[Handoff] = field(default_factory=list)
     routes: dict[str, Route] = field(default_factory=dict)
     steps: dict[str, Any] = field(default_factory=dict)  # journaled steps' results
+    checkpoints: list[Any] = field(default_factory=list)
 
     async def status(self, text: str) -> None:
         self.statuses.append(text)
@@ -64,6 +65,9 @@ class RecordingPort:
         idempotency_key: str | None,
     ) -> ToolResult:
         raise RuntimeError("no MCP servers outside a runtime")
+
+    async def checkpoint(self, step: str, value: Any) -> None:
+        self.checkpoints.append(value)
 
     async def step(self, name: str, fn: Callable[[str], Awaitable[Any]]) -> Any:
         if name not in self.steps:

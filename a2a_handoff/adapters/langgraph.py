@@ -27,19 +27,22 @@ LangGraph's saver, not a copy of it over our store: its format (channel versions
 writes, interrupts) is LangGraph's and changes with it. On the same file, one backup holds a
 task and its graph, and the store's one-process rule covers both. LangGraph writes a
 checkpoint before the graph yields an interrupt, and the task becomes INPUT_REQUIRED only
-after: a waiting task always has its checkpoint, so a restarted agent resumes it. A process
-killed mid-step leaves its task WORKING, FAILED at the next start like any interrupted task
-(its thread is never resumed).
+after: a waiting task always has its checkpoint, so a restarted agent resumes it. A step cut
+by a crash resumes too (`resumes`): the checkpoint each step started from is recorded in the
+task's journal, so the step run again goes on from the graph's last checkpoint — the nodes
+that finished before the crash are not run again — or, when nothing of it was checkpointed,
+starts again the same way.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
+import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NoReturn
+from typing import Any, ClassVar, NoReturn
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import StateGraph
@@ -93,15 +96,21 @@ class LangGraphAgent:
     _saver: Any = field(default=None, repr=False)
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)
 
+    resumes: ClassVar[bool] = True  # a step cut by a crash goes on from its checkpoint
+
     async def handle(self, ctx: TaskContext) -> Outcome | None:
         graph = await self._graph(ctx.routes)
         config: Any = {"configurable": {"thread_id": f"{ctx.context_id}/{ctx.task_id}"}}
-        waiting = (await graph.aget_state(config)).interrupts
-        start: Any = Command(resume=ctx.text) if waiting else self._initial(ctx, graph)
+        start = await self._start(ctx, graph, config)
         answer: ArtifactStream | None = None
         token = _CURRENT.set(ctx)
         try:
-            async for mode, chunk in graph.astream(start, config, stream_mode=["messages"]):
+            steps: AsyncIterator[Any] = (
+                _nothing()
+                if start is _ALREADY
+                else graph.astream(start, config, stream_mode=["messages"])
+            )
+            async for mode, chunk in steps:
                 text = _token(chunk) if mode == "messages" else ""
                 if text:
                     if answer is None:
@@ -125,6 +134,21 @@ class LangGraphAgent:
             )
         said = state.values.get(self.answer_field)
         return Completed(str(said) if said else None)
+
+    async def _start(
+        self, ctx: TaskContext, graph: CompiledStateGraph[Any, Any, Any, Any], config: Any
+    ) -> Any:
+        """What the step runs the graph with. The checkpoint it starts from is recorded
+        first (a journaled step): run again after a crash, a step that got past it goes on
+        from the graph's last checkpoint (`None`) — or, paused or ended there already, runs
+        nothing more (`_ALREADY`) —, one that did not starts again the same way."""
+        snapshot = await graph.aget_state(config)
+        here = (snapshot.config or {}).get("configurable", {}).get("checkpoint_id")
+        name = "graph-start:" + hashlib.sha256(ctx.message.message_id.encode()).hexdigest()[:32]
+        began = await ctx.step(name, lambda key: _recorded(here))
+        if began == here:
+            return Command(resume=ctx.text) if snapshot.interrupts else self._initial(ctx, graph)
+        return _ALREADY if snapshot.interrupts or not snapshot.next else None
 
     def _initial(self, ctx: TaskContext, graph: CompiledStateGraph[Any, Any, Any, Any]) -> Any:
         fields = set(graph.stream_channels_list)
@@ -209,6 +233,18 @@ def from_langgraph(
     return LangGraphAgent(
         graph, checkpoints, context_fields, dict(required or {}), text_field, answer_field
     )
+
+
+_ALREADY = object()  # a resumed step whose graph paused or ended before the crash
+
+
+async def _recorded(checkpoint: str | None) -> str | None:
+    return checkpoint
+
+
+async def _nothing() -> AsyncIterator[Any]:
+    return
+    yield
 
 
 def _remote_node(route: str, fields: Sequence[str]) -> Any:

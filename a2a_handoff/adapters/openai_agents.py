@@ -24,7 +24,12 @@ Each step runs the agent with `Runner.run_streamed`:
 - **guardrails**: an input guardrail's tripwire REJECTS the task, an output guardrail's
   FAILS it, each naming the guardrail;
 - `RunConfig` (model, model settings, provider) and `max_turns` pass through. Tracing is off
-  unless a `run_config` turns it on: nothing leaves for a tracing service by default.
+  unless a `run_config` turns it on: nothing leaves for a tracing service by default;
+- **resume**: after each tool's result the run's state (the SDK's `RunState`: the turns and
+  tool results so far) is kept as the step's checkpoint (`ctx.checkpoint`); a step cut by a
+  crash goes on from it (`resumes`): the tool calls made are not made again, the model turn
+  in flight is asked again. A tool that was running at the crash runs again: a side effect
+  that must happen once goes in `ctx.step`.
 """
 
 from __future__ import annotations
@@ -32,9 +37,10 @@ from __future__ import annotations
 import contextvars
 import dataclasses
 import inspect
+import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NoReturn
+from typing import Any, ClassVar, NoReturn
 
 from agents import Agent as SdkAgent
 from agents import (
@@ -49,6 +55,8 @@ from agents import (
     Runner,
 )
 from agents.exceptions import AgentsException, UserError
+from agents.result import RunResultStreaming
+from agents.run_state import RunState
 from openai.types.responses import ResponseTextDeltaEvent
 
 from a2a_handoff.agent import ArtifactStream, TaskContext
@@ -68,6 +76,7 @@ from a2a_handoff.outcomes import Completed, Failed, InputRequired, Outcome, Reje
 __all__ = ["A2ARunContext", "AgentsSdkAgent", "ask_user", "from_agents_sdk", "remote_agent"]
 
 InputFilter = Callable[[HandoffInputData], Awaitable[HandoffInputData] | HandoffInputData]
+log = logging.getLogger("a2a_handoff.adapters")
 
 
 @dataclass(eq=False)
@@ -177,8 +186,30 @@ class AgentsSdkAgent:
     max_refusals: int = 3
     _run_config: RunConfig = field(init=False, repr=False)
 
+    resumes: ClassVar[bool] = True  # a step cut by a crash goes on from its last tool result
+
     def __post_init__(self) -> None:
         self._run_config = self.run_config or RunConfig(tracing_disabled=True)
+
+    async def _run(
+        self, agent: SdkAgent[Any], chat: list[dict[str, Any]], context: A2ARunContext
+    ) -> RunResultStreaming:
+        """The step's run: from its checkpoint when one was kept before a crash cut it (the
+        SDK's `RunState`: the turns and tool results so far), else from the conversation."""
+        saved = context.task.checkpointed
+        if isinstance(saved, dict):
+            wrapped = RunContextWrapper(context=context)
+            state = await RunState.from_json(agent, saved, context_override=wrapped)
+            return Runner.run_streamed(
+                agent, state, max_turns=self.max_turns, run_config=self._run_config
+            )
+        return Runner.run_streamed(
+            agent,
+            chat,  # type: ignore[arg-type]  # easy input messages
+            context=context,
+            max_turns=self.max_turns,
+            run_config=self._run_config,
+        )
 
     async def handle(self, ctx: TaskContext) -> Outcome | None:
         chat = build_chat("", ctx)[1:]  # the agent's instructions are its own
@@ -190,13 +221,7 @@ class AgentsSdkAgent:
         context = A2ARunContext(ctx, ctx.transfer_context, handed_over_by(ctx), ctx.decision)
         asking = _ASKED.set(step.asked)
         try:
-            run = Runner.run_streamed(
-                agent,
-                chat,  # type: ignore[arg-type]  # easy input messages
-                context=context,
-                max_turns=self.max_turns,
-                run_config=self._run_config,
-            )
+            run = await self._run(agent, chat, context)
             async for event in run.stream_events():
                 if event.type == "raw_response_event" and isinstance(
                     event.data, ResponseTextDeltaEvent
@@ -209,6 +234,8 @@ class AgentsSdkAgent:
                     text = _text_of(event.item)
                     if text:
                         step.chat.append({"role": "assistant", "content": text})
+                elif event.type == "run_item_stream_event" and event.name == "tool_output":
+                    await _checkpoint(ctx, run)
         except _HandedOver:
             return None  # TRANSFERRED: the step is over
         except _AskUser as exc:
@@ -373,6 +400,17 @@ async def _filtered(filter_: InputFilter, chat: list[dict[str, Any]]) -> list[di
     if isinstance(kept, str):
         return [{"role": "user", "content": kept}]
     return [dict(item) for item in kept if isinstance(item, dict)]
+
+
+async def _checkpoint(ctx: TaskContext, run: RunResultStreaming) -> None:
+    """The run's state after a tool's result, kept for the step to go on from should a
+    crash cut it: the turns and tool calls so far are not made again. A state the SDK cannot
+    serialize, or over the checkpoint's bound, is not kept (the step would start over)."""
+    try:
+        state = run.to_state().to_json(context_serializer=lambda _: {})
+        await ctx.checkpoint(state)
+    except (AgentsException, TypeError, ValueError) as exc:
+        log.info("task %s: the run's state is not kept: %s", ctx.task_id, exc)
 
 
 def _text_of(item: Any) -> str:

@@ -36,7 +36,7 @@ from a2a_handoff.runtime.delegating import Delegations
 from a2a_handoff.runtime.journal import Journal
 from a2a_handoff.runtime.phases import Phase
 from a2a_handoff.runtime.replay import Replay
-from a2a_handoff.runtime.step_journal import journaled_step
+from a2a_handoff.runtime.step_journal import checkpoint, journaled_step
 from a2a_handoff.runtime.tool_journal import call_tool
 
 
@@ -176,6 +176,10 @@ class RunPort:
         """`ctx.step`: done once per task, its result recorded in the task's journal before
         it is returned, and answered from there when asked again (`runtime.step_journal`)."""
         return await journaled_step(self.run, name, fn)
+
+    async def checkpoint(self, step: str, value: Any) -> None:
+        """`ctx.checkpoint`: where the step got to, recorded (`runtime.step_journal`)."""
+        await checkpoint(self.run, step, value)
 
     def route_names(self) -> list[str]:
         return self.run.handoffs.sender.route_names()

@@ -1,4 +1,5 @@
-"""Journaled steps: a handler's own side effect, done once per task and recorded.
+"""Journaled steps — a handler's own side effect, done once per task and recorded — and a
+step's checkpoint: where a handler got to, for it to go on from there when run again.
 
 `await ctx.step(name, fn)` calls `fn(key)` — `key` is the step's idempotency key, stable for
 the task and the name — and records its result in the task's journal
@@ -28,7 +29,9 @@ from a2a_handoff.protocol.steps import status_event
 from a2a_handoff.runtime.journal import Journal
 
 STEPS = "steps"
+CHECKPOINT = "checkpoint"
 MAX_RESULT_BYTES = 64 * 1024
+MAX_CHECKPOINT_BYTES = 256 * 1024
 MAX_NAME_LENGTH = 100
 
 
@@ -72,3 +75,19 @@ async def journaled_step(run: Stepper, name: str, fn: Callable[[str], Awaitable[
     await run.journal.drain()
     failpoint("step.after_record")
     return recorded
+
+
+async def checkpoint(run: Stepper, step: str, value: Any) -> None:
+    """`ctx.checkpoint`: `value` (JSON) recorded as where step `step` got to, replacing the
+    last one, committed before it returns; the step run again after a crash reads it
+    (`ctx.checkpointed`). ValueError when it is over `MAX_CHECKPOINT_BYTES` (nothing kept)."""
+    try:
+        size = len(json.dumps(value, separators=(",", ":")))
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"a checkpoint must be JSON ({exc})") from None
+    if size > MAX_CHECKPOINT_BYTES:
+        raise ValueError(f"a checkpoint of {size} bytes, over {MAX_CHECKPOINT_BYTES}")
+    run.speak()
+    task = with_ext_metadata(run.journal.task, **{CHECKPOINT: {"step": step, "value": value}})
+    run.emit(task, status_event(task, {HANDOFF_EXTENSION_URI: {CHECKPOINT: step}}))
+    await run.journal.drain()

@@ -37,8 +37,9 @@ LAYERS: list[set[str]] = [
     {"stores", "client", "contracts", "auth", "escalation"},
     # What a handler returns, what a delegation gives back to it, an artifact sent in chunks.
     {"outcomes", "delegated", "artifact_stream"},
-    # Holding an action back until a human approved it (`TaskContext.guard`).
-    {"guards"},
+    # Holding an action back until a human approved it (`TaskContext.guard`); the port a
+    # handler's context asks the runtime through (`agent.TaskPort`).
+    {"guards", "task_port"},
     # The handler API: below the handoff room, which it reaches only through the port the
     # runtime implements (`agent.TaskPort`).
     {"agent"},
