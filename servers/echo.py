@@ -2,7 +2,7 @@
 
 - `ask: QUESTION` → INPUT_REQUIRED with the question; the follow-up completes the task.
 - `sleep:N` → WORKING for N seconds with one status update a second, then COMPLETED.
-- `reply: TEXT` → a direct Message saying TEXT (no task).
+- `reply: TEXT` → a direct Message saying TEXT (its task is only a receipt).
 - `tokens: WORDS` → the words streamed as one artifact, a chunk each 0.1 s apart, COMPLETED.
 - anything else → an artifact echoing the text, COMPLETED.
 """
@@ -94,7 +94,7 @@ def echo_extended_card(url: str) -> AgentCard:
     commands = [
         skill("ask", "'ask: Q' asks Q (INPUT_REQUIRED); the follow-up completes the task", "test"),
         skill("sleep", "'sleep:N' works N seconds, a status a second (cancel, subscribe)", "test"),
-        skill("reply", "'reply: T' answers T as a direct Message, without a task", "test"),
+        skill("reply", "'reply: T' answers T as a direct Message", "test"),
         skill("tokens", "'tokens: W…' streams the words as chunks of one artifact", "test"),
     ]
     return card.model_copy(update={"skills": [*card.skills, *commands]})
