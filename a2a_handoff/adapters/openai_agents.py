@@ -37,7 +37,6 @@ from __future__ import annotations
 import contextvars
 import dataclasses
 import inspect
-import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, NoReturn
@@ -52,13 +51,11 @@ from agents import (
     OutputGuardrailTripwireTriggered,
     RunConfig,
     RunContextWrapper,
-    Runner,
 )
 from agents.exceptions import AgentsException, UserError
-from agents.result import RunResultStreaming
-from agents.run_state import RunState
 from openai.types.responses import ResponseTextDeltaEvent
 
+from a2a_handoff.adapters._sdk_resume import keep_state, started
 from a2a_handoff.agent import ArtifactStream, TaskContext
 from a2a_handoff.escalation import Decision
 from a2a_handoff.llm.chat import build_chat, handed_over_by
@@ -76,7 +73,6 @@ from a2a_handoff.outcomes import Completed, Failed, InputRequired, Outcome, Reje
 __all__ = ["A2ARunContext", "AgentsSdkAgent", "ask_user", "from_agents_sdk", "remote_agent"]
 
 InputFilter = Callable[[HandoffInputData], Awaitable[HandoffInputData] | HandoffInputData]
-log = logging.getLogger("a2a_handoff.adapters")
 
 
 @dataclass(eq=False)
@@ -191,26 +187,6 @@ class AgentsSdkAgent:
     def __post_init__(self) -> None:
         self._run_config = self.run_config or RunConfig(tracing_disabled=True)
 
-    async def _run(
-        self, agent: SdkAgent[Any], chat: list[dict[str, Any]], context: A2ARunContext
-    ) -> RunResultStreaming:
-        """The step's run: from its checkpoint when one was kept before a crash cut it (the
-        SDK's `RunState`: the turns and tool results so far), else from the conversation."""
-        saved = context.task.checkpointed
-        if isinstance(saved, dict):
-            wrapped = RunContextWrapper(context=context)
-            state = await RunState.from_json(agent, saved, context_override=wrapped)
-            return Runner.run_streamed(
-                agent, state, max_turns=self.max_turns, run_config=self._run_config
-            )
-        return Runner.run_streamed(
-            agent,
-            chat,  # type: ignore[arg-type]  # easy input messages
-            context=context,
-            max_turns=self.max_turns,
-            run_config=self._run_config,
-        )
-
     async def handle(self, ctx: TaskContext) -> Outcome | None:
         chat = build_chat("", ctx)[1:]  # the agent's instructions are its own
         step = _Step(ctx, chat, self.max_refusals)
@@ -221,7 +197,8 @@ class AgentsSdkAgent:
         context = A2ARunContext(ctx, ctx.transfer_context, handed_over_by(ctx), ctx.decision)
         asking = _ASKED.set(step.asked)
         try:
-            run = await self._run(agent, chat, context)
+            saved = ctx.checkpointed
+            run = await started(agent, chat, context, saved, self.max_turns, self._run_config)
             async for event in run.stream_events():
                 if event.type == "raw_response_event" and isinstance(
                     event.data, ResponseTextDeltaEvent
@@ -235,7 +212,7 @@ class AgentsSdkAgent:
                     if text:
                         step.chat.append({"role": "assistant", "content": text})
                 elif event.type == "run_item_stream_event" and event.name == "tool_output":
-                    await _checkpoint(ctx, run)
+                    await keep_state(ctx, run)
         except _HandedOver:
             return None  # TRANSFERRED: the step is over
         except _AskUser as exc:
@@ -400,17 +377,6 @@ async def _filtered(filter_: InputFilter, chat: list[dict[str, Any]]) -> list[di
     if isinstance(kept, str):
         return [{"role": "user", "content": kept}]
     return [dict(item) for item in kept if isinstance(item, dict)]
-
-
-async def _checkpoint(ctx: TaskContext, run: RunResultStreaming) -> None:
-    """The run's state after a tool's result, kept for the step to go on from should a
-    crash cut it: the turns and tool calls so far are not made again. A state the SDK cannot
-    serialize, or over the checkpoint's bound, is not kept (the step would start over)."""
-    try:
-        state = run.to_state().to_json(context_serializer=lambda _: {})
-        await ctx.checkpoint(state)
-    except (AgentsException, TypeError, ValueError) as exc:
-        log.info("task %s: the run's state is not kept: %s", ctx.task_id, exc)
 
 
 def _text_of(item: Any) -> str:

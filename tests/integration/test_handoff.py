@@ -32,7 +32,7 @@ from tests.integration.handoff_support import (
     tasks_in,
     wait_for,
 )
-from tests.support import A2A_HEADERS, key_env
+from tests.support import A2A_HEADERS, AgentProcess, key_env
 
 
 @pytest.fixture(scope="module")
@@ -40,6 +40,18 @@ def agents(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Agents]:
     """One set of agents for the module: every test works in a context of its own."""
     with running(tmp_path_factory.mktemp("handoff")) as agents:
         yield agents
+
+
+def settled_at(agent: AgentProcess, task_id: str) -> dict[str, Any]:
+    """The task, once its handler's step is over (no longer SUBMITTED or WORKING)."""
+
+    def check() -> dict[str, Any] | None:
+        task: dict[str, Any] = result(agent.rpc("GetTask", {"id": task_id}))
+        working = ("TASK_STATE_SUBMITTED", "TASK_STATE_WORKING")
+        return task if task["status"]["state"] not in working else None
+
+    found: dict[str, Any] = wait_for(check)
+    return found
 
 
 def test_refund_is_transferred_to_billing_with_the_transfer_context(agents: Agents) -> None:
@@ -56,8 +68,9 @@ def test_refund_is_transferred_to_billing_with_the_transfer_context(agents: Agen
     # A client that activated the extension sees TRANSFERRED.
     seen = result(agents.triage.rpc("GetTask", {"id": source["id"]}, **{"A2A-Extensions": URI}))
     assert seen["status"]["state"] == "TASK_STATE_TRANSFERRED"
-    # The successor exists, references the source and carries the transfer context.
-    target = result(agents.billing.rpc("GetTask", {"id": pointer["taskId"]}))
+    # The successor exists, references the source and carries the transfer context; its
+    # handler runs once it is committed, after billing answered triage.
+    target = settled_at(agents.billing, pointer["taskId"])
     first = target["history"][0]
     assert first["referenceTaskIds"] == [source["id"]]
     envelope = HandoffEnvelope.model_validate(first["metadata"][URI])
@@ -73,7 +86,7 @@ def test_billing_asks_for_the_order_id_and_the_follow_up_completes(agents: Agent
     source = result(agents.triage.rpc("SendMessage", message("I want a refund please")))["task"]
     assert "transfer" in ext(source), source
     pointer = ext(source)["transfer"]
-    target = result(agents.billing.rpc("GetTask", {"id": pointer["taskId"]}))
+    target = settled_at(agents.billing, pointer["taskId"])
     assert target["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
     follow = message("it was order #777")
     follow["message"]["taskId"] = pointer["taskId"]
