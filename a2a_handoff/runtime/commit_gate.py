@@ -53,8 +53,10 @@ async def stored(run: Gated) -> bool:
     reason, or answered with a task another process created for the same key)."""
     if run.store.shared and not await _claimed(run):
         return False
+    await run.journal.write_now()  # in the driver's own task: the first write
+    created = run.journal.created
     try:
-        await asyncio.shield(run.journal.created)
+        await asyncio.shield(created)  # done already, but for a write another task made
     except Exception:
         return False  # not stored: the run was aborted with the reason
     return run.phase is not Phase.ABORTED
@@ -77,6 +79,4 @@ async def _claimed(run: Gated) -> bool:
             )
         )
         return False
-    if run.journal.committed is not None:
-        run.journal.kick()  # a follow-up writes its acceptance once the task is claimed
-    return True
+    return True  # a follow-up writes its acceptance once the task is claimed

@@ -15,10 +15,10 @@ from a2a_handoff.protocol.models import Message, Task
 from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.protocol.steps import status_event, with_status
 from a2a_handoff.runtime.escalations import add_note
-from a2a_handoff.runtime.journal import Submission, resolved
 from a2a_handoff.runtime.lookup import TaskLookup
 from a2a_handoff.runtime.run import RunHost, TaskRun
 from a2a_handoff.runtime.running import Runs
+from a2a_handoff.runtime.submission import Submission, resolved
 
 
 class FollowUps:

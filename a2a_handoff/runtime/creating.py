@@ -15,9 +15,9 @@ from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI
 from a2a_handoff.protocol.models import Message, StreamResponse, Task, TaskStatus, utc_now
 from a2a_handoff.protocol.shallow import copied
 from a2a_handoff.protocol.states import TaskState
-from a2a_handoff.runtime.journal import Submission, resolved
 from a2a_handoff.runtime.run import Answer, RunHost, TaskRun
 from a2a_handoff.runtime.running import Runs
+from a2a_handoff.runtime.submission import Submission, resolved
 
 
 def dedupe_key(owner: str, message: Message) -> str:

@@ -20,15 +20,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
-from dataclasses import dataclass
 from typing import Protocol
 
 from a2a_handoff.errors import (
     ConflictError,
     InternalError,
     RpcError,
-    StoreDownError,
     StoreError,
     StoreUnavailableError,
     TaskBusyError,
@@ -36,75 +33,14 @@ from a2a_handoff.errors import (
 from a2a_handoff.failpoints import failpoint, pausepoint
 from a2a_handoff.handoff.verified import VerifiedEnvelope
 from a2a_handoff.observe import events
-from a2a_handoff.protocol.extension import ext_metadata
 from a2a_handoff.protocol.models import Message, StreamResponse, Task, utc_now
-from a2a_handoff.protocol.shallow import copied
 from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.protocol.steps import status_event, with_status
+from a2a_handoff.runtime.outage import retried
+from a2a_handoff.runtime.submission import Replied, Submission
 from a2a_handoff.stores.base import ReceivedEntry, Store, TaskRecord
 
 log = logging.getLogger("a2a_handoff.runtime")
-
-STORE_RETRY_SECONDS = 15.0
-"""How long an acknowledged task's run retries a write while the store is unreachable."""
-
-
-class Replied(Exception):
-    """What a submission's futures raise when its handler replied with a direct Message
-    (`outcomes.Reply`): the task was never created; `message` is the answer."""
-
-    def __init__(self, message: Message) -> None:
-        super().__init__("replied with a message")
-        self.message = message
-
-
-@dataclass(slots=True)
-class Submission:
-    """What a SendMessage started (or found, for a repeated message id).
-
-    A stream of it starts with `head` (a Task snapshot, when set) and goes on with the
-    task's events after seq `after`.
-    """
-
-    task_id: str
-    created: asyncio.Future[TaskRecord]
-    settled: asyncio.Future[TaskRecord]
-    head: Task | None
-    after: int
-    duplicate: bool = False
-    # A new task's first committed events (seq 1, 2, …), filled when its creation commits: a
-    # stream of it starts with them, not with a read of what was just written.
-    first: list[StreamResponse] | None = None
-    # When a stream of it may start: at `created`, or — a new task whose handler may still
-    # answer with a direct Message — once the handler emitted or ended (Replied: the Message).
-    opened: asyncio.Future[TaskRecord] | None = None
-
-    @property
-    def streams_from(self) -> asyncio.Future[TaskRecord]:
-        """The future a stream of this submission waits on before its first event."""
-        return self.opened if self.opened is not None else self.created
-
-
-def resolved(record: TaskRecord, duplicate: bool = False) -> Submission:
-    """A submission for a task already stored (nothing runs for it here). A task that
-    answered its caller with a direct Message (its receipt, marked `reply`) answers a
-    caller who waits for the outcome with that same Message again."""
-    loop = asyncio.get_running_loop()
-    created: asyncio.Future[TaskRecord] = loop.create_future()
-    created.set_result(record)
-    settled: asyncio.Future[TaskRecord] = loop.create_future()
-    opened: asyncio.Future[TaskRecord] | None = None
-    reply = record.task.status.message
-    if reply is not None and ext_metadata(record.task).get("reply") is True:
-        opened = loop.create_future()
-        for future in (settled, opened):
-            future.set_exception(Replied(copied(reply, {"task_id": None})))
-            future.exception()  # retrieved here: a caller may not be waiting for it
-    else:
-        settled.set_result(record)
-    return Submission(
-        record.id, created, settled, record.task, record.version, duplicate, opened=opened
-    )
 
 
 class JournalHost(Protocol):
@@ -160,8 +96,8 @@ class Journal:
         self.created: asyncio.Future[TaskRecord] = loop.create_future()
         self.settled: asyncio.Future[TaskRecord] = loop.create_future()
         # For a run whose handler may still reply directly (`holding`), a stream opens only
-        # once it emitted or ended; else at `created`.
-        self.opened: asyncio.Future[TaskRecord] = loop.create_future()
+        # once it emitted or ended: a future of its own (`hold`); else at `created`.
+        self.opened: asyncio.Future[TaskRecord] = self.created
         self.holding = False
         self.start: tuple[Task, int] | None = None
         self.first_written: list[StreamResponse] | None = None  # kept for a stream's start
@@ -170,6 +106,8 @@ class Journal:
         self.dedupe_ttl: float | None = None  # a contract's replay window for the key
         self.received: ReceivedEntry | None = None  # the ledger row of the handoff creating it
         self.flusher: asyncio.Task[None] | None = None  # the write under way, if any
+        # A write the run's driver makes itself (`write_now`), done when it is over.
+        self._inline: asyncio.Future[None] | None = None
         self.replied: Message | None = None  # a direct reply that settles the step
         # The write scheduled for when the handler yields (not a phase: `runtime.phases`).
         self._kick: asyncio.Handle | None = None
@@ -232,39 +170,23 @@ class Journal:
             log.exception("could not store task %s", self.task.id)
             self.abort(InternalError(f"the task store failed: {type(exc).__name__}"))
 
+    @property
+    def store(self) -> Store:
+        return self.host.store
+
+    @property
+    def acknowledged(self) -> bool:
+        """Whether the task was created (its caller may have been answered)."""
+        return self.created.done()
+
     async def _write_retrying(self, task: Task, items: list[StreamResponse]) -> bool:
         """`_write`, retried while the store is unreachable — once the task is acknowledged
-        (before, the caller is better told at once)."""
-        deadline = time.monotonic() + STORE_RETRY_SECONDS
-        delay = 0.1
-        uncertain = False  # a failed attempt may have been applied all the same
-        while True:
-            try:
-                return await self._write(task, items)
-            except StoreDownError:
-                if not self.created.done() or time.monotonic() + delay > deadline:
-                    raise
-                uncertain = True
-            except ConflictError:
-                if uncertain and self.committed is not None:
-                    landed = await self._landed(task, len(items))
-                    if landed is not None:
-                        self._wrote(landed)
-                        return True
-                raise
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 1.0)
+        (before, the caller is better told at once): `runtime.outage`."""
+        return await retried(self, task, items)
 
-    async def _landed(self, task: Task, events: int) -> TaskRecord | None:
-        """The stored record, if it is exactly what the uncertain write would have made."""
-        assert self.committed is not None
-        stored = await self.host.store.get(task.id)
-        expected = self.committed.version + events
-        if stored is not None and stored.version == expected and stored.task == task:
-            return stored
-        return None
-
-    async def _write(self, task: Task, items: list[StreamResponse]) -> bool:
+    async def write_once(self, task: Task, items: list[StreamResponse]) -> bool:
+        """One write of `items`, the task left as `task` (the first creates it); False when
+        another process created this message's task first (the run answered with that one)."""
         before: str | None = None
         if self.committed is None:
             await pausepoint("task.before_create")
@@ -279,11 +201,11 @@ class Journal:
             before = previous.task.status.state
             record = previous.advanced(task, len(items), utc_now(), task.dump_json())
             await self.host.store.update(record, items, expected_version=previous.version)
-        self._wrote(record)
+        self.wrote(record)
         events.committed_items(task.id, task.context_id, items, before)
         return True
 
-    def _wrote(self, record: TaskRecord) -> None:
+    def wrote(self, record: TaskRecord) -> None:
         self._committed(record)
         state = record.state
         if (state.terminal or state.interrupted) and not self.pending:
@@ -314,15 +236,35 @@ class Journal:
         self.committed = record
         if not self.created.done():
             self.created.set_result(record)
-            if not self.holding:
-                self.opened.set_result(record)
             # Created: from now on the store answers for this key (a replay is a duplicate).
             self.host.created()
+
+    async def write_now(self) -> None:
+        """Write what is pending in the caller's own task — the run's driver, at its step's
+        start and end — rather than in a task of its own (one fewer per write); a write
+        under way is waited for instead (it takes what is pending). The driver is not
+        cancelled while it writes (`TaskRun.cancel`): a write is never cut in the middle."""
+        if self._kick is not None:
+            self._kick.cancel()
+            self._kick = None
+        if self.writing:
+            await self.drain()
+            return
+        if not self.pending or self.settled.done():
+            return
+        self._inline = asyncio.get_running_loop().create_future()
+        try:
+            await self._flush()
+        finally:
+            self._inline.set_result(None)
+            self._inline = None
 
     async def drain(self) -> None:
         """Wait until everything emitted so far is committed."""
         while True:
-            if self.flusher is not None and not self.flusher.done():
+            if self._inline is not None:
+                await asyncio.shield(self._inline)
+            elif self.flusher is not None and not self.flusher.done():
                 await asyncio.shield(self.flusher)
             elif self.pending and not self.settled.done():  # not waiting for the kick
                 self.flusher = asyncio.create_task(self._flush())
@@ -332,7 +274,7 @@ class Journal:
     @property
     def writing(self) -> bool:
         """Whether a write of this journal is under way."""
-        return self.flusher is not None and not self.flusher.done()
+        return self._inline is not None or (self.flusher is not None and not self.flusher.done())
 
     def settle(self, record: TaskRecord) -> None:
         """The step is over: `record` answers the callers waiting for it."""
@@ -348,6 +290,11 @@ class Journal:
         if not self.settled.done():
             self.settled.set_result(record)
 
+    def hold(self) -> None:
+        """The handler may still reply with a direct Message: a stream waits to open."""
+        self.holding = True
+        self.opened = asyncio.get_running_loop().create_future()
+
     def open(self) -> None:
         """The handler waited, emitted, or ended without a direct reply: a stream may start."""
         if self.opened.done() or self.replied is not None or not self.created.done():
@@ -361,7 +308,7 @@ class Journal:
         self.host.stopped()
         self.host.forget()
         self.host.free_task(self.task.id)
-        for future in (self.created, self.opened, self.settled):
+        for future in {self.created, self.opened, self.settled}:
             if future.done():
                 continue
             if answer is not None:

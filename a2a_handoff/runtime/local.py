@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 from a2a_handoff.errors import TaskBusyError, UnsupportedOperationError
 from a2a_handoff.protocol.models import Message, Role, Task
 from a2a_handoff.protocol.states import TaskState
-from a2a_handoff.runtime.journal import Submission
+from a2a_handoff.runtime.submission import Submission
 from a2a_handoff.stores.base import Store, TaskQuery
 
 FollowUp = Callable[[Message, str], Awaitable[Submission]]

@@ -16,7 +16,7 @@ from a2a_handoff.observe import events, tracing
 from a2a_handoff.protocol.extension import WITHDRAW_KEY
 from a2a_handoff.protocol.models import Message
 from a2a_handoff.runtime.creating import TaskCreator
-from a2a_handoff.runtime.journal import Submission, resolved
+from a2a_handoff.runtime.submission import Submission, resolved
 
 
 class HandoffIntake:

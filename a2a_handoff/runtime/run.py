@@ -42,10 +42,11 @@ from a2a_handoff.runtime.commit_gate import stored
 from a2a_handoff.runtime.delegation_record import cancel_if_ended, delegating
 from a2a_handoff.runtime.escalations import escalation_handoff, repeated_failure
 from a2a_handoff.runtime.handing import hand_off
-from a2a_handoff.runtime.journal import Journal, Submission
+from a2a_handoff.runtime.journal import Journal
 from a2a_handoff.runtime.phases import Phase, PhaseError, advance
 from a2a_handoff.runtime.port import RunPort
 from a2a_handoff.runtime.replay import Replay, StoredHandoff
+from a2a_handoff.runtime.submission import Submission
 from a2a_handoff.stores.base import Store, TaskRecord
 
 log = logging.getLogger("a2a_handoff.runtime")
@@ -137,10 +138,13 @@ class TaskRun:
 
     def cancel(self) -> None:
         """A caller's cancel: stops the handler while it runs (the task ends CANCELED); once
-        it returned, the step ends on its own. Callers check `phase.cancelable` first."""
+        it returned, the step ends on its own. Callers check `phase.cancelable` first. Before
+        the handler started, the driver writes the step's start and then ends it CANCELED
+        itself: a write is never cut in the middle."""
+        starting = self.phase is Phase.STARTING
         if self.phase.handler_running:
             self.advance(Phase.CANCELING)
-        if self.phase is Phase.CANCELING and self.driver is not None:
+        if self.phase is Phase.CANCELING and self.driver is not None and not starting:
             self.driver.cancel()
 
     def abort(self, error: RpcError | None, answer: TaskRecord | None = None) -> None:
@@ -232,10 +236,9 @@ class TaskRun:
         new = journal.start is None and journal.envelope is None
         self.replyable = answer != "task" and new
         self.streamed = answer == "stream"
-        journal.holding = self.replyable
+        if self.replyable:
+            journal.hold()
         self.driver = asyncio.create_task(self._drive(message), name=f"task-{self.task.id}")
-        if not (self.store.shared and self.journal.committed is not None):
-            self.journal.kick()  # a follow-up on a shared store writes once the task is claimed
 
     async def _drive(self, message: Message) -> None:
         host = self.host
@@ -245,6 +248,8 @@ class TaskRun:
                 self.emit(working, status_event(working))
             if not await stored(self):
                 return
+            if self.phase is Phase.CANCELING:  # canceled before its handler started
+                raise asyncio.CancelledError
             ctx = TaskContext(
                 message,
                 self.task,
@@ -284,6 +289,7 @@ class TaskRun:
             log.warning("task %s failed after its handler: %r", self.task.id, exc)
             if not self.task.status.state.terminal and self.phase.emits:
                 self.finish(Failed(f"{type(exc).__name__}: {exc}"))
+        await self.journal.write_now()  # the step's end, written in this task
         if delegating(self.task):  # sub-tasks asking for input: canceled if the task ended
             await cancel_if_ended(host.handoffs, self.settled)
 

@@ -34,13 +34,13 @@ from a2a_handoff.runtime.cancelling import cancel_task
 from a2a_handoff.runtime.continuing import FollowUps
 from a2a_handoff.runtime.creating import TaskCreator, dedupe_key
 from a2a_handoff.runtime.delegation_record import cancel_open
-from a2a_handoff.runtime.journal import Submission
 from a2a_handoff.runtime.leases import Leases
 from a2a_handoff.runtime.local import LocalTasks
 from a2a_handoff.runtime.lookup import TaskLookup
 from a2a_handoff.runtime.receiving import HandoffIntake
 from a2a_handoff.runtime.run import Answer, TaskRun
 from a2a_handoff.runtime.running import Runs
+from a2a_handoff.runtime.submission import Submission
 from a2a_handoff.runtime.sweeps import Sweeps
 from a2a_handoff.stores.base import Store, TaskRecord
 from a2a_handoff.trust.agent_trust import AgentTrust

@@ -42,7 +42,7 @@ from a2a_handoff.protocol.models import (
 )
 from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.protocol.steps import agent_message
-from a2a_handoff.runtime.journal import Replied, Submission
+from a2a_handoff.runtime.submission import Replied, Submission
 from a2a_handoff.runtime.tasks import TaskManager
 from a2a_handoff.server._call import Call, Handler, validate
 from a2a_handoff.server._handoff_ledger import HandoffLedger

@@ -23,7 +23,7 @@ from a2a_handoff.errors import InvalidParamsError, TaskNotFoundError
 from a2a_handoff.protocol.models import SendMessageRequest, WireModel
 from a2a_handoff.push import Pusher, history_of, parse_config
 from a2a_handoff.push.push_config import PushConfig, load_config
-from a2a_handoff.runtime.journal import Submission
+from a2a_handoff.runtime.submission import Submission
 from a2a_handoff.runtime.tasks import TaskManager
 from a2a_handoff.server._call import Call, Handler, validate
 from a2a_handoff.stores.base import PushConfigRecord

@@ -30,9 +30,9 @@ from a2a_handoff.protocol.models import (
 )
 from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.protocol.steps import status_event, with_status
-from a2a_handoff.runtime.journal import Replied
 from a2a_handoff.runtime.phases import Phase, PhaseError
 from a2a_handoff.runtime.run import TaskRun
+from a2a_handoff.runtime.submission import Replied
 from a2a_handoff.runtime.tasks import TaskManager
 from a2a_handoff.stores import MemoryTaskStore
 from a2a_handoff.stores.base import Store, TaskRecord
