@@ -171,10 +171,6 @@ class Journal:
             self.abort(InternalError(f"the task store failed: {type(exc).__name__}"))
 
     @property
-    def store(self) -> Store:
-        return self.host.store
-
-    @property
     def acknowledged(self) -> bool:
         """Whether the task was created (its caller may have been answered)."""
         return self.created.done()

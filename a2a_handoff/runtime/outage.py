@@ -16,13 +16,18 @@ STORE_RETRY_SECONDS = 15.0
 """How long an acknowledged task's run retries a write while the store is unreachable."""
 
 
+class StoreHolder(Protocol):
+    @property
+    def store(self) -> Store: ...
+
+
 class Writer(Protocol):
     """What a retried write needs from the journal (`runtime.journal.Journal`)."""
 
     committed: TaskRecord | None
 
     @property
-    def store(self) -> Store: ...
+    def host(self) -> StoreHolder: ...
 
     @property
     def acknowledged(self) -> bool: ...
@@ -59,7 +64,7 @@ async def retried(journal: Writer, task: Task, items: list[StreamResponse]) -> b
 async def _landed(journal: Writer, task: Task, events: int) -> TaskRecord | None:
     """The stored record, if it is exactly what the uncertain write would have made."""
     assert journal.committed is not None
-    stored = await journal.store.get(task.id)
+    stored = await journal.host.store.get(task.id)
     expected = journal.committed.version + events
     if stored is not None and stored.version == expected and stored.task == task:
         return stored

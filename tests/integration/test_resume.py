@@ -18,7 +18,7 @@ import pytest
 from a2a_handoff.failpoints import ENV_VAR, EXIT_CODE
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI as URI
 from tests.integration import delegation_support
-from tests.integration.handoff_support import result, tasks_in
+from tests.integration.handoff_support import result, tasks_in, wait_for
 from tests.integration.test_streams import sse, start
 from tests.postgres_support import PostgresDatabase
 from tests.redis_support import RedisServer
@@ -134,3 +134,36 @@ def test_a_delegate_killed_after_its_work_resumes_and_the_delegation_completes(
         assert [t["id"] for t in tasks_in(agents.billing, ctx)] == [outcome["taskId"]]
     finally:
         agents.stop()
+
+
+def test_billing_killed_after_its_refund_step_completes_the_task_after_a_restart_paid_once(
+    tmp_path: Path,
+) -> None:
+    ledger = tmp_path / "payments.jsonl"
+    billing = AgentProcess(
+        "billing", f"sqlite:///{tmp_path / 'billing.db'}",
+        extra=(f"--payments={ledger}", *FAST),
+        env={ENV_VAR: "step.after_record"},  # dies once the refund's record committed
+    )  # fmt: skip
+    billing.log_path = tmp_path / "billing.log"
+    billing.start()
+    try:
+        sent = {"message": {"messageId": str(uuid.uuid4()), "role": "ROLE_USER",
+                            "parts": [{"text": "refund order 8080 please"}]},
+                "configuration": {"returnImmediately": True}}  # fmt: skip
+        task = result(billing.rpc("SendMessage", sent))["task"]
+        assert billing.proc is not None
+        assert billing.proc.wait(30) == EXIT_CODE
+        billing.env = {}
+        billing.start()  # resumes the task: the refund is answered from its record
+
+        def completed() -> dict[str, Any] | None:
+            found: dict[str, Any] = result(billing.rpc("GetTask", {"id": task["id"]}))
+            return found if found["status"]["state"] == "TASK_STATE_COMPLETED" else None
+
+        done = wait_for(completed, timeout=30)
+        assert [a["name"] for a in done["artifacts"]] == ["refund"]
+        paid = [json.loads(line) for line in ledger.read_text().splitlines()]
+        assert [p["key"] for p in paid] == [f"{task['id']}/refund"]  # paid once
+    finally:
+        billing.stop()
