@@ -149,10 +149,7 @@ class TaskContext:
         `Rejected`: return it — the operator (or the timeout fallback) said no, or the
         approval was used already.
         """
-        return guarded(
-            action, self.policy, self.decision, self.port.use_approval, what_happened, tried,
-            self.transfer_context if resume is None else resume,
-        )  # fmt: skip
+        return guarded(self, action, what_happened, tried, resume)
 
     async def inform(self, escalation: Escalation) -> str:
         """A non-blocking escalation: the human agent takes it durably, the task goes on.

@@ -135,11 +135,14 @@ def timed_out(
     late = f"no answer from {agent} within {within:g} s"
     if final is None:
         return Delegated(
-            agent, TaskState.FAILED,
+            agent,
+            TaskState.FAILED,
             f"{late}, and its task {task_id} could not be canceled ({agent} did not answer):"
             " whether it did the work is unknown",
-            task_id=task_id, key=key, round=rnd,
-        )  # fmt: skip
+            task_id=task_id,
+            key=key,
+            round=rnd,
+        )
     if final.status.state is not TaskState.CANCELED:
         return Delegated.of_task(agent, key, rnd, final)
     work = recorded_work(final)

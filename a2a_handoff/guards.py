@@ -2,31 +2,52 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 from a2a_handoff.escalation import Action, Decision, Escalate, Escalation, EscalationPolicy, Need
 from a2a_handoff.outcomes import Rejected
 
 
+class Approvals(Protocol):
+    def use_approval(self, decision_id: str) -> bool: ...
+
+
+class Guarding(Protocol):
+    """What the guard reads of a handler's context (`agent.TaskContext`)."""
+
+    @property
+    def policy(self) -> EscalationPolicy: ...
+
+    @property
+    def decision(self) -> Decision | None: ...
+
+    @property
+    def transfer_context(self) -> dict[str, Any]: ...
+
+    @property
+    def port(self) -> Approvals: ...
+
+
 def guarded(
+    ctx: Guarding,
     action: Action,
-    policy: EscalationPolicy,
-    decision: Decision | None,
-    use_approval: Callable[[str], bool],
     what_happened: str,
     tried: list[str],
-    resume: Mapping[str, Any],
+    resume: Mapping[str, Any] | None,
 ) -> Escalate | Rejected | None:
-    """None: run `action` (no rule of `policy` holds it, or `decision` approves exactly it
-    and `use_approval` took the approval: not used before). `Escalate`: ask a human first.
-    `Rejected`: the operator (or the timeout fallback) said no, or the approval was used."""
+    """None: run `action` (no rule of the policy holds it, or the context's decision
+    approves exactly it and the approval was taken: not used before). `Escalate`: ask a
+    human first (`resume`: what comes back with the answer, by default the transfer
+    context). `Rejected`: the operator (or the timeout fallback) said no, or the approval
+    was used."""
+    policy, decision = ctx.policy, ctx.decision
     trigger = policy.held_back(action)
     if trigger is None:
         return None
     if decision is not None and decision.fingerprint == action.fingerprint():
         if decision.approves(action):
-            if not use_approval(decision.id):
+            if not ctx.port.use_approval(decision.id):
                 return Rejected(
                     f"{action.name} not done: the approval {decision.id} was used already"
                 )
@@ -43,7 +64,7 @@ def guarded(
             Need.PERMISSION,
             trigger,
             action=action,
-            resume=dict(resume),
+            resume=dict(ctx.transfer_context if resume is None else resume),
             target=policy.target,
         )
     )

@@ -232,8 +232,14 @@ async def _cancel(
     except (UnavailableError, CircuitOpenError) as exc:
         return _fail(f"cannot reach {args.agent} ({describe(exc)})", ExitCode.UNREACHABLE)
     except RemoteError as exc:
-        emit({"event": "not_canceled", "agent": name, "taskId": args.task,
-              "message": f"task {args.task} was not canceled: {exc.message}"})  # fmt: skip
+        emit(
+            {
+                "event": "not_canceled",
+                "agent": name,
+                "taskId": args.task,
+                "message": f"task {args.task} was not canceled: {exc.message}",
+            }
+        )
         return int(ExitCode.FAILED)
     if args.task == session.task_id:
         session.state = canceled.status.state.value

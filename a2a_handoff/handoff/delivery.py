@@ -118,8 +118,14 @@ class Delivery:
                 outcome, sent = await self._try(entry, envelope, params, reach)
                 elapsed = asyncio.get_running_loop().time() - started
                 age = _age(entry) if returns is not None else 0.0  # only a return's counts
-                tries = Tries(tries.failed, tries.errors, tries.may_have_arrived, elapsed, age,
-                              envelope.expired())  # fmt: skip
+                tries = Tries(
+                    tries.failed,
+                    tries.errors,
+                    tries.may_have_arrived,
+                    elapsed,
+                    age,
+                    envelope.expired(),
+                )
                 verdict = classify(outcome, tries, rules, sent)
                 if not isinstance(verdict, Retry):
                     return await self._end(job, envelope, contract, verdict, reach.source, tries)

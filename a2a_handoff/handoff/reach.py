@@ -108,9 +108,12 @@ async def readdressed(
     detail = f"re-addressed: {entry.target_name} is now routed to {url}"
     try:
         await store.checkpoint(
-            updated, [event], expected_version=record.version, entry=new_entry,
+            updated,
+            [event],
+            expected_version=record.version,
+            entry=new_entry,
             close=(entry.handoff_id, FAILED, detail),
-        )  # fmt: skip
+        )
     except ConflictError:
         return None
     return DeliveryJob(new_entry, True, moved, updated, reopen=False)

@@ -170,10 +170,10 @@ async def _close(
         if record is None or record.state.terminal:
             return record, False
         try:
+            members = ext(ext_metadata(record.task))
             updated = await close_once(
-                store, entry, record, state, text, ext(ext_metadata(record.task)), said,
-                status, detail,
-            )  # fmt: skip
+                store, entry, record, state, text, members, said=said, status=status, detail=detail
+            )
         except ConflictError:
             record = None
             continue
@@ -189,6 +189,7 @@ async def close_once(
     state: TaskState,
     text: str,
     members: dict[str, Any],
+    *,
     said: dict[str, Any] | None,
     status: str,
     detail: str,
@@ -209,8 +210,11 @@ async def close_once(
     updated = record.advanced(task, 1, now)
     told = dict(members) if said is None else said
     await store.terminate(
-        updated, [status_event(task, {HANDOFF_EXTENSION_URI: told})],
-        expected_version=record.version, handoff_id=entry.handoff_id,
-        status=status, detail=detail,
-    )  # fmt: skip
+        updated,
+        [status_event(task, {HANDOFF_EXTENSION_URI: told})],
+        expected_version=record.version,
+        handoff_id=entry.handoff_id,
+        status=status,
+        detail=detail,
+    )
     return updated

@@ -130,9 +130,16 @@ class Withdrawal:
             f"Task canceled: its handoff to {entry.target_name} was withdrawn before it was taken"
         )
         canceled = await close_once(
-            self.store, entry, record, TaskState.CANCELED, text, members, None, FAILED,
-            "withdrawn",
-        )  # fmt: skip
+            self.store,
+            entry,
+            record,
+            TaskState.CANCELED,
+            text,
+            members,
+            said=None,
+            status=FAILED,
+            detail="withdrawn",
+        )
         events.handoff_sent(envelope, "withdrawn", text)
         events.transitions(record.id, record.task.context_id, [TaskState.CANCELED])
         return canceled

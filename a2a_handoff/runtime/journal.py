@@ -95,10 +95,9 @@ class Journal:
         self.pending: list[StreamResponse] = [first]
         self.created: asyncio.Future[TaskRecord] = loop.create_future()
         self.settled: asyncio.Future[TaskRecord] = loop.create_future()
-        # For a run whose handler may still reply directly (`holding`), a stream opens only
-        # once it emitted or ended: a future of its own (`hold`); else at `created`.
+        # For a run whose handler may still reply directly, a stream opens only once it
+        # emitted or ended: a future of its own (`hold`); else at `created`.
         self.opened: asyncio.Future[TaskRecord] = self.created
-        self.holding = False
         self.start: tuple[Task, int] | None = None
         self.first_written: list[StreamResponse] | None = None  # kept for a stream's start
         if committed is not None:  # a resumed task: streams start from the resumed snapshot
@@ -117,9 +116,14 @@ class Journal:
         head, after = self.start or (None, 0)  # a new task: its log starts with the Task
         first = self.first_written if self.start is None else None
         return Submission(
-            self.task.id, self.created, self.settled, head, after, first=first,
+            self.task.id,
+            self.created,
+            self.settled,
+            head,
+            after,
+            first=first,
             opened=self.opened,
-        )  # fmt: skip
+        )
 
     def emit(self, task: Task, item: StreamResponse) -> None:
         """Record a step's event (the run checked it may); it is written once the handler
@@ -169,11 +173,6 @@ class Journal:
         except Exception as exc:
             log.exception("could not store task %s", self.task.id)
             self.abort(InternalError(f"the task store failed: {type(exc).__name__}"))
-
-    @property
-    def acknowledged(self) -> bool:
-        """Whether the task was created (its caller may have been answered)."""
-        return self.created.done()
 
     async def _write_retrying(self, task: Task, items: list[StreamResponse]) -> bool:
         """`_write`, retried while the store is unreachable — once the task is acknowledged
@@ -288,7 +287,6 @@ class Journal:
 
     def hold(self) -> None:
         """The handler may still reply with a direct Message: a stream waits to open."""
-        self.holding = True
         self.opened = asyncio.get_running_loop().create_future()
 
     def open(self) -> None:

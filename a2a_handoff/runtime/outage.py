@@ -25,12 +25,10 @@ class Writer(Protocol):
     """What a retried write needs from the journal (`runtime.journal.Journal`)."""
 
     committed: TaskRecord | None
+    created: asyncio.Future[TaskRecord]  # done once the task is acknowledged
 
     @property
     def host(self) -> StoreHolder: ...
-
-    @property
-    def acknowledged(self) -> bool: ...
 
     async def write_once(self, task: Task, items: list[StreamResponse]) -> bool: ...
 
@@ -47,7 +45,7 @@ async def retried(journal: Writer, task: Task, items: list[StreamResponse]) -> b
         try:
             return await journal.write_once(task, items)
         except StoreDownError:
-            if not journal.acknowledged or time.monotonic() + delay > deadline:
+            if not journal.created.done() or time.monotonic() + delay > deadline:
                 raise
             uncertain = True
         except ConflictError:

@@ -58,13 +58,8 @@ async def journaled_step(run: Stepper, name: str, fn: Callable[[str], Awaitable[
     if isinstance(entry, dict) and "result" in entry:
         return entry["result"]
     result = await fn(step_key(run.journal.task.id, name))
-    try:
-        size = len(json.dumps(result, separators=(",", ":")))
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"step {name!r}: its result must be JSON ({exc})") from None
-    if size > MAX_RESULT_BYTES:
-        raise ValueError(f"step {name!r}: a result of {size} bytes, over {MAX_RESULT_BYTES}")
-    recorded = json.loads(json.dumps(result))  # what a re-run gets back, handed out now too
+    # What a re-run gets back, handed out now too.
+    recorded = _as_json(result, f"step {name!r}: its result", MAX_RESULT_BYTES)
     await pausepoint("step.before_record")
     run.speak()
     task = run.journal.task
@@ -81,13 +76,20 @@ async def checkpoint(run: Stepper, step: str, value: Any) -> None:
     """`ctx.checkpoint`: `value` (JSON) recorded as where step `step` got to, replacing the
     last one, committed before it returns; the step run again after a crash reads it
     (`ctx.checkpointed`). ValueError when it is over `MAX_CHECKPOINT_BYTES` (nothing kept)."""
-    try:
-        size = len(json.dumps(value, separators=(",", ":")))
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"a checkpoint must be JSON ({exc})") from None
-    if size > MAX_CHECKPOINT_BYTES:
-        raise ValueError(f"a checkpoint of {size} bytes, over {MAX_CHECKPOINT_BYTES}")
+    kept = _as_json(value, "a checkpoint", MAX_CHECKPOINT_BYTES)
     run.speak()
-    task = with_ext_metadata(run.journal.task, **{CHECKPOINT: {"step": step, "value": value}})
+    task = with_ext_metadata(run.journal.task, **{CHECKPOINT: {"step": step, "value": kept}})
     run.emit(task, status_event(task, {HANDOFF_EXTENSION_URI: {CHECKPOINT: step}}))
     await run.journal.drain()
+
+
+def _as_json(value: Any, what: str, most: int) -> Any:
+    """`value` as it reads back from the journal's JSON; TypeError when it is not JSON,
+    ValueError when it is over `most` bytes."""
+    try:
+        encoded = json.dumps(value, separators=(",", ":"))
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{what} must be JSON ({exc})") from None
+    if len(encoded) > most:
+        raise ValueError(f"{what}: {len(encoded)} bytes, over {most}")
+    return json.loads(encoded)

@@ -69,9 +69,13 @@ class Sweeps:
         run.stored_handoff = stored_handoff(task, last)
         self.runs.add(run)
         events.recovery(
-            "resumed", "task %s resumed: its handler runs again, %d event(s) to replay",
-            task.id, len(replay.emitted), task_id=task.id, context_id=task.context_id,
-        )  # fmt: skip
+            "resumed",
+            "task %s resumed: its handler runs again, %d event(s) to replay",
+            task.id,
+            len(replay.emitted),
+            task_id=task.id,
+            context_id=task.context_id,
+        )
         run.run(last)
 
     async def sweep(self, others: bool) -> int:

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 
 from a2a_handoff.failpoints import PAUSE_FILE_VAR, PAUSE_VAR
 from tests.integration import delegation_support
@@ -31,27 +30,11 @@ from tests.integration.handoff_support import (
     make_agents,
     message,
     result,
-    sqlite_stores,
     tasks_in,
     wait_for,
 )
 from tests.integration.test_call_tool import McpServer
-from tests.postgres_support import PostgresDatabase
-from tests.redis_support import RedisServer
 from tests.support import AgentProcess
-
-
-@pytest.fixture(params=["sqlite", "redis", "postgres"])
-def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[str], str]:
-    """Each agent's store: a SQLite file of its own, or a key prefix / schema of one Redis or
-    one PostgreSQL database."""
-    if request.param == "sqlite":
-        return sqlite_stores(tmp_path)
-    server: RedisServer | PostgresDatabase = request.getfixturevalue(
-        "redis_server" if request.param == "redis" else "postgres_database"
-    )
-    urls: dict[str, str] = {}
-    return lambda name: urls.setdefault(name, server.store_url())
 
 
 def payments(ledger: Path) -> list[dict[str, Any]]:
@@ -159,8 +142,9 @@ def test_a_delegation_killed_before_its_sub_task_commits_is_worked_once(
     agents.start()
     try:
         ctx = str(uuid.uuid4())
-        asked = delegation_support.ask(agents.triage, "refund order 4242", ctx,
-                                       returnImmediately=True)  # fmt: skip
+        asked = delegation_support.ask(
+            agents.triage, "refund order 4242", ctx, returnImmediately=True
+        )
         kill_when_paused(agents.billing, marker, lambda: agents.work(ctx))
         assert agents.work(ctx) == []
         agents.billing.start()

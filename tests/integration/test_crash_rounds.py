@@ -20,10 +20,8 @@ import pytest
 
 from tests.integration import delegation_support
 from tests.integration.handoff_support import REFUND, ext, make_agents, message, tasks_in, wait_for
-from tests.integration.test_commit_window import payments, stores, with_ledger
+from tests.integration.test_commit_window import payments, with_ledger
 from tests.support import AgentProcess
-
-__all__ = ["stores"]  # the fixture, used by this module's tests
 
 ROUNDS = 20
 

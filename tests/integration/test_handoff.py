@@ -20,6 +20,7 @@ from a2a_handoff.handoff.envelope import (
     root_key_for,
 )
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI as URI
+from a2a_handoff.protocol.extension import WITHDRAW_KEY
 from tests.integration.handoff_support import (
     REFUND,
     TESTS,
@@ -33,6 +34,7 @@ from tests.integration.handoff_support import (
     wait_for,
 )
 from tests.support import A2A_HEADERS, AgentProcess, key_env
+from tests.trust_support import Signer
 
 
 @pytest.fixture(scope="module")
@@ -243,6 +245,40 @@ def test_a_replay_returns_the_same_task_marked_duplicate(agents: Agents) -> None
     assert again["id"] == first["id"]
     assert ext(again)["duplicate"] is True
     assert len(tasks_in(agents.billing, env.context_id)) == 1
+
+
+def withdrawal(agents: Agents, env: HandoffEnvelope, signer: Signer) -> dict[str, Any]:
+    """`env`, signed by `signer`, sent to billing marked withdrawn."""
+    env = env.model_copy(update={"target": TargetRef(agent="billing", url=agents.billing.url)})
+    params = {
+        "message": {
+            "messageId": f"handoff-{env.idempotency_key}",
+            "role": "ROLE_USER",
+            "parts": [{"text": env.reason}],
+            "contextId": env.context_id,
+            "metadata": {**signer.metadata(env), WITHDRAW_KEY: True},
+        },
+        "configuration": {"returnImmediately": True},
+    }
+    return agents.billing.rpc("SendMessage", params, **{"A2A-Extensions": URI})
+
+
+def test_a_withdrawal_refuses_the_key_only_from_the_proven_sender(agents: Agents) -> None:
+    env = envelope()
+    # Signed by a key billing does not trust: refused unproven, the key left alone.
+    forged, _ = rejection(withdrawal(agents, env, Signer()))
+    assert forged == "envelope_forged"
+    taken = result(deliver(agents, env))["task"]
+    assert "rejected" not in ext(taken)  # the genuine handoff is still taken
+    # The proven sender's withdrawal of a key taken already answers with the task it made.
+    again = result(withdrawal(agents, env, TESTS))["task"]
+    assert again["id"] == taken["id"]
+    # Withdrawn before it was taken, the key is refused for good: a late try is not taken.
+    late = envelope()
+    code, _ = rejection(withdrawal(agents, late, TESTS))
+    assert code == "withdrawn"
+    code, _ = rejection(deliver(agents, late))
+    assert code == "withdrawn"
 
 
 def test_one_key_with_another_envelope_is_refused(agents: Agents) -> None:

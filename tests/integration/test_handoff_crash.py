@@ -23,26 +23,10 @@ from tests.integration.handoff_support import (
     make_agents,
     message,
     result,
-    sqlite_stores,
     tasks_in,
     wait_for,
 )
-from tests.postgres_support import PostgresDatabase
-from tests.redis_support import RedisServer
 from tests.support import AgentProcess
-
-
-@pytest.fixture(params=["sqlite", "redis", "postgres"])
-def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[str], str]:
-    """Where the agents keep their state: their own SQLite files, one Redis, or one
-    PostgreSQL database (a key prefix or a schema each)."""
-    if request.param == "sqlite":
-        return sqlite_stores(tmp_path)
-    server: RedisServer | PostgresDatabase = request.getfixturevalue(
-        "redis_server" if request.param == "redis" else "postgres_database"
-    )
-    urls: dict[str, str] = {}
-    return lambda name: urls.setdefault(name, server.store_url())
 
 
 def settled_source(agents: Agents, ctx: str) -> dict[str, Any]:

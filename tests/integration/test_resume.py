@@ -90,9 +90,12 @@ async def test_a_task_cut_by_kill_9_resumes_and_its_subscriber_sees_each_event_o
         last = head[-1][0]
         assert last is not None
         rest = await sse(
-            http, other.url, "SubscribeToTask", {"id": task_id},
+            http,
+            other.url,
+            "SubscribeToTask",
+            {"id": task_id},
             headers={"Last-Event-ID": str(last)},
-        )  # fmt: skip
+        )
         task = result(other.rpc("GetTask", {"id": task_id}))
     events = head[1:] + rest  # after the subscription's snapshot: every event, by its id
     ids = [i for i, _ in events]
@@ -116,8 +119,9 @@ def test_a_delegate_killed_after_its_work_resumes_and_the_delegation_completes(
         agents.billing.env = {ENV_VAR: "step.after_record"}  # dies once its work is recorded
         agents.billing.restart()
         ctx = str(uuid.uuid4())
-        asked = delegation_support.ask(agents.triage, "refund order 6060", ctx,
-                                       returnImmediately=True)  # fmt: skip
+        asked = delegation_support.ask(
+            agents.triage, "refund order 6060", ctx, returnImmediately=True
+        )
         assert agents.billing.proc is not None
         assert agents.billing.proc.wait(30) == EXIT_CODE
         agents.billing.env = {}
@@ -141,16 +145,22 @@ def test_billing_killed_after_its_refund_step_completes_the_task_after_a_restart
 ) -> None:
     ledger = tmp_path / "payments.jsonl"
     billing = AgentProcess(
-        "billing", f"sqlite:///{tmp_path / 'billing.db'}",
+        "billing",
+        f"sqlite:///{tmp_path / 'billing.db'}",
         extra=(f"--payments={ledger}", *FAST),
         env={ENV_VAR: "step.after_record"},  # dies once the refund's record committed
-    )  # fmt: skip
+    )
     billing.log_path = tmp_path / "billing.log"
     billing.start()
     try:
-        sent = {"message": {"messageId": str(uuid.uuid4()), "role": "ROLE_USER",
-                            "parts": [{"text": "refund order 8080 please"}]},
-                "configuration": {"returnImmediately": True}}  # fmt: skip
+        sent = {
+            "message": {
+                "messageId": str(uuid.uuid4()),
+                "role": "ROLE_USER",
+                "parts": [{"text": "refund order 8080 please"}],
+            },
+            "configuration": {"returnImmediately": True},
+        }
         task = result(billing.rpc("SendMessage", sent))["task"]
         assert billing.proc is not None
         assert billing.proc.wait(30) == EXIT_CODE

@@ -16,9 +16,10 @@ from tests.support import AgentProcess
 def test_a_graph_cut_mid_step_goes_on_from_its_checkpoint(tmp_path: Path) -> None:
     work_log, hold = tmp_path / "work.log", tmp_path / "hold"
     agent = AgentProcess(
-        "worker", f"sqlite:///{tmp_path / 'worker.db'}",
+        "worker",
+        f"sqlite:///{tmp_path / 'worker.db'}",
         extra=(f"--work-log={work_log}", f"--hold={hold}"),
-    )  # fmt: skip
+    )
     agent.module = "tests.a2a_handoff.adapters.graph_worker"
     agent.log_path = tmp_path / "worker.log"
     hold.touch()
@@ -32,8 +33,9 @@ def test_a_graph_cut_mid_step_goes_on_from_its_checkpoint(tmp_path: Path) -> Non
             return found
 
         said = "settling"  # `pay` is done and checkpointed; `settle` waits
-        wait_for(lambda: get()["status"].get("message", {}).get("parts", [{}])[0].get("text")
-                 == said)  # fmt: skip
+        wait_for(
+            lambda: get()["status"].get("message", {}).get("parts", [{}])[0].get("text") == said
+        )
         agent.kill()
         hold.unlink()
         agent.start()  # resumes the task: the graph goes on at `settle`
@@ -52,9 +54,10 @@ def test_an_agents_sdk_run_cut_after_its_tool_goes_on_without_calling_it_again(
     chat.script("worker", Call("pay", {"order": "77"}), Hang(held), Say("Paid order 77."))
     work_log = tmp_path / "work.log"
     agent = AgentProcess(
-        "worker", f"sqlite:///{tmp_path / 'worker.db'}",
+        "worker",
+        f"sqlite:///{tmp_path / 'worker.db'}",
         extra=(f"--llm-url={chat.url('worker')}", f"--work-log={work_log}"),
-    )  # fmt: skip
+    )
     agent.module = "tests.a2a_handoff.adapters.sdk_worker"
     agent.log_path = tmp_path / "worker.log"
     agent.start()
@@ -71,9 +74,13 @@ def test_an_agents_sdk_run_cut_after_its_tool_goes_on_without_calling_it_again(
         held.set()
         agent.start()  # resumes: the run goes on from its state, the model asked again
         done = wait_for(
-            lambda: (t := result(agent.rpc("GetTask", {"id": task_id})))["status"]["state"]
-            == "TASK_STATE_COMPLETED" and t, timeout=30,
-        )  # fmt: skip
+            lambda: (
+                (t := result(agent.rpc("GetTask", {"id": task_id})))["status"]["state"]
+                == "TASK_STATE_COMPLETED"
+                and t
+            ),
+            timeout=30,
+        )
         assert done["status"]["message"]["parts"][0]["text"] == "Paid order 77."
         assert work_log.read_text().splitlines() == ["77"]  # the tool ran once
         assert len(chat.requests["worker"]) == 3  # the turn in flight was asked again

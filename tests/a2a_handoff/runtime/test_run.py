@@ -380,3 +380,31 @@ async def test_a_cancel_during_a_handoff_is_refused_and_taken_once_it_was_refuse
         assert canceled.state is TaskState.CANCELED
         await manager.aclose()
     await store.aclose()
+
+
+async def test_a_step_is_done_once_per_task_and_its_result_read_back_as_json(
+    store: Store,
+) -> None:
+    calls: list[str] = []
+    seen: list[Any] = []
+
+    async def pay(key: str) -> tuple[str, int]:
+        calls.append(key)
+        return ("paid", 1)
+
+    async def script(ctx: TaskContext) -> Outcome:
+        seen.append(await ctx.step("refund", pay))
+        seen.append(await ctx.step("refund", pay))  # recorded: not done again
+        with pytest.raises(TypeError, match="must be JSON"):
+            await ctx.step("odd", lambda key: asyncio.sleep(0, result={1, 2}))
+        with pytest.raises(ValueError, match="over"):
+            await ctx.checkpoint("x" * 300_000)
+        return Completed()
+
+    run = start(store, script)
+    record = await asyncio.wait_for(asyncio.shield(run.settled), 5)
+    assert record.state is TaskState.COMPLETED
+    assert calls == [f"{record.id}/refund"]  # the step's key: the task and the name
+    assert seen == [["paid", 1], ["paid", 1]]  # as a re-run reads it from the journal
+    assert ext_metadata(record.task)["steps"]["refund"] == {"result": ["paid", 1]}
+    assert "checkpoint" not in ext_metadata(record.task)
