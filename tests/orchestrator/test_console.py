@@ -225,7 +225,10 @@ def test_the_console_draws_the_chain_and_the_operator_approves_in_the_page(
     done = f'{chain} .box[data-agent="billing"][data-state="completed"]'
     wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, done))
     wait.until(lambda d: kinds(d, context) == ["handoff", "escalation", "return"])
-    wait.until(lambda d: not d.find_elements(By.CSS_SELECTOR, mine))
+    # No longer waiting, and redrawn since: the answered card stays, saying what it came to
+    # (the redraw used to wipe it, at times before the operator could read it).
+    kept = driver.find_element(By.CSS_SELECTOR, f"{mine}.answered .result").text
+    assert kept.startswith("approved: the decision goes back to"), kept
 
     # Its detail shows the decision as a person reads it (it was one raw JSON string in the
     # history, running off the panel): verdict, operator, note, action, signer — all inside.
@@ -318,8 +321,9 @@ def test_the_inbox_stays_in_view_beside_a_four_hop_chain_at_1280_and_1920_px(
         driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
     # The Deny button is where it is seen, and works.
     wait.until(lambda d: click(d, f"{mine} button.deny"))
-    wait.until(lambda d: not d.find_elements(By.CSS_SELECTOR, mine))
     wait.until(lambda d: drawn(d, context)[-1:] == [["billing", "rejected"]])
+    kept = driver.find_element(By.CSS_SELECTOR, f"{mine}.answered .result").text
+    assert kept.startswith("denied: the decision goes back to"), kept  # kept in view
 
 
 def test_a_transfer_to_an_agent_not_watched_points_at_it(

@@ -177,14 +177,23 @@ function describeAction(item) {
     + " acts on it once approved";
 }
 
+const KEPT_ANSWERS = 5;  // the operator's last answers stay in view, their results with them
+
 function drawInbox(items) {
   const key = items.map(i => i.taskId).join(",");
   if (key === inboxKey) return;
   inboxKey = key;
   const root = document.getElementById("inbox");
-  root.replaceChildren();
-  if (!items.length) { root.append(el("p", {class: "empty"}, "No escalation waiting.")); return; }
-  for (const item of items) {
+  // An answered escalation leaves the inbox as soon as the agent takes the answer: its card
+  // (and what the answer came to) is kept, not wiped by the redraw.
+  const answered = [...root.querySelectorAll(".item.answered")].slice(-KEPT_ANSWERS);
+  root.replaceChildren(...answered);
+  if (!items.length && !answered.length) {
+    root.append(el("p", {class: "empty"}, "No escalation waiting."));
+    return;
+  }
+  const kept = new Set(answered.map(card => card.dataset.task));
+  for (const item of items.filter(i => !kept.has(i.taskId))) {
     const card = el("div", {class: "item", "data-task": item.taskId});
     card.append(el("h3", {}, `${item.source || "?"} asks: ${item.need || "a decision"}`
       + ` (${item.trigger || item.tier})`));
@@ -221,13 +230,14 @@ async function answer(item, action, text, card) {
     body: JSON.stringify({agent: item.agentUrl, taskId: item.taskId, action, text}),
   });
   const body = await response.json();
+  card.classList.add("answered");  // kept in view by the redraws that follow
+  if (!card.isConnected) document.getElementById("inbox").prepend(card);
   if (!response.ok) {
     result.textContent = `refused: ${body.error}`;
   } else if (body.noted) {  // a reply to a permission: a note; the escalation still waits
     result.textContent = "noted: the escalation still waits for approve or deny";
   } else {
     result.textContent = `${body.verdict}: the decision goes back to ${item.source}`;
-    card.classList.add("answered");
   }
 }
 
