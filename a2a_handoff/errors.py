@@ -22,7 +22,8 @@
     │   ├── IdempotencyConflictError  -32103  one key, two different envelopes
     │   ├── TaskBusyError             -32104  another message to the task is being processed
     │   ├── StoreUnavailableError     -32105  the store cannot be reached or written (HTTP 503)
-    │   └── TooManyStreamsError       -32106  the open-stream cap is reached (HTTP 503)
+    │   ├── TooManyStreamsError       -32106  the open-stream cap is reached (HTTP 503)
+    │   └── ForeignRequestError       -32107  a Host or Origin not the agent's (HTTP 403)
     ├── RemoteError                   another agent answered with a JSON-RPC error
     ├── UnavailableError (ConnectionError)  another agent could not be reached
     ├── CircuitOpenError (ConnectionError)  its breaker is open: the call was not made
@@ -282,6 +283,17 @@ class TooManyStreamsError(RpcError):
     http_status = 503
     status = "UNAVAILABLE"
     reason = "TOO_MANY_STREAMS"
+    domain = OUR_ERROR_DOMAIN
+
+
+class ForeignRequestError(RpcError):
+    """A request a web page made: its `Host` or `Origin` is not this agent's."""
+
+    code = -32107
+    default_message = "refused: the request's Host or Origin is not this agent's"
+    http_status = 403
+    status = "PERMISSION_DENIED"
+    reason = "FOREIGN_REQUEST"
     domain = OUR_ERROR_DOMAIN
 
 

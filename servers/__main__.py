@@ -113,6 +113,11 @@ def _pairs(values: Sequence[str], what: str) -> dict[str, str]:
     return pairs
 
 
+def _listed(value: str) -> list[str]:
+    """A comma-separated option as its entries."""
+    return [entry.strip() for entry in value.split(",") if entry.strip()]
+
+
 def _check_identity(
     identity: IdentityStore | None, store: Store, store_url: str, name: str
 ) -> None:
@@ -210,6 +215,20 @@ def _agent_parser(parser: argparse.ArgumentParser) -> None:
         help="seconds a trusted agent's fetched keys are used before fetching them again",
     )
     trust.add_argument("--keys-reload", type=float, default=2.0, help=argparse.SUPPRESS)
+    trust.add_argument(
+        "--allowed-hosts",
+        default="",
+        metavar="NAMES",
+        help="host names this agent answers at besides its URL's (and any IP address),"
+        " comma-separated; `*`: any. Other Host headers are refused (DNS rebinding)",
+    )
+    trust.add_argument(
+        "--allowed-origins",
+        default="",
+        metavar="ORIGINS",
+        help="web origins (scheme://host:port) whose pages may call this agent,"
+        " comma-separated; by default a browser's cross-origin request is refused",
+    )
     trust.add_argument(
         "--return-give-up",
         type=float,
@@ -413,6 +432,8 @@ def serve(name: str, args: argparse.Namespace) -> int:
                 operators=args.operators.split(",") if args.operators else (),
                 trusted_max_age=args.trust_max_age,
                 keys_reload=args.keys_reload,
+                allowed_hosts=_listed(args.allowed_hosts),
+                allowed_origins=_listed(args.allowed_origins),
             ),
             limits=LimitsConfig(max_streams=args.max_streams),
             observability=ObservabilityConfig(metrics_public=args.metrics_public),

@@ -108,6 +108,22 @@ def is_json_media_type(content_type: str | None) -> bool:
     return media == "application/json" or media.endswith("+json")
 
 
+# The body types a web page may send to any address without asking it first (the Fetch
+# standard's CORS-safelisted request content types), and no type at all (a Blob's).
+_SIMPLE_TYPES = frozenset(
+    {"text/plain", "application/x-www-form-urlencoded", "multipart/form-data"}
+)
+
+
+def browser_content_type(content_type: str | None) -> bool:
+    """Whether a request body declared so could come from a web page without a CORS
+    preflight: those are refused (-32005, HTTP 415) whatever the body holds, as a page could
+    make an agent act on them (see `server._browser_guard`)."""
+    if content_type is None:
+        return True
+    return content_type.split(";", 1)[0].strip().lower() in _SIMPLE_TYPES
+
+
 async def read_body(request: Request, max_body: int) -> bytes:
     """The request body, refused (-32100, HTTP 413) as soon as it is over `max_body`."""
     declared = request.headers.get("content-length")

@@ -1,14 +1,15 @@
 """The JSON-RPC 2.0 binding: one POST endpoint, a dispatch table, errors as error objects.
 
-Input is checked in this order — body size, credentials, JSON, JSON-RPC shape, protocol
-version, method, params — and every failure is a JSON-RPC error object (A2A's carrying a
-`google.rpc.ErrorInfo` in `error.data`): never an HTTP 500, never a traceback. A body that is
-not JSON is -32005 when its `Content-Type` is not JSON either (-32700 otherwise); valid JSON
-is served whatever the header says. A request without `A2A-Version` (or with `0.x`) is an
-A2A 0.3 request: its slash-named methods (`message/send`, …) go to the 0.3 binding
-(`server._compat03`), anything else answers -32009. The methods themselves are
-`server._methods`'; this module only frames calls and answers — nothing of this is on the
-path of a successful 1.0 call but the dictionary look-ups it always had.
+Input is checked in this order — body size, credentials, JSON, content type, JSON-RPC shape,
+protocol version, method, params — and every failure is a JSON-RPC error object (A2A's
+carrying a `google.rpc.ErrorInfo` in `error.data`): never an HTTP 500, never a traceback. A
+body that is not JSON is -32005 when its `Content-Type` is not JSON either (-32700
+otherwise); a body sent as a type a web page may send unasked (`text/plain`, a form, none)
+is -32005 whatever it holds; valid JSON is served under any other type. A request without
+`A2A-Version` (or with `0.x`) is an A2A 0.3 request: its slash-named methods
+(`message/send`, …) go to the 0.3 binding (`server._compat03`), anything else answers
+-32009. The methods themselves are `server._methods`'; this module only frames calls and
+answers — nothing of this is on the path of a successful 1.0 call but a few header look-ups.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from a2a_handoff.server._call import (
     SUPPORTED_EXTENSIONS,
     Call,
     Handler,
+    browser_content_type,
     is_json_media_type,
     is_v03,
     principal_of,
@@ -186,6 +188,13 @@ class JsonRpcEndpoint:
             principal = principal_of(self.auth, request)
             payload = _parse_json(body, request)
             call_id = _call_id(payload)
+            content_type = request.headers.get("content-type")
+            if browser_content_type(content_type):
+                shown = "no type" if content_type is None else repr(_printable(content_type))
+                raise ContentTypeNotSupportedError(
+                    f"a body with {shown} is not accepted (a web page may send one unasked):"
+                    " send Content-Type: application/json"
+                )
             method, params = _parse_envelope(payload)
             version = request.headers.get("a2a-version")
             if version is None or not supported_version(version):

@@ -14,8 +14,10 @@ Retries are safe: a call with an `idempotencyKey` sends a message whose id is de
 the key, so a retried call finds the task the first one made (the agent deduplicates
 message ids); a handoff envelope carries its own key. Under API-key auth `/mcp` takes the
 same keys as the other routes and a tool sees only its caller's tasks. A request from a web
-page (an `Origin` header other than the agent's own) is refused: a local agent is not to be
-driven by whatever site its user visits.
+page (a `Host` or `Origin` not the agent's own) is refused before it gets here, as on every
+route (`server._browser_guard`): a local agent is not to be driven by whatever site its user
+visits. A body over the agent's limit (`LimitsConfig.max_body`) is refused with 413 before
+the MCP server reads it.
 
 This module is imported only when the MCP face is on (`create_app(mcp_server=True)`): it
 needs the `mcp` package (`pip install 'a2a-handoff[mcp]'`).
@@ -30,7 +32,6 @@ import re
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
-from urllib.parse import urlsplit
 
 try:
     import mcp_types as types
@@ -40,16 +41,16 @@ try:
 except ImportError as exc:  # pragma: no cover - the extra is missing
     raise ImportError("the MCP face needs the mcp package: pip install 'a2a-handoff[mcp]'") from exc
 
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from a2a_handoff.auth import ApiKeyAuth
-from a2a_handoff.errors import RpcError
+from a2a_handoff.errors import PayloadTooLargeError, RpcError
 from a2a_handoff.protocol.agent_card import AgentCard
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI, SIGNATURE_KEY
 from a2a_handoff.protocol.models import StreamResponse
-from a2a_handoff.server._call import Call, Handler
+from a2a_handoff.server._call import Call, Handler, read_body
 from a2a_handoff.server._health import Health
 from a2a_handoff.server._mcp_results import error_result, invalid_result, outcome, part_texts
 
@@ -110,12 +111,13 @@ class McpFace:
         table: dict[str, Handler],
         health: Health,
         auth: ApiKeyAuth | None,
+        max_body: int,
     ) -> None:
         self.card = card
         self.table = table
         self.health = health
         self.auth = auth
-        self.origin = _origin(card.url)
+        self.max_body = max_body
         self.skills = {tool_name(s.id): s for s in card.skills}
         self.server: Server[Any] = Server(
             card.name,
@@ -135,18 +137,21 @@ class McpFace:
             yield
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        request = Request(scope)
-        origin = request.headers.get("origin")
-        if origin is not None and origin.rstrip("/") != self.origin:
-            await JSONResponse({"error": "cross-origin requests are refused"}, 403)(
-                scope, receive, send
-            )
-            return
+        request = Request(scope, receive)
         if self.auth is not None and self.auth.authenticate(request.headers) is None:
             answer = JSONResponse({"error": "a valid API key is required"}, 401)
             answer.headers["WWW-Authenticate"] = 'Bearer realm="a2a"'
             await answer(scope, receive, send)
             return
+        if scope["method"] == "POST":
+            try:
+                body = await read_body(request, self.max_body)
+            except PayloadTooLargeError as error:
+                await JSONResponse({"error": error.message}, 413)(scope, receive, send)
+                return
+            except ClientDisconnect:
+                return
+            receive = _replay(body, receive)
         await self.sessions.handle_request(scope, receive, send)
 
     # -- tools ------------------------------------------------------------------------------
@@ -338,6 +343,16 @@ def _schema(*, required: list[str] | None = None, key: bool = True, **props: Any
     return schema
 
 
-def _origin(url: str) -> str:
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc}"
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A `receive` that hands the MCP server the body already read (and checked) first,
+    then what the connection says (its end)."""
+    sent = False
+
+    async def replayed() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replayed

@@ -10,7 +10,8 @@ errors are AIP-193 `google.rpc.Status` bodies whose `code` is the HTTP status of
 with the `ErrorInfo` in `details` — an error before a stream's first event is such an answer
 too, one after it an `event: error`. Checked in order: body size, credentials, version
 (`A2A-Version: 1.0`, header or query parameter), content type (a body must be JSON: 415
-otherwise), JSON, params.
+otherwise; `text/plain` and form types, which a web page may send unasked, even with no body),
+JSON, params.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from a2a_handoff.server._call import (
     SUPPORTED_EXTENSIONS,
     Call,
     Handler,
+    browser_content_type,
     is_json_media_type,
     principal_of,
     protocol_headers,
@@ -239,7 +241,13 @@ class RestEndpoint:
                     f"A2A-Version {version!r} is not supported on HTTP+JSON; send"
                     f" 'A2A-Version: {PROTOCOL_VERSION}'"
                 )
-            payload = _json_object(body, request.headers.get("content-type"))
+            content_type = request.headers.get("content-type")
+            if content_type is not None and browser_content_type(content_type):
+                raise ContentTypeNotSupportedError(  # even empty: a page's form posts so
+                    f"a body with Content-Type {content_type[:100]!r} is not accepted (a web"
+                    " page may send one unasked): send Content-Type: application/json"
+                )
+            payload = _json_object(body, content_type)
             call = Call(None, params(request, payload), principal, extensions, request, REST)
             return await handler(call)
         except RpcError as error:

@@ -45,6 +45,7 @@ from a2a_handoff.protocol.agent_card import AgentCard
 from a2a_handoff.push import Pusher, PushSettings
 from a2a_handoff.runtime.tasks import TaskManager
 from a2a_handoff.server._app_trust import agent_trust_of, operators_of
+from a2a_handoff.server._browser_guard import BrowserGuard, refused
 from a2a_handoff.server._call import Handler
 from a2a_handoff.server._card_route import CARD_PATH, JWKS_ROUTE, V03_CARD_PATH, CardRoute
 from a2a_handoff.server._cards import served_cards
@@ -99,21 +100,30 @@ class _A2AStarlette(Starlette):
     The handler answers every failure itself, so the error and routing middleware in between
     would only cost time on the hot path (measured: about a tenth of a request's CPU).
     Every call (and the lifespan, whose background tasks inherit it) runs with this agent's
-    observer current (`observe.use`): its metrics and log lines are this agent's.
+    observer current (`observe.use`): its metrics and log lines are this agent's. Every HTTP
+    request passes the browser guard first (`server._browser_guard`), on every route.
     """
 
-    def __init__(self, endpoint: JsonRpcEndpoint, observer: Observer, **kwargs: Any) -> None:
+    def __init__(
+        self, endpoint: JsonRpcEndpoint, observer: Observer, guard: BrowserGuard, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         self._endpoint = endpoint
         self._observer = observer
+        self._guard = guard
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         use(self._observer)
-        if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] == "/":
-            scope["app"] = self
-            response = await self._endpoint.serve(Request(scope, receive))
-            await response(scope, receive, send)
-            return
+        if scope["type"] == "http":
+            refusal = self._guard.refusal(scope)
+            if refusal is not None:
+                await refused(refusal, scope)(scope, receive, send)
+                return
+            if scope["method"] == "POST" and scope["path"] == "/":
+                scope["app"] = self
+                response = await self._endpoint.serve(Request(scope, receive))
+                await response(scope, receive, send)
+                return
         await super().__call__(scope, receive, send)
 
 
@@ -175,16 +185,23 @@ def create_app(
     )
     faces: list[Face] = []
     if mcp_server:
-        routes.append(_mcp_route(served, table, trust.auth, faces))
+        routes.append(_mcp_route(served, table, trust.auth, limits.max_body, faces))
     app = _A2AStarlette(
         endpoint,
         served.observer,
+        _guard(card, trust),
         routes=routes,
         exception_handlers={404: not_found, 405: not_found},
         lifespan=_lifespan(agent, served, own_client=handoff.client is None, faces=faces),
     )
     app.state.a2a = served
     return app
+
+
+def _guard(card: AgentCard, trust: TrustConfig) -> BrowserGuard:
+    """The Host and Origin checks: the agent's own URLs are its card's and interfaces'."""
+    own_urls = [card.url, *(i.url for i in card.supported_interfaces)]
+    return BrowserGuard(own_urls, trust.allowed_hosts, trust.allowed_origins)
 
 
 def _tools(config: ToolsConfig) -> McpTools | None:
@@ -298,7 +315,11 @@ def _routes(
 
 
 def _mcp_route(
-    served: Served, table: dict[str, Handler], auth: ApiKeyAuth | None, faces: list[Face]
+    served: Served,
+    table: dict[str, Handler],
+    auth: ApiKeyAuth | None,
+    max_body: int,
+    faces: list[Face],
 ) -> Route:
     """The MCP face's route; its sessions run in the lifespan (added to `faces`). Imported
     only when on: an agent without it pays nothing for MCP."""
@@ -307,7 +328,7 @@ def _mcp_route(
     health = Health(
         served.store, served.client, HEALTH_STALE_SECONDS, auth, returns=_returns(served)
     )
-    face = McpFace(served.card, table, health, auth)
+    face = McpFace(served.card, table, health, auth, max_body)
     faces.append(face.running)
     return Route(MCP_PATH, face, methods=["GET", "POST", "DELETE"])
 

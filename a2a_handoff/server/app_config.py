@@ -95,7 +95,10 @@ class TrustConfig:
     that see and decide escalations (a human agent under API-key auth must name one).
     `trusted_max_age`: seconds a trusted agent's fetched keys are used before they are
     fetched again. `keys_reload`: seconds between reads of its own keys, to pick up a
-    rotation (0: never; a rotation then needs a restart).
+    rotation (0: never; a rotation then needs a restart). `allowed_hosts`: host names it
+    answers at besides its own URLs' (and any IP address); `allowed_origins`: web origins
+    whose pages may call it (`scheme://host:port`; `null`; `*`: any). By default a request
+    with another `Host`, or from another origin's page, is refused (`server._browser_guard`).
     """
 
     auth: ApiKeyAuth | None = field(default=None, repr=False)
@@ -104,6 +107,8 @@ class TrustConfig:
     operators: Collection[str] = ()
     trusted_max_age: float = 60.0
     keys_reload: float = 2.0
+    allowed_hosts: Collection[str] = ()
+    allowed_origins: Collection[str] = ()
 
     def __post_init__(self) -> None:
         if isinstance(self.trusted, str):
@@ -114,6 +119,12 @@ class TrustConfig:
                 raise ConfigError(f"trusted takes TrustedAgent or 'NAME=URL', not {entry!r}")
         object.__setattr__(self, "trusted", parsed)
         object.__setattr__(self, "operators", _names(self.operators, "operators"))
+        object.__setattr__(self, "allowed_hosts", _names(self.allowed_hosts, "allowed_hosts"))
+        origins = _names(self.allowed_origins, "allowed_origins")
+        for origin in origins:
+            if origin not in ("*", "null") and not origin.startswith(("http://", "https://")):
+                raise ConfigError(f"allowed_origins: {origin!r} is not scheme://host[:port]")
+        object.__setattr__(self, "allowed_origins", origins)
         _seconds("trusted_max_age", self.trusted_max_age, zero=True)  # 0: fetched every time
         _seconds("keys_reload", self.keys_reload, zero=True)  # 0: never read again
 

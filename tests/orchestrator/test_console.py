@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -22,16 +21,11 @@ from typing import Any
 
 import pytest
 
+from tests.browser_support import chromium, needs_chromium
 from tests.integration.handoff_support import message, result, wait_for
 from tests.support import ROOT, AgentProcess, Cli, _http, free_port, wire_trust
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-DRIVER = shutil.which("chromedriver")
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None or DRIVER is None,
-    reason="Chromium is not installed (apt-get install chromium chromium-driver;"
-    " scripts/bootstrap does it)",
-)
+pytestmark = needs_chromium
 
 BIG_REFUND = "I was charged twice, I want a refund of $750 for order 4242"
 
@@ -93,21 +87,8 @@ def console(agents: list[AgentProcess], tmp_path_factory: pytest.TempPathFactory
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                 "--window-size=1500,900",
-                 # A name an attacker's DNS rebinds to 127.0.0.1 (the console must refuse it).
-                 "--host-resolver-rules=MAP rebound.test 127.0.0.1"):  # fmt: skip
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(str(DRIVER)), options=options)
-    try:
+    with chromium() as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 # -- reading the page (each read in one script: atomic with a redraw) ---------------------

@@ -437,9 +437,10 @@ async def test_unsupported_protocol_version(caller: Caller, headers: dict[str, s
 
 async def test_version_may_come_as_a_query_parameter(caller: Caller) -> None:
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}})
-    response = await caller.http.post(URL + "?A2A-Version=1.0", content=body)
+    json_type = {"Content-Type": "application/json"}
+    response = await caller.http.post(URL + "?A2A-Version=1.0", content=body, headers=json_type)
     assert "result" in response.json(), response.text
-    wrong = await caller.http.post(URL + "?A2A-Version=2.0", content=body)
+    wrong = await caller.http.post(URL + "?A2A-Version=2.0", content=body, headers=json_type)
     rpc_error(wrong, -32009)
 
 
@@ -475,8 +476,8 @@ async def test_a_body_that_is_not_json_sent_as_another_type_is_32005(
     assert await caller.total() == before
 
 
-@pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded"])
-async def test_valid_json_is_served_whatever_the_content_type(
+@pytest.mark.parametrize("content_type", ["application/json-rpc", "application/octet-stream"])
+async def test_valid_json_is_served_under_a_type_no_page_sends_unasked(
     caller: Caller, content_type: str
 ) -> None:
     body = json.dumps(
@@ -486,6 +487,30 @@ async def test_valid_json_is_served_whatever_the_content_type(
     assert response.json()["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
 
 
+@pytest.mark.parametrize(
+    "content_type",
+    ["text/plain;charset=UTF-8", "application/x-www-form-urlencoded", "multipart/form-data", None],
+)
+async def test_valid_json_sent_as_a_type_a_page_sends_unasked_is_refused(
+    caller: Caller, content_type: str | None
+) -> None:
+    # A web page may POST these (or a Blob with no type) to any address without a CORS
+    # preflight: served, they would let any site the user visits drive a local agent.
+    before = await caller.total()
+    body = json.dumps(
+        {"jsonrpc": "2.0", "id": 7, "method": "SendMessage", "params": send_params("hi")}
+    )
+    headers = {**HEADERS, **caller.headers}
+    headers.pop("Content-Type", None)
+    if content_type is not None:
+        headers["Content-Type"] = content_type
+    response = await caller.http.post(URL, content=body, headers=headers)
+    error = rpc_error(response, -32005)
+    assert response.json()["id"] == 7
+    assert "application/json" in error["message"]
+    assert await caller.total() == before
+
+
 async def test_a_body_that_is_not_json_sent_as_json_stays_a_parse_error(caller: Caller) -> None:
     for content_type in ("application/json", "application/a2a+json; charset=utf-8"):
         rpc_error(await caller.raw("{not json", {"Content-Type": content_type}), -32700)
@@ -493,7 +518,8 @@ async def test_a_body_that_is_not_json_sent_as_json_stays_a_parse_error(caller: 
 
 async def test_version_header_is_case_insensitive(caller: Caller) -> None:
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}})
-    response = await caller.http.post(URL, content=body, headers={"a2a-version": "1.0"})
+    headers = {"a2a-version": "1.0", "content-type": "application/json"}
+    response = await caller.http.post(URL, content=body, headers=headers)
     assert response.status_code == 200
     assert "result" in response.json()
 

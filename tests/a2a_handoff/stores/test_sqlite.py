@@ -209,7 +209,8 @@ async def test_a_request_is_stored_in_at_most_twice_its_size(tmp_path: Path) -> 
             transport=httpx.ASGITransport(app=app), base_url="http://echo.test/"
         ) as http,
     ):
-        reply = await http.post("/", content=body, headers={"A2A-Version": "1.0"})
+        headers = {"A2A-Version": "1.0", "Content-Type": "application/json"}
+        reply = await http.post("/", content=body, headers=headers)
         task = reply.json()["result"]["task"]
         assert task["artifacts"][0]["parts"] == [{"text": "é" * 500_000}]
         with sqlite3.connect(path) as conn:
