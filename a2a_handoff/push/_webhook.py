@@ -16,7 +16,8 @@ from typing import Any
 import httpx
 from joserfc.jwk import OKPKey
 
-from a2a_handoff.push.policy import Address, PushPolicy, PushRefused, PushUnreachable
+from a2a_handoff.push.addresses import Address
+from a2a_handoff.push.policy import PushPolicy, PushRefused, PushUnreachable
 from a2a_handoff.push.push_config import PushConfig
 from a2a_handoff.trust.signing import sign_detached
 

@@ -3,11 +3,14 @@
 A webhook URL is chosen by a caller, so it is a way to make the agent send requests to
 whatever the agent can reach. By default only `https` URLs whose host is a public address
 are accepted — every address a name resolves to must be public: not private, loopback,
-link-local, shared (CGNAT), multicast, reserved or unspecified. The allowlist admits others:
-an entry is a host name (`localhost`, `hooks.internal`: that name, whatever it resolves to)
-or an address or network (`127.0.0.1`, `10.0.0.0/8`, `::1`); a URL whose host is listed, or
-all of whose addresses are in listed networks, is admitted over `http` too. Loopback is
-admitted only when listed.
+link-local, shared (CGNAT), multicast, reserved or unspecified (`push.addresses`: an IPv6
+form embedding an IPv4 address, NAT64, 6to4, Teredo, IPv4-mapped…, is judged by the address
+it embeds). The allowlist admits others: an entry is a host name (`localhost`,
+`hooks.internal`: that name, whatever it resolves to) or an address or network (`127.0.0.1`,
+`10.0.0.0/8`, `::1`); a URL whose host is listed, or all of whose addresses are in listed
+networks, is admitted over `http` too. An IPv6 form is in a listed network when it is itself,
+or when every IPv4 address it embeds is (`64:ff9b::10.1.2.3` with `10.0.0.0/8` listed), and
+each address it embeds may be public or listed. Loopback is admitted only when listed.
 
 The check runs when a config is made (a name that does not resolve yet is accepted then)
 and again before every delivery, whose connection goes to the address just checked (the
@@ -25,9 +28,7 @@ from dataclasses import dataclass, field
 from urllib.parse import SplitResult, urlsplit
 
 from a2a_handoff.errors import InvalidParamsError
-
-Address = ipaddress.IPv4Address | ipaddress.IPv6Address
-Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+from a2a_handoff.push.addresses import Address, Network, not_public, reaches
 
 MAX_URL = 2048
 RESOLVE_TIMEOUT = 5.0
@@ -35,12 +36,6 @@ RESOLVE_TIMEOUT = 5.0
 
 class PushRefused(InvalidParamsError):
     """A webhook URL this agent will not call (-32602)."""
-
-
-def _public(address: Address) -> bool:
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
-    return address.is_global and not address.is_multicast
 
 
 def _parse_entry(entry: str) -> str | Network:
@@ -77,7 +72,22 @@ class PushPolicy:
         return cls(tuple(entries))
 
     def _listed(self, address: Address) -> bool:
-        return any(address in network for network in self.networks)
+        """`address` is in a listed network, or so is every address its IPv6 form reaches."""
+        return any(address in network for network in self.networks) or all(
+            any(reached in network for network in self.networks) for reached in reaches(address)
+        )
+
+    def _refusal(self, address: Address) -> str | None:
+        """Why `address` may not be called: some address it reaches is neither public nor
+        listed (None when it may)."""
+        if self._listed(address):
+            return None
+        for reached in reaches(address):
+            if not self._listed(reached):
+                why = not_public(reached)
+                if why is not None:
+                    return why if reached == address else f"reaches {reached}: {why}"
+        return None
 
     def check_syntax(self, url: str) -> SplitResult:
         """`url` parsed, when its form may be called (scheme, host, no credentials)."""
@@ -115,10 +125,11 @@ class PushPolicy:
         if host.lower() in self.names:
             return addresses
         for address in addresses:
-            if not (_public(address) or self._listed(address)):
+            why = self._refusal(address)
+            if why is not None:
                 raise PushRefused(
-                    f"url: {host} is (or resolves to) {address}, not a public address; an"
-                    " agent's operator may admit it with the push allowlist (--push-allow)"
+                    f"url: {host} is (or resolves to) {address}, not a public address ({why});"
+                    " an agent's operator may admit it with the push allowlist (--push-allow)"
                 )
         return addresses
 

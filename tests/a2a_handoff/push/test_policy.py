@@ -67,3 +67,38 @@ def test_a_bad_allowlist_entry_is_refused() -> None:
     for entry in ("https://x/", "a b", "10.0.0.0/99"):
         with pytest.raises(ValueError, match="push allowlist entry"):
             PushPolicy.of([entry])
+
+
+async def test_an_ipv6_form_is_judged_by_the_ipv4_address_it_embeds() -> None:
+    policy = PushPolicy()
+    with pytest.raises(PushRefused, match=r"reaches 169\.254\.169\.254: link-local"):
+        await policy.resolve("https://[64:ff9b::a9fe:a9fe]/latest")
+    for url in ("https://[2002:a00:1::1]/", "https://[::ffff:0:7f00:1]/", "https://[::a00:1]/"):
+        with pytest.raises(PushRefused, match="not a public address"):
+            await policy.resolve(url)
+    assert await policy.resolve("https://[64:ff9b::808:808]/hook")
+    assert await policy.resolve("https://[2002:808:808::1]/hook")
+
+
+async def test_the_allowlist_admits_an_ipv6_form_of_a_listed_address() -> None:
+    policy = PushPolicy.of(["10.0.0.0/8,127.0.0.1"])
+    for url in (
+        "https://[64:ff9b::a00:1]/",
+        "http://[::ffff:10.1.2.3]/",
+        "https://[2002:a00:1::1]/",
+        "http://[::ffff:127.0.0.1]/",
+        "https://[::7f00:1]/",
+        "https://[::ffff:0:a00:1]/",
+        "https://[2001:0:a00:1::f7f7:f7f7]/",  # Teredo: server 10.0.0.1 listed, client 8.8.8.8
+    ):
+        assert await policy.resolve(url), url
+    for url in (
+        "https://[2001:0:a00:1::3f57:fefe]/",  # Teredo: client 192.168.1.1, neither
+        "https://[64:ff9b::c0a8:101]/",
+        "https://[::1]/",
+        "http://[64:ff9b::808:808]/",
+    ):
+        with pytest.raises(PushRefused):
+            await policy.resolve(url)
+    nat64 = PushPolicy.of(["64:ff9b::/96"])  # an IPv6 network: whatever its forms embed
+    assert await nat64.resolve("https://[64:ff9b::a9fe:a9fe]/")
