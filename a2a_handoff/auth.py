@@ -21,7 +21,7 @@ from a2a_handoff.protocol.agent_card import (
     SecurityScheme,
     StringList,
 )
-from a2a_handoff.secrets import warn_if_shared
+from a2a_handoff.secrets import check_private
 
 API_KEY_HEADER = "X-API-Key"
 ENV_VAR = "A2A_API_KEYS"
@@ -60,7 +60,7 @@ class ApiKeyAuth:
 
     @classmethod
     def from_file(cls, path: str | Path) -> ApiKeyAuth:
-        warn_if_shared(Path(path), "--auth-keys")
+        check_private(Path(path), "--auth-keys")
         return cls.from_keys(parse_keys(Path(path).read_text()))
 
     @classmethod

@@ -42,23 +42,48 @@ def read_secret(value: str, what: str) -> str:
             raise SecretError(f"{what}: cannot read {path}: {exc.strerror or exc}") from None
         if not secret:
             raise SecretError(f"{what}: {path} is empty")
-        warn_if_shared(path, what)
+        check_private(path, what)
         return secret
     raise SecretError(f"{what}: {HOW}")
 
 
-def warn_if_shared(path: Path, what: str) -> None:
-    """Say so, in one WARNING line, when a file holding secrets is readable by others."""
+INSECURE_FILES_ENV = "A2A_ALLOW_INSECURE_FILES"
+_accepted = [False]
+
+
+def accept_insecure_files() -> None:
+    """Accept, for this process, files of secrets that another user owns or can read
+    (`--allow-insecure-files`, or ${A2A_ALLOW_INSECURE_FILES}=1): each is then named in a
+    WARNING line instead of refused."""
+    _accepted[0] = True
+
+
+def insecure_files_accepted() -> bool:
+    return _accepted[0] or os.environ.get(INSECURE_FILES_ENV) == "1"
+
+
+def check_private(path: Path, what: str) -> None:
+    """SecretError unless `path` is this user's own file that no other user can read or
+    change: another user could have put it there (keys of their choosing), or reads what it
+    holds. With the risk accepted (`accept_insecure_files`), one WARNING line instead."""
     try:
-        mode = path.stat().st_mode
+        status = path.stat()
     except OSError:
+        return  # not there: whoever reads it says so
+    problem = None
+    if status.st_uid != os.geteuid():
+        problem = f"belongs to uid {status.st_uid}, not to this user ({os.geteuid()})"
+    elif status.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+        problem = f"is readable by other users (mode {stat.S_IMODE(status.st_mode):o})"
+    if problem is None:
         return
-    if mode & (stat.S_IRWXG | stat.S_IRWXO):
-        log.warning(
-            "INSECURE: %s: %s holds secrets and is readable by other users (mode %o):"
-            " chmod 600 %s",
-            what, path, stat.S_IMODE(mode), path,
-        )  # fmt: skip
+    if insecure_files_accepted():
+        log.warning("INSECURE: %s: %s %s (accepted: --allow-insecure-files)", what, path, problem)
+        return
+    raise SecretError(
+        f"{what}: {path} {problem}: make it yours and mode 600 (chmod 600 {path}), or accept"
+        f" the risk with --allow-insecure-files (${INSECURE_FILES_ENV}=1)"
+    )
 
 
 def private_dir(path: Path) -> None:
@@ -73,4 +98,20 @@ def create_private(path: Path) -> None:
     try:
         os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
     except FileExistsError:
-        warn_if_shared(path, "store")
+        _warn_if_shared(path, "store")
+
+
+def _warn_if_shared(path: Path, what: str) -> None:
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return
+    if mode & (stat.S_IRWXG | stat.S_IRWXO):
+        shown = f"{stat.S_IMODE(mode):o}"
+        log.warning(
+            "INSECURE: %s: %s is readable by other users (mode %s): chmod 600 %s",
+            what,
+            path,
+            shown,
+            path,
+        )

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 from a2a_handoff import HANDOFF_EXTENSION_URI, AgentClient, CircuitOpenError, RemoteError
 from a2a_handoff import UnavailableError as Unavailable
-from a2a_handoff.secrets import warn_if_shared
+from a2a_handoff.secrets import check_private
 
 MAX_AGENTS = 64  # agents explored for reachability, at most
 
@@ -55,7 +55,7 @@ def credentials(start: str | None, api_key: str | None, keys_file: Path | None) 
     if env:
         found.update(parse_keys(env, "$A2A_API_KEYS"))
     if keys_file is not None:
-        warn_if_shared(keys_file, "--keys-file")
+        check_private(keys_file, "--keys-file")
         found.update(parse_keys(keys_file.read_text(), str(keys_file)))
     if api_key and start:
         for one in origins(start):

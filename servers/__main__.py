@@ -52,7 +52,7 @@ from a2a_handoff.exits import ExitCode, Parser, quiet_pipe
 from a2a_handoff.observe import logs
 from a2a_handoff.protocol import check_agent_url
 from a2a_handoff.secrets import HOW as SECRETS_HOW
-from a2a_handoff.secrets import SecretError, private_dir, read_secret
+from a2a_handoff.secrets import SecretError, accept_insecure_files, private_dir, read_secret
 from a2a_handoff.server import ServerLimits, return_freed_memory
 from a2a_handoff.stores import Store
 from a2a_handoff.trust import ENV_VAR as KEY_ENV_VAR
@@ -216,6 +216,12 @@ def _agent_parser(parser: argparse.ArgumentParser) -> None:
     )
     trust.add_argument("--keys-reload", type=float, default=2.0, help=argparse.SUPPRESS)
     trust.add_argument(
+        "--allow-insecure-files",
+        action="store_true",
+        help="read files of secrets (--auth-keys, @FILE, pins) another user owns or can read,"
+        " with a warning, instead of refusing to start ($A2A_ALLOW_INSECURE_FILES=1)",
+    )
+    trust.add_argument(
         "--allowed-hosts",
         default="",
         metavar="NAMES",
@@ -363,6 +369,8 @@ def serve(name: str, args: argparse.Namespace) -> int:
         taken = port_taken(args.host, [f"{args.port} ({name})"], "--port")
         print(f"error: {taken}", file=sys.stderr)
         return int(ExitCode.USAGE)
+    if args.allow_insecure_files:
+        accept_insecure_files()
     try:
         auth = None
         if args.auth_keys:

@@ -11,7 +11,7 @@ from pathlib import Path
 from a2a_handoff import HandoffError
 from a2a_handoff.auth import ENV_VAR as AUTH_ENV_VAR
 from a2a_handoff.auth import parse_keys
-from a2a_handoff.secrets import warn_if_shared
+from a2a_handoff.secrets import SecretError, check_private
 
 # The agent options that mean the same for every agent (or for the one agent they concern,
 # the others ignoring them): `all` takes them and passes them on. Not the ones that name one
@@ -70,9 +70,11 @@ def agent_keys(args: argparse.Namespace, callers: Sequence[str]) -> dict[str, st
         raise HandoffError("--auth-keys and --auth-env: give one")
     if args.auth_keys:
         path = Path(args.auth_keys)
-        warn_if_shared(path, "--auth-keys")
         try:
+            check_private(path, "--auth-keys")
             keys = parse_keys(path.read_text())
+        except SecretError as exc:
+            raise HandoffError(str(exc)) from None
         except OSError as exc:
             raise HandoffError(f"--auth-keys: cannot read {path}: {exc.strerror}") from None
         where = str(path)

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,6 +13,11 @@ from tests.support import AgentProcess
 # Every test runs under a watchdog that ends the run when a test outlives its timeout; the
 # suite spreads over its workers as tests.scheduling says.
 pytest_plugins = ["tests.timeouts", "tests.scheduling"]
+
+# Files the tests write (API keys, keys files, secrets) are their user's alone, as the docs
+# ask of an operator: an agent refuses files of secrets that other users can read (the tests
+# that show it make such a file on purpose).
+os.umask(0o077)
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from typing import Protocol
 from joserfc.jwk import OKPKey
 
 from a2a_handoff.errors import TrustError
-from a2a_handoff.secrets import private_dir
+from a2a_handoff.secrets import SecretError, check_private, private_dir
 from a2a_handoff.trust.keys import public_key
 
 
@@ -77,6 +77,10 @@ class PinFile:
         return cls(key_file.with_name(name + ".pins.json"))
 
     def _read(self) -> dict[str, list[dict[str, object]]]:
+        try:  # another user's file could pin keys of their choosing
+            check_private(self.path, "the pinned keys")
+        except SecretError as exc:
+            raise TrustError(str(exc)) from None
         try:
             data = json.loads(self.path.read_text())
         except FileNotFoundError:

@@ -497,3 +497,69 @@ def test_the_card_shows_peers_only_to_a_caller_with_a_key(agents: Bank) -> None:
     assert agents.human.url in peers({"X-API-Key": ALICE})
     health = httpx.get(agents.billing.url + "health").json()
     assert agents.human.url not in json.dumps(health)
+
+
+# -- files of secrets another user can read, or owns ---------------------------------------
+
+
+def test_an_auth_keys_file_others_can_read_refuses_to_start_unless_the_risk_is_accepted(
+    tmp_path: Path,
+) -> None:
+    # Before: a WARNING line, and the agent served with keys every local user could read.
+    keys = keys_file(tmp_path, "echo", {})
+    keys.chmod(0o644)
+    port = free_port()
+    store = f"sqlite:///{tmp_path / 'e.db'}"
+    done = serve("echo", "--port", str(port), "--store", store, f"--auth-keys={keys}")
+    assert done.returncode == 64, done.stderr
+    assert "readable by other users (mode 644)" in done.stderr
+    assert "--allow-insecure-files" in done.stderr
+    extra = (f"--auth-keys={keys}", "--allow-insecure-files")
+    accepted = AgentProcess("echo", store, port, extra=extra)
+    accepted.log_path = tmp_path / "echo.log"
+    with running(accepted):
+        assert "INSECURE: --auth-keys" in accepted.log_path.read_text()
+    keys.chmod(0o600)
+    with running(AgentProcess("echo", store, free_port(), extra=(f"--auth-keys={keys}",))):
+        pass
+
+
+def test_a_secret_file_others_can_read_is_refused_by_the_cli(tmp_path: Path) -> None:
+    secret = tmp_path / "key"
+    secret.write_text("k-alice\n")
+    secret.chmod(0o640)
+    code, out = Cli(tmp_path / "s.json").run(
+        "--api-key", f"@{secret}", "inbox", "--agent", "http://127.0.0.1:9/"
+    )
+    assert code == 64, out
+    assert "readable by other users (mode 640)" in out
+
+
+def test_a_pins_file_others_can_change_is_not_read(tmp_path: Path) -> None:
+    # Pins are the keys this agent trusts its peers by: a file another user can write could
+    # pin an impostor's keys. Refused rather than read.
+    key_file = tmp_path / "billing.keys.json"
+    pins = tmp_path / "billing.pins.json"
+    pins.write_text(json.dumps({"triage": []}))
+    pins.chmod(0o666)
+    command = [sys.executable, "-m", "a2a_handoff", "trust", "list", "--key-file", str(key_file)]
+    listed = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=30)
+    assert listed.returncode == 1, listed.stdout
+    assert "the pinned keys" in listed.stderr
+    assert "readable by other users" in listed.stderr
+    pins.chmod(0o600)
+    listed = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=30)
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.startswith("triage")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="making a file another user owns needs root")
+def test_a_pins_file_another_user_owns_is_not_read(tmp_path: Path) -> None:
+    from a2a_handoff.errors import TrustError
+    from a2a_handoff.trust.pins import PinFile
+
+    pins = tmp_path / "billing.pins.json"
+    pins.write_text(json.dumps({"triage": []}))
+    os.chown(pins, 65534, 65534)  # nobody
+    with pytest.raises(TrustError, match="belongs to uid 65534"):
+        PinFile(pins).names()
