@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import json
 import socket
 import threading
@@ -97,6 +98,8 @@ class SlowReceiver:
 
     def close(self) -> None:
         self.stopping.set()
+        with contextlib.suppress(OSError):
+            self.server.shutdown(socket.SHUT_RDWR)  # wakes the thread waiting in accept()
         self.server.close()
         for thread in self.threads:
             thread.join(5)
