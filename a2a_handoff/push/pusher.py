@@ -39,7 +39,7 @@ from a2a_handoff.ids import new_id
 from a2a_handoff.protocol.extension import render_item
 from a2a_handoff.protocol.models import StreamResponse, parse_time, utc_now
 from a2a_handoff.push._caps import PushCaps
-from a2a_handoff.push._collector import PushCollector
+from a2a_handoff.push._collector import PushCollector, PushStats
 from a2a_handoff.push._history import recorded
 from a2a_handoff.push._webhook import Webhook, delivery_id
 from a2a_handoff.push.push_config import PushConfig, PushSettings, config_json, load_config
@@ -65,28 +65,6 @@ def wanted(item: StreamResponse, config: PushConfig) -> bool:
 
 def _elapsed(since: str) -> float:
     return (datetime.now(UTC) - parse_time(since)).total_seconds()
-
-
-class PushStats:
-    """What this process delivered, retried and gave up: for /health and /metrics (counts
-    and a time: /health is anyone's to read, so no task's or config's id is in it)."""
-
-    def __init__(self) -> None:
-        self.delivered = 0
-        self.failed_attempts = 0
-        self.given_up = 0
-        self.failing: set[tuple[str, str]] = set()
-        self.last_given_up_at: str | None = None
-
-    def report(self, active: int) -> dict[str, Any]:
-        return {
-            "active": active,
-            "delivered": self.delivered,
-            "failedAttempts": self.failed_attempts,
-            "givenUp": self.given_up,
-            "failing": len(self.failing),
-            "lastGivenUpAt": self.last_given_up_at,
-        }
 
 
 class Pusher:

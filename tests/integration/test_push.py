@@ -318,6 +318,14 @@ def test_configs_beyond_the_caps_are_refused_and_not_stored(store_url: str, tmp_
         assert refused["error"]["code"] == -32602, refused  # type: ignore[index]
         assert "per caller" in refused["error"]["message"]  # type: ignore[index]
         assert listed(agent, MALLORY, tasks[-1]) == []
+        # A new task's message bringing one is refused before the task is made.
+        config = {"taskPushNotificationConfig": {"url": url}}
+        message = {"messageId": str(uuid.uuid4()), "role": "ROLE_USER", "parts": [{"text": "x"}]}
+        answer = agent.rpc("SendMessage", {"message": message, "configuration": config},
+                           **as_caller(MALLORY))  # fmt: skip
+        assert answer["error"]["code"] == -32602, answer  # type: ignore[index]
+        made = agent.rpc("ListTasks", {}, **as_caller(MALLORY))["result"]["tasks"]  # type: ignore[index]
+        assert len(made) == len(tasks)
 
         # The cap is Mallory's: Alice's configs are not refused for hers.
         own = send(agent, "ask: ?", ALICE)["id"]
