@@ -1,4 +1,6 @@
-"""The push deliveries' Prometheus metrics, read from a pusher's figures when scraped."""
+"""The push deliveries' figures (for /health) and their Prometheus metrics, read from them
+when scraped. Counts and times only: /health is anyone's to read, so no task's or config's
+id is among them."""
 
 from __future__ import annotations
 
@@ -7,6 +9,28 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from prometheus_client.core import Metric
+
+
+class PushStats:
+    """What this process delivered, retried and gave up: for /health and /metrics (counts
+    and a time: /health is anyone's to read, so no task's or config's id is in it)."""
+
+    def __init__(self) -> None:
+        self.delivered = 0
+        self.failed_attempts = 0
+        self.given_up = 0
+        self.failing: set[tuple[str, str]] = set()
+        self.last_given_up_at: str | None = None
+
+    def report(self, active: int) -> dict[str, Any]:
+        return {
+            "active": active,
+            "delivered": self.delivered,
+            "failedAttempts": self.failed_attempts,
+            "givenUp": self.given_up,
+            "failing": len(self.failing),
+            "lastGivenUpAt": self.last_given_up_at,
+        }
 
 
 class PushCollector:

@@ -30,8 +30,15 @@ class PushSettings:
 
     `allow`: the push allowlist (see `push.policy`); `give_up`: seconds a receiver may keep
     failing before the events it missed are given up; `retry_min`/`retry_max`: the first and
-    the longest wait between attempts (exponential, with jitter); `timeout`: one request's;
-    `sweep`: how often configs left by another process (or replica) are looked for.
+    the longest wait between attempts (exponential, with jitter); `timeout`: connecting, and
+    each read or write of a request; `deadline`: a whole attempt (the answer's status line
+    and headers included: a receiver that trickles its answer is cut off); `sweep`: how
+    often configs left by another process (or replica) are looked for.
+
+    The caps keep one caller from taking the deliveries of others: `per_task` configs on a
+    task, `per_caller` configs with deliveries left on the tasks one principal owns, and
+    `per_receiver` connections at once to one receiver (`scheme://host:port`): a slow
+    receiver holds only its own.
     """
 
     allow: tuple[str, ...] = ()
@@ -39,13 +46,22 @@ class PushSettings:
     retry_min: float = 0.5
     retry_max: float = 60.0
     timeout: float = 10.0
+    deadline: float = 30.0
     sweep: float = 5.0
     history: int = 50  # deliveries kept per config
+    per_task: int = 10
+    per_caller: int = 100
+    per_receiver: int = 4
     policy: PushPolicy = field(init=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "allow", tuple(self.allow))
         object.__setattr__(self, "policy", PushPolicy.of(self.allow))
+        for name in ("per_task", "per_caller", "per_receiver"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"PushSettings.{name} must be at least 1")
+        if self.timeout <= 0 or self.deadline <= 0:
+            raise ValueError("PushSettings: timeout and deadline must be positive")
 
 
 class AuthenticationInfo(WireModel):

@@ -5,16 +5,19 @@ Invariants:
   config's `cursor` (stored) says which events it is done with; a worker follows the log
   from there, so a crash (kill -9 included) or a restart loses nothing: the events after
   the cursor are delivered by the next process (a sweep finds configs not `done`);
+- a config is added only within the caps (`_caps`: per task, per caller);
 - a delivery carries a stable id (`X-A2A-Delivery-Id`: task, config, event seq): the same
   for every attempt, in every process, so a receiver deduplicates what it got twice (an
   acknowledgement lost to a crash is delivered again);
-- every request is signed (`X-A2A-Signature`: a detached JWS of the body's bytes by the
-  agent's key, verifiable with its JWKS at `/.well-known/jwks.json`), carries the config's
-  token (`X-A2A-Notification-Token`) and `Authorization`, goes to an address the policy
-  checked just before, and follows no redirect (`webhook`);
+- every request is signed for its receiver (`X-A2A-Delivery-Signature`: the config's URL,
+  the delivery id and the body's digest, by the agent's key, verifiable with its JWKS at
+  `/.well-known/jwks.json`), carries the config's token (`X-A2A-Notification-Token`) and
+  `Authorization`, goes to an address the policy checked just before, follows no redirect,
+  ends within a deadline and takes one of its receiver's few connections (`_webhook`);
 - failed attempts are retried with exponential backoff and jitter; once a receiver has been
-  failing for `give_up` seconds, the event is given up (recorded in the config's history, in
-  /health and /metrics) and the next ones get one attempt each until one succeeds.
+  failing for `give_up` seconds, the event is given up (recorded in the config's history,
+  counted in /health and /metrics) and the next ones get one attempt each until one succeeds;
+- /health, which any caller may read, gets counts and times only: no task or config id.
 """
 
 from __future__ import annotations
@@ -35,7 +38,8 @@ from a2a_handoff.errors import StoreError
 from a2a_handoff.ids import new_id
 from a2a_handoff.protocol.extension import render_item
 from a2a_handoff.protocol.models import StreamResponse, parse_time, utc_now
-from a2a_handoff.push._collector import PushCollector
+from a2a_handoff.push._caps import PushCaps
+from a2a_handoff.push._collector import PushCollector, PushStats
 from a2a_handoff.push._history import recorded
 from a2a_handoff.push._webhook import Webhook, delivery_id
 from a2a_handoff.push.push_config import PushConfig, PushSettings, config_json, load_config
@@ -63,27 +67,6 @@ def _elapsed(since: str) -> float:
     return (datetime.now(UTC) - parse_time(since)).total_seconds()
 
 
-class PushStats:
-    """What this process delivered, retried and gave up: for /health and /metrics."""
-
-    def __init__(self) -> None:
-        self.delivered = 0
-        self.failed_attempts = 0
-        self.given_up = 0
-        self.failing: set[tuple[str, str]] = set()
-        self.last_given_up: dict[str, Any] | None = None
-
-    def report(self, active: int) -> dict[str, Any]:
-        return {
-            "active": active,
-            "delivered": self.delivered,
-            "failedAttempts": self.failed_attempts,
-            "givenUp": self.given_up,
-            "failing": len(self.failing),
-            "lastGivenUp": self.last_given_up,
-        }
-
-
 class Pusher:
     """Delivers the push notifications of one agent's store (see the module docstring)."""
 
@@ -98,7 +81,8 @@ class Pusher:
         self.store = store
         self.settings = settings
         self.policy = settings.policy
-        self.webhook = Webhook(settings.policy, signing_key, settings.timeout, http)
+        self.webhook = Webhook(settings, signing_key, http)
+        self.caps = PushCaps(store, settings)
         self.holder = new_id()
         self.stats = PushStats()
         self._workers: dict[tuple[str, str], asyncio.Task[None]] = {}
@@ -106,16 +90,19 @@ class Pusher:
 
     # -- configs ----------------------------------------------------------------------------
 
-    async def add(self, config: PushConfig, cursor: int) -> PushConfigRecord:
-        """Store `config` (its deliveries start after event `cursor`; a config already there
-        keeps its progress) and start delivering."""
+    async def add(self, config: PushConfig, cursor: int, owner: str) -> PushConfigRecord:
+        """Store `config` on a task `owner` owns, within the caps (InvalidParams beyond them,
+        nothing stored): its deliveries start after event `cursor`; a config already there
+        keeps its progress. Then start delivering."""
         assert config.task_id is not None
         assert config.id is not None
         now = utc_now()
         record = PushConfigRecord(
             config.task_id, config.id, config_json(config), cursor, created_at=now, updated_at=now
         )
-        stored = await self.store.put_push_config(record)
+        async with self.caps.lock:
+            await self.caps.check(config.task_id, config.id, owner)
+            stored = await self.store.put_push_config(record)
         self.watch(stored.task_id, stored.config_id)
         return stored
 
@@ -261,7 +248,7 @@ class Pusher:
 
     def _gave_up(self, did: str, error: str) -> None:
         self.stats.given_up += 1
-        self.stats.last_given_up = {"deliveryId": did, "error": error, "at": utc_now()}
+        self.stats.last_given_up_at = utc_now()
         log.warning("push delivery %s given up: %s", did, error)
 
     async def _saved(self, record: PushConfigRecord) -> PushConfigRecord | None:

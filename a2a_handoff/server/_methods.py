@@ -129,7 +129,7 @@ class A2AMethods:
     async def send_message(self, call: Call) -> Response:
         request = validate(SendMessageRequest, call.params)
         config = request.configuration
-        cursor = await self._push_cursor(request)
+        cursor = await self._push_cursor(request, call.principal)
         immediately = bool(config and config.return_immediately)
         try:
             submission = await self.manager.send(
@@ -153,7 +153,7 @@ class A2AMethods:
 
     async def send_streaming_message(self, call: Call) -> Response:
         request = validate(SendMessageRequest, call.params)
-        cursor = await self._push_cursor(request)
+        cursor = await self._push_cursor(request, call.principal)
         self.streams.take()  # refused before the task is created
         try:
             try:
@@ -175,11 +175,11 @@ class A2AMethods:
         )
         return sse_answer(call, stream, self.sse_ping, self.streams)
 
-    async def _push_cursor(self, request: SendMessageRequest) -> int:
+    async def _push_cursor(self, request: SendMessageRequest, principal: str) -> int:
         """Where the deliveries of a config given with the message start (-32003 when one is
         given and push is off; see `PushMethods.given`)."""
         if self.push is not None:
-            return await self.push.given(request)
+            return await self.push.given(request, principal)
         if given_config(request) is not None:
             raise PushNotificationNotSupportedError()
         return 0

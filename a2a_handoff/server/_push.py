@@ -7,7 +7,8 @@ deliveries made for a task, from each config's stored history: a method rather t
 task's metadata, since writing a delivery into the task would be a task update — an event to
 push in turn — and would show credentials' outcomes to every reader of the task). A caller
 sees and edits only the configs of tasks it may see (anyone else's are "not found", as the
-tasks are). A webhook URL the push policy refuses is -32602 (InvalidParams).
+tasks are). A webhook URL the push policy refuses is -32602 (InvalidParams), and so is a
+config beyond the caps (`push._caps`: per task, per caller; counted for the task's owner).
 """
 
 from __future__ import annotations
@@ -76,7 +77,7 @@ class PushMethods:
             raise InvalidParamsError("taskId: Field required")
         record = await self.manager.owned(task_id, call.principal)
         config = await self._checked(call.params, task_id)
-        stored = await self.pusher.add(config, cursor=record.version)
+        stored = await self.pusher.add(config, cursor=record.version, owner=record.owner)
         return call.binding.answer(call, _json(_shown(stored)))
 
     async def get(self, call: Call) -> Response:
@@ -115,16 +116,24 @@ class PushMethods:
         result = {"configs": shown, "deliveries": list(history_of(records))}
         return call.binding.answer(call, _json(result))
 
-    async def given(self, request: SendMessageRequest) -> int:
+    async def given(self, request: SendMessageRequest, principal: str | None = None) -> int:
         """For a message with a push config: the config checked before the message runs
-        (-32602 for a URL the policy refuses), and where its deliveries start (the task's
-        current event, for a follow-up; 0 for a new task)."""
+        (-32602 for a URL the policy refuses, or beyond the caps of the task or of the
+        caller `principal`, when named), and where its deliveries start (the task's current
+        event, for a follow-up; 0 for a new task)."""
         raw = given_config(request)
         if raw is None:
             return 0
-        await self._checked({k: v for k, v in raw.items() if k not in ("taskId", "task_id")}, "")
+        given = {k: v for k, v in raw.items() if k not in ("taskId", "task_id")}
+        config = await self._checked(given, "")
         task_id = request.message.task_id
         record = await self.manager.store.get(task_id) if task_id else None
+        if principal is not None:  # checked again when stored (`attach_given`)
+            if record is None:
+                await self.pusher.caps.check_caller(principal)
+            elif record.visible_to(principal):  # else the message is refused as not found
+                named = config.id if given.get("id") is not None else None
+                await self.pusher.caps.check(record.id, named, record.owner)
         return record.version if record is not None else 0
 
     async def attach_given(
@@ -141,7 +150,7 @@ class PushMethods:
         except Exception:  # a direct reply, or the task not stored: answered by the caller
             return
         config = await self._checked(raw, record.id)
-        await self.pusher.add(config, cursor=cursor)
+        await self.pusher.add(config, cursor=cursor, owner=record.owner)
 
 
 def given_config(request: SendMessageRequest) -> dict[str, Any] | None:

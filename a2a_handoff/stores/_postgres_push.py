@@ -77,3 +77,13 @@ class PostgresPush(PostgresBase):
         async with self._conn() as conn:
             rows = await conn.fetch(f"SELECT {_COLUMNS} FROM {self.s}.push_configs WHERE NOT done")
         return [_record(row) for row in rows]
+
+    @guarded
+    async def active_push_count(self, owner: str) -> int:
+        async with self._conn() as conn:
+            count = await conn.fetchval(
+                f"SELECT count(*) FROM {self.s}.push_configs AS p JOIN {self.s}.tasks AS t"
+                " ON t.id = p.task_id WHERE NOT p.done AND t.owner = $1",
+                owner,
+            )
+        return int(count)

@@ -116,3 +116,15 @@ class RedisPush(RedisBase):
                 pipe.hget(self._key(f"p:{task_id}"), config_id)
             rows = await pipe.execute()
         return [_record(row) for row in rows if row is not None]
+
+    @guarded
+    async def active_push_count(self, owner: str) -> int:
+        members = await self._redis.smembers(self._key("p:active"))
+        tasks = [str(m).split(" ", 1)[0] for m in members]
+        if not tasks:
+            return 0
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for task_id in tasks:
+                pipe.hget(self._key(f"t:{task_id}"), "owner")
+            owners = await pipe.execute()
+        return sum(1 for found in owners if found is not None and str(found) == owner)

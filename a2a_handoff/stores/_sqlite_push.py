@@ -88,3 +88,11 @@ class SqlitePush(SqliteFile):
             (),
         )
         return [_push_record(row) for row in rows]
+
+    async def active_push_count(self, owner: str) -> int:
+        rows = await self._read(
+            "SELECT count(*) FROM push_configs AS p INDEXED BY push_configs_active"
+            " JOIN tasks AS t ON t.id = p.task_id WHERE p.done = 0 AND t.owner = ?",
+            (owner,),
+        )
+        return int(rows[0][0])

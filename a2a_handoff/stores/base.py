@@ -357,6 +357,10 @@ class PushStore(Protocol):
         """Every config not `done`, from an index: what deliveries are left to make."""
         ...
 
+    async def active_push_count(self, owner: str) -> int:
+        """How many configs not `done` the tasks `owner` owns have (a caller's push cap)."""
+        ...
+
 
 class Store(TaskStore, HandoffStore, PushStore, LeaseStore, IdentityStore, Protocol):
     """What an agent's server needs: tasks, events, outbox, ledger, push configs, leases and

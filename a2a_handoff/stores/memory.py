@@ -237,6 +237,14 @@ class MemoryTaskStore(LocalLeases):
     async def active_push_configs(self) -> list[PushConfigRecord]:
         return [r for r in self._push.values() if not r.done]
 
+    async def active_push_count(self, owner: str) -> int:
+        records = self._records
+        return sum(
+            1
+            for r in self._push.values()
+            if not r.done and r.task_id in records and records[r.task_id].owner == owner
+        )
+
     async def load_identity(self, agent: str) -> str | None:
         return self._identities.get(agent)
 

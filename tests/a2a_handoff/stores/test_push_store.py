@@ -9,6 +9,7 @@ import pytest
 from a2a_handoff.protocol.models import utc_now
 from a2a_handoff.stores import Store
 from a2a_handoff.stores.base import PushConfigRecord
+from tests.a2a_handoff.stores.test_behaviour import create
 
 pytestmark = pytest.mark.anyio
 
@@ -62,3 +63,20 @@ async def test_only_configs_with_deliveries_left_are_active(store: Store) -> Non
     assert [r.config_id for r in await store.active_push_configs()] == ["b"]
     (done,) = await store.push_configs("t1", "a")
     assert (done.cursor, done.done) == (5, True)
+
+
+async def test_a_callers_active_configs_are_counted_across_its_tasks(store: Store) -> None:
+    mine = [await create(store, owner="mallory") for _ in range(2)]
+    theirs = await create(store, owner="alice")
+    for record in mine:
+        for n in range(3):
+            await store.put_push_config(config(record.id, f"c{n}"))
+    await store.put_push_config(config(theirs.id, "c0"))
+    await store.put_push_config(config("no-such-task", "c0"))
+    assert await store.active_push_count("mallory") == 6
+    assert await store.active_push_count("alice") == 1
+    assert await store.active_push_count("nobody") == 0
+    (done,) = await store.push_configs(mine[0].id, "c0")
+    assert await store.save_push_progress(replace(done, done=True))
+    await store.delete_push_config(mine[1].id, "c1")
+    assert await store.active_push_count("mallory") == 4  # done and deleted ones do not count
