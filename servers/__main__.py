@@ -301,6 +301,24 @@ def _agent_parser(parser: argparse.ArgumentParser) -> None:
         help="how long a failing webhook is retried before its events are given up",
     )  # fmt: skip
     push.add_argument("--push-retry-max", type=float, default=60.0, help=argparse.SUPPRESS)
+    push.add_argument(
+        "--push-deadline",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="the most one webhook request may take, its answer included",
+    )
+    push.add_argument("--push-per-task", type=int, default=10, metavar="N", help="configs a task")
+    push.add_argument(
+        "--push-per-caller", type=int, default=100, metavar="N", help="active configs a caller"
+    )
+    push.add_argument(
+        "--push-per-receiver",
+        type=int,
+        default=4,
+        metavar="N",
+        help="requests in flight to one receiver (scheme://host:port)",
+    )
     _llm.add_arguments(parser)
     seen = parser.add_argument_group("observability (see docs/observability.md)")
     seen.add_argument(
@@ -335,7 +353,13 @@ def push_settings(args: argparse.Namespace) -> PushSettings | None:
     if args.no_push:
         return None
     return PushSettings(
-        allow=tuple(args.push_allow), give_up=args.push_give_up, retry_max=args.push_retry_max
+        allow=tuple(args.push_allow),
+        give_up=args.push_give_up,
+        retry_max=args.push_retry_max,
+        deadline=args.push_deadline,
+        per_task=args.push_per_task,
+        per_caller=args.push_per_caller,
+        per_receiver=args.push_per_receiver,
     )
 
 
