@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 import time
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -87,6 +88,19 @@ def _bounded(value: Any) -> Any:
         raise ValueError(f"nested deeper than {MAX_JSON_DEPTH} levels")
     return value
 
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _plain_id(value: str) -> str:
+    if _CONTROL.search(value) is not None:
+        raise ValueError("an id must not hold control characters (such as NUL or a newline)")
+    return value
+
+
+Id = Annotated[str, AfterValidator(_plain_id)]
+"""An id a caller sends (task, context, message, artifact, config): no control characters,
+which no store, log line or header keeps as they were sent (-32602 / HTTP 400)."""
 
 JsonValue = Annotated[Any, AfterValidator(_bounded)]
 """Free-form JSON (data parts, metadata): bounded in depth so it can always be stored."""
@@ -225,14 +239,14 @@ class Part(WireModel):
 
 
 class Message(WireModel):
-    message_id: str = Field(min_length=1)
+    message_id: Id = Field(min_length=1)
     role: Role
     parts: list[Part] = Field(min_length=1)
-    context_id: str | None = None
-    task_id: str | None = None
+    context_id: Id | None = None
+    task_id: Id | None = None
     metadata: Metadata | None = None
     extensions: list[str] | None = None
-    reference_task_ids: list[str] | None = None
+    reference_task_ids: list[Id] | None = None
 
     @property
     def text(self) -> str:
@@ -333,18 +347,18 @@ class SendMessageRequest(WireModel):
 
 
 class GetTaskRequest(WireModel):
-    id: str = Field(min_length=1)
+    id: Id = Field(min_length=1)
     history_length: int | None = Field(default=None, ge=0)
     tenant: str | None = None
 
 
 class ListTasksRequest(WireModel):
-    context_id: str | None = None
+    context_id: Id | None = None
     status: TaskState | None = None
     page_size: int | None = Field(default=None, ge=1, le=100)
-    page_token: str | None = None
+    page_token: Id | None = None
     history_length: int | None = Field(default=None, ge=0)
-    status_timestamp_after: str | None = None
+    status_timestamp_after: Id | None = None
     include_artifacts: bool | None = None
     tenant: str | None = None
 
@@ -357,13 +371,13 @@ class ListTasksResponse(WireModel):
 
 
 class CancelTaskRequest(WireModel):
-    id: str = Field(min_length=1)
+    id: Id = Field(min_length=1)
     metadata: Metadata | None = None
     tenant: str | None = None
 
 
 class SubscribeToTaskRequest(WireModel):
-    id: str = Field(min_length=1)
+    id: Id = Field(min_length=1)
     tenant: str | None = None
 
 

@@ -17,7 +17,7 @@ from pydantic import Field, ValidationError, model_validator
 
 from a2a_handoff.errors import InvalidParamsError
 from a2a_handoff.ids import new_id
-from a2a_handoff.protocol.models import WireModel
+from a2a_handoff.protocol.models import Id, WireModel
 from a2a_handoff.push.policy import PushPolicy
 
 _HEADER_SAFE = re.compile(r"[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?")
@@ -82,8 +82,8 @@ class AuthenticationInfo(WireModel):
 class PushConfig(WireModel):
     """A `TaskPushNotificationConfig` as this agent accepts it."""
 
-    id: str | None = None
-    task_id: str | None = None
+    id: Id | None = Field(default=None, max_length=256)
+    task_id: Id | None = None
     url: str
     token: str | None = Field(default=None, max_length=1024)
     authentication: AuthenticationInfo | None = None

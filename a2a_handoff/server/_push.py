@@ -21,7 +21,7 @@ from pydantic import Field
 from starlette.responses import Response
 
 from a2a_handoff.errors import InvalidParamsError, TaskNotFoundError
-from a2a_handoff.protocol.models import SendMessageRequest, WireModel
+from a2a_handoff.protocol.models import Id, SendMessageRequest, WireModel
 from a2a_handoff.push import Pusher, history_of, parse_config
 from a2a_handoff.push.push_config import PushConfig, load_config
 from a2a_handoff.runtime.submission import Submission
@@ -38,13 +38,13 @@ PUSH_METHODS = (
 
 
 class ConfigRef(WireModel):
-    task_id: str = Field(min_length=1, max_length=256)
-    id: str = Field(min_length=1, max_length=256)
+    task_id: Id = Field(min_length=1, max_length=256)
+    id: Id = Field(min_length=1, max_length=256)
 
 
 class TaskRef(WireModel):
-    task_id: str = Field(min_length=1, max_length=256)
-    id: str | None = Field(default=None, max_length=256)
+    task_id: Id = Field(min_length=1, max_length=256)
+    id: Id | None = Field(default=None, max_length=256)
     page_size: int | None = Field(default=None, ge=0, le=1000)
     page_token: str | None = None
 
