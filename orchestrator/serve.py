@@ -40,6 +40,7 @@ from orchestrator.gateway import Conversations, GatewayAgent
 from orchestrator.reach import Reach
 
 log = logging.getLogger("orchestrator.gateway")
+MAX_WAITS = 10  # escalations one client may wait on at once
 
 
 def add_arguments(serve: argparse.ArgumentParser, url: Callable[[str], str]) -> None:
@@ -63,6 +64,14 @@ def add_arguments(serve: argparse.ArgumentParser, url: Callable[[str], str]) -> 
     )
     serve.add_argument(
         "--auth-keys", metavar="FILE", help="require API keys from clients: principal=key lines"
+    )
+    serve.add_argument(
+        "--max-waits",
+        type=int,
+        default=MAX_WAITS,
+        metavar="N",
+        help="escalations one client may wait on at once (default %(default)s); beyond it, the"
+        " client's task pauses INPUT_REQUIRED saying so",
     )
     serve.add_argument("--log-level", default="info")
 
