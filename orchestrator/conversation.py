@@ -45,7 +45,7 @@ from a2a_handoff.exits import ExitCode
 from a2a_handoff.protocol import StreamResponse, TaskStatus, utc_now
 from orchestrator.reach import Reach
 from orchestrator.session import Hop, Session
-from orchestrator.waiting import until_answered
+from orchestrator.waiting import Backoff, until_answered
 
 Event = dict[str, Any]
 ClientEvent = tuple[int | None, StreamResponse]
@@ -139,6 +139,7 @@ class Conversation:
         self._handing_off = False
         self._answered = False  # the agent answered the message being sent (it got it)
         self._session_task = False  # the call being followed names the session's task
+        self._backoffs: dict[tuple[str, str], Backoff] = {}
 
     async def name_of(self, url: str) -> str:
         if url not in self._names:
@@ -450,8 +451,11 @@ class Conversation:
         """The escalated task once an operator answered: one wait (`self.hold`: the gateway
         caps a client's), followed as `orchestrator.waiting` does for the CLI and gateway."""
         assert cursor.task_id is not None
+        # One backoff per escalation for the conversation's life: a wait taken up again (the
+        # gateway's next round) goes on at its pace rather than from 0.25 s.
+        backoff = self._backoffs.setdefault((cursor.url, cursor.task_id), Backoff())
         with self.hold():
-            return await until_answered(self.client, cursor.url, cursor.task_id)
+            return await until_answered(self.client, cursor.url, cursor.task_id, backoff)
 
     def _apply(self, cursor: _Cursor, item: StreamResponse) -> None:
         """Take one stream item: track the task, tell the user."""
