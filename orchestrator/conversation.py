@@ -17,10 +17,12 @@ The rules of a conversation (one context id):
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +45,7 @@ from a2a_handoff.exits import ExitCode
 from a2a_handoff.protocol import StreamResponse, TaskStatus, utc_now
 from orchestrator.reach import Reach
 from orchestrator.session import Hop, Session
+from orchestrator.waiting import Backoff, until_answered
 
 Event = dict[str, Any]
 ClientEvent = tuple[int | None, StreamResponse]
@@ -119,8 +122,10 @@ class Conversation:
         max_hops: int = 8,
         wait: float = 30.0,
         reach: Reach | None = None,
+        hold: Callable[[], AbstractContextManager[object]] = contextlib.nullcontext,
     ) -> None:
         self.client = client
+        self.hold = hold  # one wait on an operator (the gateway's raises TooManyWaits)
         self.session = session
         self.emit = emit
         self.save = save
@@ -134,6 +139,7 @@ class Conversation:
         self._handing_off = False
         self._answered = False  # the agent answered the message being sent (it got it)
         self._session_task = False  # the call being followed names the session's task
+        self._backoffs: dict[tuple[str, str], Backoff] = {}
 
     async def name_of(self, url: str) -> str:
         if url not in self._names:
@@ -342,8 +348,9 @@ class Conversation:
                     stream = self._pick_up(cursor.url, cursor.task_id, task)
                     continue
             if cursor.awaiting_operator:
-                # Escalated: the task waits for an operator, not for the user. Poll it (a
-                # stream pauses at INPUT_REQUIRED) until it moves on or the wait runs out.
+                # Escalated: the task waits for an operator, not for the user. Follow it
+                # (a stream of ours pauses at INPUT_REQUIRED) until it moves on or the wait
+                # runs out.
                 self._tell_escalation(cursor)
                 try:
                     async with asyncio.timeout_at(deadline):
@@ -440,13 +447,15 @@ class Conversation:
             }
         )
 
-    async def _until_answered(self, cursor: _Cursor, every: float = 0.25) -> Task:
+    async def _until_answered(self, cursor: _Cursor) -> Task:
+        """The escalated task once an operator answered: one wait (`self.hold`: the gateway
+        caps a client's), followed as `orchestrator.waiting` does for the CLI and gateway."""
         assert cursor.task_id is not None
-        while True:
-            await asyncio.sleep(every)
-            task = await self.client.get_task(cursor.url, cursor.task_id, history_length=0)
-            if task.status.state is not TaskState.INPUT_REQUIRED:
-                return task
+        # One backoff per escalation for the conversation's life: a wait taken up again (the
+        # gateway's next round) goes on at its pace rather than from 0.25 s.
+        backoff = self._backoffs.setdefault((cursor.url, cursor.task_id), Backoff())
+        with self.hold():
+            return await until_answered(self.client, cursor.url, cursor.task_id, backoff)
 
     def _apply(self, cursor: _Cursor, item: StreamResponse) -> None:
         """Take one stream item: track the task, tell the user."""

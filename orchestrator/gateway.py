@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -52,8 +53,10 @@ from a2a_handoff.outcomes import Outcome
 from orchestrator.conversation import Conversation, Event, Exit
 from orchestrator.reach import Reach
 from orchestrator.session import Hop, Session
+from orchestrator.waiting import TooManyWaits, Waits
 
 UNREACHABLE_GIVE_UP = 60.0  # seconds a turn tries an agent it cannot reach before failing
+MAX_WAITS = 10  # escalations one client may wait on at once (`--max-waits`)
 
 
 @dataclass
@@ -203,6 +206,7 @@ class GatewayAgent:
         max_hops: int = 8,
         wait: float = 300.0,
         give_up: float = UNREACHABLE_GIVE_UP,
+        max_waits: int = MAX_WAITS,
     ) -> None:
         self.client = client
         self.conversations = conversations
@@ -210,6 +214,7 @@ class GatewayAgent:
         self.max_hops = max_hops
         self.wait = wait
         self.give_up = give_up
+        self.waits = Waits(max_waits)  # per principal: what one client makes the agents bear
 
     async def handle(self, ctx: TaskContext) -> Outcome:
         async with self.conversations.lock(ctx.principal, ctx.context_id):
@@ -217,8 +222,11 @@ class GatewayAgent:
             kept = book.open(ctx.principal, ctx.context_id, ctx.task_id)
             relay = _Relay(ctx)
             pump = asyncio.create_task(relay.pump())
+            refused: TooManyWaits | None = None
             try:
                 code = await self._turn(ctx, kept, relay)
+            except TooManyWaits as exc:
+                refused = exc
             except asyncio.CancelledError:  # the client canceled its task: so is the agent's
                 await asyncio.shield(self._cancel_at_owner(kept.session))
                 raise
@@ -226,6 +234,8 @@ class GatewayAgent:
                 relay.queue.put_nowait(None)
                 await pump
                 book.remember(ctx.principal, ctx.context_id, kept)
+            if refused is not None:
+                return InputRequired(_too_many(refused, kept.session))
             return relay.outcome(code)
 
     async def _cancel_at_owner(self, session: Session) -> None:
@@ -238,11 +248,17 @@ class GatewayAgent:
         conversation = Conversation(
             self.client, kept.session, relay.emit, save=kept.save,
             max_hops=self.max_hops, wait=self.wait, reach=self.reach,
+            hold=functools.partial(self.waits.hold, ctx.principal),
         )  # fmt: skip
         outgoing = kept.outgoing
+        session = kept.session
         if outgoing is not None and outgoing.get("for") == [ctx.task_id, ctx.message.message_id]:
             # This step ran before and was cut (a restart): the same message, sent again.
             url, message = outgoing["url"], Message.model_validate(outgoing["message"])
+        elif session.awaiting_operator and session.owner_url and session.task_id:
+            # Its wait was refused (TooManyWaits): the client's next message on the task
+            # takes it up again. It is no answer to the operator's question: sent to no one.
+            return await self._until_settled(conversation, kept, Exit.PENDING)
         else:
             url, message = conversation.prepare(list(ctx.message.parts), str(uuid.uuid4()))
             kept.outgoing = {
@@ -252,15 +268,38 @@ class GatewayAgent:
             }
             kept.save()  # before it is sent: a restart sends this one again, not another
         code = await conversation.deliver(url, message)
+        return await self._until_settled(conversation, kept, code, url, message)
+
+    async def _until_settled(
+        self,
+        conversation: Conversation,
+        kept: Kept,
+        code: Exit,
+        url: str = "",
+        message: Message | None = None,
+    ) -> Exit:
+        """Follow the turn past waits (an escalation, long work) and an unreachable agent (the
+        message sent again, for `give_up` seconds) to where it pauses or ends."""
         deadline = time.monotonic() + self.give_up
         delay = 0.2
         while True:
             session = kept.session
             if code is Exit.PENDING and session.owner_url and session.task_id:
                 code = await conversation.watch(session.owner_url, session.task_id)
-            elif code is Exit.UNREACHABLE and time.monotonic() < deadline:
+            elif code is Exit.UNREACHABLE and message is not None and time.monotonic() < deadline:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 5.0)
                 code = await conversation.deliver(url, message)  # same id: never a second one
             else:
                 return code
+
+
+def _too_many(refused: TooManyWaits, session: Session) -> str:
+    """The question a refused wait pauses the client's task with: what and how to go on."""
+    name = session.owner_name or session.owner_url or "the human agent"
+    return (
+        f"Too many waits: this gateway {refused}. This request waits for a human operator at"
+        f" {name} (task {session.task_id}) and is not followed for now; send any message on"
+        " this task once fewer of your requests wait, and it is followed again (the message"
+        " goes to no one: the operator answers the escalation)."
+    )

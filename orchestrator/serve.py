@@ -36,7 +36,7 @@ from a2a_handoff.observe import logs
 from a2a_handoff.secrets import SecretError
 from a2a_handoff.server import ServerLimits
 from a2a_handoff.stores import SqliteTaskStore
-from orchestrator.gateway import Conversations, GatewayAgent
+from orchestrator.gateway import MAX_WAITS, Conversations, GatewayAgent
 from orchestrator.reach import Reach
 
 log = logging.getLogger("orchestrator.gateway")
@@ -63,6 +63,14 @@ def add_arguments(serve: argparse.ArgumentParser, url: Callable[[str], str]) -> 
     )
     serve.add_argument(
         "--auth-keys", metavar="FILE", help="require API keys from clients: principal=key lines"
+    )
+    serve.add_argument(
+        "--max-waits",
+        type=int,
+        default=MAX_WAITS,
+        metavar="N",
+        help="escalations one client may wait on at once (default %(default)s); beyond it, the"
+        " client's task pauses INPUT_REQUIRED saying so",
     )
     serve.add_argument("--log-level", default="info")
 
@@ -115,6 +123,8 @@ def serve(
             base = Path(store.path) if isinstance(store, SqliteTaskStore) else Path("data/x")
             directory = base.parent / f"{base.stem}-conversations"
         conversations = Conversations(directory, args.entry)
+        if args.max_waits < 1:
+            raise ValueError(f"--max-waits must be at least 1, not {args.max_waits}")
     except (HandoffError, OSError, SecretError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return int(ExitCode.USAGE)
@@ -131,6 +141,7 @@ def serve(
         Reach(client, [args.entry, *keys]),
         max_hops=args.max_hops,
         wait=args.wait,
+        max_waits=args.max_waits,
     )
     app = create_app(
         agent,
