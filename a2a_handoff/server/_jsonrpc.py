@@ -58,6 +58,7 @@ from a2a_handoff.server._call import (
     read_body,
     supported_version,
 )
+from a2a_handoff.server._trace_admission import TraceAdmission
 
 log = logging.getLogger("a2a_handoff.server")
 
@@ -152,11 +153,13 @@ class JsonRpcEndpoint:
         auth: ApiKeyAuth | None,
         max_body: int,
         legacy: Legacy | None = None,
+        admission: TraceAdmission | None = None,
     ) -> None:
         self.methods = methods
         self.auth = auth
         self.max_body = max_body
         self.legacy = legacy
+        self.admission = admission or TraceAdmission(auth, frozenset())
 
     def serve(self, request: Request) -> Awaitable[Response]:
         """`rpc`, without a coroutine of its own in between when there is no trace to take
@@ -167,10 +170,11 @@ class JsonRpcEndpoint:
 
     async def rpc(self, request: Request) -> Response:
         # A caller's trace context (its sampled flag: whether we record and export spans) is
-        # taken only from a caller who proved who it is: under API-key auth, anyone else's
-        # requests are sampled by this agent's own sampler, as new traces.
-        trusted = self.auth is None or self.auth.authenticate(request.headers) is not None
-        token = tracing.incoming_raw(request.scope["headers"]) if trusted else None
+        # followed for trusted agents and operators, for others within a rate
+        # (`server._trace_admission`); otherwise this agent's own sampler decides, anew.
+        raw = request.scope["headers"]
+        admitted = tracing.traceparent_in(raw) and self.admission.admits(request.headers)
+        token = tracing.incoming_raw(raw) if admitted else None
         try:
             if tracing.enabled():
                 with tracing.root_span("a2a.receive", "http.route", "/"):

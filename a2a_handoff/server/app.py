@@ -57,6 +57,7 @@ from a2a_handoff.server._methods import A2AMethods
 from a2a_handoff.server._metrics_route import MetricsRoute
 from a2a_handoff.server._push import PushMethods
 from a2a_handoff.server._rest import RestEndpoint, not_found
+from a2a_handoff.server._trace_admission import TraceAdmission
 from a2a_handoff.server.app_config import (
     HandoffConfig,
     LimitsConfig,
@@ -179,7 +180,9 @@ def create_app(
     methods = _methods(served, extended_card, trust.auth, limits)
     table = methods.table() | (methods.push.table() if methods.push else {})
     legacy = V03Methods(table).dispatch
-    endpoint = JsonRpcEndpoint(table, trust.auth, limits.max_body, legacy=legacy)
+    endpoint = JsonRpcEndpoint(
+        table, trust.auth, limits.max_body, legacy=legacy, admission=_admission(served, trust)
+    )
     routes = _routes(
         served, methods, table, endpoint, trust.auth, limits, observability, card_v03_fields
     )
@@ -196,6 +199,13 @@ def create_app(
     )
     app.state.a2a = served
     return app
+
+
+def _admission(served: Served, trust: TrustConfig) -> TraceAdmission:
+    """Whose trace context is followed: the trusted agents' and the operators' always."""
+    agents = served.trust.trust_list.agents.values()
+    trusted = frozenset({a.caller for a in agents} | set(trust.operators))
+    return TraceAdmission(trust.auth, trusted)
 
 
 def _guard(card: AgentCard, trust: TrustConfig) -> BrowserGuard:

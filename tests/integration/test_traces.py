@@ -308,3 +308,46 @@ async def test_only_an_authenticated_callers_traceparent_decides_what_is_recorde
             assert [s.name for s in exporter.get_finished_spans()] == ["a2a.receive"]
     finally:
         tracing.use_provider(None)
+
+
+async def test_a_users_sampled_traceparent_is_followed_within_a_rate_a_trusted_agents_always(
+    tmp_path: Path,
+) -> None:
+    # Before: any key holder made the agent record and export every span of every request
+    # by sending a sampled traceparent (about 40% of its throughput).
+    from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
+
+    from a2a_handoff import ApiKeyAuth
+    from servers.echo import EchoAgent, echo_card
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(sampler=ParentBased(ALWAYS_OFF))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/"
+    auth = ApiKeyAuth.from_keys({"alice": "alice-key", "triage": "triage-key"})
+    trust = TrustConfig(auth=auth, trusted=["triage=http://127.0.0.1:9/"])
+    app = create_app(EchoAgent(), echo_card(url), open_store("memory://"), trust=trust)
+
+    def call(key: str) -> dict[str, str]:
+        sampled = f"00-{random.getrandbits(128):032x}-{1:016x}-01"
+        return {**A2A_HEADERS, "traceparent": sampled, "X-API-Key": key}
+
+    body = {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "nope"}}
+    loop = asyncio.get_running_loop()
+    tracing.use_provider(provider)
+    try:
+        async with serving((app, port)), httpx.AsyncClient(timeout=10) as http:
+            began = loop.time()
+            for _ in range(60):
+                await http.post(url, json=body, headers=call("alice-key"))
+            took = loop.time() - began
+            followed = len(exporter.get_finished_spans())
+            # A bucket of 10, refilled at 10 a second: never more than that.
+            assert 10 <= followed <= 10 + int(took * 10) + 1, (followed, took)
+            exporter.clear()
+            for _ in range(30):
+                await http.post(url, json=body, headers=call("triage-key"))
+            assert len(exporter.get_finished_spans()) == 30
+    finally:
+        tracing.use_provider(None)
