@@ -72,7 +72,24 @@ def add_arguments(serve: argparse.ArgumentParser, url: Callable[[str], str]) -> 
         help="escalations one client may wait on at once (default %(default)s); beyond it, the"
         " client's task pauses INPUT_REQUIRED saying so",
     )
+    serve.add_argument(
+        "--allowed-hosts",
+        default="",
+        metavar="NAMES",
+        help="host names the gateway answers at besides its URL's (and any IP address),"
+        " comma-separated; other Host headers are refused (DNS rebinding)",
+    )
+    serve.add_argument(
+        "--allowed-origins",
+        default="",
+        metavar="ORIGINS",
+        help="web origins (scheme://host:port) whose pages may call the gateway, comma-separated",
+    )
     serve.add_argument("--log-level", default="info")
+
+
+def _listed(value: str) -> list[str]:
+    return [entry.strip() for entry in value.split(",") if entry.strip()]
 
 
 def _card(url: str, entry: str, fronted: AgentCard | None) -> AgentCard:
@@ -147,7 +164,11 @@ def serve(
         agent,
         _card(url, args.entry, fronted),
         store,
-        trust=TrustConfig(auth=auth),
+        trust=TrustConfig(
+            auth=auth,
+            allowed_hosts=_listed(args.allowed_hosts),
+            allowed_origins=_listed(args.allowed_origins),
+        ),
         card_v03_fields=True,  # stock 0.3 clients read only the 1.0 path
     )
     uvicorn.run(
