@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import base64
 import binascii
-import re
 import time
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import (
     AfterValidator,
@@ -26,6 +25,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from pydantic_core import SchemaSerializer, core_schema
 
+from a2a_handoff.protocol.ids import Id
 from a2a_handoff.protocol.states import TaskState
 
 __all__ = [
@@ -33,9 +33,6 @@ __all__ = [
     "Artifact",
     "CancelTaskRequest",
     "GetTaskRequest",
-    "JsonRpcError",
-    "JsonRpcRequest",
-    "JsonRpcResponse",
     "ListTasksRequest",
     "ListTasksResponse",
     "Message",
@@ -88,19 +85,6 @@ def _bounded(value: Any) -> Any:
         raise ValueError(f"nested deeper than {MAX_JSON_DEPTH} levels")
     return value
 
-
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-
-
-def _plain_id(value: str) -> str:
-    if _CONTROL.search(value) is not None:
-        raise ValueError("an id must not hold control characters (such as NUL or a newline)")
-    return value
-
-
-Id = Annotated[str, AfterValidator(_plain_id)]
-"""An id a caller sends (task, context, message, artifact, config): no control characters,
-which no store, log line or header keeps as they were sent (-32602 / HTTP 400)."""
 
 JsonValue = Annotated[Any, AfterValidator(_bounded)]
 """Free-form JSON (data parts, metadata): bounded in depth so it can always be stored."""
@@ -379,36 +363,3 @@ class CancelTaskRequest(WireModel):
 class SubscribeToTaskRequest(WireModel):
     id: Id = Field(min_length=1)
     tenant: str | None = None
-
-
-# -- JSON-RPC -------------------------------------------------------------------------------
-
-
-class JsonRpcRequest(BaseModel):
-    """A JSON-RPC 2.0 request; `params` is validated per method elsewhere."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    jsonrpc: Literal["2.0"]
-    method: str = Field(min_length=1)
-    id: str | int | None = None
-    params: dict[str, Any] | None = None
-
-
-class JsonRpcError(BaseModel):
-    code: int
-    message: str
-    data: Any = None
-
-
-class JsonRpcResponse(BaseModel):
-    jsonrpc: Literal["2.0"] = "2.0"
-    id: str | int | None
-    result: Any = None
-    error: JsonRpcError | None = None
-
-    @model_validator(mode="after")
-    def _result_or_error(self) -> JsonRpcResponse:
-        if (self.error is None) == ("result" not in self.model_fields_set):
-            raise ValueError("a JSON-RPC response holds exactly one of result or error")
-        return self

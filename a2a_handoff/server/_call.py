@@ -26,6 +26,7 @@ from a2a_handoff.errors import (
     RpcError,
 )
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI
+from a2a_handoff.protocol.ids import ID_REFUSED
 from a2a_handoff.protocol.models import StreamResponse
 
 PROTOCOL_VERSION = "1.0"
@@ -78,7 +79,8 @@ def validate(model: type[M], params: dict[str, Any]) -> M:
         first = exc.errors(include_url=False, include_context=False, include_input=False)[0]
         field = ".".join(str(part) for part in first["loc"]) or "params"
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-        raise InvalidParamsError(f"{field}: {first['msg']}{more}") from None
+        said = ID_REFUSED if first["type"] == "string_pattern_mismatch" else first["msg"]
+        raise InvalidParamsError(f"{field}: {said}{more}") from None
 
 
 def protocol_headers(extensions: frozenset[str]) -> dict[str, str]:

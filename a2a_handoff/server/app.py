@@ -179,10 +179,7 @@ def create_app(
     served = Served(card, store, client, manager, agent_trust, Observer(card.name), pusher)
     methods = _methods(served, extended_card, trust.auth, limits)
     table = methods.table() | (methods.push.table() if methods.push else {})
-    legacy = V03Methods(table).dispatch
-    endpoint = JsonRpcEndpoint(
-        table, trust.auth, limits.max_body, legacy=legacy, admission=_admission(served, trust)
-    )
+    endpoint = _endpoint(served, table, trust, limits)
     routes = _routes(
         served, methods, table, endpoint, trust.auth, limits, observability, card_v03_fields
     )
@@ -201,11 +198,20 @@ def create_app(
     return app
 
 
-def _admission(served: Served, trust: TrustConfig) -> TraceAdmission:
-    """Whose trace context is followed: the trusted agents' and the operators' always."""
+def _endpoint(
+    served: Served, table: dict[str, Handler], trust: TrustConfig, limits: LimitsConfig
+) -> JsonRpcEndpoint:
+    """`POST /`: the methods, A2A 0.3 beside them, and whose trace context is followed
+    (the trusted agents' and the operators' always)."""
     agents = served.trust.trust_list.agents.values()
     trusted = frozenset({a.caller for a in agents} | set(trust.operators))
-    return TraceAdmission(trust.auth, trusted)
+    return JsonRpcEndpoint(
+        table,
+        trust.auth,
+        limits.max_body,
+        legacy=V03Methods(table).dispatch,
+        admission=TraceAdmission(trust.auth, trusted),
+    )
 
 
 def _guard(card: AgentCard, trust: TrustConfig) -> BrowserGuard:

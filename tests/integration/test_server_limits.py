@@ -80,7 +80,10 @@ def server_sockets(agent: AgentProcess) -> dict[int, int]:
 
 
 def test_slow_and_silent_clients_are_closed_and_others_still_served(agent: AgentProcess) -> None:
-    head = b"POST / HTTP/1.1\r\nHost: a\r\nA2A-Version: 1.0\r\n"
+    head = (
+        b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nA2A-Version: 1.0\r\n"
+        b"Content-Type: application/json\r\n"
+    )
     silent = [connect(agent) for _ in range(8)]
     half_heads = [connect(agent, head) for _ in range(8)]
     half_bodies = [
@@ -95,10 +98,10 @@ def test_slow_and_silent_clients_are_closed_and_others_still_served(agent: Agent
     assert time.monotonic() - started < 4.0  # the 1 s timeouts, not the 5 s answer_of wait
     # A head sent after a first request on the same connection has the same limit.
     again = connect(agent)
-    again.sendall(b"GET /health HTTP/1.1\r\nHost: a\r\n\r\n")
+    again.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
     again.settimeout(5)
     assert again.recv(65536).startswith(b"HTTP/1.1 200 ")
-    again.sendall(b"GET /health HTTP/1.1\r\nHost: a\r\n")
+    again.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n")
     assert b"HTTP/1.1 408 " in answer_of(again)
     for sock in [*silent, *half_heads, *half_bodies, again]:
         sock.close()
@@ -107,7 +110,7 @@ def test_slow_and_silent_clients_are_closed_and_others_still_served(agent: Agent
 
 
 def test_a_request_head_over_64_kib_is_refused_with_431(agent: AgentProcess) -> None:
-    sock = connect(agent, b"GET / HTTP/1.1\r\nHost: a\r\nX-Big: ")
+    sock = connect(agent, b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: ")
     with contextlib.suppress(ConnectionResetError, BrokenPipeError):
         for _ in range(80):
             sock.sendall(b"x" * 1024)
@@ -149,8 +152,10 @@ def test_clients_that_never_read_are_dropped_with_their_queued_answers(
         + b'"}}'
     )  # fmt: skip
     head = (
-        b"POST / HTTP/1.1\r\nHost: a\r\nA2A-Version: 1.0\r\nContent-Type: application/json\r\n"
-        b"Content-Length: " + str(len(request)).encode() + b"\r\n\r\n"
+        b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nA2A-Version: 1.0\r\n"
+        b"Content-Type: application/json\r\nContent-Length: "
+        + str(len(request)).encode()
+        + b"\r\n\r\n"
     )
     server = psutil.Process(agent.proc.pid if agent.proc else 0)
     before = server.memory_info().rss
@@ -224,8 +229,8 @@ def test_an_answer_comes_in_one_segment(agent: AgentProcess) -> None:
     sock = connect(agent)
     try:
         sock.sendall(
-            b"POST / HTTP/1.1\r\nHost: a\r\nA2A-Version: 1.0\r\nContent-Type: application/json"
-            b"\r\nConnection: close\r\nContent-Length: "
+            b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nA2A-Version: 1.0\r\n"
+            b"Content-Type: application/json\r\nConnection: close\r\nContent-Length: "
             + str(len(body)).encode()
             + b"\r\n\r\n"
             + body

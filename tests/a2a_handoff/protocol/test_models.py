@@ -25,13 +25,12 @@ from google.protobuf.message import Message as ProtoMessage
 from pydantic import BaseModel, ValidationError
 
 from a2a_handoff.protocol.agent_card import AgentCard, SecurityScheme
+from a2a_handoff.protocol.jsonrpc import JsonRpcRequest, JsonRpcResponse
 from a2a_handoff.protocol.models import (
     JSON_NULL,
     Artifact,
     CancelTaskRequest,
     GetTaskRequest,
-    JsonRpcRequest,
-    JsonRpcResponse,
     ListTasksRequest,
     ListTasksResponse,
     Message,
