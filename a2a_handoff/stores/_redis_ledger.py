@@ -19,6 +19,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from a2a_handoff.errors import StoreDownError, StoreError, TrustError
 from a2a_handoff.stores._guard import ServerPing, StoreGuard
+from a2a_handoff.stores._owner import LEGACY_PREFIX, prefix_for, taken, unclaimed_legacy
 from a2a_handoff.stores._redis_durability import check_durability
 from a2a_handoff.stores._redis_follow import RedisFollowers
 from a2a_handoff.stores._redis_scripts import ALL as SCRIPTS
@@ -81,16 +82,44 @@ class RedisBase(ServerPing):
 
     shared = True
 
-    def __init__(self, url: str, prefix: str, durability: str = "full") -> None:
+    def __init__(self, url: str, prefix: str | None, durability: str = "full") -> None:
         if aioredis is None:  # pragma: no cover - the optional extra
             raise StoreError("the Redis store needs redis-py: pip install 'a2a-handoff[redis]'")
         self.url = url
-        self.prefix = prefix
+        self.explicit_prefix = prefix is not None  # else the agent's default (`claim`)
+        self.agent: str | None = None  # the agent this store serves, once claimed
+        self._use_prefix(prefix if prefix is not None else LEGACY_PREFIX)
         self.durability = durability  # "none": a Redis that may lose writes is accepted
         self.guard = StoreGuard(UNREACHABLE)
-        self.followers = RedisFollowers(prefix + "n:")
         self._client: Any = None
         self._scripts: dict[str, Any] = {}
+
+    def _use_prefix(self, prefix: str) -> None:
+        self.prefix = prefix
+        self.followers = RedisFollowers(prefix + "n:")
+
+    def claim(self, agent: str) -> None:
+        """Serve the agent named `agent` (before `open`): its default prefix unless the URL
+        named one, and `open` records it as the prefix's owner or refuses another's."""
+        if self._client is not None:
+            raise StoreError("claim the Redis store before opening it")
+        self.agent = agent
+        if not self.explicit_prefix:
+            self._use_prefix(prefix_for(agent))
+
+    async def _claim(self, client: Any, agent: str) -> None:
+        """Keep the old default prefix when it is this agent's (`stores._owner`), then record
+        `agent` as the prefix's owner — or refuse it when another agent is."""
+        if not self.explicit_prefix and not await client.exists(self.prefix + "layout"):
+            owner = await client.get(LEGACY_PREFIX + "agent")
+            if owner == agent:
+                self._use_prefix(LEGACY_PREFIX)
+            elif owner is None and await client.exists(LEGACY_PREFIX + "i:all"):
+                raise unclaimed_legacy("prefix", LEGACY_PREFIX, agent, self.prefix)
+        if not await client.set(self.prefix + "agent", agent, nx=True):
+            owner = await client.get(self.prefix + "agent")
+            if owner != agent:
+                raise taken("prefix", self.prefix, owner, agent, prefix_for(agent))
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -125,6 +154,8 @@ class RedisBase(ServerPing):
             await check_durability(
                 client, f"{self.url} (prefix {self.prefix})", accept_loss=self.durability == "none"
             )
+            if self.agent is not None:
+                await self._claim(client, self.agent)
         except BaseException:
             await client.aclose()
             raise

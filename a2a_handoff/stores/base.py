@@ -152,6 +152,13 @@ class ReceivedEntry:
 class TaskStore(Protocol):
     """Tasks and their event logs."""
 
+    def claim(self, agent: str) -> None:
+        """Serve the agent named `agent` (its card's name), before `open`. A shared store
+        (PostgreSQL, Redis) takes its default schema or key prefix from the name, and `open`
+        records the agent as the owner there or refuses one of another name
+        (`stores._owner`); a store of one process's own (memory, SQLite) has nothing to do."""
+        ...
+
     async def open(self) -> TaskStore:
         """Connect and create what is missing; idempotent. Returns the store."""
         ...

@@ -15,9 +15,12 @@ Round trips: a read is one; a write is one; `list_tasks` is one (the page and th
 one statement); a task created with a dedupe key that is already taken is two (the key's
 task is then read).
 
-URL options: `?schema=a2a` (agents sharing a database need different schemas, replicas of one
-agent the same), `pool_max=10`, `acquire_timeout=5`, `command_timeout=2`,
-`connect_timeout=1` (seconds); asyncpg's own options (`sslmode`, …) pass through.
+URL options: `?schema=NAME` (by default `a2a_<agent name>`: agents sharing a database get
+different schemas, replicas of one agent the same; a schema names the agent that owns it and
+refuses another, `stores._owner`), `pool_max=10`, `acquire_timeout=5`, `command_timeout=2`,
+`connect_timeout=1` (seconds); asyncpg's own options (`sslmode`, …) pass through. A statement
+that runs past `command_timeout` is cancelled by the server and fails its call alone
+(StoreTimeoutError); only a server that does not answer at all counts as down.
 
 The rooms: `stores._postgres_pool` (pool, lifecycle, /health), `stores._postgres_ledger`
 (outbox, ledger, leases), `stores._postgres_schema` (tables, functions, migrations),
@@ -91,10 +94,10 @@ class PostgresTaskStore(PostgresPush):
             try:
                 found = await conn.fetchval(
                     f"SELECT {self.s}.create_task($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,"
-                    " $11, $12, $13, $14, $15)",
+                    " $11, $12, $13, $14, $15, $16)",
                     task.id, record.owner, record.delegate, task.context_id,
-                    task.status.state.value, record.version, record.created_at,
-                    record.updated_at, record.task_json(),
+                    task.status.state.value, task.status.timestamp or "", record.version,
+                    record.created_at, record.updated_at, record.task_json(),
                     [log_json(item, task) for item in events], dedupe_key,
                     dedupe_ttl, entry, ledger, self.channel,
                 )  # fmt: skip
@@ -126,9 +129,9 @@ class PostgresTaskStore(PostgresPush):
             try:
                 outcome = await conn.fetchval(
                     f"SELECT {self.s}.update_task($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,"
-                    " $11, $12)",
+                    " $11, $12, $13)",
                     task.id, expected_version, record.version, task.status.state.value,
-                    record.updated_at, record.task_json(),
+                    task.status.timestamp or "", record.updated_at, record.task_json(),
                     [log_json(item, task) for item in events], row, closed_id, status,
                     detail, self.channel,
                 )  # fmt: skip
@@ -180,12 +183,10 @@ class PostgresTaskStore(PostgresPush):
         if states is not None:
             where.append(f"state = ANY({param(sorted(s.value for s in states))})")
         if query.status_after is not None:
-            # The index narrows by updated_at (never before the status changed), the body
-            # decides: only the tasks updated since then are looked into.
+            # A column and its index: no body is read, let alone parsed, to filter (a
+            # status changes no later than its task's updated_at: that index narrows too).
             after = param(query.status_after)
-            where.append(
-                f"updated_at > {after} AND (body::jsonb #>> '{{status,timestamp}}') > {after}"
-            )
+            where.append(f"updated_at > {after} AND status_at > {after}")
         filters = " AND ".join(where)
         filter_params = len(params)
         page_where = filters

@@ -92,6 +92,10 @@ class SqliteTaskStore(SqliteLedger, SqlitePush):
 
     # -- lifecycle ------------------------------------------------------------------------
 
+    def claim(self, agent: str) -> None:
+        """Nothing to record: this store is one process's own (SQLite's file lock refuses a
+        second process, `stores._sqlite_owner`)."""
+
     async def open(self) -> SqliteTaskStore:
         await super().open()
         return self
@@ -138,7 +142,8 @@ class SqliteTaskStore(SqliteLedger, SqlitePush):
             try:
                 conn.execute(
                     "INSERT INTO tasks (id, context_id, owner, state, version, created_at,"
-                    " updated_at, body, delegate) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    " updated_at, body, delegate, status_at)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     task_row,
                 )
             except sqlite3.IntegrityError as exc:
@@ -191,9 +196,9 @@ class SqliteTaskStore(SqliteLedger, SqlitePush):
             where.append(f"state IN ({','.join('?' * len(states))})" if states else "0")
             params += sorted(s.value for s in states)
         if query.status_after is not None:
-            # The index narrows by updated_at (never before the status changed), the body
-            # decides: only the tasks updated since then are looked into.
-            where.append("updated_at > ? AND json_extract(body, '$.status.timestamp') > ?")
+            # A column: no body is read, let alone parsed, to filter (a status changes no
+            # later than its task's updated_at: the owner's index narrows by that).
+            where.append("updated_at > ? AND status_at > ?")
             params += [query.status_after, query.status_after]
         filters = " AND ".join(where)
         total_rows = await self._read(f"SELECT COUNT(*) FROM tasks WHERE {filters}", params)
@@ -241,6 +246,7 @@ def _task_row(record: TaskRecord) -> tuple[Any, ...]:
         record.updated_at,
         record.task_json(),
         record.delegate,
+        task.status.timestamp or "",
     )
 
 

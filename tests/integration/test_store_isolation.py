@@ -131,7 +131,8 @@ def test_one_principals_expensive_list_queries_fail_no_one_elses_work(
         assert all(status != 503 for status, _ in alice_errors), alice_errors[:3]
         codes = {error["code"] for _, error in alice_errors}
         assert -32105 not in codes, alice_errors[:3]
-        assert echo.proc is not None and echo.proc.poll() is None
+        assert echo.proc is not None
+        assert echo.proc.poll() is None
 
 
 def _refused(agent: AgentProcess) -> str:
@@ -161,7 +162,8 @@ def test_a_second_agent_on_one_schema_or_prefix_is_refused_and_a_replica_is_not(
     logistics.log_path = tmp_path / "logistics.log"
     with running(billing, replica):
         said = _refused(logistics)
-        assert "billing" in said and "logistics" in said, said
+        assert "billing" in said, said
+        assert "logistics" in said, said
         assert "schema" in said if backend == "postgres" else "prefix" in said, said
         # The replica serves billing's tasks; nothing of logistics was written.
         task = result(billing.rpc("SendMessage", message("hello")))["task"]
