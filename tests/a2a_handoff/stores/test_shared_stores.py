@@ -76,7 +76,7 @@ async def test_postgres_a_schema_is_one_agents(database: PostgresDatabase) -> No
     url = database.url("shared")
     async with postgres(url, "billing") as billing:
         task = await create(billing)
-        with pytest.raises(StoreError, match="belongs to agent 'billing'.*'logistics'"):
+        with pytest.raises(StoreError, match=r"belongs to agent 'billing'.*'logistics'"):
             await postgres(url, "logistics").open()
         async with postgres(url, "billing") as replica:  # a replica shares it
             assert await replica.get(task.id) is not None
@@ -108,7 +108,7 @@ async def test_redis_a_prefix_is_one_agents(redis_db: str) -> None:
     url = f"{redis_db}?durability=none&prefix=shared:"
     async with redis(url, "billing") as billing:
         task = await create(billing)
-        with pytest.raises(StoreError, match="belongs to agent 'billing'.*'logistics'"):
+        with pytest.raises(StoreError, match=r"belongs to agent 'billing'.*'logistics'"):
             await redis(url, "logistics").open()
         async with redis(url, "billing") as replica:
             assert await replica.get(task.id) is not None
