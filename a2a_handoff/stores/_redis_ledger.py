@@ -11,13 +11,14 @@ indexes: no read scans the ledger.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import asdict
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from a2a_handoff.errors import StoreDownError, StoreError, TrustError
+from a2a_handoff.errors import StoreDownError, StoreError, StoreTimeoutError, TrustError
 from a2a_handoff.stores._guard import ServerPing, StoreGuard
 from a2a_handoff.stores._owner import LEGACY_PREFIX, prefix_for, taken, unclaimed_legacy
 from a2a_handoff.stores._redis_durability import check_durability
@@ -44,6 +45,7 @@ UNREACHABLE: tuple[type[BaseException], ...] = (
 _ENTRY_FIELDS = tuple(OutboxEntry.__dataclass_fields__)
 CONNECT_TIMEOUT = 1.0
 READ_TIMEOUT = 2.0
+PROBE_TIMEOUT = 0.5  # a PING telling a slow read from a Redis that does not answer
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -66,6 +68,31 @@ def guarded(
 
     call.__name__, call.__doc__ = method.__name__, method.__doc__
     return call
+
+
+def guarded_read(
+    method: Callable[Concatenate[B, P], Coroutine[Any, Any, T]],
+) -> Callable[Concatenate[B, P], Coroutine[Any, Any, T]]:
+    """`guarded`, for a read that may be slow (a list): when it times out but Redis answers a
+    PING at once, the read was slow, not Redis down — that call alone fails
+    (StoreTimeoutError) and the guard stays closed. A write is never judged so: a timed-out
+    write may still have landed, and the outage retry must recognise it."""
+
+    async def read(self: B, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            return await method(self, *args, **kwargs)
+        except RedisTimeoutError as exc:
+            try:
+                await asyncio.wait_for(self._redis.ping(), PROBE_TIMEOUT)
+            except Exception:
+                raise exc from None  # no answer either: unreachable
+            raise StoreTimeoutError(
+                "the store query ran past its time limit: ask for less (a filter, a smaller"
+                " pageSize)"
+            ) from exc
+
+    read.__name__, read.__doc__ = method.__name__, method.__doc__
+    return guarded(read)
 
 
 def score(stamp: str) -> float:

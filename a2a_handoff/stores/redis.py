@@ -47,7 +47,7 @@ from a2a_handoff.errors import ConflictError, StoreError
 from a2a_handoff.protocol.models import StreamResponse, Task
 from a2a_handoff.stores._event_log import from_log, log_json, needs_snapshot
 from a2a_handoff.stores._pages import Summary, summary_page
-from a2a_handoff.stores._redis_ledger import guarded, score
+from a2a_handoff.stores._redis_ledger import guarded, guarded_read, score
 from a2a_handoff.stores._redis_push import RedisPush
 from a2a_handoff.stores.base import (
     OutboxEntry,
@@ -229,7 +229,7 @@ class RedisTaskStore(RedisPush):
         found = await self._redis.get(self._key(f"d:{dedupe_key}"))
         return str(found) if found is not None else None
 
-    @guarded
+    @guarded_read
     async def list_tasks(self, query: TaskQuery) -> TaskPage:
         redis = self._redis
         narrowing = []
