@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from typing import Any
 
 from a2a_handoff.errors import StoreError
 
@@ -67,3 +68,20 @@ def unclaimed_legacy(kind: str, legacy: str, agent: str, own: str) -> StoreError
         f" {agent} as its owner); otherwise add {option}{own} to start {agent} in a {kind} of"
         " its own"
     )
+
+
+async def claim_prefix(client: Any, prefix: str, explicit: bool, agent: str) -> str:
+    """The Redis prefix `agent` uses — `prefix`, or the old default when it names `agent` and
+    `prefix` (a default, not `explicit`) holds nothing yet — recorded as `agent`'s (`SET NX`:
+    of two agents opening a new prefix at once, one gets it); refused when another agent's."""
+    if not explicit and not await client.exists(prefix + "layout"):
+        owner = await client.get(LEGACY_PREFIX + "agent")
+        if owner == agent:
+            prefix = LEGACY_PREFIX
+        elif owner is None and await client.exists(LEGACY_PREFIX + "i:all"):
+            raise unclaimed_legacy("prefix", LEGACY_PREFIX, agent, prefix)
+    if not await client.set(prefix + "agent", agent, nx=True):
+        owner = await client.get(prefix + "agent")
+        if owner != agent:
+            raise taken("prefix", prefix, owner, agent, prefix_for(agent))
+    return prefix

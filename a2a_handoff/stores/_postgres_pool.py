@@ -31,12 +31,9 @@ from a2a_handoff.errors import (
     TrustError,
 )
 from a2a_handoff.stores._guard import ServerPing, StoreGuard
-from a2a_handoff.stores._owner import LEGACY_SCHEMA, schema_for, taken, unclaimed_legacy
+from a2a_handoff.stores._owner import LEGACY_SCHEMA, schema_for
 from a2a_handoff.stores._postgres_follow import PostgresFollowers
-from a2a_handoff.stores._postgres_schema import (
-    MIGRATIONS,
-    VERSION,
-)
+from a2a_handoff.stores._postgres_migrate import keep_legacy, migrate
 
 try:
     import asyncpg
@@ -47,7 +44,6 @@ CONNECT_TIMEOUT = 1.0
 COMMAND_TIMEOUT = 2.0
 ACQUIRE_TIMEOUT = 5.0
 POOL_MAX = 10
-MIGRATION_TIMEOUT = 3600.0
 SERVER_GRACE = 0.5  # past the server's own cancellation: the client stops waiting
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,47}")
 _OURS = ("schema", "pool_max", "acquire_timeout", "command_timeout", "connect_timeout")
@@ -230,60 +226,15 @@ class PostgresPool(ServerPing):
         return self
 
     async def _migrate(self, pool: Any) -> None:
-        """Create the schema, or bring it to `VERSION`, in one transaction (module docstring
-        of `stores._postgres_schema`)."""
-        async with pool.acquire() as conn:
-            if self.agent is not None and not self.explicit_schema:
-                await self._keep_legacy(conn, self.agent)
+        """Choose the schema (the old default kept for its agent), then create or migrate it
+        and claim it for the agent, in one transaction (`stores._postgres_migrate`)."""
+        if self.agent is not None and not self.explicit_schema:
+            async with pool.acquire() as conn:
+                chosen = await keep_legacy(conn, self.schema, self.agent)
+            if chosen != self.schema:
+                self._use_schema(chosen)
         async with pool.acquire() as conn, conn.transaction():
-            await conn.execute("SET LOCAL statement_timeout = 0")  # a migration may be long
-            await conn.execute("SELECT pg_advisory_xact_lock(hashtext($1))", self.schema)
-            await conn.execute(f"CREATE SCHEMA IF NOT EXISTS {self.s}")
-            await conn.execute(
-                f"CREATE TABLE IF NOT EXISTS {self.s}.schema_version (version integer NOT NULL)"
-            )
-            found = await conn.fetchval(f"SELECT version FROM {self.s}.schema_version")
-            version = 0 if found is None else int(found)
-            if version > VERSION:
-                raise StoreError(
-                    f"schema {self.schema} is at version {version}, newer than this version of"
-                    f" a2a-handoff knows ({VERSION}): upgrade it before starting this replica"
-                )
-            for step in range(version, VERSION):
-                # No time limit but the migration's: filling a new column reads every row.
-                await conn.execute(MIGRATIONS[step](self.s), timeout=MIGRATION_TIMEOUT)
-            if found is None:
-                await conn.execute(f"INSERT INTO {self.s}.schema_version VALUES ($1)", VERSION)
-            elif version != VERSION:
-                await conn.execute(f"UPDATE {self.s}.schema_version SET version = $1", VERSION)
-            if self.agent is not None:
-                await self._claim(conn, self.agent)
-
-    async def _claim(self, conn: Any, agent: str) -> None:
-        """Record `agent` as the schema's owner, or refuse it when another one is."""
-        owner = await conn.fetchval(f"SELECT name FROM {self.s}.agent")
-        if owner is None:
-            await conn.execute(f"INSERT INTO {self.s}.agent VALUES ($1)", agent)
-        elif owner != agent:
-            raise taken("schema", self.schema, owner, agent, schema_for(agent))
-
-    async def _keep_legacy(self, conn: Any, agent: str) -> None:
-        """Before the default schema was per agent it was `a2a` (`stores._owner`): keep it
-        when it names this agent; refuse to choose when it names no one and holds tasks."""
-        own = self.schema
-        if await conn.fetchval("SELECT to_regclass($1)", f"{own}.schema_version"):
-            return  # this agent's own default exists: it is the one
-        if not await conn.fetchval("SELECT to_regclass($1)", f"{LEGACY_SCHEMA}.tasks"):
-            return
-        owner = None
-        if await conn.fetchval("SELECT to_regclass($1)", f"{LEGACY_SCHEMA}.agent"):
-            owner = await conn.fetchval(f'SELECT name FROM "{LEGACY_SCHEMA}".agent')
-        if owner == agent:
-            self._use_schema(LEGACY_SCHEMA)
-        elif owner is None and await conn.fetchval(
-            f'SELECT EXISTS (SELECT 1 FROM "{LEGACY_SCHEMA}".tasks)'
-        ):
-            raise unclaimed_legacy("schema", LEGACY_SCHEMA, agent, own)
+            await migrate(conn, self.schema, self.agent)
 
     async def aclose(self) -> None:
         await self.followers.aclose()

@@ -20,7 +20,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from a2a_handoff.errors import StoreDownError, StoreError, StoreTimeoutError, TrustError
 from a2a_handoff.stores._guard import ServerPing, StoreGuard
-from a2a_handoff.stores._owner import LEGACY_PREFIX, prefix_for, taken, unclaimed_legacy
+from a2a_handoff.stores._owner import LEGACY_PREFIX, claim_prefix, prefix_for
 from a2a_handoff.stores._redis_durability import check_durability
 from a2a_handoff.stores._redis_follow import RedisFollowers
 from a2a_handoff.stores._redis_scripts import ALL as SCRIPTS
@@ -134,20 +134,6 @@ class RedisBase(ServerPing):
         if not self.explicit_prefix:
             self._use_prefix(prefix_for(agent))
 
-    async def _claim(self, client: Any, agent: str) -> None:
-        """Keep the old default prefix when it is this agent's (`stores._owner`), then record
-        `agent` as the prefix's owner — or refuse it when another agent is."""
-        if not self.explicit_prefix and not await client.exists(self.prefix + "layout"):
-            owner = await client.get(LEGACY_PREFIX + "agent")
-            if owner == agent:
-                self._use_prefix(LEGACY_PREFIX)
-            elif owner is None and await client.exists(LEGACY_PREFIX + "i:all"):
-                raise unclaimed_legacy("prefix", LEGACY_PREFIX, agent, self.prefix)
-        if not await client.set(self.prefix + "agent", agent, nx=True):
-            owner = await client.get(self.prefix + "agent")
-            if owner != agent:
-                raise taken("prefix", self.prefix, owner, agent, prefix_for(agent))
-
     # -- lifecycle ------------------------------------------------------------------------
 
     async def open(self) -> RedisBase:
@@ -182,7 +168,9 @@ class RedisBase(ServerPing):
                 client, f"{self.url} (prefix {self.prefix})", accept_loss=self.durability == "none"
             )
             if self.agent is not None:
-                await self._claim(client, self.agent)
+                self._use_prefix(
+                    await claim_prefix(client, self.prefix, self.explicit_prefix, self.agent)
+                )
         except BaseException:
             await client.aclose()
             raise

@@ -80,7 +80,7 @@ class RedisTaskStore(RedisPush):
 
     @classmethod
     def from_url(cls, url: str) -> RedisTaskStore:
-        """`redis://HOST:PORT/DB?prefix=a2a:&idempotency_ttl=86400&durability=none` (query
+        """`redis://HOST:PORT/DB?prefix=a2a:NAME:&idempotency_ttl=86400&durability=none` (query
         optional; `durability=none` accepts a Redis that may lose writes, see
         `stores._redis_durability`)."""
         parts = urlsplit(url)
@@ -247,23 +247,7 @@ class RedisTaskStore(RedisPush):
             )
         else:
             ids = await redis.smembers(self._key("i:all"))
-        # The candidates' index fields only: filtered, ordered and paged without a body.
-        ordered = sorted(ids)
-        async with redis.pipeline(transaction=False) as pipe:
-            for task_id in ordered:
-                pipe.hmget(self._key(f"t:{task_id}"), *_SUMMARY_FIELDS)
-            rows = await pipe.execute()
-        summaries = []
-        for task_id, row in zip(ordered, rows, strict=True):
-            if row[0] is None:  # deleted meanwhile
-                continue
-            if row[-1] is None:  # written before `stime` was kept: read from its body once
-                record = await self._get(task_id)
-                row[-1] = (record.task.status.timestamp or "") if record is not None else ""
-            owner, delegate, context, state, updated, stime = row
-            summaries.append(
-                Summary(task_id, owner, delegate or "", context, state, updated, stime)
-            )
+        summaries = await _summaries(self, sorted(ids))
         page, token, total = summary_page(summaries, query)
         records = await self._records(page)
         return TaskPage(records=records, next_page_token=token, total_size=total)
@@ -325,6 +309,25 @@ class RedisTaskStore(RedisPush):
     ) -> None:
         extra = ["terminate", status, detail, handoff_id]
         await self._update(record, events, expected_version, extra, self._key(f"ob:{handoff_id}"))
+
+
+async def _summaries(store: RedisTaskStore, ids: Sequence[str]) -> list[Summary]:
+    """The candidates' index fields only (one pipelined round trip): what a list filters,
+    orders and pages by, without a body."""
+    async with store._redis.pipeline(transaction=False) as pipe:
+        for task_id in ids:
+            pipe.hmget(store._key(f"t:{task_id}"), *_SUMMARY_FIELDS)
+        rows = await pipe.execute()
+    summaries = []
+    for task_id, row in zip(ids, rows, strict=True):
+        if row[0] is None:  # deleted meanwhile
+            continue
+        owner, delegate, context, state, updated, stime = row
+        if stime is None:  # written before `stime` was kept: read from its body once
+            record = await store._get(task_id)
+            stime = (record.task.status.timestamp or "") if record is not None else ""
+        summaries.append(Summary(task_id, owner, delegate or "", context, state, updated, stime))
+    return summaries
 
 
 def _record(row: dict[str, str]) -> TaskRecord:
