@@ -26,10 +26,18 @@ class SlowListStore(MemoryTaskStore):
         super().__init__()
         self.release = asyncio.Event()
         self.waiting = 0
+        self.arrived = asyncio.Condition()
+
+    async def held(self, count: int) -> None:
+        """Until `count` caller queries are waiting."""
+        async with self.arrived:
+            await asyncio.wait_for(self.arrived.wait_for(lambda: self.waiting >= count), 5)
 
     async def list_tasks(self, query: TaskQuery) -> TaskPage:
         if query.owner is not None:  # a caller's, not the library's own sweeps
-            self.waiting += 1
+            async with self.arrived:
+                self.waiting += 1
+                self.arrived.notify_all()
             await self.release.wait()
         return await super().list_tasks(query)
 
@@ -49,14 +57,12 @@ async def test_a_caller_gets_a_few_list_queries_at_once_and_others_theirs() -> N
             return answer
 
         held = [asyncio.create_task(listing(ALICE)) for _ in range(LIST_QUERIES_PER_CALLER)]
-        while store.waiting < LIST_QUERIES_PER_CALLER:
-            await asyncio.sleep(0.01)
+        await store.held(LIST_QUERIES_PER_CALLER)
         refused = await asyncio.wait_for(listing(ALICE), 5)  # one more: answered at once
         assert refused["error"]["code"] == -32603
         assert "too many concurrent list queries" in refused["error"]["message"]
         bobs = asyncio.create_task(listing(BOB))  # bob's own are his: served
-        while store.waiting < LIST_QUERIES_PER_CALLER + 1:
-            await asyncio.sleep(0.01)
+        await store.held(LIST_QUERIES_PER_CALLER + 1)
         store.release.set()
         assert "result" in await bobs
         assert all("result" in answer for answer in await asyncio.gather(*held))
