@@ -126,6 +126,7 @@ class PostgresPool(ServerPing):
         self.dsn = dsn
         self.explicit_schema = schema is not None  # else the agent's default (`claim`)
         self.agent: str | None = None  # the agent this store serves, once claimed
+        self._unchecked = False  # claimed, its owner not yet checked
         self._use_schema(schema or LEGACY_SCHEMA)
         self.pool_max = pool_max
         self.acquire_timeout = acquire_timeout
@@ -139,23 +140,18 @@ class PostgresPool(ServerPing):
         self._releasing: set[asyncio.Future[None]] = set()  # connections going back (_abandon)
 
     def _use_schema(self, schema: str) -> None:
-        if not _SCHEMA_NAME.fullmatch(schema):
-            raise StoreError(
-                f"schema {schema!r}: lower-case letters, digits and _ (48 at most),"
-                " not starting with a digit"
-            )
-        self.schema = schema
+        self.schema = _checked(schema)
         self.s = f'"{schema}"'  # the quoted identifier, in every statement
         self.channel = f"a2a_events_{schema}"
         self.followers = PostgresFollowers(self.channel, self._connect)
 
     def claim(self, agent: str) -> None:
-        """Serve the agent named `agent` (before `open`): its default schema unless the URL
-        named one, and `open` records it as the schema's owner or refuses another's."""
-        if self._pool is not None:
-            raise StoreError("claim the PostgreSQL store before opening it")
+        """Serve the agent named `agent`: its default schema unless the URL named one, and
+        the next `open` records it as the schema's owner or refuses another's (a store opened
+        before keeps the schema it has)."""
         self.agent = agent
-        if not self.explicit_schema:
+        self._unchecked = True
+        if not self.explicit_schema and self._pool is None:
             self._use_schema(schema_for(agent))
 
     @staticmethod
@@ -203,6 +199,10 @@ class PostgresPool(ServerPing):
 
     async def open(self) -> PostgresPool:
         if self._pool is not None:
+            if self._unchecked:  # claimed once open: the owner checked now
+                async with self._pool.acquire() as conn, conn.transaction():
+                    await migrate(conn, self.schema, self.agent)
+                self._unchecked = False
             return self
         try:
             pool = await asyncpg.create_pool(
@@ -235,6 +235,7 @@ class PostgresPool(ServerPing):
                 self._use_schema(chosen)
         async with pool.acquire() as conn, conn.transaction():
             await migrate(conn, self.schema, self.agent)
+        self._unchecked = False
 
     async def aclose(self) -> None:
         await self.followers.aclose()
@@ -350,6 +351,15 @@ class PostgresPool(ServerPing):
             return {"open": 0, "inUse": 0, "max": self.pool_max}
         size = pool.get_size()
         return {"open": size, "inUse": size - pool.get_idle_size(), "max": self.pool_max}
+
+
+def _checked(schema: str) -> str:
+    if not _SCHEMA_NAME.fullmatch(schema):
+        raise StoreError(
+            f"schema {schema!r}: lower-case letters, digits and _ (48 at most),"
+            " not starting with a digit"
+        )
+    return schema
 
 
 def _safe(dsn: str) -> str:

@@ -115,6 +115,7 @@ class RedisBase(ServerPing):
         self.url = url
         self.explicit_prefix = prefix is not None  # else the agent's default (`claim`)
         self.agent: str | None = None  # the agent this store serves, once claimed
+        self._unchecked = False  # claimed, its owner not yet checked
         self._use_prefix(prefix if prefix is not None else LEGACY_PREFIX)
         self.durability = durability  # "none": a Redis that may lose writes is accepted
         self.guard = StoreGuard(UNREACHABLE)
@@ -126,18 +127,21 @@ class RedisBase(ServerPing):
         self.followers = RedisFollowers(prefix + "n:")
 
     def claim(self, agent: str) -> None:
-        """Serve the agent named `agent` (before `open`): its default prefix unless the URL
-        named one, and `open` records it as the prefix's owner or refuses another's."""
-        if self._client is not None:
-            raise StoreError("claim the Redis store before opening it")
+        """Serve the agent named `agent`: its default prefix unless the URL named one, and
+        the next `open` records it as the prefix's owner or refuses another's (a store opened
+        before keeps the prefix it has)."""
         self.agent = agent
-        if not self.explicit_prefix:
+        self._unchecked = True
+        if not self.explicit_prefix and self._client is None:
             self._use_prefix(prefix_for(agent))
 
     # -- lifecycle ------------------------------------------------------------------------
 
     async def open(self) -> RedisBase:
         if self._client is not None:
+            if self._unchecked and self.agent is not None:  # claimed once open: checked now
+                await claim_prefix(self._client, self.prefix, True, self.agent)
+                self._unchecked = False
             return self
         import redis.asyncio as aioredis
         from redis.asyncio.retry import Retry
@@ -171,6 +175,7 @@ class RedisBase(ServerPing):
                 self._use_prefix(
                     await claim_prefix(client, self.prefix, self.explicit_prefix, self.agent)
                 )
+                self._unchecked = False
         except BaseException:
             await client.aclose()
             raise

@@ -198,7 +198,17 @@ async def test_postgres_a_schema_of_version_2_gets_the_status_time_of_its_tasks(
             assert await check.fetchval(f"SELECT name FROM {store.s}.agent") == "billing"
 
 
-async def test_claiming_after_opening_is_refused(postgres_database: PostgresDatabase) -> None:
-    async with PostgresTaskStore.from_url(postgres_database.store_url()) as store:
-        with pytest.raises(StoreError, match="before opening"):
+async def test_a_store_opened_before_its_claim_keeps_its_place_and_checks_its_owner(
+    postgres_database: PostgresDatabase, redis_server: RedisServer
+) -> None:
+    for url, make in (
+        (postgres_database.store_url(), PostgresTaskStore.from_url),
+        (f"{redis_server.store_url()}&durability=none", RedisTaskStore.from_url),
+    ):
+        async with make(url) as store:  # opened, then claimed (as an app given it open)
             store.claim("billing")
+            await store.open()
+            async with make(url) as other:
+                other.claim("logistics")
+                with pytest.raises(StoreError, match=r"belongs to agent 'billing'"):
+                    await other.open()
