@@ -1,10 +1,10 @@
 """`GET /health`: is this agent able to do its work? 200 healthy, 503 degraded.
 
-Degraded when the store cannot be reached or fails writes (the store's own cheap probe says:
-on PostgreSQL a connection of its own, so slow queries filling the pool do not read as an
-outage, and a statement the server cancelled for taking too long is that call's failure,
-never the store's), or a handoff has been pending for
-longer than `stale_after` seconds (a target down, or a delivery stuck). The report also gives
+Degraded when the store cannot be reached or fails writes, or a handoff has been pending for
+longer than `stale_after` seconds (a target down, or a delivery stuck). Whether the store
+answers is its own cheap probe's to say (on PostgreSQL, on a connection of its own: slow
+queries filling the pool are no outage), and a query the store cancelled for its time is that
+call's failure, never the store's. The report also gives
 the number of pending handoffs, the oldest one, the last completed one, the returns this
 process gave up (an operator's decision that could not reach the agent that escalated: the
 task failed, its reason here), the circuit breakers of the agents this one calls, and for a
