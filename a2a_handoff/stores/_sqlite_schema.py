@@ -29,8 +29,10 @@ CREATE TABLE IF NOT EXISTS tasks (
     version     INTEGER NOT NULL,
     created_at  TEXT NOT NULL,
     updated_at  TEXT NOT NULL,
-    body        TEXT NOT NULL,
-    status_at   TEXT NOT NULL DEFAULT ''  -- the status's timestamp: ListTasks filters on it
+    -- the status's timestamp: ListTasks filters on it; before the body, so that reading it
+    -- does not walk the body's overflow pages (a file migrated has it last)
+    status_at   TEXT NOT NULL DEFAULT '',
+    body        TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS tasks_by_owner ON tasks (owner, updated_at, id);
 CREATE INDEX IF NOT EXISTS tasks_by_context ON tasks (owner, context_id, updated_at, id);
