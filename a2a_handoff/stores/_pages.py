@@ -81,7 +81,7 @@ def summary_page(summaries: Iterable[Summary], query: TaskQuery) -> tuple[list[s
             len(matching),
         )
     page = matching[start : start + query.page_size]
-    more = start + query.page_size < len(matching)
+    more = start + len(page) < len(matching)
     token = encode_page_token(page[-1].updated_at, page[-1].id) if more and page else ""
     return [s.id for s in page], token, len(matching)
 
@@ -90,7 +90,33 @@ def page_of(records: Iterable[TaskRecord], query: TaskQuery) -> TaskPage:
     """`query` answered from records in memory: filter, order, page (`summary_page`)."""
     by_id = {r.id: r for r in records}
     ids, token, total = summary_page(map(Summary.of, by_id.values()), query)
-    return TaskPage(records=[by_id[i] for i in ids], next_page_token=token, total_size=total)
+    return cut(
+        [by_id[i] for i in ids], token, total, query, [len(by_id[i].task_json()) for i in ids]
+    )
+
+
+def cut(
+    records: list[TaskRecord], token: str, total: int, query: TaskQuery, sizes: list[int]
+) -> TaskPage:
+    """The page of `records` (their JSON `sizes`) within `query.page_bytes`; the token then
+    goes on after the last one kept."""
+    kept = fitting(sizes, query.page_bytes)
+    if kept < len(records):
+        records = records[:kept]
+        token = encode_page_token(records[-1].updated_at, records[-1].id)
+    return TaskPage(records=records, next_page_token=token, total_size=total)
+
+
+def fitting(sizes: Iterable[int], budget: int) -> int:
+    """How many of a page's tasks, of these JSON sizes in order, fit in `budget` (one at
+    least: a page always moves on)."""
+    count = total = 0
+    for size in sizes:
+        total += size
+        if count and total > budget:
+            break
+        count += 1
+    return count
 
 
 def ledger_page(rows: Sequence[T], after: str, limit: int) -> tuple[list[T], str]:

@@ -11,9 +11,9 @@ handler) is one such call. Leases are one upsert each (`stores._postgres_ledger`
 served by one replica wakes on the NOTIFY another's write sent at commit
 (`stores._postgres_follow`).
 
-Round trips: a read is one; a write is one; `list_tasks` is one (the page and the total in
-one statement); a task created with a dedupe key that is already taken is two (the key's
-task is then read).
+Round trips: a read is one; a write is one; `list_tasks` is one (the page, within its byte
+budget, and the total in one statement); a task created with a dedupe key that is already
+taken is two (the key's task is then read).
 
 URL options: `?schema=NAME` (by default `a2a_<agent name>`: agents sharing a database get
 different schemas, replicas of one agent the same; a schema names the agent that owns it and
@@ -194,14 +194,9 @@ class PostgresTaskStore(PostgresPush):
             updated_at, task_id = decode_page_token(query.page_token)
             page_where += f" AND (updated_at, id) < ({param(updated_at)}, {param(task_id)})"
         limit = param(query.page_size + 1)
+        budget = param(query.page_bytes)
         async with self._conn() as conn:
-            # One round trip: the page, and the total as an uncorrelated subquery (run once).
-            rows = await conn.fetch(
-                f"SELECT {TASK_COLUMNS}, (SELECT count(*) FROM {self.s}.tasks WHERE {filters})"
-                f" FROM {self.s}.tasks WHERE {page_where}"
-                f" ORDER BY updated_at DESC, id DESC LIMIT {limit}",
-                *params,
-            )
+            rows = await conn.fetch(_page_sql(self.s, filters, page_where, limit, budget), *params)
             if rows:
                 total = int(rows[0][6])
             else:  # past the last page: the total alone
@@ -213,7 +208,7 @@ class PostgresTaskStore(PostgresPush):
                 )
         records = [_record(row) for row in rows[: query.page_size]]
         token = ""
-        if len(rows) > query.page_size:
+        if rows and int(rows[0][7]) > len(records):  # more than this page holds
             token = encode_page_token(records[-1].updated_at, records[-1].id)
         return TaskPage(records=records, next_page_token=token, total_size=total)
 
@@ -262,6 +257,23 @@ class PostgresTaskStore(PostgresPush):
         detail: str,
     ) -> None:
         await self._update(record, events, expected_version, None, (handoff_id, status, detail))
+
+
+def _page_sql(s: str, filters: str, page_where: str, limit: str, budget: str) -> str:
+    """One round trip for a page: its candidates by their sizes (octet_length reads a stored
+    body's length, not the body), the rows of those within the byte budget (one at least),
+    how many candidates there were, and the total as an uncorrelated subquery (run once)."""
+    order = "ORDER BY updated_at DESC, id DESC"
+    columns = ", ".join(f"t.{c}" for c in TASK_COLUMNS.split(", "))
+    return (
+        f"WITH page AS (SELECT id, updated_at, octet_length(body) AS size FROM {s}.tasks"
+        f" WHERE {page_where} {order} LIMIT {limit}),"
+        f" sized AS (SELECT id, size, count(*) OVER () AS found,"
+        f" sum(size) OVER ({order}) AS upto, row_number() OVER ({order}) AS n FROM page)"
+        f" SELECT {columns}, (SELECT count(*) FROM {s}.tasks WHERE {filters}), sized.found"
+        f" FROM sized JOIN {s}.tasks t USING (id) WHERE sized.n = 1 OR sized.upto <= {budget}"
+        " ORDER BY t.updated_at DESC, t.id DESC"
+    )
 
 
 def _conflict(exc: Any, task_id: str) -> ConflictError:

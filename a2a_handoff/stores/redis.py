@@ -46,7 +46,7 @@ from urllib.parse import parse_qs, parse_qsl, urlencode, urlsplit
 from a2a_handoff.errors import ConflictError, StoreError
 from a2a_handoff.protocol.models import StreamResponse, Task
 from a2a_handoff.stores._event_log import from_log, log_json, needs_snapshot
-from a2a_handoff.stores._pages import Summary, summary_page
+from a2a_handoff.stores._pages import Summary, encode_page_token, fitting, summary_page
 from a2a_handoff.stores._redis_ledger import guarded, guarded_read, score
 from a2a_handoff.stores._redis_push import RedisPush
 from a2a_handoff.stores.base import (
@@ -249,17 +249,21 @@ class RedisTaskStore(RedisPush):
             ids = await redis.smembers(self._key("i:all"))
         summaries = await _summaries(self, sorted(ids))
         page, token, total = summary_page(summaries, query)
-        records = await self._records(page)
+        rows = await self._rows(page)
+        kept = fitting((len(row["body"]) for row in rows), query.page_bytes)
+        records = [_record(row) for row in rows[:kept]]  # only what the page holds is parsed
+        if kept < len(rows):
+            token = encode_page_token(records[-1].updated_at, records[-1].id)
         return TaskPage(records=records, next_page_token=token, total_size=total)
 
-    async def _records(self, ids: Sequence[str]) -> list[TaskRecord]:
+    async def _rows(self, ids: Sequence[str]) -> list[dict[str, str]]:
         if not ids:
             return []
         async with self._redis.pipeline(transaction=False) as pipe:
             for task_id in ids:
                 pipe.hgetall(self._key(f"t:{task_id}"))
             rows = await pipe.execute()
-        return [_record(row) for row in rows if row]
+        return [row for row in rows if row]
 
     @guarded
     async def events(self, task_id: str, after: int = 0) -> list[TaskEvent]:

@@ -29,7 +29,7 @@ from a2a_handoff.errors import ConflictError, StoreError
 from a2a_handoff.protocol.models import StreamResponse, Task
 from a2a_handoff.stores._event_log import from_log, log_json, needs_snapshot
 from a2a_handoff.stores._hub import follow
-from a2a_handoff.stores._pages import decode_page_token, encode_page_token
+from a2a_handoff.stores._pages import decode_page_token, encode_page_token, fitting
 from a2a_handoff.stores._sqlite_ledger import SqliteLedger
 from a2a_handoff.stores._sqlite_push import SqlitePush
 from a2a_handoff.stores._sqlite_schema import INSERT_OUTBOX, INSERT_RECEIVED, TASK_COLUMNS, row_of
@@ -212,9 +212,10 @@ class SqliteTaskStore(SqliteLedger, SqlitePush):
             " ORDER BY updated_at DESC, id DESC LIMIT ?",
             [*page_params, query.page_size + 1],
         )
-        records = [_record(row) for row in rows[: query.page_size]]
+        kept = fitting((len(row[0]) for row in rows[: query.page_size]), query.page_bytes)
+        records = [_record(row) for row in rows[:kept]]  # only what the page holds is parsed
         token = ""
-        if len(rows) > query.page_size:
+        if len(rows) > kept:
             token = encode_page_token(records[-1].updated_at, records[-1].id)
         return TaskPage(records=records, next_page_token=token, total_size=int(total_rows[0][0]))
 

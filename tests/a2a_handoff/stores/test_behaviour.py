@@ -250,6 +250,26 @@ async def test_pages_cover_every_task_once(store: TaskStore) -> None:
     assert sorted(seen) == sorted(ids)
 
 
+async def test_a_page_stops_at_its_byte_budget_and_the_next_goes_on(store: TaskStore) -> None:
+    ids = {(await create(store)).id for _ in range(7)}
+    first = (await store.list_tasks(TaskQuery(owner="alice", page_size=1))).records[0]
+    size = len(first.task_json())
+    for budget, most in ((size * 5 // 2, 2), (1, 1), (size * 100, 7)):
+        seen: list[str] = []
+        token: str | None = None
+        while True:
+            query = TaskQuery(owner="alice", page_size=5, page_token=token, page_bytes=budget)
+            page = await store.list_tasks(query)
+            assert page.total_size == 7
+            left = 7 - len(seen)
+            assert len(page.records) == min(most, 5, left), (budget, len(page.records))
+            seen += [r.id for r in page.records]
+            if not page.next_page_token:
+                break
+            token = page.next_page_token
+        assert sorted(seen) == sorted(ids), budget
+
+
 async def test_foreign_page_token_is_invalid_params(store: TaskStore) -> None:
     with pytest.raises(InvalidParamsError, match="pageToken"):
         await store.list_tasks(TaskQuery(owner="alice", page_token="not-ours"))
