@@ -39,7 +39,9 @@
     ├── IllegalTransitionError        a move the state machine forbids
     ├── ConflictError                 a check-and-set lost against a concurrent write
     └── StoreError                    a backend failed or was misconfigured
-        └── StoreDownError (ConnectionError)  the backend cannot be reached: may come back
+        ├── StoreDownError (ConnectionError)  the backend cannot be reached: may come back
+        └── StoreTimeoutError (InternalError)  one call ran past its time limit (a slow
+                                      query): that call fails (-32603), the store is not down
 
 `RpcError` subclasses are the table mapping errors to the wire, one class attribute each:
 `code` (JSON-RPC), `http_status` and `status` (the HTTP+JSON binding's status and its
@@ -311,6 +313,16 @@ class StoreError(HandoffError):
 
 class StoreDownError(StoreError, ConnectionError):
     """The backend did not answer (refused, timed out): a later call may succeed."""
+
+
+class StoreTimeoutError(InternalError, StoreError):
+    """A store call that ran past its time limit (the server cancelled a slow statement):
+    that call fails, answered -32603 to its caller alone; the store is not down, and no
+    other call or task is failed for it."""
+
+    default_message = "the store query took too long"
+    http_status = 504
+    status = "DEADLINE_EXCEEDED"
 
 
 class RemoteError(HandoffError):

@@ -1,7 +1,10 @@
 """`GET /health`: is this agent able to do its work? 200 healthy, 503 degraded.
 
 Degraded when the store cannot be reached or fails writes, or a handoff has been pending for
-longer than `stale_after` seconds (a target down, or a delivery stuck). The report also gives
+longer than `stale_after` seconds (a target down, or a delivery stuck). Whether the store
+answers is its own cheap probe's to say (on PostgreSQL, on a connection of its own: slow
+queries filling the pool are no outage), and a query the store cancelled for its time is that
+call's failure, never the store's. The report also gives
 the number of pending handoffs, the oldest one, the last completed one, the returns this
 process gave up (an operator's decision that could not reach the agent that escalated: the
 task failed, its reason here), the circuit breakers of the agents this one calls, and for a
@@ -24,7 +27,7 @@ from starlette.responses import JSONResponse, Response
 
 from a2a_handoff.auth import ApiKeyAuth
 from a2a_handoff.client.client import AgentClient
-from a2a_handoff.errors import StoreError
+from a2a_handoff.errors import StoreError, StoreTimeoutError
 from a2a_handoff.stores.base import Store
 
 STALE_AFTER_SECONDS = 60
@@ -66,6 +69,8 @@ class Health:
             cutoff = datetime.now(UTC) - timedelta(seconds=self.stale_after)
             try:
                 stats = await self.store.handoff_stats(cutoff.strftime("%Y-%m-%dT%H:%M:%S.000Z"))
+            except StoreTimeoutError as exc:  # slow, not down: the store answered the probe
+                report["pendingHandoffs"] = f"unknown: {exc}"
             except StoreError as exc:
                 problem = report["store"] = f"unreachable: {exc}"
             else:

@@ -1,6 +1,7 @@
 """An app's lifespan: what runs before the first request is served, and after the last.
 
-Before: the store is opened, the agent's keys loaded (made on first start), the tasks a
+Before: the store is claimed for this agent (a shared store another agent owns refuses to
+open) and opened, the agent's keys loaded (made on first start), the tasks a
 previous process left running recovered, then the background work starts: the outbox (which
 replays the handoffs that process left pending once this one serves: their targets fetch
 its keys from it), the heartbeat. After: everything is closed, in the
@@ -48,6 +49,7 @@ class Lifespan:
 
     @contextlib.asynccontextmanager
     async def __call__(self, app: Any) -> AsyncIterator[None]:
+        self.store.claim(self.name)  # one store, one agent: another's is refused here
         await self.store.open()
         try:
             await self._start()

@@ -18,6 +18,7 @@ from starlette.responses import Response
 
 from a2a_handoff.errors import (
     ExtendedCardNotConfiguredError,
+    InternalError,
     InvalidParamsError,
     PushNotificationNotSupportedError,
     TaskNotCancelableError,
@@ -49,6 +50,10 @@ from a2a_handoff.server._handoff_ledger import HandoffLedger
 from a2a_handoff.server._push import PushMethods, given_config
 from a2a_handoff.server._streams import StreamSlots, one_item, sse_answer, task_stream
 from a2a_handoff.stores.base import Store, TaskQuery
+
+LIST_QUERIES_PER_CALLER = 4
+"""ListTasks calls of one principal served at once; past them, -32603 at once (a store's
+connections and time are shared: one caller's queries must leave room for everyone's work)."""
 
 
 def _status_after(raw: str | None) -> str | None:
@@ -90,6 +95,7 @@ class A2AMethods:
         self.extended_declared = extended_declared or extended_card is not None
         self.push: PushMethods | None = None  # set when push notifications are on
         self.ledger = HandoffLedger(manager)
+        self._listing: dict[str, int] = {}  # principal → its ListTasks calls being served
 
     def table(self) -> dict[str, Handler]:
         """Method name → handler."""
@@ -222,17 +228,28 @@ class A2AMethods:
     async def list_tasks(self, call: Call) -> Response:
         request = validate(ListTasksRequest, call.params)
         page_size = request.page_size or 50
-        page = await self.store.list_tasks(
-            TaskQuery(
-                owner=None if self.manager.sees_all(call.principal) else call.principal,
-                context_id=request.context_id,
-                state=request.status,
-                page_size=page_size,
-                page_token=request.page_token or None,
-                status_after=_status_after(request.status_timestamp_after),
-                transfers_as_completed=not call.transfers_visible,
-            )
+        query = TaskQuery(
+            owner=None if self.manager.sees_all(call.principal) else call.principal,
+            context_id=request.context_id,
+            state=request.status,
+            page_size=page_size,
+            page_token=request.page_token or None,
+            status_after=_status_after(request.status_timestamp_after),
+            transfers_as_completed=not call.transfers_visible,
         )
+        running = self._listing.get(call.principal, 0)
+        if running >= LIST_QUERIES_PER_CALLER:
+            raise InternalError(
+                f"too many concurrent list queries: at most {LIST_QUERIES_PER_CALLER} ListTasks"
+                " calls of one caller are served at once; retry when one has answered"
+            )
+        self._listing[call.principal] = running + 1
+        try:
+            page = await self.store.list_tasks(query)
+        finally:
+            left = self._listing.pop(call.principal) - 1
+            if left:
+                self._listing[call.principal] = left
         tasks = []
         for record in page.records:
             task = trim_history(

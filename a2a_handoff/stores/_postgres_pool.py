@@ -2,10 +2,16 @@
 
 `PostgresPool` holds a bounded pool (`pool_max` connections, 10 by default; a call waits at
 most `acquire_timeout` for one, then fails with StoreError) with timeouts on connecting (1 s)
-and on every statement (2 s); while PostgreSQL cannot be reached every call fails at once with
-StoreDownError, one probe a half-second finding it back (`stores._guard`). Opening it creates
-or migrates the schema (`stores._postgres_schema`) and starts the LISTENing connection
-(`stores._postgres_follow`). `guarded` wraps every call that reaches the server.
+and on every statement (`command_timeout`, 2 s). A slow statement is not an outage: the
+server itself cancels a statement past `command_timeout` (its `statement_timeout`), and that
+call alone fails with StoreTimeoutError; the client gives up `SERVER_GRACE` later, and only
+that — a server that does not answer — counts as unreachable. While PostgreSQL cannot be
+reached every call fails at once with StoreDownError, one probe a half-second finding it back
+(`stores._guard`). /health probes on a connection of its own, so a pool busy with slow calls
+does not read as a server down. Opening it creates or migrates the schema
+(`stores._postgres_schema`), claims it for the agent (`stores._owner`) and starts the
+LISTENing connection (`stores._postgres_follow`). `guarded` wraps every call that reaches
+the server.
 """
 
 from __future__ import annotations
@@ -17,13 +23,17 @@ from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any, Concatenate, ParamSpec, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
-from a2a_handoff.errors import HandoffError, StoreDownError, StoreError, TrustError
-from a2a_handoff.stores._guard import ServerPing, StoreGuard
-from a2a_handoff.stores._postgres_follow import PostgresFollowers
-from a2a_handoff.stores._postgres_schema import (
-    MIGRATIONS,
-    VERSION,
+from a2a_handoff.errors import (
+    HandoffError,
+    StoreDownError,
+    StoreError,
+    StoreTimeoutError,
+    TrustError,
 )
+from a2a_handoff.stores._guard import ServerPing, StoreGuard
+from a2a_handoff.stores._owner import LEGACY_SCHEMA, schema_for
+from a2a_handoff.stores._postgres_follow import PostgresFollowers
+from a2a_handoff.stores._postgres_migrate import keep_legacy, migrate
 
 try:
     import asyncpg
@@ -34,6 +44,7 @@ CONNECT_TIMEOUT = 1.0
 COMMAND_TIMEOUT = 2.0
 ACQUIRE_TIMEOUT = 5.0
 POOL_MAX = 10
+SERVER_GRACE = 0.5  # past the server's own cancellation: the client stops waiting
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,47}")
 _OURS = ("schema", "pool_max", "acquire_timeout", "command_timeout", "connect_timeout")
 
@@ -71,6 +82,11 @@ def guarded(
             return await self.guard.call(lambda: method(self, *args, **kwargs))
         except (StoreError, TrustError):
             raise
+        except asyncpg.QueryCanceledError as exc:  # statement_timeout: this call only
+            raise StoreTimeoutError(
+                f"the store query ran past its {self.command_timeout:g} s limit and was"
+                " cancelled: ask for less (a filter, a smaller pageSize)"
+            ) from exc
         except asyncpg.PostgresError as exc:
             raise StoreError(f"PostgreSQL refused the call: {exc}") from exc
         except asyncpg.InterfaceError as exc:
@@ -97,7 +113,7 @@ class PostgresPool(ServerPing):
         self,
         dsn: str,
         *,
-        schema: str = "a2a",
+        schema: str | None = None,
         pool_max: int = POOL_MAX,
         acquire_timeout: float = ACQUIRE_TIMEOUT,
         command_timeout: float = COMMAND_TIMEOUT,
@@ -107,24 +123,36 @@ class PostgresPool(ServerPing):
             raise StoreError(
                 "the PostgreSQL store needs asyncpg: pip install 'a2a-handoff[postgres]'"
             )
-        if not _SCHEMA_NAME.fullmatch(schema):
-            raise StoreError(
-                f"schema {schema!r}: lower-case letters, digits and _ (48 at most),"
-                " not starting with a digit"
-            )
         self.dsn = dsn
-        self.schema = schema
-        self.s = f'"{schema}"'  # the quoted identifier, in every statement
+        self.explicit_schema = schema is not None  # else the agent's default (`claim`)
+        self.agent: str | None = None  # the agent this store serves, once claimed
+        self._unchecked = False  # claimed, its owner not yet checked
+        self._use_schema(schema or LEGACY_SCHEMA)
         self.pool_max = pool_max
         self.acquire_timeout = acquire_timeout
         self.command_timeout = command_timeout
         self.connect_timeout = connect_timeout
         self.guard = StoreGuard(_unreachable())
-        self.channel = f"a2a_events_{schema}"
-        self.followers = PostgresFollowers(self.channel, self._connect)
         self._pool: Any = None
+        self._probe: Any = None  # /health's own connection
+        self._probing = asyncio.Lock()
         self._lost_signal: asyncio.Future[None] | None = None  # set when one is lost
         self._releasing: set[asyncio.Future[None]] = set()  # connections going back (_abandon)
+
+    def _use_schema(self, schema: str) -> None:
+        self.schema = _checked(schema)
+        self.s = f'"{schema}"'  # the quoted identifier, in every statement
+        self.channel = f"a2a_events_{schema}"
+        self.followers = PostgresFollowers(self.channel, self._connect)
+
+    def claim(self, agent: str) -> None:
+        """Serve the agent named `agent`: its default schema unless the URL named one, and
+        the next `open` records it as the schema's owner or refuses another's (a store opened
+        before keeps the schema it has)."""
+        self.agent = agent
+        self._unchecked = True
+        if not self.explicit_schema and self._pool is None:
+            self._use_schema(schema_for(agent))
 
     @staticmethod
     def parse_url(url: str) -> tuple[str, dict[str, Any]]:
@@ -156,21 +184,32 @@ class PostgresPool(ServerPing):
 
     # -- lifecycle ------------------------------------------------------------------------
 
+    def _settings(self) -> dict[str, Any]:
+        """The connection's options: the server cancels a statement past `command_timeout`
+        (a slow call fails alone), the client waits `SERVER_GRACE` longer (then the server
+        does not answer)."""
+        return {
+            "timeout": self.connect_timeout,
+            "command_timeout": self.command_timeout + SERVER_GRACE,
+            "server_settings": {"statement_timeout": str(int(self.command_timeout * 1000))},
+        }
+
     async def _connect(self) -> Any:
-        return await asyncpg.connect(
-            self.dsn, timeout=self.connect_timeout, command_timeout=self.command_timeout
-        )
+        return await asyncpg.connect(self.dsn, **self._settings())
 
     async def open(self) -> PostgresPool:
         if self._pool is not None:
+            if self._unchecked:  # claimed once open: the owner checked now
+                async with self._pool.acquire() as conn, conn.transaction():
+                    await migrate(conn, self.schema, self.agent)
+                self._unchecked = False
             return self
         try:
             pool = await asyncpg.create_pool(
                 self.dsn,
                 min_size=0,  # no floor to restore while the server is down
                 max_size=self.pool_max,
-                timeout=self.connect_timeout,
-                command_timeout=self.command_timeout,
+                **self._settings(),
                 max_inactive_connection_lifetime=60.0,
                 reset=_keep_session,
             )
@@ -187,30 +226,22 @@ class PostgresPool(ServerPing):
         return self
 
     async def _migrate(self, pool: Any) -> None:
-        """Create the schema, or bring it to `VERSION`, in one transaction (module docstring
-        of `stores._postgres_schema`)."""
+        """Choose the schema (the old default kept for its agent), then create or migrate it
+        and claim it for the agent, in one transaction (`stores._postgres_migrate`)."""
+        if self.agent is not None and not self.explicit_schema:
+            async with pool.acquire() as conn:
+                chosen = await keep_legacy(conn, self.schema, self.agent)
+            if chosen != self.schema:
+                self._use_schema(chosen)
         async with pool.acquire() as conn, conn.transaction():
-            await conn.execute("SELECT pg_advisory_xact_lock(hashtext($1))", self.schema)
-            await conn.execute(f"CREATE SCHEMA IF NOT EXISTS {self.s}")
-            await conn.execute(
-                f"CREATE TABLE IF NOT EXISTS {self.s}.schema_version (version integer NOT NULL)"
-            )
-            found = await conn.fetchval(f"SELECT version FROM {self.s}.schema_version")
-            version = 0 if found is None else int(found)
-            if version > VERSION:
-                raise StoreError(
-                    f"schema {self.schema} is at version {version}, newer than this version of"
-                    f" a2a-handoff knows ({VERSION}): upgrade it before starting this replica"
-                )
-            for step in range(version, VERSION):
-                await conn.execute(MIGRATIONS[step](self.s))
-            if found is None:
-                await conn.execute(f"INSERT INTO {self.s}.schema_version VALUES ($1)", VERSION)
-            elif version != VERSION:
-                await conn.execute(f"UPDATE {self.s}.schema_version SET version = $1", VERSION)
+            await migrate(conn, self.schema, self.agent)
+        self._unchecked = False
 
     async def aclose(self) -> None:
         await self.followers.aclose()
+        if self._probe is not None:
+            probe, self._probe = self._probe, None
+            probe.terminate()
         if self._pool is not None:
             pool, self._pool = self._pool, None
             try:
@@ -298,8 +329,20 @@ class PostgresPool(ServerPing):
 
     @guarded
     async def _ping(self) -> None:
-        async with self._conn() as conn:
-            await conn.fetchval("SELECT 1")
+        """`SELECT 1` on /health's own connection (made again when lost): whether the server
+        answers, whatever the pool is busy with."""
+        if self._pool is None:
+            raise StoreError("the PostgreSQL store is not open")
+        async with self._probing:
+            try:
+                if self._probe is None or self._probe.is_closed():
+                    self._probe = await self._connect()
+                await self._probe.fetchval("SELECT 1")
+            except BaseException:
+                if self._probe is not None:
+                    self._probe.terminate()
+                    self._probe = None
+                raise
 
     def pool_use(self) -> dict[str, int]:
         """What /health tells of the pool: connections open, in use, and the bound."""
@@ -308,6 +351,15 @@ class PostgresPool(ServerPing):
             return {"open": 0, "inUse": 0, "max": self.pool_max}
         size = pool.get_size()
         return {"open": size, "inUse": size - pool.get_idle_size(), "max": self.pool_max}
+
+
+def _checked(schema: str) -> str:
+    if not _SCHEMA_NAME.fullmatch(schema):
+        raise StoreError(
+            f"schema {schema!r}: lower-case letters, digits and _ (48 at most),"
+            " not starting with a digit"
+        )
+    return schema
 
 
 def _safe(dsn: str) -> str:

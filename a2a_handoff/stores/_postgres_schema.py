@@ -1,7 +1,8 @@
 """The PostgreSQL store's schema: tables, indexes, the two write functions, and migrations.
 
-Everything lives in one schema per agent (`?schema=` in the URL, `a2a` by default), so agents
-may share a database. `schema_version` holds the version the schema is at; `MIGRATIONS[n]`
+Everything lives in one schema per agent (`?schema=` in the URL, `a2a_<agent name>` by
+default), so agents may share a database; the schema's `agent` table names the agent that
+owns it (`stores._owner`). `schema_version` holds the version the schema is at; `MIGRATIONS[n]`
 brings a schema from version n-1 to n. A store that opens runs what is missing, in ONE
 transaction under an advisory lock on the schema's name, so replicas starting together
 migrate once and a crash mid-way leaves the old version intact. A future change is a new
@@ -90,7 +91,10 @@ def _values(param: str, columns: tuple[str, ...]) -> str:
     return ", ".join(f"{param}[{i}]" for i in range(1, len(columns) + 1))
 
 
-def _create_task(s: str) -> str:
+def _create_task(s: str, status_at: bool = False) -> str:
+    """`status_at`: the version 3 function, which also takes the status's time (a column)."""
+    param = " p_status_at text," if status_at else ""
+    column, value = (", status_at", ", p_status_at") if status_at else ("", "")
     outbox, outbox_values = ", ".join(OUTBOX_COLUMNS), _values("p_entry", OUTBOX_COLUMNS)
     received = ", ".join(RECEIVED_COLUMNS)
     received_values = _values("p_received", RECEIVED_COLUMNS)
@@ -99,8 +103,8 @@ def _create_task(s: str) -> str:
 -- dedupe key already taken (and not expired), write nothing and return the task it names.
 -- NULL: created. A duplicate task id or handoff id raises unique_violation (all undone).
 CREATE FUNCTION {s}.create_task(
-    p_id text, p_owner text, p_delegate text, p_context text, p_state text, p_version integer,
-    p_created text, p_updated text, p_body text, p_events text[], p_dedupe text,
+    p_id text, p_owner text, p_delegate text, p_context text, p_state text,{param}
+    p_version integer, p_created text, p_updated text, p_body text, p_events text[], p_dedupe text,
     p_ttl double precision, p_entry text[], p_received text[], p_channel text
 ) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE
@@ -119,9 +123,9 @@ BEGIN
         END IF;
     END IF;
     INSERT INTO {s}.tasks (id, context_id, owner, delegate, state, version, created_at,
-                           updated_at, body)
+                           updated_at, body{column})
     VALUES (p_id, p_context, p_owner, p_delegate, p_state, p_version, p_created, p_updated,
-            p_body);
+            p_body{value});
     INSERT INTO {s}.task_events (task_id, seq, body)
     SELECT p_id, e.n, e.body FROM unnest(p_events) WITH ORDINALITY AS e(body, n);
     IF p_entry IS NOT NULL THEN
@@ -136,7 +140,10 @@ END $$;
 """
 
 
-def _update_task(s: str) -> str:
+def _update_task(s: str, status_at: bool = False) -> str:
+    """`status_at`: the version 3 function, which also takes the status's time (a column)."""
+    param = " p_status_at text," if status_at else ""
+    column = ", status_at = p_status_at" if status_at else ""
     outbox, outbox_values = ", ".join(OUTBOX_COLUMNS), _values("p_entry", OUTBOX_COLUMNS)
     return f"""
 -- Replace a task's snapshot and append its events if its version is p_expected; with
@@ -144,7 +151,7 @@ def _update_task(s: str) -> str:
 -- Returns 'ok', 'conflict' (missing or moved) or 'not_pending', having written nothing
 -- unless 'ok'. A handoff id already checkpointed raises unique_violation (all undone).
 CREATE FUNCTION {s}.update_task(
-    p_id text, p_expected integer, p_version integer, p_state text, p_updated text,
+    p_id text, p_expected integer, p_version integer, p_state text,{param} p_updated text,
     p_body text, p_events text[], p_entry text[], p_close text, p_status text, p_detail text,
     p_channel text
 ) RETURNS text LANGUAGE plpgsql AS $$
@@ -166,7 +173,7 @@ BEGIN
         INSERT INTO {s}.outbox ({outbox}) VALUES ({outbox_values});
     END IF;
     UPDATE {s}.tasks SET state = p_state, version = p_version, updated_at = p_updated,
-                         body = p_body
+                         body = p_body{column}
     WHERE id = p_id;
     INSERT INTO {s}.task_events (task_id, seq, body)
     SELECT p_id, p_expected + e.n, e.body FROM unnest(p_events) WITH ORDINALITY AS e(body, n);
@@ -195,9 +202,31 @@ CREATE INDEX push_configs_active ON {s}.push_configs (task_id) WHERE NOT done;
 """
 
 
+def _status_time_and_owner(s: str) -> str:
+    """Migration 2 → 3: the status's time as a column (ListTasks' statusTimestampAfter filters
+    on it and its index, never on a parsed body; the rows there are filled from their bodies
+    once, here), the write functions that set it, and the table naming the agent that owns
+    the schema (`stores._owner`)."""
+    return (
+        f"""
+ALTER TABLE {s}.tasks ADD COLUMN status_at text NOT NULL DEFAULT '';
+UPDATE {s}.tasks SET status_at = coalesce(body::jsonb #>> '{{status,timestamp}}', '');
+CREATE INDEX tasks_by_status_time ON {s}.tasks (owner, status_at);
+CREATE INDEX tasks_by_delegate_status_time ON {s}.tasks (delegate, status_at)
+    WHERE delegate <> '';
+DROP FUNCTION {s}.create_task;
+DROP FUNCTION {s}.update_task;
+CREATE TABLE {s}.agent (name text NOT NULL);
+"""
+        + _create_task(s, status_at=True)
+        + _update_task(s, status_at=True)
+    )
+
+
 MIGRATIONS: tuple[Callable[[str], str], ...] = (
     lambda s: _tables(s) + _functions(s),  # 0 → 1: everything above
     _push_tables,  # 1 → 2: push-notification configs
+    _status_time_and_owner,  # 2 → 3: tasks.status_at, the functions setting it, the owner
 )
 """`MIGRATIONS[n](schema)`: the SQL that brings a schema (a quoted identifier) from version
 n to n + 1. Append only."""

@@ -11,14 +11,16 @@ indexes: no read scans the ledger.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import asdict
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from a2a_handoff.errors import StoreDownError, StoreError, TrustError
+from a2a_handoff.errors import StoreDownError, StoreError, StoreTimeoutError, TrustError
 from a2a_handoff.stores._guard import ServerPing, StoreGuard
+from a2a_handoff.stores._owner import LEGACY_PREFIX, claim_prefix, prefix_for
 from a2a_handoff.stores._redis_durability import check_durability
 from a2a_handoff.stores._redis_follow import RedisFollowers
 from a2a_handoff.stores._redis_scripts import ALL as SCRIPTS
@@ -43,6 +45,7 @@ UNREACHABLE: tuple[type[BaseException], ...] = (
 _ENTRY_FIELDS = tuple(OutboxEntry.__dataclass_fields__)
 CONNECT_TIMEOUT = 1.0
 READ_TIMEOUT = 2.0
+PROBE_TIMEOUT = 0.5  # a PING telling a slow read from a Redis that does not answer
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -67,6 +70,31 @@ def guarded(
     return call
 
 
+def guarded_read(
+    method: Callable[Concatenate[B, P], Coroutine[Any, Any, T]],
+) -> Callable[Concatenate[B, P], Coroutine[Any, Any, T]]:
+    """`guarded`, for a read that may be slow (a list): when it times out but Redis answers a
+    PING at once, the read was slow, not Redis down — that call alone fails
+    (StoreTimeoutError) and the guard stays closed. A write is never judged so: a timed-out
+    write may still have landed, and the outage retry must recognise it."""
+
+    async def read(self: B, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            return await method(self, *args, **kwargs)
+        except RedisTimeoutError as exc:
+            try:
+                await asyncio.wait_for(self._redis.ping(), PROBE_TIMEOUT)
+            except Exception:
+                raise exc from None  # no answer either: unreachable
+            raise StoreTimeoutError(
+                "the store query ran past its time limit: ask for less (a filter, a smaller"
+                " pageSize)"
+            ) from exc
+
+    read.__name__, read.__doc__ = method.__name__, method.__doc__
+    return guarded(read)
+
+
 def score(stamp: str) -> float:
     """An ISO timestamp as a sortable number (the outbox's creation order)."""
     digits = "".join(ch for ch in stamp if ch.isdigit())
@@ -81,21 +109,39 @@ class RedisBase(ServerPing):
 
     shared = True
 
-    def __init__(self, url: str, prefix: str, durability: str = "full") -> None:
+    def __init__(self, url: str, prefix: str | None, durability: str = "full") -> None:
         if aioredis is None:  # pragma: no cover - the optional extra
             raise StoreError("the Redis store needs redis-py: pip install 'a2a-handoff[redis]'")
         self.url = url
-        self.prefix = prefix
+        self.explicit_prefix = prefix is not None  # else the agent's default (`claim`)
+        self.agent: str | None = None  # the agent this store serves, once claimed
+        self._unchecked = False  # claimed, its owner not yet checked
+        self._use_prefix(prefix if prefix is not None else LEGACY_PREFIX)
         self.durability = durability  # "none": a Redis that may lose writes is accepted
         self.guard = StoreGuard(UNREACHABLE)
-        self.followers = RedisFollowers(prefix + "n:")
         self._client: Any = None
         self._scripts: dict[str, Any] = {}
+
+    def _use_prefix(self, prefix: str) -> None:
+        self.prefix = prefix
+        self.followers = RedisFollowers(prefix + "n:")
+
+    def claim(self, agent: str) -> None:
+        """Serve the agent named `agent`: its default prefix unless the URL named one, and
+        the next `open` records it as the prefix's owner or refuses another's (a store opened
+        before keeps the prefix it has)."""
+        self.agent = agent
+        self._unchecked = True
+        if not self.explicit_prefix and self._client is None:
+            self._use_prefix(prefix_for(agent))
 
     # -- lifecycle ------------------------------------------------------------------------
 
     async def open(self) -> RedisBase:
         if self._client is not None:
+            if self._unchecked and self.agent is not None:  # claimed once open: checked now
+                await claim_prefix(self._client, self.prefix, True, self.agent)
+                self._unchecked = False
             return self
         import redis.asyncio as aioredis
         from redis.asyncio.retry import Retry
@@ -125,6 +171,11 @@ class RedisBase(ServerPing):
             await check_durability(
                 client, f"{self.url} (prefix {self.prefix})", accept_loss=self.durability == "none"
             )
+            if self.agent is not None:
+                self._use_prefix(
+                    await claim_prefix(client, self.prefix, self.explicit_prefix, self.agent)
+                )
+                self._unchecked = False
         except BaseException:
             await client.aclose()
             raise

@@ -13,7 +13,7 @@ LAYOUT = "2"
 # KEYS: task, events, dedupe|"", i:all, i:o, i:d|"", i:c, i:s, outbox|"", ob:ids, ob:pend,
 #       rcv|"", ob:c:<context>|"", rcv:c:<context>|""
 # ARGV: id owner delegate context state version created updated body ttl_ms channel
-#       n_events events… entry_json|"" created_score received_json|""
+#       n_events events… entry_json|"" created_score received_json|"" status_time (last)
 CREATE = """
 if KEYS[3] ~= '' then
   local found = redis.call('GET', KEYS[3])
@@ -23,7 +23,8 @@ if redis.call('EXISTS', KEYS[1]) == 1 then return {'exists', ''} end
 if KEYS[9] ~= '' and redis.call('EXISTS', KEYS[9]) == 1 then return {'entry', ''} end
 if KEYS[3] ~= '' then redis.call('SET', KEYS[3], ARGV[1], 'PX', ARGV[10]) end
 redis.call('HSET', KEYS[1], 'owner', ARGV[2], 'delegate', ARGV[3], 'context', ARGV[4],
-  'state', ARGV[5], 'version', ARGV[6], 'created', ARGV[7], 'updated', ARGV[8], 'body', ARGV[9])
+  'state', ARGV[5], 'version', ARGV[6], 'created', ARGV[7], 'updated', ARGV[8], 'body', ARGV[9],
+  'stime', ARGV[#ARGV])
 local n = tonumber(ARGV[12])
 for i = 1, n do redis.call('XADD', KEYS[2], i .. '-0', 'e', ARGV[12 + i]) end
 redis.call('SADD', KEYS[4], ARGV[1])
@@ -51,6 +52,7 @@ return {'ok', ''}
 # ARGV: id expected new_version state updated body channel n_events events…
 #       mode ("" | "checkpoint" | "terminate")
 #       [entry_json created_score closed_id|"" status detail | status detail handoff_id]
+#       status_time (last)
 UPDATE = """
 local current = redis.call('HMGET', KEYS[1], 'version', 'state')
 if not current[1] then return 'missing' end
@@ -66,7 +68,7 @@ elseif mode == 'terminate' then
   if not redis.call('ZSCORE', KEYS[5], ARGV[12 + n]) then return 'not_pending' end
 end
 redis.call('HSET', KEYS[1], 'state', ARGV[4], 'version', ARGV[3], 'updated', ARGV[5],
-  'body', ARGV[6])
+  'body', ARGV[6], 'stime', ARGV[#ARGV])
 local seq = tonumber(ARGV[2])
 for i = 1, n do redis.call('XADD', KEYS[2], (seq + i) .. '-0', 'e', ARGV[8 + i]) end
 if current[2] ~= ARGV[4] then

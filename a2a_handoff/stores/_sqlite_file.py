@@ -162,6 +162,7 @@ class SqliteFile(LocalLeases):
             record.version,
             record.updated_at,
             record.task_json(),
+            task.status.timestamp or "",
             record.id,
             expected_version,
         )
@@ -169,8 +170,8 @@ class SqliteFile(LocalLeases):
 
         def apply(conn: sqlite3.Connection) -> None:
             cursor = conn.execute(
-                "UPDATE tasks SET state = ?, version = ?, updated_at = ?, body = ?"
-                " WHERE id = ? AND version = ?",
+                "UPDATE tasks SET state = ?, version = ?, updated_at = ?, body = ?,"
+                " status_at = ? WHERE id = ? AND version = ?",
                 params,
             )
             if cursor.rowcount != 1:

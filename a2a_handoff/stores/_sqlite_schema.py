@@ -29,6 +29,9 @@ CREATE TABLE IF NOT EXISTS tasks (
     version     INTEGER NOT NULL,
     created_at  TEXT NOT NULL,
     updated_at  TEXT NOT NULL,
+    -- the status's timestamp: ListTasks filters on it; before the body, so that reading it
+    -- does not walk the body's overflow pages (a file migrated has it last)
+    status_at   TEXT NOT NULL DEFAULT '',
     body        TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS tasks_by_owner ON tasks (owner, updated_at, id);
@@ -131,12 +134,33 @@ def prepare(conn: sqlite3.Connection) -> None:
     if columns and "delegate" not in {column[1] for column in columns}:
         # A file from before task delegation: add the column in place.
         conn.execute("ALTER TABLE tasks ADD COLUMN delegate TEXT NOT NULL DEFAULT ''")
+    if columns and "status_at" not in {column[1] for column in columns}:
+        add_status_time(conn)
     conn.executescript(SCHEMA)
     dedupe = {c[1] for c in conn.execute("PRAGMA table_info(dedupe)").fetchall()}
     if "expires" not in dedupe:  # a file from before replay windows
         conn.execute("ALTER TABLE dedupe ADD COLUMN expires REAL")
     if migrate(conn):
         conn.executescript(SCHEMA)  # the indexes it dropped, in their new layout
+
+
+def add_status_time(conn: sqlite3.Connection) -> None:
+    """A file from before the status's time was a column: add it, filled from each task's
+    body once (ListTasks then filters on the column, never on a parsed body). One
+    transaction; another process that did it first leaves nothing to do."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        found = {column[1] for column in conn.execute("PRAGMA table_info(tasks)").fetchall()}
+        if "status_at" not in found:
+            conn.execute("ALTER TABLE tasks ADD COLUMN status_at TEXT NOT NULL DEFAULT ''")
+            conn.execute(
+                "UPDATE tasks SET status_at = coalesce(json_extract(body,"
+                " '$.status.timestamp'), '')"
+            )
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
 
 
 def migrate(conn: sqlite3.Connection) -> bool:

@@ -69,6 +69,10 @@ class TaskEvent:
         return task is not None and task.status.state.terminal
 
 
+PAGE_BYTES = 8 * 1024 * 1024
+"""What a page of `list_tasks` holds at most, in stored task JSON (one task at least)."""
+
+
 @dataclass(frozen=True, slots=True)
 class TaskQuery:
     owner: str | None  # None: every owner's tasks (the library's own sweeps, never a caller)
@@ -76,6 +80,8 @@ class TaskQuery:
     context_id: str | None = None
     state: TaskState | None = None
     page_size: int = 50
+    page_bytes: int = PAGE_BYTES  # a page stops before its tasks' JSON passes this (one task
+    # at least): what one call reads and parses is bounded, whatever its tasks weigh
     page_token: str | None = None
     status_after: str | None = None  # only tasks whose status changed after this (a stamp
     # of `utc_now()`'s form); a status changes no later than its task's updated_at
@@ -151,6 +157,13 @@ class ReceivedEntry:
 
 class TaskStore(Protocol):
     """Tasks and their event logs."""
+
+    def claim(self, agent: str) -> None:
+        """Serve the agent named `agent` (its card's name), before `open`. A shared store
+        (PostgreSQL, Redis) takes its default schema or key prefix from the name, and `open`
+        records the agent as the owner there or refuses one of another name
+        (`stores._owner`); a store of one process's own (memory, SQLite) has nothing to do."""
+        ...
 
     async def open(self) -> TaskStore:
         """Connect and create what is missing; idempotent. Returns the store."""

@@ -254,6 +254,10 @@ class MemoryTaskStore(LocalLeases):
         self._identities[agent] = document
         return True
 
+    def claim(self, agent: str) -> None:
+        """Nothing to record: this store is one process's own (SQLite's file lock refuses a
+        second process, `stores._sqlite_owner`)."""
+
     async def open(self) -> MemoryTaskStore:
         return self
 

@@ -11,13 +11,16 @@ handler) is one such call. Leases are one upsert each (`stores._postgres_ledger`
 served by one replica wakes on the NOTIFY another's write sent at commit
 (`stores._postgres_follow`).
 
-Round trips: a read is one; a write is one; `list_tasks` is one (the page and the total in
-one statement); a task created with a dedupe key that is already taken is two (the key's
-task is then read).
+Round trips: a read is one; a write is one; `list_tasks` is one (the page, within its byte
+budget, and the total in one statement); a task created with a dedupe key that is already
+taken is two (the key's task is then read).
 
-URL options: `?schema=a2a` (agents sharing a database need different schemas, replicas of one
-agent the same), `pool_max=10`, `acquire_timeout=5`, `command_timeout=2`,
-`connect_timeout=1` (seconds); asyncpg's own options (`sslmode`, …) pass through.
+URL options: `?schema=NAME` (by default `a2a_<agent name>`: agents sharing a database get
+different schemas, replicas of one agent the same; a schema names the agent that owns it and
+refuses another, `stores._owner`), `pool_max=10`, `acquire_timeout=5`, `command_timeout=2`,
+`connect_timeout=1` (seconds); asyncpg's own options (`sslmode`, …) pass through. A statement
+that runs past `command_timeout` is cancelled by the server and fails its call alone
+(StoreTimeoutError); only a server that does not answer at all counts as down.
 
 The rooms: `stores._postgres_pool` (pool, lifecycle, /health), `stores._postgres_ledger`
 (outbox, ledger, leases), `stores._postgres_schema` (tables, functions, migrations),
@@ -91,10 +94,10 @@ class PostgresTaskStore(PostgresPush):
             try:
                 found = await conn.fetchval(
                     f"SELECT {self.s}.create_task($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,"
-                    " $11, $12, $13, $14, $15)",
+                    " $11, $12, $13, $14, $15, $16)",
                     task.id, record.owner, record.delegate, task.context_id,
-                    task.status.state.value, record.version, record.created_at,
-                    record.updated_at, record.task_json(),
+                    task.status.state.value, task.status.timestamp or "", record.version,
+                    record.created_at, record.updated_at, record.task_json(),
                     [log_json(item, task) for item in events], dedupe_key,
                     dedupe_ttl, entry, ledger, self.channel,
                 )  # fmt: skip
@@ -126,9 +129,9 @@ class PostgresTaskStore(PostgresPush):
             try:
                 outcome = await conn.fetchval(
                     f"SELECT {self.s}.update_task($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,"
-                    " $11, $12)",
+                    " $11, $12, $13)",
                     task.id, expected_version, record.version, task.status.state.value,
-                    record.updated_at, record.task_json(),
+                    task.status.timestamp or "", record.updated_at, record.task_json(),
                     [log_json(item, task) for item in events], row, closed_id, status,
                     detail, self.channel,
                 )  # fmt: skip
@@ -180,12 +183,10 @@ class PostgresTaskStore(PostgresPush):
         if states is not None:
             where.append(f"state = ANY({param(sorted(s.value for s in states))})")
         if query.status_after is not None:
-            # The index narrows by updated_at (never before the status changed), the body
-            # decides: only the tasks updated since then are looked into.
+            # A column and its index: no body is read, let alone parsed, to filter (a
+            # status changes no later than its task's updated_at: that index narrows too).
             after = param(query.status_after)
-            where.append(
-                f"updated_at > {after} AND (body::jsonb #>> '{{status,timestamp}}') > {after}"
-            )
+            where.append(f"updated_at > {after} AND status_at > {after}")
         filters = " AND ".join(where)
         filter_params = len(params)
         page_where = filters
@@ -193,14 +194,9 @@ class PostgresTaskStore(PostgresPush):
             updated_at, task_id = decode_page_token(query.page_token)
             page_where += f" AND (updated_at, id) < ({param(updated_at)}, {param(task_id)})"
         limit = param(query.page_size + 1)
+        budget = param(query.page_bytes)
         async with self._conn() as conn:
-            # One round trip: the page, and the total as an uncorrelated subquery (run once).
-            rows = await conn.fetch(
-                f"SELECT {TASK_COLUMNS}, (SELECT count(*) FROM {self.s}.tasks WHERE {filters})"
-                f" FROM {self.s}.tasks WHERE {page_where}"
-                f" ORDER BY updated_at DESC, id DESC LIMIT {limit}",
-                *params,
-            )
+            rows = await conn.fetch(_page_sql(self.s, filters, page_where, limit, budget), *params)
             if rows:
                 total = int(rows[0][6])
             else:  # past the last page: the total alone
@@ -212,7 +208,7 @@ class PostgresTaskStore(PostgresPush):
                 )
         records = [_record(row) for row in rows[: query.page_size]]
         token = ""
-        if len(rows) > query.page_size:
+        if rows and int(rows[0][7]) > len(records):  # more than this page holds
             token = encode_page_token(records[-1].updated_at, records[-1].id)
         return TaskPage(records=records, next_page_token=token, total_size=total)
 
@@ -261,6 +257,23 @@ class PostgresTaskStore(PostgresPush):
         detail: str,
     ) -> None:
         await self._update(record, events, expected_version, None, (handoff_id, status, detail))
+
+
+def _page_sql(s: str, filters: str, page_where: str, limit: str, budget: str) -> str:
+    """One round trip for a page: its candidates by their sizes (octet_length reads a stored
+    body's length, not the body), the rows of those within the byte budget (one at least),
+    how many candidates there were, and the total as an uncorrelated subquery (run once)."""
+    order = "ORDER BY updated_at DESC, id DESC"
+    columns = ", ".join(f"t.{c}" for c in TASK_COLUMNS.split(", "))
+    return (
+        f"WITH page AS (SELECT id, updated_at, octet_length(body) AS size FROM {s}.tasks"
+        f" WHERE {page_where} {order} LIMIT {limit}),"
+        f" sized AS (SELECT id, size, count(*) OVER () AS found,"
+        f" sum(size) OVER ({order}) AS upto, row_number() OVER ({order}) AS n FROM page)"
+        f" SELECT {columns}, (SELECT count(*) FROM {s}.tasks WHERE {filters}), sized.found"
+        f" FROM sized JOIN {s}.tasks t USING (id) WHERE sized.n = 1 OR sized.upto <= {budget}"
+        " ORDER BY t.updated_at DESC, t.id DESC"
+    )
 
 
 def _conflict(exc: Any, task_id: str) -> ConflictError:

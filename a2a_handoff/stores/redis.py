@@ -14,9 +14,11 @@ call fails at once with StoreDownError, one probe a half-second finding it back
 (`stores._guard`). Idle pooled connections are checked before use, so the connections a Redis
 restart broke are replaced rather than failing a call.
 
-Key layout (prefix `a2a:` by default, `?prefix=` in the URL; several agents may share a
-Redis with different prefixes):
-    t:<id>              hash: owner, delegate, context, state, version, created, updated, body
+Key layout (prefix `a2a:<agent name>:` by default, `?prefix=` in the URL; several agents may
+share a Redis with different prefixes, and a prefix names the agent that owns it in its
+`agent` key, refusing another at start: `stores._owner`):
+    t:<id>              hash: owner, delegate, context, state, version, created, updated, body,
+                        stime (the status's timestamp: ListTasks filters on it, not the body)
     ev:<id>             stream of the task's events; entry id `<seq>-0`, field `e` = JSON
     d:<key>             string: the task a dedupe (idempotency) key created; expires
     i:all, i:o:<owner>, i:d:<delegate>, i:c:<context>, i:s:<state>    sets of task ids
@@ -24,6 +26,7 @@ Redis with different prefixes):
                         zsets by creation; ob:last_done: when the last one completed
     rcv, rcv:c:<context>    lists of received-handoff ledger entries (JSON)
     l:<name>            string: a lease's holder, expiring with the lease
+    agent               string: the name of the agent that owns the prefix
     id:<agent>          string: the agent's identity document (its signing keys)
     n:<id>              pub/sub channel: "task <id> has new events"
     layout              the key layout's version (a store of an earlier one is migrated)
@@ -43,8 +46,8 @@ from urllib.parse import parse_qs, parse_qsl, urlencode, urlsplit
 from a2a_handoff.errors import ConflictError, StoreError
 from a2a_handoff.protocol.models import StreamResponse, Task
 from a2a_handoff.stores._event_log import from_log, log_json, needs_snapshot
-from a2a_handoff.stores._pages import page_of
-from a2a_handoff.stores._redis_ledger import guarded, score
+from a2a_handoff.stores._pages import Summary, encode_page_token, fitting, summary_page
+from a2a_handoff.stores._redis_ledger import guarded, guarded_read, score
 from a2a_handoff.stores._redis_push import RedisPush
 from a2a_handoff.stores.base import (
     OutboxEntry,
@@ -58,6 +61,7 @@ from a2a_handoff.stores.base import (
 )
 
 DEFAULT_IDEMPOTENCY_TTL = 24 * 3600.0
+_SUMMARY_FIELDS = ("owner", "delegate", "context", "state", "updated", "stime")
 
 
 class RedisTaskStore(RedisPush):
@@ -67,7 +71,7 @@ class RedisTaskStore(RedisPush):
         self,
         url: str = "redis://127.0.0.1:6379/0",
         *,
-        prefix: str = "a2a:",
+        prefix: str | None = None,
         idempotency_ttl: float = DEFAULT_IDEMPOTENCY_TTL,
         durability: str = "full",
     ) -> None:
@@ -76,7 +80,7 @@ class RedisTaskStore(RedisPush):
 
     @classmethod
     def from_url(cls, url: str) -> RedisTaskStore:
-        """`redis://HOST:PORT/DB?prefix=a2a:&idempotency_ttl=86400&durability=none` (query
+        """`redis://HOST:PORT/DB?prefix=a2a:NAME:&idempotency_ttl=86400&durability=none` (query
         optional; `durability=none` accepts a Redis that may lose writes, see
         `stores._redis_durability`)."""
         parts = urlsplit(url)
@@ -93,7 +97,7 @@ class RedisTaskStore(RedisPush):
         durability = query.get("durability", "full")
         if durability not in ("full", "none"):
             raise StoreError(f"durability must be full (the default) or none in {url!r}")
-        prefix = query.get("prefix", "a2a:")
+        prefix = query.get("prefix")  # None: the agent's default (`claim`)
         return cls(base, prefix=prefix, idempotency_ttl=ttl, durability=durability)
 
     async def open(self) -> RedisTaskStore:
@@ -154,6 +158,7 @@ class RedisTaskStore(RedisPush):
         else:
             args += ["", 0]
         args.append(json.dumps(asdict(received)) if received is not None else "")
+        args.append(record.task.status.timestamp or "")  # `stime`: ListTasks filters on it
         outcome, found = await self._scripts["create"](keys=keys, args=args)
         if outcome == "dup":
             existing = await self._get(found)
@@ -196,6 +201,7 @@ class RedisTaskStore(RedisPush):
         ]  # fmt: skip
         if not extra:
             args.append("")
+        args.append(record.task.status.timestamp or "")  # `stime`: ListTasks filters on it
         outcome = await self._scripts["update"](keys=keys, args=args)
         if outcome == "ok":
             return
@@ -223,7 +229,7 @@ class RedisTaskStore(RedisPush):
         found = await self._redis.get(self._key(f"d:{dedupe_key}"))
         return str(found) if found is not None else None
 
-    @guarded
+    @guarded_read
     async def list_tasks(self, query: TaskQuery) -> TaskPage:
         redis = self._redis
         narrowing = []
@@ -241,17 +247,23 @@ class RedisTaskStore(RedisPush):
             )
         else:
             ids = await redis.smembers(self._key("i:all"))
-        records = await self._records(sorted(ids))
-        return page_of(records, query)
+        summaries = await _summaries(self, sorted(ids))
+        page, token, total = summary_page(summaries, query)
+        rows = await self._rows(page)
+        kept = fitting((len(row["body"]) for row in rows), query.page_bytes)
+        records = [_record(row) for row in rows[:kept]]  # only what the page holds is parsed
+        if kept < len(rows):
+            token = encode_page_token(records[-1].updated_at, records[-1].id)
+        return TaskPage(records=records, next_page_token=token, total_size=total)
 
-    async def _records(self, ids: Sequence[str]) -> list[TaskRecord]:
+    async def _rows(self, ids: Sequence[str]) -> list[dict[str, str]]:
         if not ids:
             return []
         async with self._redis.pipeline(transaction=False) as pipe:
             for task_id in ids:
                 pipe.hgetall(self._key(f"t:{task_id}"))
             rows = await pipe.execute()
-        return [_record(row) for row in rows if row]
+        return [row for row in rows if row]
 
     @guarded
     async def events(self, task_id: str, after: int = 0) -> list[TaskEvent]:
@@ -301,6 +313,25 @@ class RedisTaskStore(RedisPush):
     ) -> None:
         extra = ["terminate", status, detail, handoff_id]
         await self._update(record, events, expected_version, extra, self._key(f"ob:{handoff_id}"))
+
+
+async def _summaries(store: RedisTaskStore, ids: Sequence[str]) -> list[Summary]:
+    """The candidates' index fields only (one pipelined round trip): what a list filters,
+    orders and pages by, without a body."""
+    async with store._redis.pipeline(transaction=False) as pipe:
+        for task_id in ids:
+            pipe.hmget(store._key(f"t:{task_id}"), *_SUMMARY_FIELDS)
+        rows = await pipe.execute()
+    summaries = []
+    for task_id, row in zip(ids, rows, strict=True):
+        if row[0] is None:  # deleted meanwhile
+            continue
+        owner, delegate, context, state, updated, stime = row
+        if stime is None:  # written before `stime` was kept: read from its body once
+            record = await store._get(task_id)
+            stime = (record.task.status.timestamp or "") if record is not None else ""
+        summaries.append(Summary(task_id, owner, delegate or "", context, state, updated, stime))
+    return summaries
 
 
 def _record(row: dict[str, str]) -> TaskRecord:

@@ -29,7 +29,7 @@ from a2a_handoff.errors import ConflictError, StoreError
 from a2a_handoff.protocol.models import StreamResponse, Task
 from a2a_handoff.stores._event_log import from_log, log_json, needs_snapshot
 from a2a_handoff.stores._hub import follow
-from a2a_handoff.stores._pages import decode_page_token, encode_page_token
+from a2a_handoff.stores._pages import decode_page_token, encode_page_token, fitting
 from a2a_handoff.stores._sqlite_ledger import SqliteLedger
 from a2a_handoff.stores._sqlite_push import SqlitePush
 from a2a_handoff.stores._sqlite_schema import INSERT_OUTBOX, INSERT_RECEIVED, TASK_COLUMNS, row_of
@@ -92,6 +92,10 @@ class SqliteTaskStore(SqliteLedger, SqlitePush):
 
     # -- lifecycle ------------------------------------------------------------------------
 
+    def claim(self, agent: str) -> None:
+        """Nothing to record: this store is one process's own (SQLite's file lock refuses a
+        second process, `stores._sqlite_owner`)."""
+
     async def open(self) -> SqliteTaskStore:
         await super().open()
         return self
@@ -138,7 +142,8 @@ class SqliteTaskStore(SqliteLedger, SqlitePush):
             try:
                 conn.execute(
                     "INSERT INTO tasks (id, context_id, owner, state, version, created_at,"
-                    " updated_at, body, delegate) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    " updated_at, body, delegate, status_at)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     task_row,
                 )
             except sqlite3.IntegrityError as exc:
@@ -191,9 +196,9 @@ class SqliteTaskStore(SqliteLedger, SqlitePush):
             where.append(f"state IN ({','.join('?' * len(states))})" if states else "0")
             params += sorted(s.value for s in states)
         if query.status_after is not None:
-            # The index narrows by updated_at (never before the status changed), the body
-            # decides: only the tasks updated since then are looked into.
-            where.append("updated_at > ? AND json_extract(body, '$.status.timestamp') > ?")
+            # A column: no body is read, let alone parsed, to filter (a status changes no
+            # later than its task's updated_at: the owner's index narrows by that).
+            where.append("updated_at > ? AND status_at > ?")
             params += [query.status_after, query.status_after]
         filters = " AND ".join(where)
         total_rows = await self._read(f"SELECT COUNT(*) FROM tasks WHERE {filters}", params)
@@ -207,9 +212,10 @@ class SqliteTaskStore(SqliteLedger, SqlitePush):
             " ORDER BY updated_at DESC, id DESC LIMIT ?",
             [*page_params, query.page_size + 1],
         )
-        records = [_record(row) for row in rows[: query.page_size]]
+        kept = fitting((len(row[0]) for row in rows[: query.page_size]), query.page_bytes)
+        records = [_record(row) for row in rows[:kept]]  # only what the page holds is parsed
         token = ""
-        if len(rows) > query.page_size:
+        if len(rows) > kept:
             token = encode_page_token(records[-1].updated_at, records[-1].id)
         return TaskPage(records=records, next_page_token=token, total_size=int(total_rows[0][0]))
 
@@ -241,6 +247,7 @@ def _task_row(record: TaskRecord) -> tuple[Any, ...]:
         record.updated_at,
         record.task_json(),
         record.delegate,
+        task.status.timestamp or "",
     )
 
 

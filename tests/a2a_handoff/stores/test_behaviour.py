@@ -181,6 +181,61 @@ async def test_a_client_shown_transferred_as_completed_filters_on_completed(
         assert page.total_size == len(expected)
 
 
+async def test_status_timestamp_filter_goes_by_the_status_time_on_every_page(
+    store: TaskStore,
+) -> None:
+    at = "2026-01-01T00:00:0{}.000Z".format
+
+    async def made(owner: str, delegate: str = "") -> TaskRecord:
+        task = new_task().model_copy(
+            update={"status": TaskStatus(state=TaskState.WORKING, timestamp=at(1))}
+        )
+        record = TaskRecord(task, owner, 1, at(1), at(1), delegate)
+        return await store.create(record, [StreamResponse(task=task)])
+
+    old = await made("alice")
+    # Updated later without a status change (an artifact): its status is still old.
+    quiet = await made("alice")
+    artifact = StreamResponse(
+        artifact_update=TaskArtifactUpdateEvent(
+            task_id=quiet.id,
+            context_id=quiet.task.context_id,
+            artifact=Artifact(artifact_id="a", parts=[Part(text="more")]),
+        )
+    )
+    await store.update(
+        TaskRecord(quiet.task, "alice", 2, at(1), at(5)), [artifact], expected_version=1
+    )
+    moved_ids = []
+    for owner, delegate in (("alice", ""), ("alice", ""), ("triage", "alice"), ("bob", "")):
+        record = await made(owner, delegate)
+        task = record.task.model_copy(
+            update={"status": TaskStatus(state=TaskState.COMPLETED, timestamp=at(4))}
+        )
+        later = TaskRecord(task, owner, 2, at(1), at(4), delegate)
+        await store.update(later, [status(task)], expected_version=1)
+        moved_ids.append(record.id)
+    alices = set(moved_ids[:3])
+    seen: list[str] = []
+    token: str | None = None
+    while True:
+        query = TaskQuery(owner="alice", status_after=at(3), page_size=2, page_token=token)
+        page = await store.list_tasks(query)
+        assert page.total_size == 3
+        seen += [r.id for r in page.records]
+        token = page.next_page_token or None
+        if token is None:
+            break
+    assert sorted(seen) == sorted(alices)
+    assert all(r.task.status.timestamp == at(4) for r in page.records)
+    everything = await store.list_tasks(TaskQuery(owner="alice", status_after=at(0)))
+    assert {r.id for r in everything.records} == {old.id, quiet.id, *alices}
+    nothing = await store.list_tasks(TaskQuery(owner="alice", status_after=at(4)))
+    assert (nothing.records, nothing.total_size) == ([], 0)
+    everyone = await store.list_tasks(TaskQuery(owner=None, status_after=at(3)))
+    assert {r.id for r in everyone.records} == set(moved_ids)
+
+
 async def test_pages_cover_every_task_once(store: TaskStore) -> None:
     ids = {(await create(store)).id for _ in range(7)}
     seen: list[str] = []
@@ -193,6 +248,26 @@ async def test_pages_cover_every_task_once(store: TaskStore) -> None:
             break
         token = page.next_page_token
     assert sorted(seen) == sorted(ids)
+
+
+async def test_a_page_stops_at_its_byte_budget_and_the_next_goes_on(store: TaskStore) -> None:
+    ids = {(await create(store)).id for _ in range(7)}
+    first = (await store.list_tasks(TaskQuery(owner="alice", page_size=1))).records[0]
+    size = len(first.task_json())
+    for budget, most in ((size * 5 // 2, 2), (1, 1), (size * 100, 7)):
+        seen: list[str] = []
+        token: str | None = None
+        while True:
+            query = TaskQuery(owner="alice", page_size=5, page_token=token, page_bytes=budget)
+            page = await store.list_tasks(query)
+            assert page.total_size == 7
+            left = 7 - len(seen)
+            assert len(page.records) == min(most, 5, left), (budget, len(page.records))
+            seen += [r.id for r in page.records]
+            if not page.next_page_token:
+                break
+            token = page.next_page_token
+        assert sorted(seen) == sorted(ids), budget
 
 
 async def test_foreign_page_token_is_invalid_params(store: TaskStore) -> None:

@@ -79,6 +79,27 @@ async def test_a_file_of_the_earlier_layout_is_migrated_with_its_data(tmp_path: 
         assert (await store.get(records[0].id)).version == 2  # type: ignore[union-attr]
 
 
+async def test_a_file_without_the_status_time_gets_it_from_its_tasks(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    async with SqliteTaskStore(path) as store:
+        done = await advance(store, await create(store), TaskState.WORKING, TaskState.COMPLETED)
+        other = await create(store)
+    with sqlite3.connect(path) as conn:  # as a file of an earlier version: no such column
+        conn.execute("ALTER TABLE tasks DROP COLUMN status_at")
+    stamp = done.task.status.timestamp
+    assert stamp is not None
+    async with SqliteTaskStore(path) as store:
+        since = "2000-01-01T00:00:00.000Z"
+        page = await store.list_tasks(TaskQuery(owner="alice", status_after=since))
+        assert {r.id for r in page.records} == {done.id, other.id}
+        after_done = await store.list_tasks(TaskQuery(owner="alice", status_after=stamp))
+        later = {other.id} if (other.task.status.timestamp or "") > stamp else set()
+        assert {r.id for r in after_done.records} == later
+    with sqlite3.connect(path) as conn:
+        filled = dict(conn.execute("SELECT id, status_at FROM tasks"))
+    assert filled[done.id] == stamp
+
+
 class HeldCommits(ThreadPoolExecutor):
     """The fsync thread, holding each job until `release` is set."""
 
