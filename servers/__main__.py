@@ -143,15 +143,16 @@ def _check_identity(
 
 
 async def _no_keys_left_in(store_url: str, name: str) -> None:
-    """TrustError while a shared store still holds the agent's private keys (an older
-    version kept them there). A store of its own: this one lives on no event loop."""
+    """StoreError when the shared store (its schema or prefix) is another agent's; TrustError
+    while it still holds the agent's private keys (an older version kept them there). A
+    store of its own: this one lives on no event loop."""
     store = open_store(store_url)
-    legacy = getattr(store, "refuse_legacy_identity", None)
-    if legacy is None:
-        return
+    store.claim(name)
     await store.open()
     try:
-        await legacy(name)
+        legacy = getattr(store, "refuse_legacy_identity", None)
+        if legacy is not None:
+            await legacy(name)
     finally:
         await store.aclose()
 

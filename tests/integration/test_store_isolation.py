@@ -136,10 +136,13 @@ def test_one_principals_expensive_list_queries_fail_no_one_elses_work(
 
 
 def _refused(agent: AgentProcess) -> str:
-    """The log of an agent that must not start: what it said."""
-    with pytest.raises(RuntimeError, match="exited with") as refused:
+    """The log of an agent that must not start: what it said (a usage error, exit 64, in one
+    line: no traceback)."""
+    with pytest.raises(RuntimeError, match="exited with 64") as refused:
         agent.start()
-    return str(refused.value)
+    said = str(refused.value)
+    assert "Traceback" not in said, said
+    return said
 
 
 @pytest.mark.timeout(90)
