@@ -15,6 +15,7 @@ import logging
 import random
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -271,83 +272,68 @@ async def test_no_span_is_started_within_a_dropped_one() -> None:
     assert asked == ["a2a.receive"]
 
 
-async def test_only_an_authenticated_callers_traceparent_decides_what_is_recorded(
-    tmp_path: Path,
-) -> None:
+@asynccontextmanager
+async def sampled_echo(
+    keys: dict[str, str], trust: TrustConfig
+) -> AsyncIterator[tuple[InMemorySpanExporter, Any]]:
+    """An echo agent whose own sampler keeps no new trace, under `keys`: the exporter of
+    what it records, and `send(key)` — a GetTask with a sampled `traceparent`."""
+    from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
+
+    from a2a_handoff import ApiKeyAuth
+    from servers.echo import EchoAgent, echo_card
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(sampler=ParentBased(ALWAYS_OFF))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/"
+    trust = replace(trust, auth=ApiKeyAuth.from_keys(keys))
+    app = create_app(EchoAgent(), echo_card(url), open_store("memory://"), trust=trust)
+    body = {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "nope"}}
+    tracing.use_provider(provider)
+    try:
+        async with serving((app, port)), httpx.AsyncClient(timeout=10) as http:
+
+            async def send(key: str | None) -> httpx.Response:
+                sampled = f"00-{random.getrandbits(128):032x}-{1:016x}-01"
+                headers = {**A2A_HEADERS, "traceparent": sampled}
+                if key is not None:
+                    headers["X-API-Key"] = key
+                return await http.post(url, json=body, headers=headers)
+
+            yield exporter, send
+    finally:
+        tracing.use_provider(None)
+
+
+async def test_only_an_authenticated_callers_traceparent_decides_what_is_recorded() -> None:
     # Before: any caller, even one answered 401, made the agent record and export spans by
     # sending a sampled traceparent. The agent's own sampler here keeps no new trace.
-    from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
-
-    from a2a_handoff import ApiKeyAuth
-    from servers.echo import EchoAgent, echo_card
-
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider(sampler=ParentBased(ALWAYS_OFF))
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    port = free_port()
-    url = f"http://127.0.0.1:{port}/"
-    auth = ApiKeyAuth.from_keys({"alice": "alice-key"})
-    app = create_app(
-        EchoAgent(), echo_card(url), open_store("memory://"), trust=TrustConfig(auth=auth)
-    )
-
-    def call(key: str | None) -> dict[str, str]:
-        sampled = f"00-{random.getrandbits(128):032x}-{1:016x}-01"
-        return {**A2A_HEADERS, "traceparent": sampled, **({"X-API-Key": key} if key else {})}
-
-    body = {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "nope"}}
-    tracing.use_provider(provider)
-    try:
-        async with serving((app, port)), httpx.AsyncClient(timeout=10) as http:
-            for key in (None, "wrong-key") * 10:
-                answer = await http.post(url, json=body, headers=call(key))
-                assert answer.status_code == 401
-            assert exporter.get_finished_spans() == ()
-            answer = await http.post(url, json=body, headers=call("alice-key"))
-            assert answer.json()["error"]["code"] == -32001
-            assert [s.name for s in exporter.get_finished_spans()] == ["a2a.receive"]
-    finally:
-        tracing.use_provider(None)
+    async with sampled_echo({"alice": "alice-key"}, TrustConfig()) as (exporter, send):
+        for key in (None, "wrong-key") * 10:
+            assert (await send(key)).status_code == 401
+        assert exporter.get_finished_spans() == ()
+        answer = await send("alice-key")
+        assert answer.json()["error"]["code"] == -32001
+        assert [s.name for s in exporter.get_finished_spans()] == ["a2a.receive"]
 
 
-async def test_a_users_sampled_traceparent_is_followed_within_a_rate_a_trusted_agents_always(
-    tmp_path: Path,
-) -> None:
+async def test_a_users_traceparent_is_followed_within_a_rate_a_trusted_agents_always() -> None:
     # Before: any key holder made the agent record and export every span of every request
     # by sending a sampled traceparent (about 40% of its throughput).
-    from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
-
-    from a2a_handoff import ApiKeyAuth
-    from servers.echo import EchoAgent, echo_card
-
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider(sampler=ParentBased(ALWAYS_OFF))
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    port = free_port()
-    url = f"http://127.0.0.1:{port}/"
-    auth = ApiKeyAuth.from_keys({"alice": "alice-key", "triage": "triage-key"})
-    trust = TrustConfig(auth=auth, trusted=["triage=http://127.0.0.1:9/"])
-    app = create_app(EchoAgent(), echo_card(url), open_store("memory://"), trust=trust)
-
-    def call(key: str) -> dict[str, str]:
-        sampled = f"00-{random.getrandbits(128):032x}-{1:016x}-01"
-        return {**A2A_HEADERS, "traceparent": sampled, "X-API-Key": key}
-
-    body = {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "nope"}}
+    keys = {"alice": "alice-key", "triage": "triage-key"}
+    trust = TrustConfig(trusted=["triage=http://127.0.0.1:9/"])
     loop = asyncio.get_running_loop()
-    tracing.use_provider(provider)
-    try:
-        async with serving((app, port)), httpx.AsyncClient(timeout=10) as http:
-            began = loop.time()
-            for _ in range(60):
-                await http.post(url, json=body, headers=call("alice-key"))
-            took = loop.time() - began
-            followed = len(exporter.get_finished_spans())
-            # A bucket of 10, refilled at 10 a second: never more than that.
-            assert 10 <= followed <= 10 + int(took * 10) + 1, (followed, took)
-            exporter.clear()
-            for _ in range(30):
-                await http.post(url, json=body, headers=call("triage-key"))
-            assert len(exporter.get_finished_spans()) == 30
-    finally:
-        tracing.use_provider(None)
+    async with sampled_echo(keys, trust) as (exporter, send):
+        began = loop.time()
+        for _ in range(60):
+            await send("alice-key")
+        took = loop.time() - began
+        followed = len(exporter.get_finished_spans())
+        # A bucket of 10, refilled at 10 a second: never more than that.
+        assert 10 <= followed <= 10 + int(took * 10) + 1, (followed, took)
+        exporter.clear()
+        for _ in range(30):
+            await send("triage-key")
+        assert len(exporter.get_finished_spans()) == 30
