@@ -40,8 +40,7 @@
     ├── ConflictError                 a check-and-set lost against a concurrent write
     └── StoreError                    a backend failed or was misconfigured
         ├── StoreDownError (ConnectionError)  the backend cannot be reached: may come back
-        └── StoreTimeoutError (InternalError)  one call ran past its time limit (a slow
-                                      query): that call fails (-32603), the store is not down
+        └── StoreTimeoutError (InternalError)  one call past its time limit: it alone fails
 
 `RpcError` subclasses are the table mapping errors to the wire, one class attribute each:
 `code` (JSON-RPC), `http_status` and `status` (the HTTP+JSON binding's status and its
@@ -289,8 +288,6 @@ class TooManyStreamsError(RpcError):
 
 
 class ForeignRequestError(RpcError):
-    """A request a web page made: its `Host` or `Origin` is not this agent's."""
-
     code = -32107
     default_message = "refused: the request's Host or Origin is not this agent's"
     http_status = 403
@@ -316,9 +313,7 @@ class StoreDownError(StoreError, ConnectionError):
 
 
 class StoreTimeoutError(InternalError, StoreError):
-    """A store call that ran past its time limit (the server cancelled a slow statement):
-    that call fails, answered -32603 to its caller alone; the store is not down, and no
-    other call or task is failed for it."""
+    """A store call past its time limit: -32603 to its caller alone; the store is not down."""
 
     default_message = "the store query took too long"
     http_status = 504
@@ -359,11 +354,10 @@ class ModelError(HandoffError):
 
 
 class ToolCallError(HandoffError):
-    """An MCP tool call (`ctx.call_tool`) did not give a result: `kind` says why —
-    `tool_error` (the tool answered `isError`; the message is its text), `unreachable`,
-    `timeout`, `refused` (the server answered the call with an error), `circuit_open`,
-    `unknown_server` (no server of that name is configured), `replayed` (the key was used
-    for another call)."""
+    """An MCP tool call (`ctx.call_tool`) gave no result; `kind` says why: `tool_error` (the
+    tool answered `isError`, its text the message), `unreachable`, `timeout`, `refused` (the
+    server answered with an error), `circuit_open`, `unknown_server` (none of that name is
+    configured), `replayed` (the key was used for another call)."""
 
     def __init__(self, message: str, *, kind: str, server: str = "", tool: str = "") -> None:
         super().__init__(message)

@@ -25,8 +25,8 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from pydantic_core import SchemaSerializer, core_schema
 
-from a2a_handoff.protocol.ids import Id
 from a2a_handoff.protocol.states import TaskState
+from a2a_handoff.protocol.wire_ids import Id
 
 __all__ = [
     "JSON_NULL",

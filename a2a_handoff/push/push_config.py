@@ -17,8 +17,8 @@ from pydantic import Field, ValidationError, model_validator
 
 from a2a_handoff.errors import InvalidParamsError
 from a2a_handoff.ids import new_id
-from a2a_handoff.protocol.ids import Id
 from a2a_handoff.protocol.models import WireModel
+from a2a_handoff.protocol.wire_ids import Id
 from a2a_handoff.push.policy import PushPolicy
 
 _HEADER_SAFE = re.compile(r"[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?")

@@ -26,8 +26,8 @@ from a2a_handoff.errors import (
     RpcError,
 )
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI
-from a2a_handoff.protocol.ids import ID_REFUSED
 from a2a_handoff.protocol.models import StreamResponse
+from a2a_handoff.protocol.wire_ids import ID_REFUSED
 
 PROTOCOL_VERSION = "1.0"
 SUPPORTED_EXTENSIONS = frozenset({HANDOFF_EXTENSION_URI})

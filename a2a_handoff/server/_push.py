@@ -21,8 +21,8 @@ from pydantic import Field
 from starlette.responses import Response
 
 from a2a_handoff.errors import InvalidParamsError, TaskNotFoundError
-from a2a_handoff.protocol.ids import Id
 from a2a_handoff.protocol.models import SendMessageRequest, WireModel
+from a2a_handoff.protocol.wire_ids import Id
 from a2a_handoff.push import Pusher, history_of, parse_config
 from a2a_handoff.push.push_config import PushConfig, load_config
 from a2a_handoff.runtime.submission import Submission

@@ -25,7 +25,6 @@ from google.protobuf.message import Message as ProtoMessage
 from pydantic import BaseModel, ValidationError
 
 from a2a_handoff.protocol.agent_card import AgentCard, SecurityScheme
-from a2a_handoff.protocol.jsonrpc import JsonRpcRequest, JsonRpcResponse
 from a2a_handoff.protocol.models import (
     JSON_NULL,
     Artifact,
@@ -46,6 +45,7 @@ from a2a_handoff.protocol.models import (
     TaskStatusUpdateEvent,
     WireModel,
 )
+from a2a_handoff.protocol.rpc_envelopes import JsonRpcRequest, JsonRpcResponse
 
 Json = dict[str, Any]
 
