@@ -33,13 +33,16 @@ def test_a_graph_cut_mid_step_goes_on_from_its_checkpoint(tmp_path: Path) -> Non
             return found
 
         said = "settling"  # `pay` is done and checkpointed; `settle` waits
-        wait_for(
-            lambda: get()["status"].get("message", {}).get("parts", [{}])[0].get("text") == said
+        wait_for(  # a bound, not a pace: a loaded machine starts LangGraph slowly
+            lambda: get()["status"].get("message", {}).get("parts", [{}])[0].get("text") == said,
+            timeout=60,
         )
         agent.kill()
         hold.unlink()
         agent.start()  # resumes the task: the graph goes on at `settle`
-        done = wait_for(lambda: (t := get())["status"]["state"] == "TASK_STATE_COMPLETED" and t)
+        done = wait_for(
+            lambda: (t := get())["status"]["state"] == "TASK_STATE_COMPLETED" and t, timeout=60
+        )
         assert done["status"]["message"]["parts"][0]["text"] == "paid: yes"
         assert work_log.read_text().splitlines() == [f"{task_id} order 42"]  # paid once
     finally:
