@@ -34,7 +34,7 @@ async def test_a_refund_conversation_with_a_transfer_over_stdio(agents: Agents) 
     server = StdioServerParameters(command=command[0], args=command[1:], cwd=ROOT)
     async with Client(server, read_timeout_seconds=60) as client:
         tools = (await client.list_tools()).tools
-        assert [t.name for t in tools] == ["converse"]
+        assert [t.name for t in tools] == ["converse", "status"]
 
         args = {"text": "I want a refund", "idempotencyKey": "m1"}
         first = await client.call_tool("converse", args)
