@@ -127,7 +127,8 @@ class NetworkServer:
             thread = self.threads.get(name)
             if thread is None:
                 return self._result(name, Session(entry=self.entry), Answer("none", []), None)
-            return self._result(name, thread.session, await thread.status(), thread)
+            answer = await thread.status()
+            return self._result(name, thread.session, answer, thread, recent=True)
         text, key = args.get("text"), args.get("idempotencyKey")
         if not isinstance(text, str) or not text.strip():
             return _error("text: the user's message is required")
@@ -157,11 +158,22 @@ class NetworkServer:
         return self._result(name, thread.session, await thread.converse(text), thread)
 
     def _result(
-        self, name: str, session: Session, answer: Answer, thread: Thread | None
+        self,
+        name: str,
+        session: Session,
+        answer: Answer,
+        thread: Thread | None,
+        *,
+        recent: bool = False,
     ) -> types.CallToolResult:
+        """The answer as text (its new events, or where the conversation is) and as structured
+        content (with `recent`: the conversation's last events, not only the new ones)."""
         waiting = answer.outcome == AWAITING
         lines = [self._line(e, waiting) for e in answer.events]
         lines = [line for line in lines if line]
+        log = list(thread.log) if thread is not None else []
+        if recent and not lines and log and not waiting:
+            lines.append(self._line(log[-1], waiting))  # nothing new: where it stands
         about = thread.waiting_for if thread is not None else ""
         who = session.owner_name or session.owner_url or "the human agent"
         if waiting and not any(e["event"] == AWAITING for e in answer.events):
@@ -183,7 +195,7 @@ class NetworkServer:
             "taskId": session.task_id,
             "contextId": session.context_id,
             "state": session.state,
-            "events": answer.events,
+            "events": log if recent else answer.events,
             "notes": answer.notes if not waiting else list(thread.notes if thread else []),
         }
         if waiting:

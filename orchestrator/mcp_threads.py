@@ -39,7 +39,7 @@ class Answer:
     """What a call tells: how the conversation stands, and the events since the last call."""
 
     outcome: str  # an exit code's name (`completed`, …), `awaiting_operator`, or `none`
-    events: list[Event]
+    events: list[Event]  # those no call answered with before
     notes: list[str] = field(default_factory=list)  # messages kept during the wait, told once
     code: Exit | None = None  # how the turn ended (None: it waits, or there was none)
 
@@ -52,7 +52,7 @@ class Thread:
         self.session = session
         self.start = start
         self.turn: asyncio.Task[Exit] | None = None
-        self.events: list[Event] = []  # the current (or last) turn's
+        self.fresh: list[Event] = []  # events no call has answered with yet
         self.told = True  # the last turn's outcome was answered to some call
         self.notes: list[str] = []
         self.log: deque[Event] = deque(maxlen=_LOGGED)
@@ -69,26 +69,26 @@ class Thread:
         async with self.lock:
             if await self._settle():
                 self.notes.append(text)
-                return Answer(AWAITING, [])
+                return Answer(AWAITING, self._take())
             if not self.told:  # the decision came while nobody asked: told before anything
                 self.notes.append(text)
-                return self._told(self.events)
+                return self._told()
             waits = await self._run(text)
-            return Answer(AWAITING, self.events) if waits else self._told(self.events)
+            return Answer(AWAITING, self._take()) if waits else self._told()
 
     async def status(self) -> Answer:
         """Where the conversation is; the outcome of a wait once the operator decided. While
         a message of a call still runs (not a wait), what is known so far, at once."""
         if self.lock.locked():
-            return Answer("working", list(self.log))
+            return Answer("working", [])  # the call running tells its events
         async with self.lock:
             if await self._settle():
-                return Answer(AWAITING, list(self.log))
+                return Answer(AWAITING, self._take())
             if self.turn is None:
                 return Answer("none", [])
             if not self.told:
-                return self._told(list(self.log))
-            return Answer(self._name(self.turn.result()), list(self.log))
+                return self._told()
+            return Answer(self._name(self.turn.result()), self._take())
 
     # -- turns --------------------------------------------------------------------------------
 
@@ -118,11 +118,11 @@ class Thread:
     async def _run(self, text: str | None) -> bool:
         """Start a turn (`text` sent, or, None, the session's task followed); True when it
         waits for an operator (it goes on in the background), False once it ended."""
-        self.events, self.told = [], False
+        self.told = False
         escalated = asyncio.Event()
 
         def emit(event: Event) -> None:
-            self.events.append(event)
+            self.fresh.append(event)
             self.log.append(event)
             if event["event"] == "escalated":
                 self.waiting_for = str(event.get("text", ""))
@@ -143,12 +143,16 @@ class Thread:
             return self.turn.result() is Exit.PENDING and session.awaiting_operator
         return True
 
-    def _told(self, events: list[Event]) -> Answer:
+    def _take(self) -> list[Event]:
+        fresh, self.fresh = self.fresh, []
+        return fresh
+
+    def _told(self) -> Answer:
         """The ended turn's outcome, told now with the notes kept meanwhile (then dropped)."""
         assert self.turn is not None
         code = self.turn.result()
         notes, self.notes, self.told = self.notes, [], True
-        return Answer(self._name(code), events, notes, code)
+        return Answer(self._name(code), self._take(), notes, code)
 
     def _name(self, code: Exit) -> str:
         return (

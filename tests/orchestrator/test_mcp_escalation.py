@@ -103,6 +103,7 @@ async def test_a_refund_waiting_for_an_operator_over_stdio(
         assert outcome["awaitingOperator"] is False
         assert outcome["owner"] == "billing"
         assert "refunded" in done.content[0].text
+        assert "[triage]" not in done.content[0].text  # what is new since the last call
         assert "any news on my refund?" in done.content[0].text  # the note, not sent on
 
         after = structured(await client.call_tool("status", {}))  # told once, then kept
