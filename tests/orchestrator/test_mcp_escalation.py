@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
@@ -121,3 +122,37 @@ async def test_a_refund_waiting_for_an_operator_over_stdio(
     assert asked_order == []  # billing never asked again which order
     assert len(at_billing) == 2  # the escalated task and the one the decision came back to
     assert len(tasks_in(human, context)) == 1
+
+
+async def test_a_wait_that_ran_out_is_followed_again_by_the_next_call(
+    desk: dict[str, AgentProcess], tmp_path: Path
+) -> None:
+    triage, human = desk["triage"], desk["human"]
+    command = ["-m", "orchestrator", "mcp", "--entry", triage.url, "--wait", "5"]
+    server = StdioServerParameters(command=sys.executable, args=command, cwd=ROOT)
+    async with Client(server, read_timeout_seconds=60) as client:
+        first = structured(await client.call_tool("converse", {"text": BIG_REFUND}))
+        assert first["outcome"] == "awaiting_operator", first
+
+        async def ran_out() -> bool:  # the background turn's wait ended: it said so
+            shown = structured(await client.call_tool("status", {}))
+            assert shown["awaitingOperator"] is True, shown
+            return any(e["event"] == "pending" for e in shown["events"])
+
+        for _ in range(100):
+            if await ran_out():
+                break
+            await anyio.sleep(0.2)
+        else:
+            raise AssertionError("the background turn's wait never ran out")
+
+        operator = Cli(tmp_path / "operator.json")
+        item = waiting_at(operator, human, first["contextId"])
+        code, out = operator.run("approve", item["taskId"], "--agent", human.url)
+        assert code == 0, out
+        done = await client.call_tool("converse", {"text": "and now?"})
+        outcome = structured(done)
+        assert outcome["outcome"] == "completed", outcome
+        assert outcome["notes"] == ["and now?"]  # kept, not sent on as a new request
+        assert "Refund of $750.00 issued for order 4242." in done.content[0].text
+    assert len(tasks_in(triage, first["contextId"])) == 1
