@@ -186,6 +186,8 @@ class NetworkServer:
             )
         if answer.outcome == "none":
             lines.append(f"No conversation {name!r} yet: send a message with {TOOL}.")
+        elif answer.outcome == "working" and not lines:
+            lines.append("A message of this conversation is still under way: ask again shortly.")
         structured: dict[str, Any] = {
             "conversation": name,
             "outcome": answer.outcome,
@@ -215,7 +217,10 @@ class NetworkServer:
         if kind == "pending" and waiting:
             return ""  # said by the line above: the wait goes on
         if kind == "pending":
-            return f"[{agent}] is still working on it; call {STATUS} (or send a message) later"
+            return (
+                f"[{agent}] no answer yet (still working, or its handoff still pending): it goes"
+                f" on; call {STATUS} (or send a message) later for it"
+            )
         if kind == "not_delivered":
             return (
                 f"Your message was not delivered: {agent} is still working on task"
