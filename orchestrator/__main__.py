@@ -30,7 +30,7 @@ console --agent URL [--agent URL …] [--port P]
                                   agents, the inbox with approve / deny / reply, health
 
 mcp --entry URL                   the agent network as an MCP server over stdio, for MCP
-                                  hosts: one `converse` tool (needs a2a-handoff[mcp])
+                                  hosts: tools `converse` and `status` (needs a2a-handoff[mcp])
 
 Keys are per origin: --api-key (or $A2A_API_KEY) goes to the origin of the agent a command
 starts at (--entry, --agent); more origins by --keys-file (lines `http://host:port=KEY`) or

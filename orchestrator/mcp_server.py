@@ -1,11 +1,15 @@
 """`python -m orchestrator mcp --entry URL`: the whole agent network as one MCP server (stdio).
 
 An MCP host (a desktop assistant, an IDE) launches it as a subprocess and talks to it over
-stdin and stdout. It offers one tool, `converse`: a user's message goes through the entry
+stdin and stdout. It offers two tools. `converse`: a user's message goes through the entry
 agent and on to whoever owns the conversation by then — the CLI's conversation logic
 (`orchestrator.conversation`): transfers followed, input asked for answered by the next
-message, loops guarded. The tool answers with what happened (the lines `send` prints) and
-where the conversation is now.
+message, loops guarded; it answers with what happened and where the conversation is now.
+`status`: where a conversation is, whether it waits for a human operator, its last events.
+
+A turn that waits for a human operator (an escalation) answers at once with a normal result
+saying so; messages sent meanwhile are kept as notes, never sent to the agents; the next call
+once the operator decided (`converse` or `status`) gives the outcome (`orchestrator.mcp_threads`).
 
 Conversations are named by the host (`conversation`, default `default`) and kept in this
 process; `new: true` starts one afresh. A call with an `idempotencyKey` already seen answers
@@ -29,16 +33,18 @@ from mcp.server.stdio import stdio_server
 from a2a_handoff import AgentClient, __version__
 from a2a_handoff.exits import ExitCode
 from orchestrator.conversation import Conversation, Event
+from orchestrator.mcp_threads import AWAITING, Answer, Thread
 from orchestrator.reach import Reach
 from orchestrator.session import Session
 
 TOOL = "converse"
-_OK = {ExitCode.COMPLETED, ExitCode.INPUT_REQUIRED}
+STATUS = "status"
+_OK = {ExitCode.COMPLETED, ExitCode.INPUT_REQUIRED, ExitCode.PENDING}
 _KEYS_KEPT = 1000  # answers kept for retried calls (the oldest forgotten first)
 
 
 class NetworkServer:
-    """The `converse` tool over one entry agent; conversations kept by name."""
+    """The `converse` and `status` tools over one entry agent; conversations kept by name."""
 
     def __init__(
         self,
@@ -56,8 +62,7 @@ class NetworkServer:
         self.render = render
         self.max_hops = max_hops
         self.wait = wait
-        self.sessions: dict[str, Session] = {}
-        self.locks: dict[str, asyncio.Lock] = {}
+        self.threads: dict[str, Thread] = {}
         self.answers: dict[str, asyncio.Future[types.CallToolResult]] = {}
         self.server: Server[Any] = Server(
             "a2a-handoff-network",
@@ -74,14 +79,12 @@ class NetworkServer:
     async def _list_tools(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
+        name = {"type": "string", "description": "which conversation (default: `default`)"}
         schema = {
             "type": "object",
             "properties": {
                 "text": {"type": "string", "description": "the user's message"},
-                "conversation": {
-                    "type": "string",
-                    "description": "which conversation (default: `default`)",
-                },
+                "conversation": name,
                 "new": {"type": "boolean", "description": "start this conversation afresh"},
                 "idempotencyKey": {
                     "type": "string",
@@ -92,28 +95,43 @@ class NetworkServer:
             },
             "required": ["text"],
         }
-        tool = types.Tool(
+        converse = types.Tool(
             name=TOOL,
             description="Send the user's message to the agent network: it goes to the agent"
             " that owns the conversation (the entry agent at first), follows handoffs to other"
             " agents, and answers with what they said; when an agent asks for input, send the"
-            " user's answer as the next message of the same conversation.",
+            " user's answer as the next message of the same conversation. When the request"
+            " needs a human operator's decision, the answer says it is pending: messages sent"
+            " meanwhile are kept, not sent on; `status` (or the next message) gives the outcome.",
             input_schema=schema,
         )
-        return types.ListToolsResult(tools=[tool])
+        status = types.Tool(
+            name=STATUS,
+            description="Where a conversation is: the agent and task that own it, whether it"
+            " waits for a human operator's decision (and what for), its last events; once the"
+            " operator decided, the outcome.",
+            input_schema={"type": "object", "properties": {"conversation": name}},
+        )
+        return types.ListToolsResult(tools=[converse, status])
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        if params.name != TOOL:
-            return _error(f"no tool {params.name!r} here (only {TOOL})")
         args = params.arguments or {}
-        text, name = args.get("text"), args.get("conversation", "default")
-        key = args.get("idempotencyKey")
-        if not isinstance(text, str) or not text.strip():
-            return _error("text: the user's message is required")
+        name = args.get("conversation", "default")
+        if params.name not in (TOOL, STATUS):
+            return _error(f"no tool {params.name!r} here (only {TOOL} and {STATUS})")
         if not isinstance(name, str) or not name:
             return _error("conversation: a name is required when given")
+        if params.name == STATUS:
+            thread = self.threads.get(name)
+            if thread is None:
+                return self._result(name, Session(entry=self.entry), Answer("none", []), None)
+            answer = await thread.status()
+            return self._result(name, thread.session, answer, thread, recent=True)
+        text, key = args.get("text"), args.get("idempotencyKey")
+        if not isinstance(text, str) or not text.strip():
+            return _error("text: the user's message is required")
         if key is None:
             return await self._converse(name, text, bool(args.get("new")))
         if not isinstance(key, str):
@@ -125,37 +143,101 @@ class NetworkServer:
             self.answers[key] = job
         return await asyncio.shield(self.answers[key])
 
+    def _start(self, session: Session, emit: Callable[[Event], None]) -> Conversation:
+        return Conversation(
+            self.client, session, emit, max_hops=self.max_hops, wait=self.wait, reach=self.reach
+        )
+
     async def _converse(self, name: str, text: str, new: bool) -> types.CallToolResult:
-        lock = self.locks.setdefault(name, asyncio.Lock())
-        async with lock:  # one message at a time per conversation, as a person types them
-            if new or name not in self.sessions:
-                self.sessions[name] = Session(entry=self.entry)
-            session = self.sessions[name]
-            events: list[Event] = []
-            conversation = Conversation(
-                self.client,
-                session,
-                events.append,
-                max_hops=self.max_hops,
-                wait=self.wait,
-                reach=self.reach,
+        if new or name not in self.threads:
+            old = self.threads.pop(name, None)
+            if old is not None:
+                old.close()
+            self.threads[name] = Thread(self.client, Session(entry=self.entry), self._start)
+        thread = self.threads[name]
+        return self._result(name, thread.session, await thread.converse(text), thread)
+
+    def _result(
+        self,
+        name: str,
+        session: Session,
+        answer: Answer,
+        thread: Thread | None,
+        *,
+        recent: bool = False,
+    ) -> types.CallToolResult:
+        """The answer as text (its new events, or where the conversation is) and as structured
+        content (with `recent`: the conversation's last events, not only the new ones)."""
+        waiting = answer.outcome == AWAITING
+        lines = [self._line(e, waiting) for e in answer.events]
+        lines = [line for line in lines if line]
+        log = list(thread.log) if thread is not None else []
+        if recent and not lines and log and not waiting:
+            lines.append(self._line(log[-1], waiting))  # nothing new: where it stands
+        about = thread.waiting_for if thread is not None else ""
+        who = session.owner_name or session.owner_url or "the human agent"
+        if waiting and not any(e["event"] == AWAITING for e in answer.events):
+            lines.append(_pending(who, about, still=True))
+        if answer.notes:
+            kept = "; ".join(repr(n) for n in answer.notes)
+            lines.append(
+                f"Kept while the operator decided, not sent to the agents: {kept}."
+                " Send again what still needs an answer."
             )
-            code = await conversation.send(text)
-        lines = [self.render(e) for e in events]
-        structured = {
+        if answer.outcome == "none":
+            lines.append(f"No conversation {name!r} yet: send a message with {TOOL}.")
+        elif answer.outcome == "working" and not lines:
+            lines.append("A message of this conversation is still under way: ask again shortly.")
+        structured: dict[str, Any] = {
             "conversation": name,
-            "outcome": ExitCode(code).name.lower(),
+            "outcome": answer.outcome,
+            "awaitingOperator": waiting,
             "owner": session.owner_name,
             "ownerUrl": session.owner_url,
             "taskId": session.task_id,
             "contextId": session.context_id,
-            "events": events,
+            "state": session.state,
+            "events": log if recent else answer.events,
+            "notes": answer.notes if not waiting else list(thread.notes if thread else []),
         }
+        if waiting:
+            structured["waitingFor"] = about
+        failed = answer.code is not None and answer.code not in _OK
         return types.CallToolResult(
             content=[types.TextContent(text="\n".join(lines) or json.dumps(structured))],
             structured_content=structured,
-            is_error=code not in _OK,
+            is_error=failed,
         )
+
+    def _line(self, event: Event, waiting: bool) -> str:
+        """An event as a line for the host: the CLI's, but for what only the CLI can do."""
+        kind, agent = event["event"], str(event.get("agent", ""))
+        if kind == AWAITING:
+            return _pending(agent, "", still=False)
+        if kind == "pending" and waiting:
+            return ""  # said by the line above: the wait goes on
+        if kind == "pending":
+            return (
+                f"[{agent}] no answer yet (still working, or its handoff still pending): it goes"
+                f" on; call {STATUS} (or send a message) later for it"
+            )
+        if kind == "not_delivered":
+            return (
+                f"Your message was not delivered: {agent} is still working on task"
+                f" {event.get('taskId')}; send it again once it answers ({STATUS} says when)."
+            )
+        return self.render(event)
+
+
+def _pending(who: str, about: str, *, still: bool) -> str:
+    """What a host tells its user while a human operator decides, and what comes next."""
+    what = f": {about}" if about else ""
+    return (
+        f"{'Still waiting' if still else 'Waiting'} for a human operator at {who} to"
+        f" decide{what}. Nothing happens until they approve, deny or answer; that can take"
+        f" minutes or longer. Call {STATUS} (or send a message) later for the outcome;"
+        " messages sent meanwhile are kept here, not sent to the agents."
+    )
 
 
 def _error(message: str) -> types.CallToolResult:

@@ -13,11 +13,15 @@ its own bash, with the README's ports mapped to free ones on 127.0.0.1, `.venv/b
 to this interpreter, and servers it starts in the foreground put in the background (and
 waited for); each command's exit code is checked, and the output the README shows under a
 command must be in what the command printed.
+
+JSON: every ```json block parses; an MCP host's `mcpServers` block names a command of the
+package (`[project.scripts]`), which takes its arguments (run with `--help`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import shlex
@@ -27,6 +31,7 @@ import socket
 import subprocess
 import sys
 import time
+import tomllib
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -73,6 +78,22 @@ def python_blocks(page: Path = PAGES[0]) -> list[str]:
 
 def bash_blocks() -> list[str]:
     return [body for lang, body in BLOCKS if lang == "bash"]
+
+
+def test_every_json_block_parses_and_a_hosts_mcp_command_runs() -> None:
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    launched = 0
+    for body in (body for lang, body in BLOCKS if lang == "json"):
+        parsed = json.loads(body)
+        servers = parsed.get("mcpServers", {}) if isinstance(parsed, dict) else {}
+        for server in servers.values():
+            module = scripts[server["command"]].split(":")[0].removesuffix(".__main__")
+            command = [sys.executable, "-m", module, *server["args"], "--help"]
+            done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=60)
+            assert done.returncode == 0, f"{server}: {done.stdout}{done.stderr}"
+            assert "--entry" in done.stdout
+            launched += 1
+    assert launched, "docs/mcp.md shows a host's mcpServers block"
 
 
 # -- Python --------------------------------------------------------------------------------

@@ -8,7 +8,9 @@ Tools: one per skill of the card (sends a message and answers with the task's ou
 text, artifacts and state; a task that asks for input answers with the question and its
 id), `reply` (continues a task that asked for input), `get_task`, `health_check` (the store,
 the handoffs pending for more than 5 minutes, the last completed one) and
-`resume_from_handoff` (a signed handoff envelope, received exactly as over A2A).
+`resume_from_handoff` (a signed handoff envelope, received exactly as over A2A). A task
+that waits for a human operator answers a normal result saying so, and what `get_task` will
+show once the operator decided (`server._mcp_results`).
 
 Retries are safe: a call with an `idempotencyKey` sends a message whose id is derived from
 the key, so a retried call finds the task the first one made (the agent deduplicates

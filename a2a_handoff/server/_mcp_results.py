@@ -4,6 +4,12 @@ A task's result carries its answer as text (its artifacts, its last message, and
 next: a question to reply to, where it was handed off) and the task as structured content
 (id, context, state, artifacts, and the handoff extension's transfer, duplicate, rejected).
 A failed, rejected or canceled task, an error and a refused call are results with `isError`.
+
+A task that waits for a human operator (an escalation at a human agent: input-required, but
+the operator answers it, not the caller) is a normal result saying so (`awaitingOperator`,
+`waitingFor`): what is decided and that `get_task` gives the outcome — never an invitation
+to `reply`. A task handed off as an escalation (the library's `escalated (…)` reason) says a
+human operator decides at the agent it went to.
 """
 
 from __future__ import annotations
@@ -51,6 +57,11 @@ def outcome(task: dict[str, Any]) -> types.CallToolResult:
         "message": said,
         "artifacts": artifacts,
     }
+    escalation = ext.get("escalation") if isinstance(ext.get("escalation"), dict) else None
+    waiting = escalation is not None and state == "input-required"
+    structured["awaitingOperator"] = waiting
+    if waiting and escalation is not None:
+        structured["waitingFor"] = str(escalation.get("whatIsNeeded", ""))
     if "transfer" in ext:
         structured["transfer"] = ext["transfer"]
     for member in ("duplicate", "rejected"):
@@ -59,15 +70,32 @@ def outcome(task: dict[str, Any]) -> types.CallToolResult:
     lines = [f"{a['name'] or 'artifact'}: {' '.join(part_texts(a['parts']))}" for a in artifacts]
     if said:
         lines.append(said)
-    if state == "input-required":
+    if waiting:
+        lines.append(_awaiting(str(task.get("id")), structured["waitingFor"]))
+    elif state == "input-required":
         lines.append(f"(task {task.get('id')} needs input: answer it with the reply tool)")
     elif state == "transferred" and "transfer" in ext:
         where = ext["transfer"]
         lines.append(f"(handed off to {where.get('agentName')}, task {where.get('taskId')})")
+        if str(where.get("reason", "")).startswith("escalated"):
+            lines.append(
+                f"(a human operator at {where.get('agentName')} decides; its get_task on"
+                f" task {where.get('taskId')} says when, and where the decision went)"
+            )
     text = "\n".join(lines) or state
     failed = state in ("failed", "rejected", "canceled")
     return types.CallToolResult(
         content=[types.TextContent(text=text)], structured_content=structured, is_error=failed
+    )
+
+
+def _awaiting(task_id: str, need: str) -> str:
+    """What a caller is told of a task that waits for a human operator."""
+    what = f": {need}" if need else ""
+    return (
+        f"(task {task_id} waits for a human operator's decision{what}. An operator answers it"
+        " (approve, deny or reply), not this caller; call get_task with its id later for the"
+        " outcome: the task then shows where the decision went)"
     )
 
 

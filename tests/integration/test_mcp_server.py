@@ -1,7 +1,9 @@
 """Every agent an MCP server too: the official MCP client (streamable HTTP) calls each tool of
 real agents started with `--mcp-server` — a skill that asks for input and a reply, retries
 with the same key, `get_task`, `health_check`, and `resume_from_handoff` with a replayed
-and a forged envelope; under API keys, `/mcp` takes the same keys and ownership rules.
+and a forged envelope; a task waiting for a human operator answers a normal result saying so,
+and `get_task` follows it to the decision; under API keys, `/mcp` takes the same keys and
+ownership rules.
 An agent without the option serves no `/mcp` and never imports the `mcp` package."""
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from a2a_handoff.protocol.extension import SIGNATURE_KEY
 from tests.integration.handoff_support import REFUND, ext, message, result
 from tests.integration.mcp_support import mcp_client, structured
 from tests.integration.trust_support import USERS, Bank, forged, make_bank
-from tests.support import ROOT, AgentProcess
+from tests.support import ROOT, AgentProcess, Cli, wire_trust
 
 pytestmark = pytest.mark.anyio
 ALICE, MALLORY = USERS["alice"], USERS["mallory"]
@@ -107,6 +109,76 @@ async def test_a_skill_asks_for_input_and_reply_finishes_it_retries_return_the_s
         bad = await client.call_tool("refund", {})
         assert bad.is_error
         assert "text" in bad.content[0].text
+
+
+@pytest.fixture
+def desk(tmp_path: Path) -> Iterator[tuple[AgentProcess, AgentProcess]]:
+    """Billing routed to a human agent, both with their MCP face."""
+    fast = ("--recovery-interval", "0.3", "--mcp-server")
+    human = AgentProcess("human", f"sqlite:///{tmp_path / 'human.db'}", extra=fast)
+    billing = AgentProcess(
+        "billing",
+        f"sqlite:///{tmp_path / 'billing.db'}",
+        extra=(f"--route=human={human.url}", *fast),
+    )
+    wire_trust([human, billing])
+    for agent in (human, billing):
+        agent.log_path = tmp_path / f"{agent.name}.log"
+        agent.start()
+    try:
+        yield billing, human
+    finally:
+        billing.stop()
+        human.stop()
+
+
+async def test_a_task_waiting_for_an_operator_says_so_and_get_task_follows_it(
+    desk: tuple[AgentProcess, AgentProcess], tmp_path: Path
+) -> None:
+    billing, human = desk
+    async with mcp_client(billing.url + "mcp") as at_billing:
+        sent = await at_billing.call_tool("refund", {"text": "a refund of $750 for order 4242"})
+        handed = structured(sent)
+        assert not sent.is_error, sent
+        assert handed["state"] == "transferred"
+        assert handed["transfer"]["agentName"] == "human"
+        assert "a human operator" in sent.content[0].text
+    waiting_id = handed["transfer"]["taskId"]
+    async with mcp_client(human.url + "mcp") as at_human:
+
+        async def waiting() -> CallToolResult:
+            for _ in range(100):  # the handoff is delivered by billing's outbox, soon
+                got = await at_human.call_tool("get_task", {"taskId": waiting_id})
+                if not got.is_error:
+                    return got
+                await anyio.sleep(0.1)
+            return got
+
+        pending = await waiting()
+        shown = structured(pending)
+        assert not pending.is_error, pending
+        assert shown["state"] == "input-required"
+        assert shown["awaitingOperator"] is True
+        assert shown["waitingFor"] == "permission to refund $750.00 on order 4242"
+        said = pending.content[0].text
+        assert "waits for a human operator" in said
+        assert "reply tool" not in said  # the operator answers it, not the host
+        assert "get_task" in said
+
+        code, out = Cli(tmp_path / "op.json").run("approve", waiting_id, "--agent", human.url)
+        assert code == 0, out
+        decided = structured(await at_human.call_tool("get_task", {"taskId": waiting_id}))
+        assert decided["awaitingOperator"] is False
+        assert decided["state"] == "transferred"
+        back = decided["transfer"]
+    async with mcp_client(billing.url + "mcp") as at_billing:
+        for _ in range(100):  # billing finishes the refund it got back
+            done = structured(await at_billing.call_tool("get_task", {"taskId": back["taskId"]}))
+            if done["state"] == "completed":
+                break
+            await anyio.sleep(0.1)
+        assert done["state"] == "completed", done
+        assert done["artifacts"][0]["parts"][0]["data"]["status"] == "refunded"
 
 
 async def test_mcp_takes_the_same_keys_and_ownership_rules(bank: Bank) -> None:

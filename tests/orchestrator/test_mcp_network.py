@@ -1,6 +1,7 @@
 """`python -m orchestrator mcp --entry URL`, launched and driven by the official MCP client
 over stdio, as a desktop host does: a refund conversation through triage, transferred to
-billing, which asks for the order and refunds it; a retried call does not send twice."""
+billing, which asks for the order and refunds it; a retried call does not send twice; `status`
+says where a conversation is without sending anything."""
 
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ async def test_a_refund_conversation_with_a_transfer_over_stdio(agents: Agents) 
     server = StdioServerParameters(command=command[0], args=command[1:], cwd=ROOT)
     async with Client(server, read_timeout_seconds=60) as client:
         tools = (await client.list_tools()).tools
-        assert [t.name for t in tools] == ["converse"]
+        assert [t.name for t in tools] == ["converse", "status"]
 
         args = {"text": "I want a refund", "idempotencyKey": "m1"}
         first = await client.call_tool("converse", args)
@@ -55,6 +56,16 @@ async def test_a_refund_conversation_with_a_transfer_over_stdio(agents: Agents) 
         assert finished["owner"] == "billing"
         assert finished["contextId"] == asked["contextId"]
         assert "Refund of $49.99 issued for order 12345." in done.content[0].text
+
+        now = await client.call_tool("status", {})  # where it is, nothing sent
+        where = structured(now)
+        assert not now.is_error
+        assert where["outcome"] == "completed"
+        assert where["awaitingOperator"] is False
+        assert (where["owner"], where["taskId"]) == (finished["owner"], finished["taskId"])
+        assert "Refund of $49.99 issued" in now.content[0].text
+        unknown = structured(await client.call_tool("status", {"conversation": "other"}))
+        assert unknown["outcome"] == "none"
 
         fresh = structured(await client.call_tool("converse", {"text": "hello", "new": True}))
         assert fresh["contextId"] != asked["contextId"]
