@@ -23,6 +23,7 @@ from pathlib import Path
 import httpx
 
 from a2a_handoff import Agent, HandoffError, __version__
+from a2a_handoff.__main__ import prog_name
 from a2a_handoff.exits import ExitCode, Parser, quiet_pipe
 from a2a_handoff.observe import logs
 from a2a_handoff.secrets import private_dir
@@ -169,8 +170,9 @@ def run_all(
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    prog = prog_name("servers")  # a2a-agent, or python -m servers
     if "all" in argv[:1]:
-        parser = Parser(prog="python -m servers all", description="every example agent, wired")
+        parser = Parser(prog=f"{prog} all", description="every example agent, wired")
         parser.add_argument("all")
         parser.add_argument("--base-port", type=int, default=8101)
         parser.add_argument("--data-dir", type=Path, default=Path("data"))
@@ -199,7 +201,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_all(args.base_port, args.data_dir, args.host, args.contracts,
                        passed=passed, keys=keys, log_dir=args.log_dir,
                        store=args.store)  # fmt: skip
-    parser = Parser(prog="python -m servers", description=__doc__)
+    parser = Parser(prog=prog, description=__doc__)
     parser.add_argument("agent", choices=[*sorted(EXAMPLES), "all"])
     agent_options(parser)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
