@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import re
 from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any, Concatenate, ParamSpec, TypeVar
@@ -218,10 +219,13 @@ class PostgresPool(ServerPing):
         try:
             await self._migrate(pool)
             await self.followers.start()
-        except BaseException:
+        except BaseException as exc:
             await self.followers.aclose()
             await pool.close()
-            raise
+            said = _opening_error(exc, self.dsn)
+            if said is None:
+                raise
+            raise said from exc
         self._pool = pool
         return self
 
@@ -369,3 +373,31 @@ def _safe(dsn: str) -> str:
         return dsn
     netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
     return parts._replace(netloc=netloc).geturl()
+
+
+def _opening_error(exc: BaseException, dsn: str) -> StoreError | None:
+    """What the first connection's failure means and what fixes it, in one line: PostgreSQL
+    not reachable (a StoreDownError: an OSError too), or no such database, or the user
+    refused; None for any other error (raised as it is)."""
+    parts = urlsplit(dsn)
+    where = f"{parts.hostname or 'localhost'}:{parts.port or 5432}"
+    database = parts.path.lstrip("/") or parts.username or "postgres"
+    errors = getattr(asyncpg, "exceptions", None)
+    if errors is not None and isinstance(exc, errors.InvalidCatalogNameError):
+        return StoreError(
+            f"PostgreSQL at {where} has no database {database!r}: create it"
+            f" (createdb -h {parts.hostname or 'localhost'} -p {parts.port or 5432}"
+            f" {database}), or name one that exists in the store URL"
+        )
+    if errors is not None and isinstance(exc, errors.InvalidAuthorizationSpecificationError):
+        return StoreError(
+            f"PostgreSQL at {where} refused the connection: {exc}; give a user it accepts in"
+            " the store URL (postgresql://USER@HOST:PORT/DB, a password from a file)"
+        )
+    if isinstance(exc, _unreachable()) and not isinstance(exc, StoreError):
+        reason = os.strerror(exc.errno) if isinstance(exc, OSError) and exc.errno else str(exc)
+        return StoreDownError(
+            f"cannot reach PostgreSQL at {where} ({reason or type(exc).__name__}): start it,"
+            " or give the store URL the host and port it listens on"
+        )
+    return None
