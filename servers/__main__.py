@@ -23,7 +23,6 @@ from pathlib import Path
 import httpx
 
 from a2a_handoff import Agent, HandoffError, __version__
-from a2a_handoff.__main__ import prog_name
 from a2a_handoff.exits import ExitCode, Parser, quiet_pipe
 from a2a_handoff.observe import logs
 from a2a_handoff.secrets import private_dir
@@ -55,6 +54,13 @@ EXAMPLES: dict[str, Example] = {
     "human": Example(_human, human_card, trusts=("billing", "triage")),
 }
 ALL = ("triage", "billing", "logistics", "human")
+
+
+def prog_name() -> str:
+    """The command as it was run: the console script's name (`a2a-agent`), or `python -m
+    servers` when run as a module."""
+    name = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else ""
+    return "python -m servers" if name in ("", "__main__.py", "-c") else name
 
 
 def serve(name: str, args: argparse.Namespace) -> int:
@@ -170,7 +176,7 @@ def run_all(
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    prog = prog_name("servers")  # a2a-agent, or python -m servers
+    prog = prog_name()
     if "all" in argv[:1]:
         parser = Parser(prog=f"{prog} all", description="every example agent, wired")
         parser.add_argument("all")

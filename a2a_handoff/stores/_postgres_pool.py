@@ -376,28 +376,24 @@ def _safe(dsn: str) -> str:
 
 
 def _opening_error(exc: BaseException, dsn: str) -> StoreError | None:
-    """What the first connection's failure means and what fixes it, in one line: PostgreSQL
-    not reachable (a StoreDownError: an OSError too), or no such database, or the user
-    refused; None for any other error (raised as it is)."""
+    """The first connection's failure in one line with its fix: PostgreSQL not reachable (a
+    StoreDownError, an OSError too), no such database, a user refused; None: another error."""
     parts = urlsplit(dsn)
-    where = f"{parts.hostname or 'localhost'}:{parts.port or 5432}"
+    host, port = parts.hostname or "localhost", parts.port or 5432
     database = parts.path.lstrip("/") or parts.username or "postgres"
-    errors = getattr(asyncpg, "exceptions", None)
-    if errors is not None and isinstance(exc, errors.InvalidCatalogNameError):
+    if isinstance(exc, asyncpg.exceptions.InvalidCatalogNameError):
         return StoreError(
-            f"PostgreSQL at {where} has no database {database!r}: create it"
-            f" (createdb -h {parts.hostname or 'localhost'} -p {parts.port or 5432}"
-            f" {database}), or name one that exists in the store URL"
+            f"PostgreSQL at {host}:{port} has no database {database!r}: create it (createdb"
+            f" -h {host} -p {port} {database}), or name one that exists in the store URL"
         )
-    if errors is not None and isinstance(exc, errors.InvalidAuthorizationSpecificationError):
+    if isinstance(exc, asyncpg.exceptions.InvalidAuthorizationSpecificationError):
         return StoreError(
-            f"PostgreSQL at {where} refused the connection: {exc}; give a user it accepts in"
-            " the store URL (postgresql://USER@HOST:PORT/DB, a password from a file)"
+            f"PostgreSQL at {host}:{port} refused {exc}; give the store URL a user it accepts"
         )
-    if isinstance(exc, _unreachable()) and not isinstance(exc, StoreError):
-        reason = os.strerror(exc.errno) if isinstance(exc, OSError) and exc.errno else str(exc)
-        return StoreDownError(
-            f"cannot reach PostgreSQL at {where} ({reason or type(exc).__name__}): start it,"
-            " or give the store URL the host and port it listens on"
-        )
-    return None
+    if not isinstance(exc, _unreachable()) or isinstance(exc, StoreError):
+        return None
+    reason = os.strerror(exc.errno) if isinstance(exc, OSError) and exc.errno else str(exc)
+    return StoreDownError(
+        f"cannot reach PostgreSQL at {host}:{port} ({reason or type(exc).__name__}):"
+        " start it, or give the store URL the host and port it listens on"
+    )
