@@ -138,7 +138,9 @@ async def _keys(args: argparse.Namespace) -> int:
             agent = args.agent or ""
             document = await store.load_identity(agent)
             if document is None:
-                print(f"error: no identity at {_key_file(args).path} (keys init makes one)",
+                path = _key_file(args).path
+                print(f"error: no identity at {path} (python -m a2a_handoff keys init"
+                      f" --key-file {path} --agent {agent or 'NAME'} makes one)",
                       file=sys.stderr)  # fmt: skip
                 return 1
             agent = agent or Identity.from_document(document).agent
