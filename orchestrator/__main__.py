@@ -301,7 +301,9 @@ async def _mcp(args: argparse.Namespace) -> int:
     try:
         from orchestrator.mcp_server import NetworkServer
     except ImportError:
-        return _fail("the MCP server needs the mcp package: pip install 'a2a-handoff[mcp]'")
+        return _fail(
+            "the MCP server needs the mcp package: pip install '.[mcp]' in the a2a-handoff clone"
+        )
     try:
         keys = credentials(args.entry, _api_key(args), args.keys_file)
     except (OSError, ValueError) as exc:

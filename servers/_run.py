@@ -206,7 +206,11 @@ def serve(name: str, example: Example, args: argparse.Namespace) -> int:
     if args.otlp_endpoint:
         from a2a_handoff.observe import otel
 
-        otel.export_traces(name, args.otlp_endpoint)
+        try:
+            otel.export_traces(name, args.otlp_endpoint)
+        except RuntimeError as exc:  # the SDK missing: say what installs it
+            print(f"error: --otlp-endpoint: {exc}", file=sys.stderr)
+            return int(ExitCode.USAGE)
     limits = server_limits(args)
     return_freed_memory()
     # Long-lived server: move start-up objects out of the collector's way, and collect the

@@ -122,7 +122,8 @@ class PostgresPool(ServerPing):
     ) -> None:
         if asyncpg is None:  # pragma: no cover - the optional extra
             raise StoreError(
-                "the PostgreSQL store needs asyncpg: pip install 'a2a-handoff[postgres]'"
+                "the PostgreSQL store needs asyncpg: pip install '.[postgres]' in the"
+                " a2a-handoff clone"
             )
         self.dsn = dsn
         self.explicit_schema = schema is not None  # else the agent's default (`claim`)
