@@ -3,6 +3,7 @@ the example agents' flags, its card, a handoff to an example agent, and the usag
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +14,7 @@ import pytest
 
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI as URI
 from tests.integration.handoff_support import ext, message, result, wait_for
-from tests.support import ROOT, AgentProcess
+from tests.support import ROOT, AgentProcess, free_port
 
 
 def served(tmp_path: Path, obj: str, *extra: str) -> AgentProcess:
@@ -99,3 +100,29 @@ def test_a_bad_object_is_one_line_and_exit_64(obj: str, said: str) -> None:
     assert done.returncode == 64, done.stderr
     assert said in done.stderr
     assert done.stderr.count("\n") == 1, done.stderr  # one line, no traceback
+
+
+def test_the_readme_greeter_is_served_as_the_readme_says(tmp_path: Path) -> None:
+    """README: saved as greeter.py, `python -m a2a_handoff serve greeter:Greeter --port 8000`
+    serves it (MODULE from the current directory)."""
+    readme = (ROOT / "README.md").read_text()
+    block = readme.split("## An agent in a few lines\n\n```python\n", 1)[1].split("```", 1)[0]
+    assert "python -m a2a_handoff serve greeter:Greeter --port 8000" in " ".join(readme.split())
+    (tmp_path / "greeter.py").write_text(block)
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}
+    with (tmp_path / "greeter.log").open("wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "a2a_handoff", "serve", "greeter:Greeter", "--port", str(port)],
+            cwd=tmp_path, env=env, stdout=log, stderr=log,
+        )  # fmt: skip
+    agent = AgentProcess("greeter", "unused", port=port)
+    agent.proc = proc
+    agent.log_path = tmp_path / "greeter.log"
+    try:
+        agent.wait_ready()
+        task = result(agent.rpc("SendMessage", message("Ada")))["task"]
+        assert task["artifacts"][0]["parts"][0]["text"] == "Hello, Ada!"
+        assert (tmp_path / "data" / "Greeter.db").exists()  # its default store
+    finally:
+        agent.stop()
