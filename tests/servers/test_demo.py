@@ -60,9 +60,15 @@ def test_ctrl_c_stops_the_demo_and_its_agents_quietly(tmp_path: Path, after: str
     """Ctrl-C in the terminal: SIGINT to the demo's whole process group, as a terminal sends
     it. The demo stops its agents and ends, exit 130, without a traceback."""
     env = machine_without_test_packages(tmp_path)
-    demo = subprocess.Popen(["scripts/demo"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)  # fmt: skip
+    demo = subprocess.Popen(
+        ["scripts/demo"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     assert demo.stdout is not None
     seen = []
     for line in demo.stdout:

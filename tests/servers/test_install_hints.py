@@ -34,9 +34,14 @@ def test_a_missing_extra_says_how_to_install_it_from_the_clone(
     tmp_path: Path, blocked: list[str], options: list[str], extra: str
 ) -> None:
     cmd = [
-        sys.executable, "-c", WITHOUT.format(blocked=blocked), "echo", "--port", str(free_port()),
+        sys.executable,
+        "-c",
+        WITHOUT.format(blocked=blocked),
+        "echo",
+        "--port",
+        str(free_port()),
         *options,
-    ]  # fmt: skip
+    ]
     if "--store" not in options:
         cmd += ["--store", "memory://"]
     else:

@@ -27,8 +27,18 @@ def hinted(stderr: str) -> list[str]:
 def test_the_agent_s_hint_runs_as_said_and_the_agent_starts(tmp_path: Path) -> None:
     key_file = tmp_path / "echo.keys.json"
     agent = AgentProcess("echo", "memory://", extra=("--key-file", str(key_file)))
-    refused = run(sys.executable, "-m", "servers", "echo", "--port", str(agent.port),
-                  "--store", "memory://", "--key-file", str(key_file))  # fmt: skip
+    refused = run(
+        sys.executable,
+        "-m",
+        "servers",
+        "echo",
+        "--port",
+        str(agent.port),
+        "--store",
+        "memory://",
+        "--key-file",
+        str(key_file),
+    )
     assert refused.returncode == 64
     made = run(sys.executable, "-m", "a2a_handoff", *hinted(refused.stderr))
     assert made.returncode == 0, made.stderr

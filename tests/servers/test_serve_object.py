@@ -95,8 +95,11 @@ def test_a_served_agent_hands_off_to_an_example_agent(tmp_path: Path) -> None:
 def test_a_bad_object_is_one_line_and_exit_64(obj: str, said: str) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "a2a_handoff", "serve", obj, "--port", "1"],
-        cwd=ROOT, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 64, done.stderr
     assert said in done.stderr
     assert done.stderr.count("\n") == 1, done.stderr  # one line, no traceback
@@ -114,8 +117,11 @@ def test_the_readme_greeter_is_served_as_the_readme_says(tmp_path: Path) -> None
     with (tmp_path / "greeter.log").open("wb") as log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "a2a_handoff", "serve", "greeter:Greeter", "--port", str(port)],
-            cwd=tmp_path, env=env, stdout=log, stderr=log,
-        )  # fmt: skip
+            cwd=tmp_path,
+            env=env,
+            stdout=log,
+            stderr=log,
+        )
     agent = AgentProcess("greeter", "unused", port=port)
     agent.proc = proc
     agent.log_path = tmp_path / "greeter.log"

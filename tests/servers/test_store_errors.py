@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 
 import pytest
@@ -16,9 +15,17 @@ from tests.support import ROOT, free_port
 
 def serve_echo(store: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     cmd = [
-        sys.executable, "-m", "servers", "echo", "--port", str(free_port()),
-        "--store", store, "--key-file", str(tmp_path / "echo.keys.json"),
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "servers",
+        "echo",
+        "--port",
+        str(free_port()),
+        "--store",
+        store,
+        "--key-file",
+        str(tmp_path / "echo.keys.json"),
+    ]
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=60)
 
 
@@ -30,8 +37,8 @@ def serve_echo(store: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
             "cannot reach PostgreSQL at 127.0.0.1:1 (Connection refused): start it",
         ),
         (
-            f"postgresql://{USER}@{HOST}:{PORT}/no_such_db_{uuid.uuid4().hex[:8]}",
-            f"PostgreSQL at {HOST}:{PORT} has no database 'no_such_db_",
+            f"postgresql://{USER}@{HOST}:{PORT}/a2a_test_no_such_db",
+            f"PostgreSQL at {HOST}:{PORT} has no database 'a2a_test_no_such_db'",
         ),
     ],
 )
