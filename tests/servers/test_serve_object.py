@@ -3,6 +3,7 @@ the example agents' flags, its card, a handoff to an example agent, and the usag
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -14,6 +15,7 @@ import pytest
 
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI as URI
 from tests.integration.handoff_support import ext, message, result, wait_for
+from tests.llm.chat_server import ChatServer, Say
 from tests.support import ROOT, AgentProcess, free_port
 
 
@@ -132,3 +134,49 @@ def test_the_readme_greeter_is_served_as_the_readme_says(tmp_path: Path) -> None
         assert (tmp_path / "data" / "Greeter.db").exists()  # its default store
     finally:
         agent.stop()
+
+
+def test_a_langgraph_graph_is_served_through_the_adapter(tmp_path: Path) -> None:
+    agent = served(tmp_path, "tests.servers.served_graph:graph", "--name", "shouter").start()
+    try:
+        assert httpx.get(agent.url + ".well-known/agent-card.json").json()["name"] == "shouter"
+        task = result(agent.rpc("SendMessage", message("quiet please")))["task"]
+        assert task["status"]["state"] == "TASK_STATE_COMPLETED", task
+        said = [p.get("text") for a in task.get("artifacts", []) for p in a["parts"]]
+        message_text = (task["status"].get("message") or {}).get("parts", [{}])[0].get("text")
+        assert "QUIET PLEASE" in [*said, message_text]
+        assert (tmp_path / "served-graph.db").exists()  # its checkpoints beside the store
+    finally:
+        agent.stop()
+
+
+def test_an_llm_agent_is_served_under_its_own_name(tmp_path: Path) -> None:
+    chat = ChatServer().start()
+    agent = served(tmp_path, "tests.servers.served_llm:assistant")
+    agent.env = {"SERVED_LLM_URL": chat.url("assistant")}
+    agent.start()
+    try:
+        assert httpx.get(agent.url + ".well-known/agent-card.json").json()["name"] == "assistant"
+        chat.script("assistant", Say("Hello from the model."))
+        task = result(agent.rpc("SendMessage", message("hi")))["task"]
+        assert task["status"]["state"] == "TASK_STATE_COMPLETED", task
+        assert "Hello from the model." in json.dumps(task)
+    finally:
+        agent.stop()
+        chat.stop()
+
+
+def test_an_agents_sdk_agent_is_served_through_the_adapter(tmp_path: Path) -> None:
+    chat = ChatServer().start()
+    agent = served(tmp_path, "tests.servers.served_sdk:helper")
+    agent.env = {"SERVED_LLM_URL": chat.url("helper"), "OPENAI_AGENTS_DISABLE_TRACING": "1"}
+    agent.start()
+    try:
+        assert httpx.get(agent.url + ".well-known/agent-card.json").json()["name"] == "helper"
+        chat.script("helper", Say("Hello from the SDK."))
+        task = result(agent.rpc("SendMessage", message("hi")))["task"]
+        assert task["status"]["state"] == "TASK_STATE_COMPLETED", task
+        assert "Hello from the SDK." in json.dumps(task)
+    finally:
+        agent.stop()
+        chat.stop()
