@@ -52,12 +52,19 @@ def load(spec: str) -> tuple[str, Any]:
     return attribute, found
 
 
+def _instance_of(obj: Any, module: str, *names: str) -> bool:
+    """Whether `obj` is one of the classes `names` of `module` — looked up only if that
+    module is loaded already (the object's own module imported its framework)."""
+    loaded = sys.modules.get(module)
+    classes = tuple(c for c in (getattr(loaded, n, None) for n in names) if isinstance(c, type))
+    return bool(classes) and isinstance(obj, classes)
+
+
 def _kind(obj: Any) -> str:
     """'agents-sdk', 'langgraph', 'handler' or '' (not an agent)."""
-    module = getattr(type(obj), "__module__", "") or ""
-    if module.startswith("agents.") and type(obj).__name__ == "Agent":
+    if _instance_of(obj, "agents", "Agent"):
         return "agents-sdk"
-    if module.startswith("langgraph.") and type(obj).__name__.endswith("StateGraph"):
+    if _instance_of(obj, "langgraph.graph.state", "StateGraph", "CompiledStateGraph"):
         return "langgraph"
     handle = getattr(obj, "handle", None)
     if handle is not None and inspect.iscoroutinefunction(handle):
@@ -67,9 +74,9 @@ def _kind(obj: Any) -> str:
 
 def _agent(obj: Any, what: str) -> Callable[[argparse.Namespace], Agent]:
     """How to make the handler `obj` stands for (HandoffError: it is no agent)."""
-    if isinstance(obj, type) and _kind(obj) == "handler":
-        return lambda _: cast(Agent, obj())
     kind = _kind(obj)
+    if kind == "handler" and isinstance(obj, type):
+        return lambda _: _made(obj, what)
     if kind == "handler":
         return lambda _: cast(Agent, obj)
     if kind == "agents-sdk":
@@ -84,13 +91,23 @@ def _agent(obj: Any, what: str) -> Callable[[argparse.Namespace], Agent]:
     )
 
 
+def _made(cls: type, what: str) -> Agent:
+    """A handler class made with no arguments (ValueError, a usage error: it needs some)."""
+    try:
+        return cast(Agent, cls())
+    except TypeError as exc:
+        raise ValueError(
+            f"{what}: a class is made with no arguments ({exc}); give an instance"
+        ) from exc
+
+
 def _graph(graph: Any, args: argparse.Namespace) -> Agent:
     """A LangGraph graph as a handler: a compiled one keeps its own checkpointer; a builder's
     checkpoints go to a SQLite file beside the agent's sqlite:/// store."""
     from a2a_handoff.adapters import from_langgraph
 
-    if type(graph).__name__ != "StateGraph":
-        return from_langgraph(graph)
+    if not _instance_of(graph, "langgraph.graph.state", "StateGraph"):
+        return from_langgraph(graph)  # compiled: its own checkpointer
     store = args.store or f"sqlite:///data/{args.name}.db"
     if not store.startswith("sqlite:///"):
         raise ValueError(

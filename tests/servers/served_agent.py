@@ -4,7 +4,7 @@
   `echo` with TEXT in the transfer context; anything else is greeted.
 - `Greeter`: the same handler as a class (served made with no arguments).
 - `carded`: a handler that builds its own card (`build_card(url)`).
-- `not_an_agent`: a function, not an agent.
+- `not_an_agent`: a function, not an agent; `Needy`: a class that needs an argument.
 """
 
 from __future__ import annotations
@@ -42,3 +42,10 @@ carded = Carded()
 
 def not_an_agent() -> None:
     """Not an agent: serving it is a usage error."""
+
+
+class Needy(Greeter):
+    """A handler class that needs an argument: served, it is a usage error."""
+
+    def __init__(self, greeting: str) -> None:
+        self.greeting = greeting

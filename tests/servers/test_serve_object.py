@@ -92,11 +92,12 @@ def test_a_served_agent_hands_off_to_an_example_agent(tmp_path: Path) -> None:
         ("tests.servers.no_such_module:agent", "cannot import tests.servers.no_such_module"),
         ("tests.servers.served_agent:nobody", "tests.servers.served_agent has no 'nobody'"),
         ("tests.servers.served_agent:not_an_agent", "is a function, not an agent"),
+        ("tests.servers.served_agent:Needy", "a class is made with no arguments"),
     ],
 )
 def test_a_bad_object_is_one_line_and_exit_64(obj: str, said: str) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "a2a_handoff", "serve", obj, "--port", "1"],
+        [sys.executable, "-m", "a2a_handoff", "serve", obj, "--port", "1", "--store", "memory://"],
         cwd=ROOT,
         capture_output=True,
         text=True,
