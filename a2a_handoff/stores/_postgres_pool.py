@@ -224,9 +224,7 @@ class PostgresPool(ServerPing):
             await self.followers.aclose()
             await pool.close()
             said = _opening_error(exc, self.dsn)
-            if said is None:
-                raise
-            raise said from exc
+            raise said from (None if said is exc else exc)
         self._pool = pool
         return self
 
@@ -376,9 +374,9 @@ def _safe(dsn: str) -> str:
     return parts._replace(netloc=netloc).geturl()
 
 
-def _opening_error(exc: BaseException, dsn: str) -> StoreError | None:
+def _opening_error(exc: BaseException, dsn: str) -> BaseException:
     """The first connection's failure in one line with its fix: PostgreSQL not reachable (a
-    StoreDownError, an OSError too), no such database, a user refused; None: another error."""
+    StoreDownError, an OSError too), no such database, a user refused; another error as is."""
     parts = urlsplit(dsn)
     host, port = parts.hostname or "localhost", parts.port or 5432
     database = parts.path.lstrip("/") or parts.username or "postgres"
@@ -392,7 +390,7 @@ def _opening_error(exc: BaseException, dsn: str) -> StoreError | None:
             f"PostgreSQL at {host}:{port} refused {exc}; give the store URL a user it accepts"
         )
     if not isinstance(exc, _unreachable()) or isinstance(exc, StoreError):
-        return None
+        return exc
     reason = os.strerror(exc.errno) if isinstance(exc, OSError) and exc.errno else str(exc)
     return StoreDownError(
         f"cannot reach PostgreSQL at {host}:{port} ({reason or type(exc).__name__}):"
