@@ -1,4 +1,8 @@
-"""`python -m a2a_handoff lint …` and `python -m a2a_handoff keys …`.
+"""`python -m a2a_handoff serve|lint|keys|trust …` (installed: `a2a-handoff …`).
+
+serve MODULE:OBJECT --port P [--store URL] [--route NAME=URL …] [--trust NAME=URL …] […]
+    serve an agent object (a handler, an LLMAgent, an Agents SDK agent, a LangGraph graph)
+    with the example agents' flags: `serve --help` says which object and which card
 
 lint DIR [--agents FILE] [--permissions FILE] [--json]
     lint a directory of handoff contracts: exit 0 when no contract has an error, 1 otherwise,
@@ -134,7 +138,9 @@ async def _keys(args: argparse.Namespace) -> int:
             agent = args.agent or ""
             document = await store.load_identity(agent)
             if document is None:
-                print(f"error: no identity at {_key_file(args).path} (keys init makes one)",
+                path = _key_file(args).path
+                print(f"error: no identity at {path} (python -m a2a_handoff keys init"
+                      f" --key-file {path} --agent {agent or 'NAME'} makes one)",
                       file=sys.stderr)  # fmt: skip
                 return 1
             agent = agent or Identity.from_document(document).agent
@@ -198,10 +204,24 @@ def _kid_as_value(argv: Sequence[str]) -> list[str]:
     return args
 
 
+def prog_name(module: str) -> str:
+    """The command as it was run: the console script's name (`a2a-handoff`), or
+    `python -m MODULE` when run as a module."""
+    name = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else ""
+    return f"python -m {module}" if name in ("", "__main__.py", "-c") else name
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = Parser(prog="python -m a2a_handoff", description=__doc__)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    prog = prog_name("a2a_handoff")
+    if argv[:1] == ["serve"]:  # its flags are the example agents' (servers/_flags.py)
+        from servers.any_agent import main as serve
+
+        return serve(argv[1:], f"{prog} serve")
+    parser = Parser(prog=prog, description=__doc__)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("serve", help="serve an agent object: serve MODULE:OBJECT --port P …")
     command = commands.add_parser("lint", help="lint a directory of handoff contracts")
     command.add_argument("directory", type=Path)
     command.add_argument("--agents", type=Path, help="the agent registry (default DIR/agents.yaml)")
@@ -224,7 +244,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     trust.add_argument("--key-file", type=Path, help="the agent's key file (pins beside it)")
     trust.add_argument("--json", action="store_true", help="one JSON document")
     keys.add_argument("--json", action="store_true", help="one JSON document")
-    args = parser.parse_args(_kid_as_value(sys.argv[1:] if argv is None else argv))
+    args = parser.parse_args(_kid_as_value(argv))
     if args.command == "lint":
         return _lint(args)
     if args.command == "trust":

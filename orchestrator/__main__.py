@@ -61,6 +61,7 @@ from a2a_handoff import (
     UnavailableError,
     __version__,
 )
+from a2a_handoff.errors import AuthenticationError
 from a2a_handoff.exits import ExitCode, Parser, quiet_pipe
 from a2a_handoff.observe import tracing
 from a2a_handoff.protocol import check_agent_url
@@ -91,12 +92,25 @@ def human(event: Event) -> str:
     if kind in ("completed", "failed", "rejected", "canceled", "auth_required"):
         return f"{agent} {kind}" + (f": {event['text']}" if event.get("text") else "")
     if kind == "error":
-        return f"{agent} error {event['code']}: {event['message']}"
+        return f"{agent} error {event['code']}: {refused(event['code'], event['message'])}"
     if kind == "message":
         return f"{agent} {event['text']}"
     if kind == "escalated":
         return f"{agent} escalated to a human operator: {event['text']}"
     return str(event.get("message", event))
+
+
+# How to pass keys, said with an authentication error: where it is the key that is missing.
+KEY_HOW = (
+    "pass the key of the agent a command starts at with --api-key @FILE (or env:VAR, or"
+    " $A2A_API_KEY), and the keys of the agents a conversation moves to with --keys-file"
+    " FILE (`http://host:port=KEY` lines, or $A2A_API_KEYS)"
+)
+
+
+def refused(code: int, message: str) -> str:
+    """An agent's error message; an authentication error says how to pass a key."""
+    return f"{message}; {KEY_HOW}" if code == AuthenticationError.code else message
 
 
 def printer(as_json: bool) -> Callable[[Event], None]:
@@ -237,7 +251,7 @@ async def _cancel(
                 "event": "not_canceled",
                 "agent": name,
                 "taskId": args.task,
-                "message": f"task {args.task} was not canceled: {exc.message}",
+                "message": f"task {args.task} was not canceled: {refused(exc.code, exc.message)}",
             }
         )
         return int(ExitCode.FAILED)
@@ -287,7 +301,9 @@ async def _mcp(args: argparse.Namespace) -> int:
     try:
         from orchestrator.mcp_server import NetworkServer
     except ImportError:
-        return _fail("the MCP server needs the mcp package: pip install 'a2a-handoff[mcp]'")
+        return _fail(
+            "the MCP server needs the mcp package: pip install '.[mcp]' in the a2a-handoff clone"
+        )
     try:
         keys = credentials(args.entry, _api_key(args), args.keys_file)
     except (OSError, ValueError) as exc:
@@ -335,7 +351,7 @@ async def _operate(client: AgentClient, args: argparse.Namespace) -> int:
     except operator.AmbiguousId as exc:
         return _fail(str(exc))
     except RemoteError as exc:
-        return _fail(exc.message, ExitCode.FAILED)
+        return _fail(refused(exc.code, exc.message), ExitCode.FAILED)
     event = {"event": "answered", "taskId": answered.task_id, "verdict": answered.verdict}
     line = f"answered {answered.task_id}: {answered.verdict}"
     if answered.not_operator:

@@ -12,7 +12,10 @@ decision back to billing, which issues the refund.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
 import socket
 import subprocess
 import sys
@@ -52,25 +55,52 @@ def _start_agents(work: Path, base: int) -> tuple[subprocess.Popen[str], dict[st
         [sys.executable, "-m", "servers", "all", "--base-port", str(base),
          "--data-dir", str(work / "data"), "--contracts", str(contracts),
          "--log-dir", str(logs)],
-        stdout=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE, text=True, start_new_session=True,
     )  # fmt: skip
     assert agents.stdout is not None
     urls: dict[str, str] = {}
     # `all` prints a line per agent once it serves, then "all serving" (or fails, exiting
     # within its own start-up bound: the pipe closes).
-    for line in agents.stdout:
-        if line.startswith("all serving"):
-            for name in AGENTS:  # in a set order, whichever came up first
-                print(f"{name:10} {urls[name]:26} log: {logs / name}.log", flush=True)
-            print(f"all serving; data in {work / 'data'}\n", flush=True)
-            return agents, urls
-        name, url = line.split()
-        urls[name] = url
+    try:
+        for line in agents.stdout:
+            if line.startswith("all serving"):
+                for name in AGENTS:  # in a set order, whichever came up first
+                    print(f"{name:10} {urls[name]:26} log: {logs / name}.log", flush=True)
+                print(f"all serving; data in {work / 'data'}\n", flush=True)
+                return agents, urls
+            name, url = line.split()
+            urls[name] = url
+    except BaseException:
+        _stop(agents)
+        raise
     agents.wait(15)
     raise SystemExit(f"the agents did not start (servers all: exit {agents.returncode})")
 
 
+def _stop(agents: subprocess.Popen[str]) -> None:
+    """`servers all` and its agents (its process group) stopped, waited for."""
+    if agents.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(agents.pid, signal.SIGTERM)
+    agents.wait(15)
+
+
+def _call(cmd: list[str]) -> int:
+    """A command the demo runs, out of the terminal's reach of Ctrl-C (which stops the demo,
+    and the demo stops it: no half-run command's complaint)."""
+    return subprocess.call(cmd, start_new_session=True)
+
+
 def main() -> int:
+    """The demo; Ctrl-C stops it and its agents quietly (exit 130)."""
+    try:
+        return _demo()
+    except KeyboardInterrupt:
+        print(flush=True)  # the terminal's ^C stays on a line of its own
+        return 130
+
+
+def _demo() -> int:
     work = Path(tempfile.mkdtemp(prefix="a2a-demo-"))
     agents, urls = _start_agents(work, _free_base_port())
     orchestrator = [sys.executable, "-m", "orchestrator", "--session", str(work / "session.json")]
@@ -78,14 +108,13 @@ def main() -> int:
         for i, text in enumerate(SCRIPT):
             print(f"you> {text}", flush=True)
             entry = ["--entry", urls["triage"]] if i == 0 else []
-            subprocess.call([*orchestrator, "send", *entry, text])
+            _call([*orchestrator, "send", *entry, text])
         print("\nyou$ python -m orchestrator trace", flush=True)
-        subprocess.call([*orchestrator, "trace"])
+        _call([*orchestrator, "trace"])
         _escalation(work, urls["triage"], urls["human"])
         return 0
     finally:
-        agents.terminate()
-        agents.wait(15)
+        _stop(agents)
 
 
 def _escalation(work: Path, triage: str, human: str) -> None:
@@ -93,21 +122,24 @@ def _escalation(work: Path, triage: str, human: str) -> None:
     user = [sys.executable, "-m", "orchestrator", "--session", str(work / "session2.json")]
     operator = [sys.executable, "-m", "orchestrator"]
     print(f"\n--- a refund over $500 ---\nyou> {BIG_REFUND}", flush=True)
-    subprocess.call([*user, "--wait", "3", "send", "--entry", triage, BIG_REFUND])
+    _call([*user, "--wait", "3", "send", "--entry", triage, BIG_REFUND])
     print(flush=True)
     print(f"operator$ python -m orchestrator inbox --agent {human}", flush=True)
-    subprocess.call([*operator, "inbox", "--agent", human])
+    _call([*operator, "inbox", "--agent", human])
     listing = subprocess.run(
-        [*operator, "--json", "inbox", "--agent", human], capture_output=True, text=True
+        [*operator, "--json", "inbox", "--agent", human],
+        capture_output=True,
+        text=True,
+        start_new_session=True,
     )
     task = json.loads(listing.stdout.splitlines()[0])["taskId"]
     note = "checked the photos with the customer"
     print(f"\noperator$ python -m orchestrator approve {task} '{note}' --agent {human}")
-    subprocess.call([*operator, "approve", task, note, "--agent", human])
+    _call([*operator, "approve", task, note, "--agent", human])
     print(f"\nyou$ python -m orchestrator watch {task} --agent {human}", flush=True)
-    subprocess.call([*user, "watch", task, "--agent", human])
+    _call([*user, "watch", task, "--agent", human])
     print("\nyou$ python -m orchestrator trace", flush=True)
-    subprocess.call([*user, "trace"])
+    _call([*user, "trace"])
 
 
 if __name__ == "__main__":

@@ -51,6 +51,9 @@ class AgentProcess:
     proc: subprocess.Popen[bytes] | None = None
     log_path: Path | None = None
     module: str = "servers"  # run as `python -m MODULE NAME …`
+    # Without a log_path, the output goes to a temporary file (removed once the agent is
+    # stopped or killed): an agent that does not start says why.
+    _temp_log: Path | None = field(default=None, init=False, repr=False)
 
     @property
     def url(self) -> str:
@@ -65,15 +68,20 @@ class AgentProcess:
         if shared and not any("--key-file" in a for a in self.extra):
             cmd.append(f"--key-file={shared_key_file(self.name, self.store)}")
         env = {**os.environ, "PYTHONUNBUFFERED": "1", **self.env}
-        log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
-        self.proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=log)
-        if log is not subprocess.DEVNULL:
-            log.close()
+        self._drop_temp_log()
+        if self.log_path is None:
+            fd, temp = tempfile.mkstemp(prefix=f"a2a-test-{self.name}-", suffix=".log")
+            os.close(fd)
+            self._temp_log = Path(temp)
+        with open(self._log(), "ab") as log:
+            self.proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=log)
         if wait:
             self.wait_ready(timeout)
         return self
 
     def wait_ready(self, timeout: float = 20.0) -> None:
+        """Until the agent serves; an agent that exits, or does not serve within `timeout`
+        (then killed), raises with the end of its log."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc is not None and self.proc.poll() is not None:
@@ -86,20 +94,35 @@ class AgentProcess:
             except httpx.TransportError:
                 pass
             time.sleep(0.05)
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)  # not left running behind the failed test
+            self.proc.wait(10)
         raise TimeoutError(f"{self.name} did not start on port {self.port}{self._log_tail()}")
+
+    def _log(self) -> Path:
+        log = self.log_path or self._temp_log
+        assert log is not None
+        return log
 
     def _log_tail(self, lines: int = 40) -> str:
         """The end of the agent's log, to say why it did not start."""
-        if self.log_path is None or not self.log_path.exists():
+        log = self.log_path or self._temp_log
+        if log is None or not log.exists():
             return ""
-        tail = self.log_path.read_text(errors="replace").splitlines()[-lines:]
+        tail = log.read_text(errors="replace").splitlines()[-lines:]
         return "; its log ends:\n" + "\n".join(tail)
+
+    def _drop_temp_log(self) -> None:
+        if self._temp_log is not None:
+            self._temp_log.unlink(missing_ok=True)
+            self._temp_log = None
 
     def kill(self) -> None:
         """SIGKILL: no cleanup, like a crash."""
         if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGKILL)
             self.proc.wait(10)
+        self._drop_temp_log()
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -108,6 +131,7 @@ class AgentProcess:
                 self.proc.wait(10)
             except subprocess.TimeoutExpired:
                 self.kill()
+        self._drop_temp_log()
 
     def restart(self) -> AgentProcess:
         self.kill()

@@ -134,6 +134,17 @@ def test_the_python_examples_run_in_order(tmp_path: Path, monkeypatch: pytest.Mo
     assert type(ran["contracts.md"]["contracts"]).__name__ == "Catalog"
 
 
+def test_the_two_agent_block_runs_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pasted on its own, as a reader tries it: it defines everything it uses."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "data").mkdir()
+    (block,) = [b for b in python_blocks() if "class Triage" in b and "class Billing" in b]
+    namespace: dict[str, Any] = {"__name__": "readme"}
+    exec(compile(block, "README.md two agents", "exec"), namespace)
+    cards = [namespace[app].state.a2a.card for app in ("triage_app", "billing_app")]
+    assert [card.name for card in cards] == ["triage", "billing"]
+
+
 def run_blocks(page: Path, namespace: dict[str, Any]) -> dict[str, Any]:
     for number, block in enumerate(python_blocks(page), 1):
         where = f"{page.relative_to(ROOT)} python block {number}"

@@ -19,8 +19,8 @@ Invariants:
 - an answer is bounded (`client.mcp_bounds.MAX_ANSWER_BYTES`): a larger one fails the call;
   a server's error text is repeated up to `MAX_SAID` characters.
 
-The `mcp` package (`pip install 'a2a-handoff[mcp]'`) is imported by the first connection,
-so an agent without MCP servers never loads it.
+The `mcp` package (`pip install '.[mcp]'` in the a2a-handoff clone) is imported by the first
+connection, so an agent without MCP servers never loads it.
 """
 
 from __future__ import annotations
@@ -103,7 +103,8 @@ class _Session:
         except ImportError as exc:  # pragma: no cover - the extra is missing
             self.ready.set_exception(
                 ToolCallError(
-                    "calling MCP tools needs the mcp package: pip install 'a2a-handoff[mcp]'",
+                    "calling MCP tools needs the mcp package: pip install '.[mcp]' in the"
+                    " a2a-handoff clone",
                     kind="unreachable",
                 )
             )

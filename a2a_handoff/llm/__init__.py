@@ -1,8 +1,8 @@
 """Language-model agents: an `LLMAgent` is declared — a model, instructions, handoff routes,
 tools — and runs as any agent does (`create_app(agent, card, store, handoff=…)`).
 
-Needs the `llm` extra (`pip install 'a2a-handoff[llm]'`: the official `openai` client),
-against any OpenAI-compatible chat-completions endpoint: OpenAI, Azure, vLLM, Ollama, the
+Needs the `llm` extra (`pip install '.[llm]'` in the a2a-handoff clone: the official `openai`
+client), against any OpenAI-compatible chat-completions endpoint: OpenAI, Azure, vLLM, Ollama, the
 llama.cpp server, a LiteLLM proxy.
 """
 

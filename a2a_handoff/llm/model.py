@@ -1,10 +1,10 @@
 """The model: one streamed chat completion over any OpenAI-compatible endpoint.
 
-The official `openai` client (`pip install 'a2a-handoff[llm]'`), imported when a model is
-first built. No retries (`max_retries=0`: a model call is not idempotent, and a dead endpoint
-must fail at once, not after minutes), a connect timeout, a timeout between two chunks, and a
-deadline for the whole call: a model never holds a task forever. Whatever goes wrong —
-refused, timed out, an HTTP error, an answer that is not a chat completion — is a
+The official `openai` client (`pip install '.[llm]'` in the a2a-handoff clone), imported when a
+model is first built. No retries (`max_retries=0`: a model call is not idempotent, and a dead
+endpoint must fail at once, not after minutes), a connect timeout, a timeout between two
+chunks, and a deadline for the whole call: a model never holds a task forever. Whatever goes
+wrong — refused, timed out, an HTTP error, an answer that is not a chat completion — is a
 `ModelError` naming the endpoint.
 """
 
@@ -90,7 +90,8 @@ class Model:
                 import openai
             except ImportError:  # pragma: no cover - the extra is installed in development
                 raise ModelError(
-                    "language-model agents need the openai package: pip install 'a2a-handoff[llm]'"
+                    "language-model agents need the openai package: pip install '.[llm]' in the"
+                    " a2a-handoff clone"
                 ) from None
             key = self.api_key or (LOCAL_KEY if self.base_url else None)
             if key is None:

@@ -21,7 +21,8 @@ def export_traces(service: str, endpoint: str | None = None, exporter: Any = Non
         from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
     except ImportError as exc:  # pragma: no cover - depends on the install
         raise RuntimeError(
-            "exporting traces needs the OpenTelemetry SDK: pip install 'a2a-handoff[otel]'"
+            "exporting traces needs the OpenTelemetry SDK: pip install '.[otel]' in the"
+            " a2a-handoff clone"
         ) from exc
     provider = TracerProvider(resource=Resource.create({"service.name": service}))
     if exporter is not None:
@@ -31,7 +32,7 @@ def export_traces(service: str, endpoint: str | None = None, exporter: Any = Non
             from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
         except ImportError as exc:  # pragma: no cover - depends on the install
             raise RuntimeError(
-                "the OTLP exporter is missing: pip install 'a2a-handoff[otel]'"
+                "the OTLP exporter is missing: pip install '.[otel]' in the a2a-handoff clone"
             ) from exc
         url = endpoint.rstrip("/") + "/v1/traces" if endpoint else None
         provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=url)))

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import re
 from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any, Concatenate, ParamSpec, TypeVar
@@ -121,7 +122,8 @@ class PostgresPool(ServerPing):
     ) -> None:
         if asyncpg is None:  # pragma: no cover - the optional extra
             raise StoreError(
-                "the PostgreSQL store needs asyncpg: pip install 'a2a-handoff[postgres]'"
+                "the PostgreSQL store needs asyncpg: pip install '.[postgres]' in the"
+                " a2a-handoff clone"
             )
         self.dsn = dsn
         self.explicit_schema = schema is not None  # else the agent's default (`claim`)
@@ -218,10 +220,11 @@ class PostgresPool(ServerPing):
         try:
             await self._migrate(pool)
             await self.followers.start()
-        except BaseException:
+        except BaseException as exc:
             await self.followers.aclose()
             await pool.close()
-            raise
+            said = _opening_error(exc, self.dsn)
+            raise said from (None if said is exc else exc)
         self._pool = pool
         return self
 
@@ -369,3 +372,27 @@ def _safe(dsn: str) -> str:
         return dsn
     netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
     return parts._replace(netloc=netloc).geturl()
+
+
+def _opening_error(exc: BaseException, dsn: str) -> BaseException:
+    """The first connection's failure in one line with its fix: PostgreSQL not reachable (a
+    StoreDownError, an OSError too), no such database, a user refused; another error as is."""
+    parts = urlsplit(dsn)
+    host, port = parts.hostname or "localhost", parts.port or 5432
+    database = parts.path.lstrip("/") or parts.username or "postgres"
+    if isinstance(exc, asyncpg.exceptions.InvalidCatalogNameError):
+        return StoreError(
+            f"PostgreSQL at {host}:{port} has no database {database!r}: create it (createdb"
+            f" -h {host} -p {port} {database}), or name one that exists in the store URL"
+        )
+    if isinstance(exc, asyncpg.exceptions.InvalidAuthorizationSpecificationError):
+        return StoreError(
+            f"PostgreSQL at {host}:{port} refused {exc}; give the store URL a user it accepts"
+        )
+    if not isinstance(exc, _unreachable()) or isinstance(exc, StoreError):
+        return exc
+    reason = os.strerror(exc.errno) if isinstance(exc, OSError) and exc.errno else str(exc)
+    return StoreDownError(
+        f"cannot reach PostgreSQL at {host}:{port} ({reason or type(exc).__name__}):"
+        " start it, or give the store URL the host and port it listens on"
+    )

@@ -111,7 +111,9 @@ class RedisBase(ServerPing):
 
     def __init__(self, url: str, prefix: str | None, durability: str = "full") -> None:
         if aioredis is None:  # pragma: no cover - the optional extra
-            raise StoreError("the Redis store needs redis-py: pip install 'a2a-handoff[redis]'")
+            raise StoreError(
+                "the Redis store needs redis-py: pip install '.[redis]' in the a2a-handoff clone"
+            )
         self.url = url
         self.explicit_prefix = prefix is not None  # else the agent's default (`claim`)
         self.agent: str | None = None  # the agent this store serves, once claimed

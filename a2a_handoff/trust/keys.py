@@ -302,7 +302,8 @@ class KeyFile:
                     + (f" {self.missing_hint}" if self.missing_hint else "")
                     + ": this agent will not make itself a new identity on its own (agents"
                     " that pinned its keys would refuse it). Restore the file, or make a new"
-                    f" identity on purpose: python -m a2a_handoff keys init --key-file {self.path}"
+                    " identity on purpose: python -m a2a_handoff keys init --key-file"
+                    f" {self.path} --agent {json.loads(document).get('agent') or 'NAME'}"
                 )
             tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
             fd = os.open(tmp, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)

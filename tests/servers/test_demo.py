@@ -4,9 +4,14 @@ conversation with four agents' uvicorn and httpx INFO lines, "all serving" after
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import subprocess
 from pathlib import Path
+
+import httpx
+import pytest
 
 from tests.support import ROOT
 from tests.test_setup import machine_without_test_packages
@@ -48,3 +53,36 @@ def test_the_demo_shows_the_conversation_and_where_the_logs_are(tmp_path: Path) 
         assert path.name == f"{name}.log"
         assert " INFO " in path.read_text()
     assert "INSECURE: human keeps escalations without API keys" in logs["human"].read_text()
+
+
+@pytest.mark.parametrize("after", ["all serving", "[billing] input required"])
+def test_ctrl_c_stops_the_demo_and_its_agents_quietly(tmp_path: Path, after: str) -> None:
+    """Ctrl-C in the terminal: SIGINT to the demo's whole process group, as a terminal sends
+    it. The demo stops its agents and ends, exit 130, without a traceback."""
+    env = machine_without_test_packages(tmp_path)
+    demo = subprocess.Popen(
+        ["scripts/demo"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    assert demo.stdout is not None
+    seen = []
+    for line in demo.stdout:
+        seen.append(line)
+        if line.startswith(after):
+            break
+    os.killpg(demo.pid, signal.SIGINT)
+    rest, _ = demo.communicate(timeout=60)
+    out = "".join(seen) + rest
+    assert demo.returncode == 130, out
+    assert "Traceback" not in out
+    assert "KeyboardInterrupt" not in out
+    urls = [line.split()[1] for line in seen if line.split()[1:2] and "log:" in line]
+    assert urls
+    for url in urls:  # every agent stopped
+        with pytest.raises(httpx.ConnectError):
+            httpx.get(url + "health", timeout=2)

@@ -1,0 +1,271 @@
+"""The flags an agent is served with — one set for the example agents (`python -m servers
+NAME`), for `python -m servers all` (which passes them on) and for any agent object
+(`python -m a2a_handoff serve MODULE:OBJECT`) — and the config objects some of them make."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from a2a_handoff import HandoffError, PushSettings, ToolsConfig
+from a2a_handoff.secrets import HOW as SECRETS_HOW
+from a2a_handoff.secrets import SecretError, read_secret
+from a2a_handoff.server import ServerLimits
+from a2a_handoff.trust import ENV_VAR as KEY_ENV_VAR
+from servers import _llm
+
+
+def pairs(values: Sequence[str], what: str) -> dict[str, str]:
+    pairs = {}
+    for value in values:
+        name, sep, rest = value.partition("=")
+        if not sep or not name or not rest:
+            raise HandoffError(f"{what} must read NAME=VALUE, not {value!r}")
+        pairs[name] = rest
+    return pairs
+
+
+def listed(value: str) -> list[str]:
+    """A comma-separated option as its entries."""
+    return [entry.strip() for entry in value.split(",") if entry.strip()]
+
+
+def agent_options(parser: argparse.ArgumentParser, examples: bool = True) -> None:
+    """The agent options, added to `parser`; `examples=False` leaves out the options only
+    the example agents read (--payments, the human agent's, the model's: --llm…)."""
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument(
+        "--store",
+        default=None,
+        help="sqlite:///PATH (default sqlite:///data/NAME.db), postgresql://USER@HOST:PORT/DB or"
+        " redis://HOST:PORT/DB (shared by replicas), or memory://",
+    )
+    parser.add_argument("--url", default=None, help="the URL the card advertises")
+    parser.add_argument(
+        "--card-v03",
+        action="store_true",
+        help="serve the A2A 0.3 card members at /.well-known/agent-card.json too, for 0.3"
+        " clients that read only that path (the 1.0 card schema forbids them there)",
+    )
+    parser.add_argument(
+        "--route", action="append", default=[], metavar="NAME=URL", help="a handoff target"
+    )
+    parser.add_argument(
+        "--scope", default=None, help="capabilities this agent may delegate, comma-separated"
+    )
+    parser.add_argument(
+        "--credential",
+        action="append",
+        default=[],
+        metavar="NAME=@FILE|NAME=env:VAR",
+        help="the API key presented to agent NAME (a route or a trusted agent), read from FILE"
+        " or from $VAR: never on the command line",
+    )
+    trust = parser.add_argument_group("trust")
+    trust.add_argument(
+        "--trust",
+        action="append",
+        default=[],
+        metavar="NAME=URL",
+        help="accept handoffs from this agent too (routes are trusted already)",
+    )
+    trust.add_argument(
+        "--trust-file", type=Path, default=None, help="more trusted agents (YAML: agents: …)"
+    )
+    trust.add_argument(
+        "--key-file",
+        type=Path,
+        default=None,
+        help=f"this agent's keys (default: beside its store; or ${KEY_ENV_VAR})",
+    )
+    trust.add_argument(
+        "--operators",
+        default=None,
+        help="principals that see and answer this agent's escalations, comma-separated",
+    )
+    trust.add_argument(
+        "--trust-max-age",
+        type=float,
+        default=60.0,
+        help="seconds a trusted agent's fetched keys are used before fetching them again",
+    )
+    trust.add_argument("--keys-reload", type=float, default=2.0, help=argparse.SUPPRESS)
+    trust.add_argument(
+        "--allow-insecure-files",
+        action="store_true",
+        help="read files of secrets (--auth-keys, @FILE, pins) another user owns or can read,"
+        " with a warning, instead of refusing to start ($A2A_ALLOW_INSECURE_FILES=1)",
+    )
+    trust.add_argument(
+        "--allowed-hosts",
+        default="",
+        metavar="NAMES",
+        help="host names this agent answers at besides its URL's (and any IP address),"
+        " comma-separated; `*`: any. Other Host headers are refused (DNS rebinding)",
+    )
+    trust.add_argument(
+        "--allowed-origins",
+        default="",
+        metavar="ORIGINS",
+        help="web origins (scheme://host:port) whose pages may call this agent,"
+        " comma-separated; by default a browser's cross-origin request is refused",
+    )
+    trust.add_argument(
+        "--return-give-up",
+        type=float,
+        default=None,
+        help="seconds a decision's return is retried before its task fails (default: --ttl)",
+    )
+    parser.add_argument("--ttl", type=int, default=300, help="handoff envelope TTL, seconds")
+    parser.add_argument("--max-hops", type=int, default=8)
+    parser.add_argument("--recovery-interval", type=float, default=2.0)
+    auth = parser.add_mutually_exclusive_group()
+    auth.add_argument("--auth-keys", metavar="FILE", help="require API keys: principal=key lines")
+    auth.add_argument("--auth-env", action="store_true", help="require keys from $A2A_API_KEYS")
+    parser.add_argument(
+        "--escalate-over",
+        type=float,
+        default=None,
+        help="escalate actions over this amount to route `human` (billing: 500)",
+    )
+    parser.add_argument(
+        "--repeated-failures",
+        type=int,
+        default=None,
+        help="escalate after this many failures of one kind in a conversation",
+    )
+    parser.add_argument(
+        "--contracts", type=Path, default=None, help="enforce the handoff contracts of DIR"
+    )
+    limits = parser.add_argument_group("server limits (see docs/server.md)")
+    defaults = ServerLimits()
+    limits.add_argument("--max-connections", type=int, default=defaults.max_connections)
+    limits.add_argument("--max-streams", type=int, default=1000, help="open SSE streams")
+    limits.add_argument("--header-timeout", type=float, default=defaults.header_timeout)
+    limits.add_argument("--body-timeout", type=float, default=defaults.body_timeout)
+    limits.add_argument("--write-timeout", type=float, default=defaults.write_timeout)
+    limits.add_argument("--keep-alive", type=float, default=5.0, help="idle keep-alive, s")
+    push = parser.add_argument_group("push notifications (see docs/push.md)")
+    push.add_argument(
+        "--push-allow", action="append", default=[], metavar="HOSTS",
+        help="webhook hosts, addresses or networks admitted beside public https URLs"
+        " (comma-separated, repeatable; loopback only when listed: 127.0.0.1, localhost)",
+    )  # fmt: skip
+    push.add_argument("--no-push", action="store_true", help="turn push notifications off")
+    push.add_argument(
+        "--push-give-up", type=float, default=3600.0, metavar="SECONDS",
+        help="how long a failing webhook is retried before its events are given up",
+    )  # fmt: skip
+    push.add_argument("--push-retry-max", type=float, default=60.0, help=argparse.SUPPRESS)
+    push.add_argument(
+        "--push-deadline",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="the most one webhook request may take, its answer included",
+    )
+    push.add_argument("--push-per-task", type=int, default=10, metavar="N", help="configs a task")
+    push.add_argument(
+        "--push-per-caller", type=int, default=100, metavar="N", help="active configs a caller"
+    )
+    push.add_argument(
+        "--push-per-receiver",
+        type=int,
+        default=4,
+        metavar="N",
+        help="requests in flight to one receiver (scheme://host:port)",
+    )
+    if examples:
+        _example_options(parser)
+    seen = parser.add_argument_group("observability (see docs/observability.md)")
+    seen.add_argument(
+        "--log-level", default="info", choices=["debug", "info", "warning", "error"],
+        help="info: a line per task transition, handoff step, escalation (default);"
+        " debug adds a line per HTTP request",
+    )  # fmt: skip
+    seen.add_argument("--log-format", default="text", choices=["text", "json"])
+    parser.add_argument(
+        "--mcp-server", action="store_true",
+        help="also serve this agent as an MCP server at /mcp (needs a2a-handoff[mcp])",
+    )  # fmt: skip
+    tools = parser.add_argument_group("MCP tools a handler calls (see docs/tools.md)")
+    tools.add_argument(
+        "--mcp", action="append", default=[], metavar="NAME=URL",
+        help="an MCP server (streamable HTTP) handlers may call as NAME (needs a2a-handoff[mcp])",
+    )  # fmt: skip
+    tools.add_argument(
+        "--mcp-timeout", type=float, default=30.0, help="seconds an MCP tool call may take"
+    )
+    seen.add_argument(
+        "--metrics-public", action="store_true", help="GET /metrics without a key under auth"
+    )
+    seen.add_argument(
+        "--otlp-endpoint", metavar="URL", default=os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"),
+        help="export traces over OTLP/HTTP (needs a2a-handoff[otel])",
+    )  # fmt: skip
+
+
+def push_settings(args: argparse.Namespace) -> PushSettings | None:
+    """Push notifications as the flags say (on unless --no-push)."""
+    if args.no_push:
+        return None
+    return PushSettings(
+        allow=tuple(args.push_allow),
+        give_up=args.push_give_up,
+        retry_max=args.push_retry_max,
+        deadline=args.push_deadline,
+        per_task=args.push_per_task,
+        per_caller=args.push_per_caller,
+        per_receiver=args.push_per_receiver,
+    )
+
+
+def mcp_tools(args: argparse.Namespace) -> ToolsConfig:
+    """The MCP servers `--mcp NAME=URL` names (HandoffError, a ValueError: one malformed).
+    A URL holding a password is a secret: read from `@FILE` or `env:VAR`, never written on
+    the command line (SecretError, a ValueError, otherwise)."""
+    servers = {}
+    for name, where in pairs(args.mcp, "--mcp").items():
+        if where.startswith(("@", "env:")):
+            where = read_secret(where, f"--mcp {name}")
+        elif urlsplit(where).password is not None:
+            raise SecretError(f"--mcp {name}: the URL holds a password; {SECRETS_HOW}")
+        servers[name] = where
+    return ToolsConfig(mcp=servers, timeout=args.mcp_timeout)
+
+
+def server_limits(args: argparse.Namespace) -> ServerLimits:
+    return ServerLimits(
+        header_timeout=args.header_timeout,
+        body_timeout=args.body_timeout,
+        write_timeout=args.write_timeout,
+        max_connections=args.max_connections,
+    ).fitted()
+
+
+def _example_options(parser: argparse.ArgumentParser) -> None:
+    """The options only the example agents read."""
+    parser.add_argument(
+        "--payments",
+        type=Path,
+        default=None,
+        help="billing: the payment provider's ledger, a file (default: in memory)",
+    )
+    human = parser.add_argument_group("the human agent")
+    human.add_argument(
+        "--answer-within",
+        type=float,
+        default=None,
+        help="seconds a blocking escalation may wait for an operator (default: forever)",
+    )
+    human.add_argument(
+        "--fallback",
+        default="deny",
+        help="what an unanswered escalation gets: deny, or a route NAME to hand it to",
+    )
+    human.add_argument("--check-every", type=float, default=1.0, help=argparse.SUPPRESS)
+    _llm.add_arguments(parser)

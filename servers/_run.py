@@ -1,0 +1,256 @@
+"""An agent served as its flags say: the store opened, the keys checked (or made), the
+config objects of `create_app` built from the flags, and uvicorn run with the project's
+`ServerLimits`. One implementation for the example agents (`python -m servers NAME`) and
+for any agent object (`python -m a2a_handoff serve MODULE:OBJECT`)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import errno
+import gc
+import os
+import socket
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import uvicorn
+
+from a2a_handoff import (
+    Agent,
+    AgentCard,
+    ApiKeyAuth,
+    HandoffConfig,
+    HandoffError,
+    LimitsConfig,
+    MemoryTaskStore,
+    ObservabilityConfig,
+    SqliteTaskStore,
+    TrustConfig,
+    create_app,
+    open_store,
+)
+from a2a_handoff.contracts import Catalog
+from a2a_handoff.errors import TrustError
+from a2a_handoff.escalation import EscalationPolicy
+from a2a_handoff.exits import ExitCode
+from a2a_handoff.protocol import check_agent_url
+from a2a_handoff.secrets import SecretError, accept_insecure_files, private_dir, read_secret
+from a2a_handoff.server import return_freed_memory
+from a2a_handoff.stores import Store
+from a2a_handoff.trust import ENV_VAR as KEY_ENV_VAR
+from a2a_handoff.trust import (
+    NO_KEYS_IN_SHARED_STORE,
+    EnvIdentity,
+    IdentityStore,
+    KeyFile,
+    TrustedAgent,
+    load_or_create,
+    load_trust_file,
+    own_identity,
+    parse_trust,
+)
+from servers._flags import listed, mcp_tools, pairs, push_settings, server_limits
+
+
+@dataclass(frozen=True)
+class Example:
+    """What `serve` runs: the agent (made from the flags once they are checked: a ValueError
+    is a usage error), its card for the URL it is served at, the capabilities it may
+    delegate, its escalation policy, and the card authenticated callers see."""
+
+    make_agent: Callable[[argparse.Namespace], Agent]
+    make_card: Callable[[str], AgentCard]
+    scope: tuple[str, ...] | None = None
+    routes: tuple[str, ...] = field(default=())  # route names `all` wires up
+    policy: EscalationPolicy | None = None
+    trusts: tuple[str, ...] = field(default=())  # agents `all` adds to its trust list
+    make_extended: Callable[[str], AgentCard] | None = None  # for authenticated callers
+
+
+def _check_identity(
+    identity: IdentityStore | None, store: Store, store_url: str, name: str
+) -> None:
+    """The agent's signing keys, checked (or made, for a new SQLite store) before it serves:
+    TrustError when they cannot be used — a key file another user owns or can read, one gone
+    missing beside a store used before, keys a Redis store cannot keep."""
+    if isinstance(store, SqliteTaskStore) and identity is not None:
+        # Keys given apart from a SQLite file that has keys of its own: the file is still
+        # that agent's store (tasks, outbox), not one another agent may share.
+        beside = store.key_file.read()
+        if beside is not None:
+            own_identity(beside, name, store.key_file)
+    if identity is None and isinstance(store, SqliteTaskStore):
+        identity = store.key_file
+    shared = not isinstance(store, SqliteTaskStore | MemoryTaskStore)
+    if shared:
+        asyncio.run(_no_keys_left_in(store_url, name))
+    if identity is None:
+        if shared:
+            raise TrustError(NO_KEYS_IN_SHARED_STORE)
+        return  # the memory store keeps its keys in memory
+    asyncio.run(load_or_create(identity, name))
+
+
+async def _no_keys_left_in(store_url: str, name: str) -> None:
+    """StoreError when the shared store (its schema or prefix) is another agent's; TrustError
+    while it still holds the agent's private keys (an older version kept them there). A
+    store of its own: this one lives on no event loop."""
+    store = open_store(store_url)
+    store.claim(name)
+    await store.open()
+    try:
+        legacy = getattr(store, "refuse_legacy_identity", None)
+        if legacy is not None:
+            await legacy(name)
+    finally:
+        await store.aclose()
+
+
+def serve(name: str, example: Example, args: argparse.Namespace) -> int:
+    """Serve `example` as agent `name` until stopped: its exit code (64: a usage error,
+    said in one line on stderr before anything listens)."""
+    url = args.url or f"http://{args.host}:{args.port}/"
+    if not port_free(args.host, args.port):  # a usage error, said before anything else
+        taken = port_taken(args.host, [f"{args.port} ({name})"], "--port")
+        print(f"error: {taken}", file=sys.stderr)
+        return int(ExitCode.USAGE)
+    if args.allow_insecure_files:
+        accept_insecure_files()
+    try:
+        auth = None
+        if args.auth_keys:
+            auth = ApiKeyAuth.from_file(args.auth_keys)
+        elif args.auth_env:
+            auth = ApiKeyAuth.from_env()
+        if args.url:
+            check_agent_url(args.url, "--url", replicas=False)
+        routes = {
+            n: check_agent_url(u, f"--route {n}") for n, u in pairs(args.route, "--route").items()
+        }
+        keys = pairs(args.credential, "--credential")
+        store_url = args.store or f"sqlite:///data/{name}.db"
+        store = open_store(store_url)
+        if isinstance(store, SqliteTaskStore):
+            private_dir(Path(store.path).parent)  # data/ in a fresh clone: 0700
+            store.check_free()  # another process serving the file: say so, do not start
+        contracts = Catalog.load(args.contracts) if args.contracts else None
+        trusted: list[TrustedAgent] = [parse_trust(t) for t in args.trust]
+        if args.trust_file:
+            trusted += load_trust_file(args.trust_file)
+        identity: IdentityStore | None = None
+        if args.key_file:
+            identity = KeyFile(args.key_file)
+        elif os.environ.get(KEY_ENV_VAR):
+            identity = EnvIdentity(os.environ[KEY_ENV_VAR])
+        _check_identity(
+            identity, store, store_url, name
+        )  # before anything listens: refused, or made
+        # --credential NAME=KEY: the key presented to the agent NAME (a route, or an agent
+        # on the trust list: the human agent returns decisions to those).
+        known = {**{t.name: t.url for t in trusted}, **routes}
+        unknown = sorted(set(keys) - set(known))
+        if unknown:
+            raise HandoffError(f"--credential names no route or trusted agent: {unknown}")
+        credentials = {
+            known[n]: read_secret(where, f"--credential {n}") for n, where in keys.items()
+        }
+    except (HandoffError, OSError, SecretError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return int(ExitCode.USAGE)
+    scope = args.scope.split(",") if args.scope else example.scope
+    policy = example.policy or EscalationPolicy()
+    if args.escalate_over is not None:
+        policy = replace(policy, amount_limit=args.escalate_over)
+    if args.repeated_failures is not None:
+        policy = replace(policy, repeated_failures=args.repeated_failures)
+    try:
+        app = create_app(
+            example.make_agent(args),
+            example.make_card(url),
+            store,
+            handoff=HandoffConfig(
+                routes=routes,
+                scope=scope,
+                credentials=credentials,
+                contracts=contracts,
+                max_hops=args.max_hops,
+                ttl_seconds=args.ttl,
+                recovery_interval=args.recovery_interval,
+                return_give_up=args.return_give_up,
+            ),
+            trust=TrustConfig(
+                auth=auth,
+                trusted=trusted,
+                identity=identity,
+                operators=args.operators.split(",") if args.operators else (),
+                trusted_max_age=args.trust_max_age,
+                keys_reload=args.keys_reload,
+                allowed_hosts=listed(args.allowed_hosts),
+                allowed_origins=listed(args.allowed_origins),
+            ),
+            limits=LimitsConfig(max_streams=args.max_streams),
+            observability=ObservabilityConfig(metrics_public=args.metrics_public),
+            tools=mcp_tools(args),
+            escalation=policy,
+            extended_card=example.make_extended(url) if example.make_extended else None,
+            card_v03_fields=args.card_v03,
+            mcp_server=args.mcp_server,
+            push=push_settings(args),
+        )
+    except (ValueError, HandoffError) as exc:  # unsafe or impossible: say so, do not start
+        print(f"error: {exc}", file=sys.stderr)
+        return int(ExitCode.USAGE)
+    if args.otlp_endpoint:
+        from a2a_handoff.observe import otel
+
+        try:
+            otel.export_traces(name, args.otlp_endpoint)
+        except RuntimeError as exc:  # the SDK missing: say what installs it
+            print(f"error: --otlp-endpoint: {exc}", file=sys.stderr)
+            return int(ExitCode.USAGE)
+    limits = server_limits(args)
+    return_freed_memory()
+    # Long-lived server: move start-up objects out of the collector's way, and collect the
+    # young generation less often (request objects die young; cycles are rare).
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(20_000, 20, 20)
+    uvicorn.run(
+        app,
+        host=args.host,
+        port=args.port,
+        log_level=args.log_level,
+        log_config=None,  # uvicorn's lines go through ours (configure_logging): one format
+        access_log=args.log_level == "debug",  # debug: a line per HTTP request too
+        proxy_headers=False,  # served directly: no X-Forwarded-* to trust
+        http=limits.protocol(),  # timeouts, connection cap, slow readers dropped
+        timeout_keep_alive=args.keep_alive,
+        # A blocking SendMessage whose handoff target is down would hold shutdown for the
+        # envelope's whole TTL: give in-flight requests a few seconds, then stop.
+        timeout_graceful_shutdown=5,
+    )
+    return 0
+
+
+def port_free(host: str, port: int) -> bool:
+    """Whether a server could listen on host:port now (as uvicorn binds: SO_REUSEADDR, so a
+    port a stopped agent left in TIME_WAIT is free, one another process listens on is not).
+    Only a port in use is not free: other bind errors are left to the server to report."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            return exc.errno != errno.EADDRINUSE
+    return True
+
+
+def port_taken(host: str, ports: Sequence[str], option: str) -> str:
+    """The usage error of a busy port, saying what to do."""
+    return (
+        f"port in use on {host}: {', '.join(ports)}; stop what listens there, or pick"
+        f" another {option}"
+    )
