@@ -22,7 +22,7 @@ visits. A body over the agent's limit (`LimitsConfig.max_body`) is refused with 
 the MCP server reads it.
 
 This module is imported only when the MCP face is on (`create_app(mcp_server=True)`): it
-needs the `mcp` package (`pip install 'a2a-handoff[mcp]'`).
+needs the `mcp` package (`pip install '.[mcp]'` in the a2a-handoff clone).
 """
 
 from __future__ import annotations
@@ -41,7 +41,9 @@ try:
     from mcp.server.lowlevel.server import Server
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 except ImportError as exc:  # pragma: no cover - the extra is missing
-    raise ImportError("the MCP face needs the mcp package: pip install 'a2a-handoff[mcp]'") from exc
+    raise ImportError(
+        "the MCP face needs the mcp package: pip install '.[mcp]' in the a2a-handoff clone"
+    ) from exc
 
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response

@@ -20,7 +20,9 @@ from typing import Any
 try:
     import mcp_types as types
 except ImportError as exc:  # pragma: no cover - the extra is missing
-    raise ImportError("the MCP face needs the mcp package: pip install 'a2a-handoff[mcp]'") from exc
+    raise ImportError(
+        "the MCP face needs the mcp package: pip install '.[mcp]' in the a2a-handoff clone"
+    ) from exc
 
 from a2a_handoff.errors import RpcError
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI

@@ -160,7 +160,7 @@ def create_app(
     rules that escalate to the human agent. The switches: `extended_card`, served to
     authenticated callers (the public card then declares it); `card_v03_fields=True` adds the
     0.3 members to the 1.0 card path too (for 0.3 clients that read only that path);
-    `mcp_server=True` also serves the agent as an MCP server at `/mcp` (`a2a-handoff[mcp]`,
+    `mcp_server=True` also serves the agent as an MCP server at `/mcp` (the `mcp` extra,
     see `server._mcp`); `push` (a `PushSettings`) turns push notifications on;
     `dedupe_message_ids=False` runs a message whose id was seen before as new (for clients
     that reuse ids, such as the conformance kit; a retried send must not start the work twice
@@ -228,7 +228,8 @@ def _tools(config: ToolsConfig) -> McpTools | None:
         return None
     if importlib.util.find_spec("mcp") is None:
         raise ConfigError(
-            "calling MCP servers needs the mcp package: pip install 'a2a-handoff[mcp]'"
+            "calling MCP servers needs the mcp package: pip install '.[mcp]' in the"
+            " a2a-handoff clone"
         )
     return McpTools(
         config.mcp,
