@@ -26,7 +26,8 @@ from starlette.types import Receive, Scope, Send
 from a2a_handoff.errors import InternalError, RpcError, StoreError, StoreUnavailableError
 from a2a_handoff.server._call import Call
 from a2a_handoff.server._compat03 import V03Binding
-from a2a_handoff.server._jsonrpc import raw_protocol_headers
+from a2a_handoff.server._jsonrpc import JsonRpcBinding, raw_protocol_headers
+from a2a_handoff.server._rest import RestBinding
 
 log = logging.getLogger("a2a_handoff.server")
 
@@ -37,10 +38,18 @@ _KEEP_ALIVE = {"type": "http.response.body", "body": KEEP_ALIVE, "more_body": Tr
 
 Answer = Coroutine[Any, Any, Response]
 
+_TO_CLIENTS = (JsonRpcBinding, RestBinding, V03Binding)
+"""The bindings whose answers go to an HTTP client as they are."""
+
 
 async def patiently(call: Call, answer: Answer, ping: float) -> Response:
     """`answer`'s response if it is ready within `ping` seconds (its error raised as ever);
-    else one that sends its head now and the answer's body when it comes (`HeldAnswer`)."""
+    else one that sends its head now and the answer's body when it comes (`HeldAnswer`).
+
+    Only an answer a binding sends to an HTTP client is held: another caller (the MCP
+    server's tools) reads the answer's body itself, so it gets the whole answer, awaited."""
+    if not isinstance(call.binding, _TO_CLIENTS):
+        return await answer
     task = asyncio.ensure_future(answer)
     try:
         done, _ = await asyncio.wait((task,), timeout=ping)

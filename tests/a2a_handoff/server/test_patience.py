@@ -99,3 +99,16 @@ async def test_a_gone_client_drops_the_answer_but_not_what_it_waits_for() -> Non
     assert answer.answer.cancelled()
     assert not work.done()  # the work goes on
     assert client.sent[-1]["more_body"] is True  # no body: nobody to read it
+
+
+async def test_an_answer_read_in_process_is_never_held() -> None:
+    """The MCP server's tools read SendMessage's answer themselves: it comes whole."""
+
+    class InProcess:
+        def answer(self, call: Call, result_json: str) -> Response:
+            return Response(result_json, media_type="application/json")
+
+    call = _call(InProcess())
+    answer = await patiently(call, _after(0.2, call), 0.05)
+    assert not isinstance(answer, HeldAnswer)
+    assert json.loads(answer.body) == json.loads(RESULT)
