@@ -47,6 +47,7 @@ from a2a_handoff.runtime.submission import Replied, Submission
 from a2a_handoff.runtime.tasks import TaskManager
 from a2a_handoff.server._call import Call, Handler, validate
 from a2a_handoff.server._handoff_ledger import HandoffLedger
+from a2a_handoff.server._patience import patiently
 from a2a_handoff.server._push import PushMethods, given_config
 from a2a_handoff.server._streams import StreamSlots, one_item, sse_answer, task_stream
 from a2a_handoff.stores.base import Store, TaskQuery
@@ -145,6 +146,17 @@ class A2AMethods:
             reply = await self._moved_on(call, request.message, refused)
             return call.binding.answer(call, '{"message":' + reply.dump_json() + "}")
         await self._attach_push(request, submission, cursor)
+        answer = self._sent_answer(call, request, submission, immediately)
+        if immediately:
+            return await answer
+        # A long wait (an operator deciding) keeps the caller's read timeout from firing.
+        return await patiently(call, answer, self.sse_ping)
+
+    async def _sent_answer(
+        self, call: Call, request: SendMessageRequest, submission: Submission, immediately: bool
+    ) -> Response:
+        """SendMessage's answer, once the task is created (`immediately`) or has settled."""
+        config = request.configuration
         waiting = submission.created if immediately else submission.settled
         try:
             record = await asyncio.shield(waiting)

@@ -72,7 +72,7 @@ class SseResponse(Response):
         self,
         frames: AsyncIterator[bytes] | None,
         *,
-        ping: float = 15.0,
+        ping: float = 2.0,
         headers: Mapping[str, str] | None = None,
         slots: StreamSlots | None = None,
     ) -> None:

@@ -139,12 +139,13 @@ class LimitsConfig:
 
     `max_body`: bytes a request body may have (beyond: -32100, HTTP 413). `max_streams`:
     SSE streams open at once (beyond: -32106, HTTP 503). `sse_ping`: seconds between the
-    comments that keep an idle stream open through proxies.
+    keep-alives of an idle stream or a blocking answer still waited for: below the 5 s read
+    timeout of the stock A2A SDKs' clients, so that they wait as long as the task does.
     """
 
     max_body: int = DEFAULT_MAX_BODY
     max_streams: int = 1000
-    sse_ping: float = 15.0
+    sse_ping: float = 2.0
 
     def __post_init__(self) -> None:
         _count("max_body", self.max_body, 1)

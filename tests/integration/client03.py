@@ -9,9 +9,12 @@ card read from the SDK's default path, `/.well-known/agent-card.json`). `$CLIENT
 an API key sent with every request (`X-API-Key`).
 
 COMMANDS_JSON is a list of [command, argument] pairs; each prints one line of JSON:
+`$CLIENT03_DEFAULTS`: the HTTP client keeps httpx's default timeouts (5 s), as the SDK's own.
+
 `card` (the card as the 0.3 resolver parses it, read from /.well-known/agent.json),
 `send TEXT` (blocking), `send_nowait TEXT` (blocking false), `stream TEXT`, `get TASK_ID`,
-`cancel TASK_ID`, `resubscribe TASK_ID`, `answer [TASK_ID, TEXT]` (a follow-up, blocking).
+`cancel TASK_ID`, `resubscribe TASK_ID`, `answer [TASK_ID, TEXT]` (a follow-up, blocking),
+`send_resubscribe TEXT` (send with blocking false, then resubscribe to the task it made).
 A client error prints {"error": type, "code": …, "message": …}.
 """
 
@@ -59,7 +62,8 @@ def message(text: str, task_id: str | None = None, context_id: str | None = None
 async def run(url: str, commands: list[tuple[str, Any]], how: str) -> None:
     key = os.environ.get("CLIENT03_API_KEY")
     headers = {"X-API-Key": key} if key else None
-    async with httpx.AsyncClient(timeout=30.0, headers=headers) as http:
+    timeout = httpx.Timeout(5.0) if os.environ.get("CLIENT03_DEFAULTS") else httpx.Timeout(30.0)
+    async with httpx.AsyncClient(timeout=timeout, headers=headers) as http:
         if how == "connect":  # all defaults: the card from the SDK's default path
             card: AgentCard = await A2ACardResolver(http, url).get_agent_card()
             blocking_config = ClientConfig(streaming=False, httpx_client=http)
@@ -88,6 +92,14 @@ async def run(url: str, commands: list[tuple[str, Any]], how: str) -> None:
                     result = [dump(e) async for e in blocking.send_message(follow_up)]
                 elif command == "stream":
                     result = [dump(e) async for e in streaming.send_message(message(arg))]
+                elif command == "send_resubscribe":
+                    config = MessageSendConfiguration(blocking=False)
+                    sent = [
+                        e async for e in blocking.send_message(message(arg), configuration=config)
+                    ]
+                    task_id = sent[-1][0].id if isinstance(sent[-1], tuple) else sent[-1].id
+                    events = streaming.resubscribe(TaskIdParams(id=task_id))
+                    result = [dump(e) async for e in events]
                 elif command == "get":
                     result = dump(await blocking.get_task(TaskQueryParams(id=arg)))
                 elif command == "cancel":

@@ -141,7 +141,7 @@ def test_the_defaults_are_the_servers() -> None:
     assert (handoff.client, handoff.contracts) == (None, None)
     assert (trust.auth, trust.identity, trust.trusted, trust.operators) == (None, None, (), ())
     assert (trust.trusted_max_age, trust.keys_reload) == (60.0, 2.0)
-    assert LimitsConfig() == LimitsConfig(max_body=1024 * 1024, max_streams=1000, sse_ping=15.0)
+    assert LimitsConfig() == LimitsConfig(max_body=1024 * 1024, max_streams=1000, sse_ping=2.0)
     assert ObservabilityConfig() == ObservabilityConfig(metrics_public=False, stale_after=60)
     defaults = inspect.signature(create_app).parameters
     for name, config in [
