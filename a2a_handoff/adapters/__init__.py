@@ -18,8 +18,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from a2a_handoff.adapters.langgraph import (
         LangGraphAgent,
+        ask_tool,
         end_step,
         from_langgraph,
+        handoff_tool,
         task_context,
     )
     from a2a_handoff.adapters.openai_agents import (
@@ -36,17 +38,29 @@ _FROM = {
         ("A2ARunContext", "AgentsSdkAgent", "ask_user", "from_agents_sdk", "remote_agent"),
         "openai_agents",
     ),
-    **dict.fromkeys(("LangGraphAgent", "end_step", "from_langgraph", "task_context"), "langgraph"),
+    **dict.fromkeys(
+        (
+            "LangGraphAgent",
+            "ask_tool",
+            "end_step",
+            "from_langgraph",
+            "handoff_tool",
+            "task_context",
+        ),
+        "langgraph",
+    ),
 }
 
 __all__ = [
     "A2ARunContext",
     "AgentsSdkAgent",
     "LangGraphAgent",
+    "ask_tool",
     "ask_user",
     "end_step",
     "from_agents_sdk",
     "from_langgraph",
+    "handoff_tool",
     "remote_agent",
     "task_context",
 ]

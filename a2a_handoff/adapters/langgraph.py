@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import copy
 import hashlib
 import json
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -49,11 +50,19 @@ from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, interrupt
 
+from a2a_handoff.adapters._conversation import conversation
+from a2a_handoff.adapters._graph_tools import ask_tool, handoff_tool, transfer_arguments
 from a2a_handoff.agent import ArtifactStream, TaskContext
-from a2a_handoff.llm.chat import build_chat
 from a2a_handoff.outcomes import Completed, Handoff, InputRequired, Outcome
 
-__all__ = ["LangGraphAgent", "end_step", "from_langgraph", "task_context"]
+__all__ = [
+    "LangGraphAgent",
+    "ask_tool",
+    "end_step",
+    "from_langgraph",
+    "handoff_tool",
+    "task_context",
+]
 
 REMOTE_KEY = "a2a-handoff:remote"  # in an interrupt's value: a handoff to a route
 MESSAGES = "messages"
@@ -132,7 +141,7 @@ class LangGraphAgent:
             return InputRequired(
                 value if isinstance(value, str) else json.dumps(value, default=str)
             )
-        said = state.values.get(self.answer_field)
+        said = state.values.get(self.answer_field) or _last_ai_text(state.values.get(MESSAGES))
         return Completed(str(said) if said else None)
 
     async def _start(
@@ -156,7 +165,7 @@ class LangGraphAgent:
         if self.text_field in fields:
             state[self.text_field] = ctx.text
         if MESSAGES in fields:
-            state[MESSAGES] = build_chat("", ctx)[1:]
+            state[MESSAGES] = conversation(ctx)
         return state
 
     def _handoff(self, asked: Mapping[str, Any]) -> Handoff:
@@ -177,25 +186,42 @@ class LangGraphAgent:
             return self._compiled
 
     async def _compile(self, routes: Sequence[str]) -> CompiledStateGraph[Any, Any, Any, Any]:
-        if isinstance(self.graph, CompiledStateGraph):
-            if self.graph.checkpointer is None and self.checkpoints is None:
-                raise ValueError(
-                    "the graph needs a checkpointer to wait for input: compile it with one,"
-                    " or pass checkpoints="
-                )
-            if self.checkpoints is None:
-                return self.graph
-            return self.graph.copy(update={"checkpointer": await self._open_saver()})
-        builder = self.graph
+        """The graph to run: a copy of the user's — theirs is never changed — with a node for
+        each route it has none of, compiled with the checkpointer (and, for a compiled graph,
+        the options it was compiled with)."""
+        compiled = self.graph if isinstance(self.graph, CompiledStateGraph) else None
+        if compiled is not None and compiled.checkpointer is None and self.checkpoints is None:
+            raise ValueError(
+                "the graph needs a checkpointer to wait for input: compile it with one,"
+                " or pass checkpoints="
+            )
+        saver = compiled.checkpointer if compiled is not None else None
+        if self.checkpoints is not None or saver is None:
+            saver = await self._open_saver()
+        builder = compiled.builder if compiled is not None else self.graph
+        assert isinstance(builder, StateGraph)
+        missing = [route for route in routes if route not in builder.nodes]
+        if compiled is not None and not missing:
+            return compiled.copy(update={"checkpointer": saver})
+        builder = _copy_of(builder)
         fields = [
             f
             for f in self.context_fields or builder.channels
             if f not in (self.text_field, self.answer_field, MESSAGES)
         ]
-        for route in routes:
-            if route not in builder.nodes:
-                builder.add_node(route, _remote_node(route, fields))
-        return builder.compile(checkpointer=await self._open_saver())
+        for route in missing:
+            builder.add_node(route, _remote_node(route, fields))
+        if compiled is None:
+            return builder.compile(checkpointer=saver)
+        return builder.compile(
+            checkpointer=saver,
+            interrupt_before=_nodes(compiled.interrupt_before_nodes),
+            interrupt_after=_nodes(compiled.interrupt_after_nodes),
+            store=compiled.store,
+            cache=compiled.cache,
+            debug=compiled.debug,
+            name=compiled.name,
+        )
 
     async def _open_saver(self) -> BaseCheckpointSaver[Any]:
         if isinstance(self.checkpoints, BaseCheckpointSaver):
@@ -247,17 +273,49 @@ async def _nothing() -> AsyncIterator[Any]:
     yield
 
 
+def _nodes(names: Sequence[str]) -> Any:
+    """A compiled graph's `interrupt_before`/`_after`, as `compile` takes it ("*": all)."""
+    return "*" if names == "*" else list(names)
+
+
+def _copy_of(builder: StateGraph[Any]) -> StateGraph[Any]:
+    """A copy of `builder` that nodes can be added to without touching it."""
+    copied = copy.copy(builder)
+    for name in ("nodes", "edges", "branches", "schemas", "channels", "managed", "waiting_edges"):
+        if hasattr(builder, name):
+            setattr(copied, name, copy.copy(getattr(builder, name)))
+    copied.compiled = False
+    return copied
+
+
 def _remote_node(route: str, fields: Sequence[str]) -> Any:
-    """The node standing for the agent behind `route`: reaching it hands the task over."""
+    """The node standing for the agent behind `route`: reaching it hands the task over, the
+    declared fields — and the arguments of a `handoff_tool` call that chose it — as the
+    transfer context."""
 
     async def hand_over(state: Mapping[str, Any]) -> dict[str, Any]:
-        context = {f: state[f] for f in fields if state.get(f) is not None}
+        context = transfer_arguments(route, state.get(MESSAGES))
+        context.update({f: state[f] for f in fields if state.get(f) is not None})
         context = json.loads(json.dumps(context, default=str))  # what travels is JSON
         interrupt({REMOTE_KEY: {"target": route, "context": context}})
         return {}  # not reached: the handoff ends the task
 
     hand_over.__name__ = f"hand_over_to_{route}"
     return hand_over
+
+
+def _last_ai_text(messages: Any) -> str:
+    """The text of the last AI message of a `messages` channel (a `MessagesState` graph's
+    answer, a prebuilt agent's), or ""."""
+    for message in reversed(messages if isinstance(messages, list) else []):
+        if getattr(message, "type", None) == "ai":
+            content = getattr(message, "content", "")
+            if isinstance(content, str):
+                return content
+            return "".join(
+                str(b.get("text", "")) if isinstance(b, dict) else str(b) for b in content
+            )
+    return ""
 
 
 def _token(chunk: Any) -> str:

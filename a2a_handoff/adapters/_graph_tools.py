@@ -1,0 +1,91 @@
+"""Tools for the models of a served LangGraph graph (a prebuilt `create_react_agent`, or any
+graph with a `ToolNode`): `handoff_tool(route)` gives the conversation to the agent behind a
+route, `ask_tool(route)` asks it for a sub-result (a delegation) and returns its answer.
+
+A handoff tool returns `Command(goto=route)`: the adapter's node for the route hands the task
+over, the tool call's arguments (`reason`, `summary`, `entities`) in the transfer context. It
+is `return_direct`, so a prebuilt agent does not call its model again beside the handoff.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Annotated, Any
+
+from langchain_core.messages import ToolMessage
+from langchain_core.tools import BaseTool, InjectedToolCallId, tool
+from langgraph.types import Command
+
+from a2a_handoff.llm.asking import told
+from a2a_handoff.llm.transfer import Transfer
+
+__all__ = ["ask_tool", "handoff_tool", "transfer_arguments"]
+
+
+def handoff_tool(route: str, *, description: str | None = None) -> BaseTool:
+    """A tool named `transfer_to_<route>` that hands the task to the agent behind `route`."""
+    name = Transfer(route).tool_name
+
+    async def transfer(
+        reason: str,
+        summary: str,
+        tool_call_id: Annotated[str, InjectedToolCallId],
+        entities: dict[str, Any] | None = None,
+    ) -> Command[Any]:
+        said = ToolMessage(f"Handing the conversation over to {route}.", tool_call_id=tool_call_id)
+        return Command(goto=route, update={"messages": [said]})
+
+    return tool(
+        name,
+        description=description
+        or f"Hand the conversation over to the agent {route}: "
+        "reason (why it should take over), summary (what it needs to know), entities "
+        "(ids, amounts, names found so far).",
+        return_direct=True,
+    )(transfer)
+
+
+def ask_tool(
+    route: str,
+    *,
+    description: str | None = None,
+    required: Sequence[str] = (),
+    within: float = 60.0,
+) -> BaseTool:
+    """A tool named `ask_<route>` that delegates `request` (and `context`) to the agent behind
+    `route` (`TaskContext.delegate`) and returns its outcome as JSON — `state`, `text`, the
+    data it published. Outside a served graph it says what it would have asked."""
+    name = "ask_" + Transfer(route).tool_name.removeprefix("transfer_to_")
+
+    async def ask(request: str, context: dict[str, Any] | None = None) -> str:
+        from a2a_handoff.adapters.langgraph import task_context
+
+        try:
+            ctx = task_context()
+        except RuntimeError:
+            return f"not asked: {route} is a remote agent, asked only when served ({request})"
+        outcome = await ctx.delegate(
+            route, request, context=context, required=tuple(required), within=within
+        )
+        return told(outcome)
+
+    return tool(
+        name,
+        description=description
+        or f"Ask the agent {route} for an answer and get it back as "
+        "this tool's result; the conversation stays with you. request: what to ask; context:"
+        " ids and facts it needs.",
+    )(ask)
+
+
+def transfer_arguments(route: str, messages: Any) -> dict[str, Any]:
+    """The arguments of the handoff tool call to `route` in the last AI message, if any."""
+    name = Transfer(route).tool_name
+    for message in reversed(messages if isinstance(messages, list) else []):
+        if getattr(message, "type", None) != "ai":
+            continue
+        for call in getattr(message, "tool_calls", None) or []:
+            if call.get("name") == name and isinstance(call.get("args"), dict):
+                return {k: v for k, v in call["args"].items() if v is not None}
+        return {}
+    return {}
