@@ -37,7 +37,7 @@ from __future__ import annotations
 import contextvars
 import dataclasses
 import inspect
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, NoReturn
 
@@ -50,18 +50,26 @@ from agents import (
     MaxTurnsExceeded,
     OutputGuardrailTripwireTriggered,
     RunConfig,
-    RunContextWrapper,
 )
-from agents.exceptions import AgentsException, UserError
+from agents.exceptions import AgentsException, ModelBehaviorError
 from openai.types.responses import ResponseTextDeltaEvent
 
+from a2a_handoff.adapters._conversation import conversation
+from a2a_handoff.adapters._sdk_remote import (
+    AskAgent,
+    InputFilter,
+    RemoteAgent,
+    ask_agent,
+    remote_agent,
+    remote_result,
+)
 from a2a_handoff.adapters._sdk_resume import keep_state, started
 from a2a_handoff.agent import ArtifactStream, TaskContext
 from a2a_handoff.escalation import Decision
-from a2a_handoff.llm.chat import build_chat, handed_over_by
+from a2a_handoff.llm.asking import ask_tools, asked
+from a2a_handoff.llm.chat import handed_over_by
 from a2a_handoff.llm.tools import ToolArgumentsError, json_object
 from a2a_handoff.llm.transfer import (
-    FREE_FORM,
     HandoffTool,
     Transfer,
     handoff_decision,
@@ -70,45 +78,16 @@ from a2a_handoff.llm.transfer import (
 )
 from a2a_handoff.outcomes import Completed, Failed, InputRequired, Outcome, Rejected
 
-__all__ = ["A2ARunContext", "AgentsSdkAgent", "ask_user", "from_agents_sdk", "remote_agent"]
-
-InputFilter = Callable[[HandoffInputData], Awaitable[HandoffInputData] | HandoffInputData]
-
-
-@dataclass(eq=False)
-class RemoteAgent(Handoff[Any, Any]):
-    """A handoff to the agent behind a route: `remote_agent("billing")`."""
-
-    required: tuple[str, ...] = ()
-
-
-def remote_agent(
-    route: str,
-    *,
-    required: Sequence[str] = (),
-    description: str | None = None,
-    input_filter: InputFilter | None = None,
-) -> RemoteAgent:
-    """A handoff to the agent behind the route `route`, for an agent's `handoffs=[…]`.
-
-    `required`: the capabilities the target must offer (the capability gate). `description`:
-    the tool's description (default: the target's card). `input_filter`: the SDK's filter of
-    what history travels (bounded by the edge's contract).
-    """
-
-    async def local(_: RunContextWrapper[Any], __: str) -> NoReturn:
-        raise UserError(f"remote_agent({route!r}) runs only in an agent served by from_agents_sdk")
-
-    return RemoteAgent(
-        tool_name=Transfer(route).tool_name,
-        tool_description=description or "",
-        input_json_schema=dict(FREE_FORM),
-        on_invoke_handoff=local,
-        agent_name=route,
-        input_filter=input_filter,
-        strict_json_schema=False,
-        required=tuple(required),
-    )
+__all__ = [
+    "A2ARunContext",
+    "AgentsSdkAgent",
+    "a2a_context",
+    "ask_agent",
+    "ask_user",
+    "from_agents_sdk",
+    "remote_agent",
+    "remote_result",
+]
 
 
 @dataclass
@@ -119,6 +98,20 @@ class A2ARunContext:
     transfer_context: dict[str, Any]  # verified when it arrived; empty when not handed over
     handed_over_by: str | None  # the agent that handed this conversation over
     decision: Decision | None  # an operator's signed decision this task came back with
+
+
+def a2a_context() -> A2ARunContext:
+    """The served step's `A2ARunContext`, for tools whose run context is the user's own
+    (`from_agents_sdk(…, context=…)`)."""
+    current = _RUN.get()
+    if current is None:
+        raise RuntimeError("a2a_context() is for the tools of an agent served by from_agents_sdk")
+    return current
+
+
+_RUN: contextvars.ContextVar[A2ARunContext | None] = contextvars.ContextVar(
+    "a2a_handoff_run", default=None
+)
 
 
 def ask_user(question: str) -> NoReturn:
@@ -180,6 +173,8 @@ class AgentsSdkAgent:
     max_turns: int = 10
     ask: bool = True
     max_refusals: int = 3
+    context: Any = None  # the run context tools see, instead of the A2ARunContext
+    context_factory: Callable[[A2ARunContext], Any] | None = None  # or made per step
     _run_config: RunConfig = field(init=False, repr=False)
 
     resumes: ClassVar[bool] = True  # a step cut by a crash goes on from its last tool result
@@ -188,14 +183,17 @@ class AgentsSdkAgent:
         self._run_config = self.run_config or RunConfig(tracing_disabled=True)
 
     async def handle(self, ctx: TaskContext) -> Outcome | None:
-        chat = build_chat("", ctx)[1:]  # the agent's instructions are its own
+        chat = conversation(ctx)  # the agent's instructions are its own
         step = _Step(ctx, chat, self.max_refusals)
-        remote = _remote_handoffs(self.agent, set(ctx.routes))
-        tools = await handoff_tools(ctx, [transfer for transfer, _ in remote.values()])
-        filters = {Transfer(r).tool_name: f for r, (_, f) in remote.items() if f is not None}
-        agent = _with_transfer_tools(self.agent, tools, filters, step, {})
-        context = A2ARunContext(ctx, ctx.transfer_context, handed_over_by(ctx), ctx.decision)
-        asking = _ASKED.set(step.asked)
+        remotes, asks = _remotes(self.agent)
+        tools = await handoff_tools(ctx, [_transfer(r) for r in remotes])
+        asking_tools = ask_tools(await handoff_tools(ctx, [_transfer(a) for a in asks]))
+        agent = _with_transfer_tools(self.agent, tools, asking_tools, step, {})
+        a2a = A2ARunContext(ctx, ctx.transfer_context, handed_over_by(ctx), ctx.decision)
+        context = self.context if self.context is not None else a2a
+        if self.context_factory is not None:
+            context = self.context_factory(a2a)
+        asking, running = _ASKED.set(step.asked), _RUN.set(a2a)
         try:
             saved = ctx.checkpointed
             run = await started(agent, chat, context, saved, self.max_turns, self._run_config)
@@ -233,6 +231,7 @@ class AgentsSdkAgent:
             return Failed(f"the agent did not finish within {self.max_turns} turns", "ModelTurns")
         finally:
             _ASKED.reset(asking)
+            _RUN.reset(running)
         await step.close()
         output = run.final_output
         if output is None or isinstance(output, str):
@@ -252,20 +251,20 @@ def from_agents_sdk(
     max_turns: int = 10,
     ask: bool = True,
     max_refusals: int = 3,
+    context: Any = None,
+    context_factory: Callable[[A2ARunContext], Any] | None = None,
 ) -> AgentsSdkAgent:
-    """Serve `agent`: `create_app(from_agents_sdk(agent), card, store, handoff=…)`."""
-    return AgentsSdkAgent(agent, run_config, max_turns, ask, max_refusals)
+    """Serve `agent`: `create_app(from_agents_sdk(agent), card, store, handoff=…)`.
+    `context`: the run context its tools and instructions read (`ctx.context`) in place of the
+    `A2ARunContext` (then `a2a_context()`); `context_factory`: one made for each step from
+    the step's `A2ARunContext`."""
+    return AgentsSdkAgent(agent, run_config, max_turns, ask, max_refusals, context, context_factory)
 
 
-def _target_name(item: SdkAgent[Any] | Handoff[Any, Any]) -> str:
-    return item.agent_name if isinstance(item, Handoff) else item.name
-
-
-def _remote_handoffs(
-    agent: SdkAgent[Any], routes: set[str]
-) -> dict[str, tuple[Transfer, InputFilter | None]]:
-    """Every handoff to a route, in `agent` and the local agents it hands off to."""
-    found: dict[str, tuple[Transfer, InputFilter | None]] = {}
+def _remotes(agent: SdkAgent[Any]) -> tuple[list[RemoteAgent], list[AskAgent]]:
+    """Every remote handoff and ask tool, in `agent` and the local agents it hands off to."""
+    remotes: list[RemoteAgent] = []
+    asks: list[AskAgent] = []
     seen: set[int] = set()
     todo = [agent]
     while todo:
@@ -273,27 +272,30 @@ def _remote_handoffs(
         if id(current) in seen:
             continue
         seen.add(id(current))
+        asks += [t for t in current.tools if isinstance(t, AskAgent)]
         for item in current.handoffs:
-            name = _target_name(item)
-            if isinstance(item, RemoteAgent) or name in routes:
-                required = item.required if isinstance(item, RemoteAgent) else ()
-                described = item.tool_description if isinstance(item, RemoteAgent) else ""
-                filter_ = item.input_filter if isinstance(item, Handoff) else None
-                found.setdefault(name, (Transfer(name, required, described or None), filter_))
+            if isinstance(item, RemoteAgent):
+                remotes.append(item)
             elif isinstance(item, SdkAgent):
                 todo.append(item)
-    return found
+    return remotes, asks
+
+
+def _transfer(item: RemoteAgent | AskAgent) -> Transfer:
+    route = item.agent_name if isinstance(item, RemoteAgent) else item.route
+    return Transfer(route, item.required, item.described)
 
 
 def _with_transfer_tools(
     agent: SdkAgent[Any],
     tools: dict[str, HandoffTool],
-    filters: dict[str, InputFilter],
+    asks: dict[str, HandoffTool],
     step: _Step,
     clones: dict[int, SdkAgent[Any]],
 ) -> SdkAgent[Any]:
-    """A copy of `agent` (and of the local agents it hands off to) whose handoffs to routes
-    are transfer tools. The user's agents are left as they were."""
+    """A copy of `agent` (and of the local agents it hands off to) whose remote handoffs are
+    transfer tools and whose `ask_agent` tools delegate. The user's agents are left as they
+    were; a route not configured here is not offered."""
     if id(agent) in clones:
         return clones[id(agent)]
     clone = agent.clone()
@@ -301,20 +303,23 @@ def _with_transfer_tools(
     handoffs: list[SdkAgent[Any] | Handoff[Any, Any]] = []
     extra: list[FunctionTool] = []
     for item in agent.handoffs:
-        tool = tools.get(Transfer(_target_name(item)).tool_name)
-        if tool is not None:
-            extra.append(_transfer_tool(tool, filters.get(tool.name), step))
-        elif isinstance(item, RemoteAgent):
-            continue  # a route not configured here: not offered
+        if isinstance(item, RemoteAgent):
+            tool = tools.get(Transfer(item.agent_name).tool_name)
+            if tool is not None:
+                extra.append(_transfer_tool(tool, step, item))
         elif isinstance(item, SdkAgent):
-            handoffs.append(_with_transfer_tools(item, tools, filters, step, clones))
+            handoffs.append(_with_transfer_tools(item, tools, asks, step, clones))
         else:
             handoffs.append(item)
+    own: list[Any] = []
+    for t in agent.tools:
+        if isinstance(t, AskAgent):
+            if t.name in asks:
+                own.append(_ask_tool(asks[t.name], step))
+        else:
+            own.append(_asking(t, step.asked) if isinstance(t, FunctionTool) else t)
     clone.handoffs = handoffs
-    clone.tools = [
-        *(_asking(t, step.asked) if isinstance(t, FunctionTool) else t for t in agent.tools),
-        *extra,
-    ]
+    clone.tools = [*own, *extra]
     return clone
 
 
@@ -331,22 +336,55 @@ def _asking(tool: FunctionTool, asked: list[str]) -> FunctionTool:
     return dataclasses.replace(tool, on_invoke_tool=invoke)
 
 
-def _transfer_tool(tool: HandoffTool, filter_: InputFilter | None, step: _Step) -> FunctionTool:
-    async def invoke(_: Any, raw: str) -> str:
+def _transfer_tool(tool: HandoffTool, step: _Step, item: RemoteAgent | None = None) -> FunctionTool:
+    """The transfer tool of a remote handoff, as `item` declares it: its name
+    (`tool_name_override`), its arguments (an `input_type`'s schema: validated, and carried
+    in the transfer context), its `on_handoff` (run before the handoff is attempted) and its
+    `input_filter`."""
+
+    async def invoke(run: Any, raw: str) -> str:
         try:
             arguments = json_object(raw)
-        except ToolArgumentsError as exc:
+            if item is not None:  # validates an input_type, runs on_handoff
+                await item.on_invoke_handoff(run, raw)
+        except (ToolArgumentsError, ModelBehaviorError) as exc:
             return _refused(step, f"bad arguments: {exc}")
+        filter_ = item.input_filter if item is not None else None
         chat = step.chat if filter_ is None else await _filtered(filter_, step.chat)
         decision = handoff_decision(tool, arguments, chat)
+        if item is not None and item.typed:
+            decision = dataclasses.replace(decision, context={**decision.context, **arguments})
         await step.close()  # the answer so far is stored before the task is handed over
         refusal = await step.ctx.hand_off(decision)
         if refusal is None:
             raise _HandedOver(tool.route.name)
         return _refused(step, refusal)
 
+    typed = item is not None and item.typed
     return FunctionTool(
-        name=tool.name,
+        name=item.tool_name if item is not None else tool.name,
+        description=tool.description,
+        params_json_schema=item.input_json_schema
+        if item is not None and typed
+        else tool.parameters,
+        on_invoke_tool=invoke,
+        strict_json_schema=False,
+    )
+
+
+def _ask_tool(tool: HandoffTool, step: _Step) -> FunctionTool:
+    """An `ask_agent` tool, served: its call delegates; the outcome is the tool's result."""
+
+    async def invoke(_: Any, raw: str) -> str:
+        try:
+            arguments = json_object(raw)
+        except ToolArgumentsError as exc:
+            return f"not asked: bad arguments: {exc}"
+        await step.close()  # the answer so far is stored before the task waits
+        return await asked(step.ctx, tool, arguments, step.chat)
+
+    return FunctionTool(
+        name=tool.spec["function"]["name"],
         description=tool.description,
         params_json_schema=tool.parameters,
         on_invoke_tool=invoke,

@@ -28,6 +28,7 @@ from a2a_handoff.adapters.openai_agents import (
     _transfer_tool,
     ask_user,
     from_agents_sdk,
+    remote_agent,
 )
 from a2a_handoff.agent import Route
 from a2a_handoff.contracts.contract import load_contract
@@ -256,7 +257,9 @@ async def test_an_input_filter_chooses_the_history_within_the_contract_s_strateg
         {"role": "assistant", "content": "Which order?"},
         {"role": "user", "content": "12345"},
     ]
-    tool = _transfer_tool(_contract_tool(strategy), filter_, step)
+    tool = _transfer_tool(
+        _contract_tool(strategy), step, remote_agent("billing", input_filter=filter_)
+    )
     with pytest.raises(_HandedOver):
         await tool.on_invoke_tool(None, '{"intent": "refund", "summary": "Refund on 12345"}')  # type: ignore[arg-type]
     (decision,) = attempts
