@@ -27,15 +27,27 @@ if TYPE_CHECKING:
     from a2a_handoff.adapters.openai_agents import (
         A2ARunContext,
         AgentsSdkAgent,
+        a2a_context,
+        ask_agent,
         ask_user,
         from_agents_sdk,
         remote_agent,
+        remote_result,
     )
 
 # Each name, and the adapter module (and so the framework) that importing it loads.
 _FROM = {
     **dict.fromkeys(
-        ("A2ARunContext", "AgentsSdkAgent", "ask_user", "from_agents_sdk", "remote_agent"),
+        (
+            "A2ARunContext",
+            "AgentsSdkAgent",
+            "a2a_context",
+            "ask_agent",
+            "ask_user",
+            "from_agents_sdk",
+            "remote_agent",
+            "remote_result",
+        ),
         "openai_agents",
     ),
     **dict.fromkeys(
@@ -55,6 +67,8 @@ __all__ = [
     "A2ARunContext",
     "AgentsSdkAgent",
     "LangGraphAgent",
+    "a2a_context",
+    "ask_agent",
     "ask_tool",
     "ask_user",
     "end_step",
@@ -62,6 +76,7 @@ __all__ = [
     "from_langgraph",
     "handoff_tool",
     "remote_agent",
+    "remote_result",
     "task_context",
 ]
 

@@ -1,17 +1,27 @@
-"""What the framework-level adapter tests share: a LangChain chat model answering from a
-script (the model is outside what is tested: the graph, the adapter and LangGraph are real),
+"""What the framework-level adapter tests share: a LangChain chat model and an Agents SDK model
+answering from a script, in process (the model is outside what is tested: the graph or agent,
+the adapter and the framework are real; served agents use the chat-completions server of
+tests/llm, which streams only — `ScriptedSdkModel` is for a plain, non-streamed `Runner.run`),
 and a task context whose port records what the handler emits, hands off and delegates."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from agents import ModelResponse, Usage
+from agents.models.interface import Model
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
+from openai.types.responses import (
+    ResponseFunctionToolCall,
+    ResponseOutputMessage,
+    ResponseOutputText,
+)
 from pydantic import Field
 
 from a2a_handoff import TaskContext
@@ -53,6 +63,35 @@ def says(text: str) -> AIMessage:
 
 def calls(name: str, **args: Any) -> AIMessage:
     return AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": f"call-{name}"}])
+
+
+class ScriptedSdkModel(Model):
+    """An Agents SDK model answering each call with the next reply: text, or a tool call
+    (name, arguments); `seen` keeps each call's input items."""
+
+    def __init__(self, *replies: str | tuple[str, dict[str, Any]]) -> None:
+        self.replies = list(replies)
+        self.seen: list[Any] = []
+
+    async def get_response(self, *args: Any, **kwargs: Any) -> ModelResponse:
+        self.seen.append(kwargs.get("input", args[1] if len(args) > 1 else None))
+        reply = self.replies.pop(0)
+        n = len(self.seen)
+        if isinstance(reply, str):
+            text = ResponseOutputText(type="output_text", text=reply, annotations=[])
+            item: Any = ResponseOutputMessage(
+                id=f"msg_{n}", type="message", role="assistant", status="completed", content=[text]
+            )
+        else:
+            name, arguments = reply
+            item = ResponseFunctionToolCall(
+                type="function_call", call_id=f"call_{n}", name=name,
+                arguments=json.dumps(arguments), id=f"fc_{n}", status="completed",
+            )  # fmt: skip
+        return ModelResponse(output=[item], usage=Usage(), response_id=None)
+
+    def stream_response(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError("ScriptedSdkModel answers a plain Runner.run")
 
 
 @dataclass
