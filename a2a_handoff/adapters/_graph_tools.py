@@ -19,7 +19,7 @@ from langgraph.types import Command
 from a2a_handoff.llm.asking import told
 from a2a_handoff.llm.transfer import Transfer
 
-__all__ = ["ask_tool", "handoff_tool", "transfer_arguments"]
+__all__ = ["ask_tool", "handoff_tool"]
 
 
 def handoff_tool(route: str, *, description: str | None = None) -> BaseTool:
@@ -76,16 +76,3 @@ def ask_tool(
         "this tool's result; the conversation stays with you. request: what to ask; context:"
         " ids and facts it needs.",
     )(ask)
-
-
-def transfer_arguments(route: str, messages: Any) -> dict[str, Any]:
-    """The arguments of the handoff tool call to `route` in the last AI message, if any."""
-    name = Transfer(route).tool_name
-    for message in reversed(messages if isinstance(messages, list) else []):
-        if getattr(message, "type", None) != "ai":
-            continue
-        for call in getattr(message, "tool_calls", None) or []:
-            if call.get("name") == name and isinstance(call.get("args"), dict):
-                return {k: v for k, v in call["args"].items() if v is not None}
-        return {}
-    return {}

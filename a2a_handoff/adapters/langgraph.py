@@ -7,18 +7,22 @@ Each task is one LangGraph thread (`thread_id` = `<contextId>/<taskId>`):
 
 - **the first step** starts the graph from an initial state made of the task: the verified
   transfer context's keys that are fields of the state, the user's text in `text_field`, and
-  — when the state has `messages` — the conversation (as `LLMAgent` sees it);
+  — when the state has `messages` — the conversation (as the Agents SDK adapter makes it:
+  after a handoff, with a user turn);
 - **`interrupt(question)`** in a node leaves the task INPUT_REQUIRED with the question; the
   user's next message resumes the graph (`Command(resume=<text>)`) where it stopped;
-- **`Command(goto=<route>)`** (from a node, or from a tool in a `ToolNode`, as langgraph-swarm
-  hands off) to one of the agent's routes becomes the library's three-phase handoff, the state's
-  `context_fields` as the transfer context: for each route the graph has no node of its own,
-  the adapter adds one that hands the task over;
+- **`Command(goto=<route>)`** (from a node, or from a tool in a `ToolNode`: `handoff_tool`)
+  to one of the agent's routes becomes the library's three-phase handoff, the state's
+  `context_fields` (and a handoff tool's arguments) as the transfer context: a copy of the
+  graph — a `StateGraph` or a compiled graph's builder, never the user's object — gets a node
+  for each route it has none of (`_graph_routes`);
+- `ask_tool(route)` is a tool delegating to the route's agent (`ctx.delegate`);
 - in a node, `task_context()` is the step's `TaskContext` (status, artifacts, `guard`, the
   operator's decision) and `end_step(outcome)` ends the step with any outcome — an `Escalate`
   from `guard`, a `Rejected`;
 - the text of chat models called inside nodes streams as chunks of one artifact (`answer`);
-  at the end, the state's `answer_field` completes the task.
+  at the end, the state's `answer_field` — or else the last AI message of `messages` (a
+  `MessagesState` graph, a prebuilt agent) — completes the task.
 
 **Checkpoints.** The graph's checkpoints live where its checkpointer puts them: for
 `checkpoints="sqlite:///PATH"` (a file beside the agent's store: two writers on one SQLite
@@ -38,7 +42,6 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import copy
 import hashlib
 import json
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -48,10 +51,11 @@ from typing import Any, ClassVar, NoReturn
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
-from langgraph.types import Command, interrupt
+from langgraph.types import Command
 
 from a2a_handoff.adapters._conversation import conversation
-from a2a_handoff.adapters._graph_tools import ask_tool, handoff_tool, transfer_arguments
+from a2a_handoff.adapters._graph_routes import MESSAGES, REMOTE_KEY, with_routes
+from a2a_handoff.adapters._graph_tools import ask_tool, handoff_tool
 from a2a_handoff.agent import ArtifactStream, TaskContext
 from a2a_handoff.outcomes import Completed, Handoff, InputRequired, Outcome
 
@@ -64,8 +68,6 @@ __all__ = [
     "task_context",
 ]
 
-REMOTE_KEY = "a2a-handoff:remote"  # in an interrupt's value: a handoff to a route
-MESSAGES = "messages"
 
 _CURRENT: contextvars.ContextVar[TaskContext] = contextvars.ContextVar("a2a_handoff_task")
 
@@ -198,30 +200,8 @@ class LangGraphAgent:
         saver = compiled.checkpointer if compiled is not None else None
         if self.checkpoints is not None or saver is None:
             saver = await self._open_saver()
-        builder = compiled.builder if compiled is not None else self.graph
-        assert isinstance(builder, StateGraph)
-        missing = [route for route in routes if route not in builder.nodes]
-        if compiled is not None and not missing:
-            return compiled.copy(update={"checkpointer": saver})
-        builder = _copy_of(builder)
-        fields = [
-            f
-            for f in self.context_fields or builder.channels
-            if f not in (self.text_field, self.answer_field, MESSAGES)
-        ]
-        for route in missing:
-            builder.add_node(route, _remote_node(route, fields))
-        if compiled is None:
-            return builder.compile(checkpointer=saver)
-        return builder.compile(
-            checkpointer=saver,
-            interrupt_before=_nodes(compiled.interrupt_before_nodes),
-            interrupt_after=_nodes(compiled.interrupt_after_nodes),
-            store=compiled.store,
-            cache=compiled.cache,
-            debug=compiled.debug,
-            name=compiled.name,
-        )
+        excluded = (self.text_field, self.answer_field, MESSAGES)
+        return with_routes(self.graph, routes, saver, self.context_fields, excluded)
 
     async def _open_saver(self) -> BaseCheckpointSaver[Any]:
         if isinstance(self.checkpoints, BaseCheckpointSaver):
@@ -271,37 +251,6 @@ async def _recorded(checkpoint: str | None) -> str | None:
 async def _nothing() -> AsyncIterator[Any]:
     return
     yield
-
-
-def _nodes(names: Sequence[str]) -> Any:
-    """A compiled graph's `interrupt_before`/`_after`, as `compile` takes it ("*": all)."""
-    return "*" if names == "*" else list(names)
-
-
-def _copy_of(builder: StateGraph[Any]) -> StateGraph[Any]:
-    """A copy of `builder` that nodes can be added to without touching it."""
-    copied = copy.copy(builder)
-    for name in ("nodes", "edges", "branches", "schemas", "channels", "managed", "waiting_edges"):
-        if hasattr(builder, name):
-            setattr(copied, name, copy.copy(getattr(builder, name)))
-    copied.compiled = False
-    return copied
-
-
-def _remote_node(route: str, fields: Sequence[str]) -> Any:
-    """The node standing for the agent behind `route`: reaching it hands the task over, the
-    declared fields — and the arguments of a `handoff_tool` call that chose it — as the
-    transfer context."""
-
-    async def hand_over(state: Mapping[str, Any]) -> dict[str, Any]:
-        context = transfer_arguments(route, state.get(MESSAGES))
-        context.update({f: state[f] for f in fields if state.get(f) is not None})
-        context = json.loads(json.dumps(context, default=str))  # what travels is JSON
-        interrupt({REMOTE_KEY: {"target": route, "context": context}})
-        return {}  # not reached: the handoff ends the task
-
-    hand_over.__name__ = f"hand_over_to_{route}"
-    return hand_over
 
 
 def _last_ai_text(messages: Any) -> str:
