@@ -78,7 +78,8 @@ def remote_agent(
     options: dict[str, Any] = {
         "tool_name_override": tool_name_override or Transfer(route).tool_name,
         "tool_description_override": description or f"Hand the conversation over to {route}.",
-        "on_handoff": on_handoff,
+        # the SDK asks for an on_handoff with an input_type; a remote one may do without
+        "on_handoff": on_handoff or (_ignored if input_type is not None else None),
         "input_filter": input_filter,
     }
     if input_type is not None:
@@ -96,6 +97,10 @@ def remote_agent(
     )
     remote._agent_ref = base._agent_ref
     return remote
+
+
+def _ignored(_: Any, __: Any) -> None:
+    """The `on_handoff` of a remote handoff with an `input_type` and none of its own."""
 
 
 @dataclass(eq=False)
