@@ -1,6 +1,8 @@
-"""Tools for the models of a served LangGraph graph (a prebuilt `create_react_agent`, or any
-graph with a `ToolNode`): `handoff_tool(route)` gives the conversation to the agent behind a
-route, `ask_tool(route)` asks it for a sub-result (a delegation) and returns its answer.
+"""What a served LangGraph graph's nodes and tools use of the step: `task_context()` (the
+step's `TaskContext`), `end_step(outcome)`; and tools for its models (a prebuilt
+`create_react_agent`, or any graph with a `ToolNode`): `handoff_tool(route)` gives the
+conversation to the agent behind a route, `ask_tool(route)` asks it for a sub-result (a
+delegation) and returns its answer.
 
 A handoff tool returns `Command(goto=route)`: the adapter's node for the route hands the task
 over, the tool call's arguments (`reason`, `summary`, `entities`) in the transfer context. It
@@ -9,17 +11,43 @@ is `return_direct`, so a prebuilt agent does not call its model again beside the
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Sequence
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool, InjectedToolCallId, tool
 from langgraph.types import Command
 
+from a2a_handoff.agent import TaskContext
 from a2a_handoff.llm.asking import told
 from a2a_handoff.llm.transfer import Transfer
+from a2a_handoff.outcomes import Outcome
 
-__all__ = ["ask_tool", "handoff_tool"]
+__all__ = ["CURRENT", "EndStep", "ask_tool", "end_step", "handoff_tool", "task_context"]
+
+CURRENT: contextvars.ContextVar[TaskContext] = contextvars.ContextVar("a2a_handoff_task")
+
+
+def task_context() -> TaskContext:
+    """The `TaskContext` of the step running this node."""
+    try:
+        return CURRENT.get()
+    except LookupError:
+        raise RuntimeError(
+            "task_context() is for nodes of a graph served by from_langgraph"
+        ) from None
+
+
+def end_step(outcome: Outcome) -> NoReturn:
+    """End the step now with `outcome` (an `Escalate` from `guard`, a `Rejected`, …)."""
+    raise EndStep(outcome)
+
+
+class EndStep(Exception):
+    def __init__(self, outcome: Outcome) -> None:
+        super().__init__(type(outcome).__name__)
+        self.outcome = outcome
 
 
 def handoff_tool(route: str, *, description: str | None = None) -> BaseTool:
@@ -58,8 +86,6 @@ def ask_tool(
     name = "ask_" + Transfer(route).tool_name.removeprefix("transfer_to_")
 
     async def ask(request: str, context: dict[str, Any] | None = None) -> str:
-        from a2a_handoff.adapters.langgraph import task_context
-
         try:
             ctx = task_context()
         except RuntimeError:

@@ -41,12 +41,11 @@ starts again the same way.
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import hashlib
 import json
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, NoReturn
+from typing import Any, ClassVar
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import StateGraph
@@ -55,7 +54,14 @@ from langgraph.types import Command
 
 from a2a_handoff.adapters._conversation import conversation
 from a2a_handoff.adapters._graph_routes import MESSAGES, REMOTE_KEY, with_routes
-from a2a_handoff.adapters._graph_tools import ask_tool, handoff_tool
+from a2a_handoff.adapters._graph_tools import (
+    CURRENT,
+    EndStep,
+    ask_tool,
+    end_step,
+    handoff_tool,
+    task_context,
+)
 from a2a_handoff.agent import ArtifactStream, TaskContext
 from a2a_handoff.outcomes import Completed, Handoff, InputRequired, Outcome
 
@@ -67,30 +73,6 @@ __all__ = [
     "handoff_tool",
     "task_context",
 ]
-
-
-_CURRENT: contextvars.ContextVar[TaskContext] = contextvars.ContextVar("a2a_handoff_task")
-
-
-def task_context() -> TaskContext:
-    """The `TaskContext` of the step running this node."""
-    try:
-        return _CURRENT.get()
-    except LookupError:
-        raise RuntimeError(
-            "task_context() is for nodes of a graph served by from_langgraph"
-        ) from None
-
-
-def end_step(outcome: Outcome) -> NoReturn:
-    """End the step now with `outcome` (an `Escalate` from `guard`, a `Rejected`, …)."""
-    raise _EndStep(outcome)
-
-
-class _EndStep(Exception):
-    def __init__(self, outcome: Outcome) -> None:
-        super().__init__(type(outcome).__name__)
-        self.outcome = outcome
 
 
 @dataclass
@@ -114,7 +96,7 @@ class LangGraphAgent:
         config: Any = {"configurable": {"thread_id": f"{ctx.context_id}/{ctx.task_id}"}}
         start = await self._start(ctx, graph, config)
         answer: ArtifactStream | None = None
-        token = _CURRENT.set(ctx)
+        token = CURRENT.set(ctx)
         try:
             steps: AsyncIterator[Any] = (
                 _nothing()
@@ -127,10 +109,10 @@ class LangGraphAgent:
                     if answer is None:
                         answer = ArtifactStream(ctx, ctx.new_artifact_id(), "answer", None)
                     await answer.write(text)
-        except _EndStep as end:
+        except EndStep as end:
             return end.outcome
         finally:
-            _CURRENT.reset(token)
+            CURRENT.reset(token)
             if answer is not None:
                 await answer.close()
         state = await graph.aget_state(config)
