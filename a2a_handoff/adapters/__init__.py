@@ -18,36 +18,65 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from a2a_handoff.adapters.langgraph import (
         LangGraphAgent,
+        ask_tool,
         end_step,
         from_langgraph,
+        handoff_tool,
         task_context,
     )
     from a2a_handoff.adapters.openai_agents import (
         A2ARunContext,
         AgentsSdkAgent,
+        a2a_context,
+        ask_agent,
         ask_user,
         from_agents_sdk,
         remote_agent,
+        remote_result,
     )
 
 # Each name, and the adapter module (and so the framework) that importing it loads.
 _FROM = {
     **dict.fromkeys(
-        ("A2ARunContext", "AgentsSdkAgent", "ask_user", "from_agents_sdk", "remote_agent"),
+        (
+            "A2ARunContext",
+            "AgentsSdkAgent",
+            "a2a_context",
+            "ask_agent",
+            "ask_user",
+            "from_agents_sdk",
+            "remote_agent",
+            "remote_result",
+        ),
         "openai_agents",
     ),
-    **dict.fromkeys(("LangGraphAgent", "end_step", "from_langgraph", "task_context"), "langgraph"),
+    **dict.fromkeys(
+        (
+            "LangGraphAgent",
+            "ask_tool",
+            "end_step",
+            "from_langgraph",
+            "handoff_tool",
+            "task_context",
+        ),
+        "langgraph",
+    ),
 }
 
 __all__ = [
     "A2ARunContext",
     "AgentsSdkAgent",
     "LangGraphAgent",
+    "a2a_context",
+    "ask_agent",
+    "ask_tool",
     "ask_user",
     "end_step",
     "from_agents_sdk",
     "from_langgraph",
+    "handoff_tool",
     "remote_agent",
+    "remote_result",
     "task_context",
 ]
 

@@ -7,18 +7,22 @@ Each task is one LangGraph thread (`thread_id` = `<contextId>/<taskId>`):
 
 - **the first step** starts the graph from an initial state made of the task: the verified
   transfer context's keys that are fields of the state, the user's text in `text_field`, and
-  — when the state has `messages` — the conversation (as `LLMAgent` sees it);
+  — when the state has `messages` — the conversation (as the Agents SDK adapter makes it:
+  after a handoff, with a user turn);
 - **`interrupt(question)`** in a node leaves the task INPUT_REQUIRED with the question; the
   user's next message resumes the graph (`Command(resume=<text>)`) where it stopped;
-- **`Command(goto=<route>)`** (from a node, or from a tool in a `ToolNode`, as langgraph-swarm
-  hands off) to one of the agent's routes becomes the library's three-phase handoff, the state's
-  `context_fields` as the transfer context: for each route the graph has no node of its own,
-  the adapter adds one that hands the task over;
+- **`Command(goto=<route>)`** (from a node, or from a tool in a `ToolNode`: `handoff_tool`)
+  to one of the agent's routes becomes the library's three-phase handoff, the state's
+  `context_fields` (and a handoff tool's arguments) as the transfer context: a copy of the
+  graph — a `StateGraph` or a compiled graph's builder, never the user's object — gets a node
+  for each route it has none of (`_graph_routes`);
+- `ask_tool(route)` is a tool delegating to the route's agent (`ctx.delegate`);
 - in a node, `task_context()` is the step's `TaskContext` (status, artifacts, `guard`, the
   operator's decision) and `end_step(outcome)` ends the step with any outcome — an `Escalate`
   from `guard`, a `Rejected`;
 - the text of chat models called inside nodes streams as chunks of one artifact (`answer`);
-  at the end, the state's `answer_field` completes the task.
+  at the end, the state's `answer_field` — or else the last AI message of `messages` (a
+  `MessagesState` graph, a prebuilt agent) — completes the task.
 
 **Checkpoints.** The graph's checkpoints live where its checkpointer puts them: for
 `checkpoints="sqlite:///PATH"` (a file beside the agent's store: two writers on one SQLite
@@ -37,49 +41,38 @@ starts again the same way.
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import hashlib
 import json
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, NoReturn
+from typing import Any, ClassVar
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
-from langgraph.types import Command, interrupt
+from langgraph.types import Command
 
+from a2a_handoff.adapters._conversation import conversation
+from a2a_handoff.adapters._graph_routes import MESSAGES, REMOTE_KEY, with_routes
+from a2a_handoff.adapters._graph_tools import (
+    CURRENT,
+    EndStep,
+    ask_tool,
+    end_step,
+    handoff_tool,
+    task_context,
+)
 from a2a_handoff.agent import ArtifactStream, TaskContext
-from a2a_handoff.llm.chat import build_chat
 from a2a_handoff.outcomes import Completed, Handoff, InputRequired, Outcome
 
-__all__ = ["LangGraphAgent", "end_step", "from_langgraph", "task_context"]
-
-REMOTE_KEY = "a2a-handoff:remote"  # in an interrupt's value: a handoff to a route
-MESSAGES = "messages"
-
-_CURRENT: contextvars.ContextVar[TaskContext] = contextvars.ContextVar("a2a_handoff_task")
-
-
-def task_context() -> TaskContext:
-    """The `TaskContext` of the step running this node."""
-    try:
-        return _CURRENT.get()
-    except LookupError:
-        raise RuntimeError(
-            "task_context() is for nodes of a graph served by from_langgraph"
-        ) from None
-
-
-def end_step(outcome: Outcome) -> NoReturn:
-    """End the step now with `outcome` (an `Escalate` from `guard`, a `Rejected`, …)."""
-    raise _EndStep(outcome)
-
-
-class _EndStep(Exception):
-    def __init__(self, outcome: Outcome) -> None:
-        super().__init__(type(outcome).__name__)
-        self.outcome = outcome
+__all__ = [
+    "LangGraphAgent",
+    "ask_tool",
+    "end_step",
+    "from_langgraph",
+    "handoff_tool",
+    "task_context",
+]
 
 
 @dataclass
@@ -103,7 +96,7 @@ class LangGraphAgent:
         config: Any = {"configurable": {"thread_id": f"{ctx.context_id}/{ctx.task_id}"}}
         start = await self._start(ctx, graph, config)
         answer: ArtifactStream | None = None
-        token = _CURRENT.set(ctx)
+        token = CURRENT.set(ctx)
         try:
             steps: AsyncIterator[Any] = (
                 _nothing()
@@ -116,10 +109,10 @@ class LangGraphAgent:
                     if answer is None:
                         answer = ArtifactStream(ctx, ctx.new_artifact_id(), "answer", None)
                     await answer.write(text)
-        except _EndStep as end:
+        except EndStep as end:
             return end.outcome
         finally:
-            _CURRENT.reset(token)
+            CURRENT.reset(token)
             if answer is not None:
                 await answer.close()
         state = await graph.aget_state(config)
@@ -132,7 +125,7 @@ class LangGraphAgent:
             return InputRequired(
                 value if isinstance(value, str) else json.dumps(value, default=str)
             )
-        said = state.values.get(self.answer_field)
+        said = state.values.get(self.answer_field) or _last_ai_text(state.values.get(MESSAGES))
         return Completed(str(said) if said else None)
 
     async def _start(
@@ -156,7 +149,7 @@ class LangGraphAgent:
         if self.text_field in fields:
             state[self.text_field] = ctx.text
         if MESSAGES in fields:
-            state[MESSAGES] = build_chat("", ctx)[1:]
+            state[MESSAGES] = conversation(ctx)
         return state
 
     def _handoff(self, asked: Mapping[str, Any]) -> Handoff:
@@ -177,25 +170,20 @@ class LangGraphAgent:
             return self._compiled
 
     async def _compile(self, routes: Sequence[str]) -> CompiledStateGraph[Any, Any, Any, Any]:
-        if isinstance(self.graph, CompiledStateGraph):
-            if self.graph.checkpointer is None and self.checkpoints is None:
-                raise ValueError(
-                    "the graph needs a checkpointer to wait for input: compile it with one,"
-                    " or pass checkpoints="
-                )
-            if self.checkpoints is None:
-                return self.graph
-            return self.graph.copy(update={"checkpointer": await self._open_saver()})
-        builder = self.graph
-        fields = [
-            f
-            for f in self.context_fields or builder.channels
-            if f not in (self.text_field, self.answer_field, MESSAGES)
-        ]
-        for route in routes:
-            if route not in builder.nodes:
-                builder.add_node(route, _remote_node(route, fields))
-        return builder.compile(checkpointer=await self._open_saver())
+        """The graph to run: a copy of the user's — theirs is never changed — with a node for
+        each route it has none of, compiled with the checkpointer (and, for a compiled graph,
+        the options it was compiled with)."""
+        compiled = self.graph if isinstance(self.graph, CompiledStateGraph) else None
+        if compiled is not None and compiled.checkpointer is None and self.checkpoints is None:
+            raise ValueError(
+                "the graph needs a checkpointer to wait for input: compile it with one,"
+                " or pass checkpoints="
+            )
+        saver = compiled.checkpointer if compiled is not None else None
+        if self.checkpoints is not None or saver is None:
+            saver = await self._open_saver()
+        excluded = (self.text_field, self.answer_field, MESSAGES)
+        return with_routes(self.graph, routes, saver, self.context_fields, excluded)
 
     async def _open_saver(self) -> BaseCheckpointSaver[Any]:
         if isinstance(self.checkpoints, BaseCheckpointSaver):
@@ -247,17 +235,18 @@ async def _nothing() -> AsyncIterator[Any]:
     yield
 
 
-def _remote_node(route: str, fields: Sequence[str]) -> Any:
-    """The node standing for the agent behind `route`: reaching it hands the task over."""
-
-    async def hand_over(state: Mapping[str, Any]) -> dict[str, Any]:
-        context = {f: state[f] for f in fields if state.get(f) is not None}
-        context = json.loads(json.dumps(context, default=str))  # what travels is JSON
-        interrupt({REMOTE_KEY: {"target": route, "context": context}})
-        return {}  # not reached: the handoff ends the task
-
-    hand_over.__name__ = f"hand_over_to_{route}"
-    return hand_over
+def _last_ai_text(messages: Any) -> str:
+    """The text of the last AI message of a `messages` channel (a `MessagesState` graph's
+    answer, a prebuilt agent's), or ""."""
+    for message in reversed(messages if isinstance(messages, list) else []):
+        if getattr(message, "type", None) == "ai":
+            content = getattr(message, "content", "")
+            if isinstance(content, str):
+                return content
+            return "".join(
+                str(b.get("text", "")) if isinstance(b, dict) else str(b) for b in content
+            )
+    return ""
 
 
 def _token(chunk: Any) -> str:

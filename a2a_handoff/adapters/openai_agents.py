@@ -4,23 +4,27 @@ Needs the `agents` extra (`pip install 'a2a-handoff[agents]'`: the `openai-agent
 
 Each step runs the agent with `Runner.run_streamed`:
 
-- **input**: the task's conversation, rebuilt from the store (`llm.chat.build_chat`, without
-  the instructions: the agent has its own) — after a handoff, a note saying who handed over,
-  why and what it passed along, and the earlier turns the edge's contract let travel;
+- **input**: the task's conversation, rebuilt from the store (`_conversation`: `build_chat`
+  without the instructions, the agent has its own) — after a handoff, a note saying who
+  handed over, why and what it passed along, the turns the edge's contract let travel, and
+  a user turn;
 - **run context**: an `A2ARunContext` — the task, the verified transfer context, the agent
-  that handed over — which tools and dynamic instructions read as `ctx.context`;
+  that handed over — which tools and dynamic instructions read as `ctx.context`; or the
+  user's own (`context=`, `context_factory=`), the `A2ARunContext` then `a2a_context()`;
 - **output**: the model's text streams as chunks of one artifact (`answer`); the final output
   completes the task, or, when it ends with "?", leaves it INPUT_REQUIRED (as `LLMAgent`
   does); a function tool calling `ask_user(question)` leaves it INPUT_REQUIRED at once;
-- **remote handoffs**: a handoff whose target is one of the agent's routes — `remote_agent(
-  "billing")` in `handoffs=[…]`, or any handoff (an `Agent` or a `handoff(…)`) whose target
-  name is a route — is offered to the model as the route's transfer tool (`llm.transfer`:
-  its description the target's card, its parameters the edge's contract) and becomes the
-  library's three-phase handoff: capability gate, contract, signature, durable outbox. A
+- **remote handoffs** are explicit (`_sdk_remote`): only a `remote_agent("billing")` in
+  `handoffs=[…]` is offered to the model as the route's transfer tool (`llm.transfer`: its
+  description the target's card, its parameters the edge's contract — or its `input_type`'s
+  schema —, its name a `tool_name_override`) and becomes the library's three-phase handoff:
+  capability gate, contract, signature, durable outbox. Its `on_handoff` runs first. A
   refusal goes back to the model as the tool's result (`max_refusals` times, then the task
-  fails). A `remote_agent`'s `input_filter` chooses the turns that may travel; the contract's
-  `history_strategy` still bounds them (`summary`: none). Handoffs to local agents stay the
-  SDK's own;
+  fails). Its `input_filter` chooses the turns that may travel; the contract's
+  `history_strategy` still bounds them (`summary`: none). Handoffs to local agents — whatever
+  their names — stay the SDK's own;
+- **ask tools**: an `ask_agent("billing")` in `tools=[…]` delegates (`llm.asking`: the
+  outcome is the tool's result);
 - **guardrails**: an input guardrail's tripwire REJECTS the task, an output guardrail's
   FAILS it, each naming the guardrail;
 - `RunConfig` (model, model settings, provider) and `max_turns` pass through. Tracing is off
@@ -35,80 +39,56 @@ Each step runs the agent with `Runner.run_streamed`:
 from __future__ import annotations
 
 import contextvars
-import dataclasses
-import inspect
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, NoReturn
+from typing import Any, ClassVar
 
 from agents import Agent as SdkAgent
 from agents import (
-    FunctionTool,
-    Handoff,
-    HandoffInputData,
     InputGuardrailTripwireTriggered,
     MaxTurnsExceeded,
     OutputGuardrailTripwireTriggered,
     RunConfig,
-    RunContextWrapper,
 )
-from agents.exceptions import AgentsException, UserError
 from openai.types.responses import ResponseTextDeltaEvent
 
+from a2a_handoff.adapters._conversation import conversation
+from a2a_handoff.adapters._sdk_remote import (
+    ask_agent,
+    remote_agent,
+    remote_result,
+)
 from a2a_handoff.adapters._sdk_resume import keep_state, started
-from a2a_handoff.agent import ArtifactStream, TaskContext
+from a2a_handoff.adapters._sdk_tools import (
+    ASKED,
+    AskUser,
+    HandedOver,
+    Step,
+    TooManyRefusals,
+    ask_user,
+    remotes,
+    served_copy,
+    transfer_of,
+)
+from a2a_handoff.agent import TaskContext
 from a2a_handoff.escalation import Decision
-from a2a_handoff.llm.chat import build_chat, handed_over_by
-from a2a_handoff.llm.tools import ToolArgumentsError, json_object
+from a2a_handoff.llm.asking import ask_tools
+from a2a_handoff.llm.chat import handed_over_by
 from a2a_handoff.llm.transfer import (
-    FREE_FORM,
-    HandoffTool,
-    Transfer,
-    handoff_decision,
     handoff_tools,
-    refused,
 )
 from a2a_handoff.outcomes import Completed, Failed, InputRequired, Outcome, Rejected
 
-__all__ = ["A2ARunContext", "AgentsSdkAgent", "ask_user", "from_agents_sdk", "remote_agent"]
-
-InputFilter = Callable[[HandoffInputData], Awaitable[HandoffInputData] | HandoffInputData]
-
-
-@dataclass(eq=False)
-class RemoteAgent(Handoff[Any, Any]):
-    """A handoff to the agent behind a route: `remote_agent("billing")`."""
-
-    required: tuple[str, ...] = ()
-
-
-def remote_agent(
-    route: str,
-    *,
-    required: Sequence[str] = (),
-    description: str | None = None,
-    input_filter: InputFilter | None = None,
-) -> RemoteAgent:
-    """A handoff to the agent behind the route `route`, for an agent's `handoffs=[…]`.
-
-    `required`: the capabilities the target must offer (the capability gate). `description`:
-    the tool's description (default: the target's card). `input_filter`: the SDK's filter of
-    what history travels (bounded by the edge's contract).
-    """
-
-    async def local(_: RunContextWrapper[Any], __: str) -> NoReturn:
-        raise UserError(f"remote_agent({route!r}) runs only in an agent served by from_agents_sdk")
-
-    return RemoteAgent(
-        tool_name=Transfer(route).tool_name,
-        tool_description=description or "",
-        input_json_schema=dict(FREE_FORM),
-        on_invoke_handoff=local,
-        agent_name=route,
-        input_filter=input_filter,
-        strict_json_schema=False,
-        required=tuple(required),
-    )
+__all__ = [
+    "A2ARunContext",
+    "AgentsSdkAgent",
+    "a2a_context",
+    "ask_agent",
+    "ask_user",
+    "from_agents_sdk",
+    "remote_agent",
+    "remote_result",
+]
 
 
 @dataclass
@@ -121,54 +101,18 @@ class A2ARunContext:
     decision: Decision | None  # an operator's signed decision this task came back with
 
 
-def ask_user(question: str) -> NoReturn:
-    """From a function tool: stop the run and ask the user; the task waits INPUT_REQUIRED and
-    the user's answer continues the conversation."""
-    asked = _ASKED.get()
-    if asked is None:
-        raise RuntimeError("ask_user() is for the tools of an agent served by from_agents_sdk")
-    asked.append(question)
-    raise _AskUser(question)  # the SDK turns it into the tool's error: _asking() stops the run
+def a2a_context() -> A2ARunContext:
+    """The served step's `A2ARunContext`, for tools whose run context is the user's own
+    (`from_agents_sdk(…, context=…)`)."""
+    current = _RUN.get()
+    if current is None:
+        raise RuntimeError("a2a_context() is for the tools of an agent served by from_agents_sdk")
+    return current
 
 
-# The questions the step's tools asked: read past the SDK's handling of tool errors.
-_ASKED: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
-    "a2a_handoff_asked", default=None
+_RUN: contextvars.ContextVar[A2ARunContext | None] = contextvars.ContextVar(
+    "a2a_handoff_run", default=None
 )
-
-
-class _AskUser(AgentsException):
-    def __init__(self, question: str) -> None:
-        super().__init__(question)
-        self.question = question
-
-
-class _HandedOver(AgentsException):
-    """The task was handed over (TRANSFERRED): the run stops here."""
-
-
-class _TooManyRefusals(AgentsException):
-    pass
-
-
-@dataclass
-class _Step:
-    ctx: TaskContext
-    chat: list[dict[str, Any]]
-    max_refusals: int
-    answer: ArtifactStream | None = None
-    refusals: int = 0
-    asked: list[str] = field(default_factory=list)
-
-    async def write(self, token: str) -> None:
-        if self.answer is None:
-            self.answer = ArtifactStream(self.ctx, self.ctx.new_artifact_id(), "answer", None)
-        await self.answer.write(token)
-
-    async def close(self) -> None:
-        if self.answer is not None:
-            await self.answer.close()
-            self.answer = None
 
 
 @dataclass
@@ -180,6 +124,8 @@ class AgentsSdkAgent:
     max_turns: int = 10
     ask: bool = True
     max_refusals: int = 3
+    context: Any = None  # the run context tools see, instead of the A2ARunContext
+    context_factory: Callable[[A2ARunContext], Any] | None = None  # or made per step
     _run_config: RunConfig = field(init=False, repr=False)
 
     resumes: ClassVar[bool] = True  # a step cut by a crash goes on from its last tool result
@@ -188,14 +134,17 @@ class AgentsSdkAgent:
         self._run_config = self.run_config or RunConfig(tracing_disabled=True)
 
     async def handle(self, ctx: TaskContext) -> Outcome | None:
-        chat = build_chat("", ctx)[1:]  # the agent's instructions are its own
-        step = _Step(ctx, chat, self.max_refusals)
-        remote = _remote_handoffs(self.agent, set(ctx.routes))
-        tools = await handoff_tools(ctx, [transfer for transfer, _ in remote.values()])
-        filters = {Transfer(r).tool_name: f for r, (_, f) in remote.items() if f is not None}
-        agent = _with_transfer_tools(self.agent, tools, filters, step, {})
-        context = A2ARunContext(ctx, ctx.transfer_context, handed_over_by(ctx), ctx.decision)
-        asking = _ASKED.set(step.asked)
+        chat = conversation(ctx)  # the agent's instructions are its own
+        step = Step(ctx, chat, self.max_refusals)
+        handoffs, asks = remotes(self.agent)
+        tools = await handoff_tools(ctx, [transfer_of(r) for r in handoffs])
+        asking_tools = ask_tools(await handoff_tools(ctx, [transfer_of(a) for a in asks]))
+        agent = served_copy(self.agent, tools, asking_tools, step, {})
+        a2a = A2ARunContext(ctx, ctx.transfer_context, handed_over_by(ctx), ctx.decision)
+        context = self.context if self.context is not None else a2a
+        if self.context_factory is not None:
+            context = self.context_factory(a2a)
+        asking, running = ASKED.set(step.asked), _RUN.set(a2a)
         try:
             saved = ctx.checkpointed
             run = await started(agent, chat, context, saved, self.max_turns, self._run_config)
@@ -213,12 +162,12 @@ class AgentsSdkAgent:
                         step.chat.append({"role": "assistant", "content": text})
                 elif event.type == "run_item_stream_event" and event.name == "tool_output":
                     await keep_state(ctx, run)
-        except _HandedOver:
+        except HandedOver:
             return None  # TRANSFERRED: the step is over
-        except _AskUser as exc:
+        except AskUser as exc:
             await step.close()
             return InputRequired(exc.question)
-        except _TooManyRefusals as exc:
+        except TooManyRefusals as exc:
             await step.close()
             return Failed(str(exc), kind="HandoffRefused")
         except InputGuardrailTripwireTriggered as exc:
@@ -232,7 +181,8 @@ class AgentsSdkAgent:
             await step.close()
             return Failed(f"the agent did not finish within {self.max_turns} turns", "ModelTurns")
         finally:
-            _ASKED.reset(asking)
+            ASKED.reset(asking)
+            _RUN.reset(running)
         await step.close()
         output = run.final_output
         if output is None or isinstance(output, str):
@@ -252,131 +202,14 @@ def from_agents_sdk(
     max_turns: int = 10,
     ask: bool = True,
     max_refusals: int = 3,
+    context: Any = None,
+    context_factory: Callable[[A2ARunContext], Any] | None = None,
 ) -> AgentsSdkAgent:
-    """Serve `agent`: `create_app(from_agents_sdk(agent), card, store, handoff=…)`."""
-    return AgentsSdkAgent(agent, run_config, max_turns, ask, max_refusals)
-
-
-def _target_name(item: SdkAgent[Any] | Handoff[Any, Any]) -> str:
-    return item.agent_name if isinstance(item, Handoff) else item.name
-
-
-def _remote_handoffs(
-    agent: SdkAgent[Any], routes: set[str]
-) -> dict[str, tuple[Transfer, InputFilter | None]]:
-    """Every handoff to a route, in `agent` and the local agents it hands off to."""
-    found: dict[str, tuple[Transfer, InputFilter | None]] = {}
-    seen: set[int] = set()
-    todo = [agent]
-    while todo:
-        current = todo.pop()
-        if id(current) in seen:
-            continue
-        seen.add(id(current))
-        for item in current.handoffs:
-            name = _target_name(item)
-            if isinstance(item, RemoteAgent) or name in routes:
-                required = item.required if isinstance(item, RemoteAgent) else ()
-                described = item.tool_description if isinstance(item, RemoteAgent) else ""
-                filter_ = item.input_filter if isinstance(item, Handoff) else None
-                found.setdefault(name, (Transfer(name, required, described or None), filter_))
-            elif isinstance(item, SdkAgent):
-                todo.append(item)
-    return found
-
-
-def _with_transfer_tools(
-    agent: SdkAgent[Any],
-    tools: dict[str, HandoffTool],
-    filters: dict[str, InputFilter],
-    step: _Step,
-    clones: dict[int, SdkAgent[Any]],
-) -> SdkAgent[Any]:
-    """A copy of `agent` (and of the local agents it hands off to) whose handoffs to routes
-    are transfer tools. The user's agents are left as they were."""
-    if id(agent) in clones:
-        return clones[id(agent)]
-    clone = agent.clone()
-    clones[id(agent)] = clone
-    handoffs: list[SdkAgent[Any] | Handoff[Any, Any]] = []
-    extra: list[FunctionTool] = []
-    for item in agent.handoffs:
-        tool = tools.get(Transfer(_target_name(item)).tool_name)
-        if tool is not None:
-            extra.append(_transfer_tool(tool, filters.get(tool.name), step))
-        elif isinstance(item, RemoteAgent):
-            continue  # a route not configured here: not offered
-        elif isinstance(item, SdkAgent):
-            handoffs.append(_with_transfer_tools(item, tools, filters, step, clones))
-        else:
-            handoffs.append(item)
-    clone.handoffs = handoffs
-    clone.tools = [
-        *(_asking(t, step.asked) if isinstance(t, FunctionTool) else t for t in agent.tools),
-        *extra,
-    ]
-    return clone
-
-
-def _asking(tool: FunctionTool, asked: list[str]) -> FunctionTool:
-    """`tool`, stopping the run when it called `ask_user` (whatever the SDK made of it)."""
-    invoke_tool = tool.on_invoke_tool
-
-    async def invoke(ctx: Any, raw: str) -> Any:
-        result = await invoke_tool(ctx, raw)
-        if asked:
-            raise _AskUser(asked[-1])
-        return result
-
-    return dataclasses.replace(tool, on_invoke_tool=invoke)
-
-
-def _transfer_tool(tool: HandoffTool, filter_: InputFilter | None, step: _Step) -> FunctionTool:
-    async def invoke(_: Any, raw: str) -> str:
-        try:
-            arguments = json_object(raw)
-        except ToolArgumentsError as exc:
-            return _refused(step, f"bad arguments: {exc}")
-        chat = step.chat if filter_ is None else await _filtered(filter_, step.chat)
-        decision = handoff_decision(tool, arguments, chat)
-        await step.close()  # the answer so far is stored before the task is handed over
-        refusal = await step.ctx.hand_off(decision)
-        if refusal is None:
-            raise _HandedOver(tool.route.name)
-        return _refused(step, refusal)
-
-    return FunctionTool(
-        name=tool.name,
-        description=tool.description,
-        params_json_schema=tool.parameters,
-        on_invoke_tool=invoke,
-        strict_json_schema=False,
-    )
-
-
-def _refused(step: _Step, reason: str) -> str:
-    step.refusals += 1
-    if step.refusals > step.max_refusals:
-        raise _TooManyRefusals(
-            f"the model's handoffs were refused {step.refusals} times; the last: {reason}"
-        )
-    return refused(reason)
-
-
-async def _filtered(filter_: InputFilter, chat: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The turns a handoff's `input_filter` lets travel (as the SDK would hand them over)."""
-    data = HandoffInputData(
-        input_history=tuple(chat),  # type: ignore[arg-type]  # easy input messages
-        pre_handoff_items=(),
-        new_items=(),
-    )
-    filtered = filter_(data)
-    if inspect.isawaitable(filtered):
-        filtered = await filtered
-    kept = filtered.input_history
-    if isinstance(kept, str):
-        return [{"role": "user", "content": kept}]
-    return [dict(item) for item in kept if isinstance(item, dict)]
+    """Serve `agent`: `create_app(from_agents_sdk(agent), card, store, handoff=…)`.
+    `context`: the run context its tools and instructions read (`ctx.context`) in place of the
+    `A2ARunContext` (then `a2a_context()`); `context_factory`: one made for each step from
+    the step's `A2ARunContext`."""
+    return AgentsSdkAgent(agent, run_config, max_turns, ask, max_refusals, context, context_factory)
 
 
 def _text_of(item: Any) -> str:

@@ -21,13 +21,12 @@ from agents import (
 from openai import AsyncOpenAI
 
 from a2a_handoff import Completed, Handoff, MemoryTaskStore, TaskContext
+from a2a_handoff.adapters._sdk_tools import HandedOver, Step, transfer_tool
 from a2a_handoff.adapters.openai_agents import (
     A2ARunContext,
-    _HandedOver,
-    _Step,
-    _transfer_tool,
     ask_user,
     from_agents_sdk,
+    remote_agent,
 )
 from a2a_handoff.agent import Route
 from a2a_handoff.contracts.contract import load_contract
@@ -250,14 +249,16 @@ async def test_an_input_filter_chooses_the_history_within_the_contract_s_strateg
     strategy: str, filter_: Any, carried: list[str]
 ) -> None:
     attempts: list[Handoff] = []
-    step = _Step(_received_ctx(attempts), [], 3)
+    step = Step(_received_ctx(attempts), [], 3)
     step.chat += [
         {"role": "user", "content": "refund please"},
         {"role": "assistant", "content": "Which order?"},
         {"role": "user", "content": "12345"},
     ]
-    tool = _transfer_tool(_contract_tool(strategy), filter_, step)
-    with pytest.raises(_HandedOver):
+    tool = transfer_tool(
+        _contract_tool(strategy), step, remote_agent("billing", input_filter=filter_)
+    )
+    with pytest.raises(HandedOver):
         await tool.on_invoke_tool(None, '{"intent": "refund", "summary": "Refund on 12345"}')  # type: ignore[arg-type]
     (decision,) = attempts
     assert decision.required == ("refunds",)
