@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from starlette.responses import Response
@@ -42,23 +42,41 @@ _TO_CLIENTS = (JsonRpcBinding, RestBinding, V03Binding)
 """The bindings whose answers go to an HTTP client as they are."""
 
 
-async def patiently(call: Call, answer: Answer, ping: float) -> Response:
-    """`answer`'s response if it is ready within `ping` seconds (its error raised as ever);
-    else one that sends its head now and the answer's body when it comes (`HeldAnswer`).
+async def patiently(
+    call: Call, settled: asyncio.Future[Any], answer: Callable[[], Answer], ping: float
+) -> Response:
+    """`answer()`'s response when `settled` (what it waits for) is done within `ping`
+    seconds (its error raised as ever); else one that sends its head now and the answer's
+    body when it comes (`HeldAnswer`).
 
-    Only an answer a binding sends to an HTTP client is held: another caller (the MCP
-    server's tools) reads the answer's body itself, so it gets the whole answer, awaited."""
-    if not isinstance(call.binding, _TO_CLIENTS):
-        return await answer
-    task = asyncio.ensure_future(answer)
+    Waiting costs one future and one timer, no task: most answers are ready in time, and
+    this is every blocking SendMessage's path. Only an answer a binding sends to an HTTP
+    client is held: another caller (the MCP server's tools) reads the answer's body itself,
+    so it gets the whole answer, awaited."""
+    if not isinstance(call.binding, _TO_CLIENTS) or await _done_within(settled, ping):
+        return await answer()
+    return HeldAnswer(call, asyncio.ensure_future(answer()), ping)
+
+
+async def _done_within(future: asyncio.Future[Any], seconds: float) -> bool:
+    """Whether `future` is done within `seconds`; it is never cancelled (others await it)."""
+    if future.done():
+        return True
+    loop = asyncio.get_running_loop()
+    woken: asyncio.Future[None] = loop.create_future()
+
+    def wake(_: object = None) -> None:
+        if not woken.done():
+            woken.set_result(None)
+
+    timer = loop.call_later(seconds, wake)
+    future.add_done_callback(wake)
     try:
-        done, _ = await asyncio.wait((task,), timeout=ping)
-    except BaseException:
-        task.cancel()  # the call is dropped: its answer is not waited for (the task runs on)
-        raise
-    if done:
-        return task.result()
-    return HeldAnswer(call, task, ping)
+        await woken
+    finally:
+        timer.cancel()
+        future.remove_done_callback(wake)
+    return future.done()
 
 
 class HeldAnswer(Response):

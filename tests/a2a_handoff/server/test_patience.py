@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 import pytest
@@ -28,16 +29,26 @@ def _call(binding: Any = JSON_RPC) -> Call:
     return Call(7, {}, "", frozenset(), Request({"type": "http"}), binding)
 
 
-async def _after(delay: float, call: Call, failure: Exception | None = None) -> Response:
-    await asyncio.sleep(delay)
-    if failure is not None:
-        raise failure
-    return call.binding.answer(call, RESULT)
+def _settling(
+    delay: float, call: Call, failure: Exception | None = None
+) -> tuple[asyncio.Future[None], Callable[[], Coroutine[Any, Any, Response]]]:
+    """What a SendMessage waits for (its task settling), done after `delay`, and its answer."""
+    loop = asyncio.get_running_loop()
+    settled: asyncio.Future[None] = loop.create_future()
+    loop.call_later(delay, settled.set_result, None)
+
+    async def answer() -> Response:
+        await asyncio.shield(settled)
+        if failure is not None:
+            raise failure
+        return call.binding.answer(call, RESULT)
+
+    return settled, answer
 
 
 async def test_an_answer_ready_in_time_is_sent_as_it_is() -> None:
     call = _call()
-    answer = await patiently(call, _after(0.0, call), 1.0)
+    answer = await patiently(call, *_settling(0.0, call), 1.0)
     assert not isinstance(answer, HeldAnswer)
     assert json.loads(answer.body)["result"] == json.loads(RESULT)
 
@@ -47,7 +58,7 @@ async def test_a_late_answer_gets_its_head_at_once_then_spaces_then_its_body(
     binding: Any,
 ) -> None:
     call = _call(binding)
-    answer = await patiently(call, _after(0.35, call), 0.1)
+    answer = await patiently(call, *_settling(0.35, call), 0.1)
     assert isinstance(answer, HeldAnswer)
     client = Client()
     await answer({"type": "http"}, client.receive, client.send)
@@ -67,7 +78,7 @@ async def test_a_late_answer_gets_its_head_at_once_then_spaces_then_its_body(
 
 async def test_an_error_after_the_head_is_the_error_object_in_the_body() -> None:
     call = _call()
-    answer = await patiently(call, _after(0.25, call, TaskNotFoundError("gone")), 0.1)
+    answer = await patiently(call, *_settling(0.25, call, TaskNotFoundError("gone")), 0.1)
     client = Client()
     await answer({"type": "http"}, client.receive, client.send)
     error = json.loads(client.body())
@@ -78,7 +89,7 @@ async def test_an_error_after_the_head_is_the_error_object_in_the_body() -> None
 async def test_an_error_in_time_is_raised_for_the_endpoint_to_answer() -> None:
     call = _call()
     with pytest.raises(TaskNotFoundError):
-        await patiently(call, _after(0.0, call, TaskNotFoundError("gone")), 1.0)
+        await patiently(call, *_settling(0.0, call, TaskNotFoundError("gone")), 1.0)
 
 
 async def test_a_gone_client_drops_the_answer_but_not_what_it_waits_for() -> None:
@@ -89,7 +100,7 @@ async def test_a_gone_client_drops_the_answer_but_not_what_it_waits_for() -> Non
         await asyncio.shield(work)  # as SendMessage waits for its task
         return call.binding.answer(call, RESULT)
 
-    answer = await patiently(call, waits(), 0.05)
+    answer = await patiently(call, work, waits, 0.05)
     assert isinstance(answer, HeldAnswer)
     client = Client()
     serving = asyncio.create_task(answer({"type": "http"}, client.receive, client.send))
@@ -109,6 +120,6 @@ async def test_an_answer_read_in_process_is_never_held() -> None:
             return Response(result_json, media_type="application/json")
 
     call = _call(InProcess())
-    answer = await patiently(call, _after(0.2, call), 0.05)
+    answer = await patiently(call, *_settling(0.2, call), 0.05)
     assert not isinstance(answer, HeldAnswer)
     assert json.loads(answer.body) == json.loads(RESULT)
