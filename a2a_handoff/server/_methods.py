@@ -12,6 +12,7 @@ import asyncio
 import json
 from collections.abc import Callable
 from datetime import UTC
+from functools import partial
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -146,15 +147,11 @@ class A2AMethods:
             reply = await self._moved_on(call, request.message, refused)
             return call.binding.answer(call, '{"message":' + reply.dump_json() + "}")
         await self._attach_push(request, submission, cursor)
+        answer = partial(self._sent_answer, call, request, submission, immediately)
         if immediately:
-            return await self._sent_answer(call, request, submission, immediately)
+            return await answer()
         # A long wait (an operator deciding) keeps the caller's read timeout from firing.
-        return await patiently(
-            call,
-            submission.settled,
-            lambda: self._sent_answer(call, request, submission, immediately),
-            self.sse_ping,
-        )
+        return await patiently(call, submission.settled, answer, self.sse_ping)
 
     async def _sent_answer(
         self, call: Call, request: SendMessageRequest, submission: Submission, immediately: bool
