@@ -15,8 +15,10 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 
+from a2a_handoff.server._card_route import CARD_PATH
 from tests.integration.handoff_support import message, result, wait_for
 from tests.integration.test_push import Receiver
 from tests.orchestrator.test_gateway import ALICE
@@ -106,6 +108,8 @@ def answer(task: dict[str, Any], text: str) -> dict[str, Any]:
 def test_a_webhook_given_on_send_gets_the_whole_conversation_across_the_handoff(
     desk: Desk, hook: Receiver
 ) -> None:
+    card = httpx.get(desk.gateway.url + CARD_PATH.lstrip("/"), timeout=10).json()
+    assert card["capabilities"]["pushNotifications"] is True
     ask = "I was charged twice for my order, I want a refund"
     asked = send(desk, message(ask, taskPushNotificationConfig=config(hook, "/handoff")))
     assert asked["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
