@@ -94,28 +94,40 @@ def _push_arguments(push: argparse._ArgumentGroup) -> None:
     """The agents' push options (`servers`): the gateway's clients' webhooks, under the
     same SSRF allowlist and caps."""
     push.add_argument(
-        "--push-allow", action="append", default=[], metavar="HOSTS",
+        "--push-allow",
+        action="append",
+        default=[],
+        metavar="HOSTS",
         help="webhook hosts, addresses or networks admitted beside public https URLs"
         " (comma-separated, repeatable; loopback only when listed: 127.0.0.1, localhost)",
-    )  # fmt: skip
+    )
     push.add_argument("--no-push", action="store_true", help="turn push notifications off")
     push.add_argument(
-        "--push-give-up", type=float, default=3600.0, metavar="SECONDS",
+        "--push-give-up",
+        type=float,
+        default=3600.0,
+        metavar="SECONDS",
         help="how long a failing webhook is retried before its events are given up",
-    )  # fmt: skip
+    )
     push.add_argument("--push-retry-max", type=float, default=60.0, help=argparse.SUPPRESS)
     push.add_argument(
-        "--push-deadline", type=float, default=30.0, metavar="SECONDS",
+        "--push-deadline",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
         help="the most one webhook request may take, its answer included",
-    )  # fmt: skip
+    )
     push.add_argument("--push-per-task", type=int, default=10, metavar="N", help="configs a task")
     push.add_argument(
         "--push-per-caller", type=int, default=100, metavar="N", help="active configs a caller"
     )
     push.add_argument(
-        "--push-per-receiver", type=int, default=4, metavar="N",
+        "--push-per-receiver",
+        type=int,
+        default=4,
+        metavar="N",
         help="requests in flight to one receiver (scheme://host:port)",
-    )  # fmt: skip
+    )
 
 
 def push_settings(args: argparse.Namespace) -> PushSettings | None:

@@ -46,8 +46,11 @@ def hook(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Receiver]:
 
 def config(hook: Receiver, path: str) -> dict[str, Any]:
     """A webhook at `path` of the receiver, artifacts included."""
-    return {"url": hook.url.replace("/hook", path), "token": "t-" + path.strip("/"),
-            "artifactUpdates": True}  # fmt: skip
+    return {
+        "url": hook.url.replace("/hook", path),
+        "token": "t-" + path.strip("/"),
+        "artifactUpdates": True,
+    }
 
 
 def pushed(hook: Receiver, path: str) -> list[Pushed]:
@@ -138,11 +141,13 @@ def test_a_webhook_added_at_the_gateway_follows_an_escalation_to_its_end_saying_
     added = {"taskId": asked["id"], **config(hook, "/added")}
     created = result(desk.gateway.rpc("CreateTaskPushNotificationConfig", added, **auth(ALICE)))
     assert created["url"].endswith("/added")
-    listed = desk.gateway.rpc("ListTaskPushNotificationConfigs", {"taskId": asked["id"]},
-                              **auth(ALICE))  # fmt: skip
+    listed = desk.gateway.rpc(
+        "ListTaskPushNotificationConfigs", {"taskId": asked["id"]}, **auth(ALICE)
+    )
     assert sorted(c["url"].rsplit("/", 1)[1] for c in result(listed)["configs"]) == [
-        "added", "given"
-    ]  # fmt: skip
+        "added",
+        "given",
+    ]
 
     send(desk, answer(asked, "order 5123"))
     until(hook, "/added", "WORKING Escalated to a human operator")
