@@ -18,7 +18,10 @@ Invariants:
   that restarted (kill -9 included) runs the step again and sends that same message again —
   the same id, so the agent answers with what the first one started —, never a second one;
 - an artifact is relayed under the id the agent gave it: relayed again after a restart, it
-  replaces itself; the client's task never holds it twice.
+  replaces itself; the client's task never holds it twice;
+- a status or an artifact is relayed only when the client's task does not show it already:
+  a wait on an operator, followed in rounds of `wait` seconds, tells the escalation once,
+  and a client's push config gets each status once.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from a2a_handoff import (
     Rejected,
     Reply,
     TaskContext,
+    TaskState,
 )
 from a2a_handoff.errors import HandoffError
 from a2a_handoff.failpoints import failpoint
@@ -130,7 +134,10 @@ class Conversations:
 
 
 class _Relay:
-    """The conversation's events, carried into the client's task in order."""
+    """The conversation's events, carried into the client's task in order; a status or an
+    artifact the client's task already shows is not carried again (its push config would
+    deliver it again): a wait followed in rounds, or a step run again after a restart,
+    re-reads the agent's task and tells what it already told."""
 
     def __init__(self, ctx: TaskContext) -> None:
         self.ctx = ctx
@@ -139,6 +146,10 @@ class _Relay:
         self.spoke = False
         self.reply: str | None = None
         self.first = True
+        status = ctx.task.status
+        shown = status.message.text if status.message is not None else ""
+        self.said = shown if status.state is TaskState.WORKING else None  # the task's status
+        self.shown = {a.artifact_id: _parts(a.parts) for a in ctx.task.artifacts or []}
 
     def emit(self, event: Event) -> None:
         if self.first:
@@ -152,21 +163,20 @@ class _Relay:
 
     async def _carry(self, event: Event) -> None:
         kind = event["event"]
-        ctx = self.ctx
         if kind == "status" and event.get("text"):
-            self.spoke = True
-            await ctx.status(event["text"])
+            await self._say(event["text"])
         elif kind == "transferred":
-            self.spoke = True
             reason = f": {event['reason']}" if event.get("reason") else ""
-            await ctx.status(f"Transferred to {event['to']}{reason}")
+            await self._say(f"Transferred to {event['to']}{reason}")
         elif kind == "escalated":
-            self.spoke = True
-            await ctx.status(f"Escalated to a human operator: {event.get('text', '')}")
+            await self._say(f"Escalated to a human operator: {event.get('text', '')}")
         elif kind == "artifact":
             self.spoke = True
             parts = [Part.model_validate(p) for p in event["parts"]]
-            await ctx.artifact(
+            if self.shown.get(event["artifactId"]) == _parts(parts):
+                return  # told before: the client's task has it as it is
+            self.shown[event["artifactId"]] = _parts(parts)
+            await self.ctx.artifact(
                 *parts, name=event.get("name") or None, artifact_id=event["artifactId"],
                 last_chunk=True,
             )  # fmt: skip
@@ -174,6 +184,14 @@ class _Relay:
             self.reply = str(event.get("text", ""))
         elif kind not in ("status", "pending", "awaiting_operator"):
             self.last = event
+
+    async def _say(self, text: str) -> None:
+        """A WORKING status on the client's task, unless it is the one the task shows."""
+        self.spoke = True
+        if text == self.said:
+            return
+        self.said = text
+        await self.ctx.status(text)
 
     def outcome(self, code: Exit) -> Outcome:
         """How the client's task step ends, from how the conversation's turn ended."""
@@ -292,6 +310,10 @@ class GatewayAgent:
                 code = await conversation.deliver(url, message)  # same id: never a second one
             else:
                 return code
+
+
+def _parts(parts: list[Part]) -> list[dict[str, Any]]:
+    return [part.dump() for part in parts]
 
 
 def _too_many(refused: TooManyWaits, session: Session) -> str:

@@ -33,6 +33,7 @@ from a2a_handoff import (
 from a2a_handoff.errors import HandoffError
 from a2a_handoff.exits import ExitCode
 from a2a_handoff.observe import logs
+from a2a_handoff.push import PushSettings
 from a2a_handoff.secrets import SecretError
 from a2a_handoff.server import ServerLimits
 from a2a_handoff.stores import SqliteTaskStore
@@ -86,6 +87,62 @@ def add_arguments(serve: argparse.ArgumentParser, url: Callable[[str], str]) -> 
         help="web origins (scheme://host:port) whose pages may call the gateway, comma-separated",
     )
     serve.add_argument("--log-level", default="info")
+    _push_arguments(serve.add_argument_group("push notifications (see docs/push.md)"))
+
+
+def _push_arguments(push: argparse._ArgumentGroup) -> None:
+    """The agents' push options (`servers`): the gateway's clients' webhooks, under the
+    same SSRF allowlist and caps."""
+    push.add_argument(
+        "--push-allow",
+        action="append",
+        default=[],
+        metavar="HOSTS",
+        help="webhook hosts, addresses or networks admitted beside public https URLs"
+        " (comma-separated, repeatable; loopback only when listed: 127.0.0.1, localhost)",
+    )
+    push.add_argument("--no-push", action="store_true", help="turn push notifications off")
+    push.add_argument(
+        "--push-give-up",
+        type=float,
+        default=3600.0,
+        metavar="SECONDS",
+        help="how long a failing webhook is retried before its events are given up",
+    )
+    push.add_argument("--push-retry-max", type=float, default=60.0, help=argparse.SUPPRESS)
+    push.add_argument(
+        "--push-deadline",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="the most one webhook request may take, its answer included",
+    )
+    push.add_argument("--push-per-task", type=int, default=10, metavar="N", help="configs a task")
+    push.add_argument(
+        "--push-per-caller", type=int, default=100, metavar="N", help="active configs a caller"
+    )
+    push.add_argument(
+        "--push-per-receiver",
+        type=int,
+        default=4,
+        metavar="N",
+        help="requests in flight to one receiver (scheme://host:port)",
+    )
+
+
+def push_settings(args: argparse.Namespace) -> PushSettings | None:
+    """Push notifications as the flags say (on unless --no-push); ValueError for a bad one."""
+    if args.no_push:
+        return None
+    return PushSettings(
+        allow=tuple(args.push_allow),
+        give_up=args.push_give_up,
+        retry_max=args.push_retry_max,
+        deadline=args.push_deadline,
+        per_task=args.push_per_task,
+        per_caller=args.push_per_caller,
+        per_receiver=args.push_per_receiver,
+    )
 
 
 def _listed(value: str) -> list[str]:
@@ -142,6 +199,7 @@ def serve(
         conversations = Conversations(directory, args.entry)
         if args.max_waits < 1:
             raise ValueError(f"--max-waits must be at least 1, not {args.max_waits}")
+        push = push_settings(args)
     except (HandoffError, OSError, SecretError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return int(ExitCode.USAGE)
@@ -170,6 +228,7 @@ def serve(
             allowed_origins=_listed(args.allowed_origins),
         ),
         card_v03_fields=True,  # stock 0.3 clients read only the 1.0 path
+        push=push,  # the client's task's events: every status and artifact relayed into it
     )
     uvicorn.run(
         app,
