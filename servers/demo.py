@@ -74,7 +74,25 @@ def _start_agents(work: Path, base: int) -> tuple[subprocess.Popen[str], dict[st
         _stop(agents)
         raise
     agents.wait(15)
-    raise SystemExit(f"the agents did not start (servers all: exit {agents.returncode})")
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(agents.pid, signal.SIGTERM)  # any agent that did start
+    raise NotStarted(f"the agents did not start (servers all: exit {agents.returncode})")
+
+
+class NotStarted(Exception):
+    """`servers all` ended before all its agents served (a port taken meanwhile, say)."""
+
+
+def _serving(work: Path, tries: int = 3) -> tuple[subprocess.Popen[str], dict[str, str]]:
+    """`_start_agents` on free ports, tried again on others when a port free a moment ago
+    was taken before an agent bound it (another program's, between the probe and the bind)."""
+    for attempt in range(tries):
+        try:
+            return _start_agents(work, _free_base_port())
+        except NotStarted as failed:
+            if attempt == tries - 1:
+                raise SystemExit(str(failed)) from None
+    raise AssertionError("unreachable")
 
 
 def _stop(agents: subprocess.Popen[str]) -> None:
@@ -102,7 +120,7 @@ def main() -> int:
 
 def _demo() -> int:
     work = Path(tempfile.mkdtemp(prefix="a2a-demo-"))
-    agents, urls = _start_agents(work, _free_base_port())
+    agents, urls = _serving(work)
     orchestrator = [sys.executable, "-m", "orchestrator", "--session", str(work / "session.json")]
     try:
         for i, text in enumerate(SCRIPT):
