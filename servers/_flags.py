@@ -151,15 +151,21 @@ def agent_options(parser: argparse.ArgumentParser, examples: bool = True) -> Non
     limits.add_argument("--keep-alive", type=float, default=5.0, help="idle keep-alive, s")
     push = parser.add_argument_group("push notifications (see docs/push.md)")
     push.add_argument(
-        "--push-allow", action="append", default=[], metavar="HOSTS",
+        "--push-allow",
+        action="append",
+        default=[],
+        metavar="HOSTS",
         help="webhook hosts, addresses or networks admitted beside public https URLs"
         " (comma-separated, repeatable; loopback only when listed: 127.0.0.1, localhost)",
-    )  # fmt: skip
+    )
     push.add_argument("--no-push", action="store_true", help="turn push notifications off")
     push.add_argument(
-        "--push-give-up", type=float, default=3600.0, metavar="SECONDS",
+        "--push-give-up",
+        type=float,
+        default=3600.0,
+        metavar="SECONDS",
         help="how long a failing webhook is retried before its events are given up",
-    )  # fmt: skip
+    )
     push.add_argument("--push-retry-max", type=float, default=60.0, help=argparse.SUPPRESS)
     push.add_argument(
         "--push-deadline",
@@ -183,20 +189,26 @@ def agent_options(parser: argparse.ArgumentParser, examples: bool = True) -> Non
         _example_options(parser)
     seen = parser.add_argument_group("observability (see docs/observability.md)")
     seen.add_argument(
-        "--log-level", default="info", choices=["debug", "info", "warning", "error"],
+        "--log-level",
+        default="info",
+        choices=["debug", "info", "warning", "error"],
         help="info: a line per task transition, handoff step, escalation (default);"
         " debug adds a line per HTTP request",
-    )  # fmt: skip
+    )
     seen.add_argument("--log-format", default="text", choices=["text", "json"])
     parser.add_argument(
-        "--mcp-server", action="store_true",
+        "--mcp-server",
+        action="store_true",
         help="also serve this agent as an MCP server at /mcp (needs a2a-handoff[mcp])",
-    )  # fmt: skip
+    )
     tools = parser.add_argument_group("MCP tools a handler calls (see docs/tools.md)")
     tools.add_argument(
-        "--mcp", action="append", default=[], metavar="NAME=URL",
+        "--mcp",
+        action="append",
+        default=[],
+        metavar="NAME=URL",
         help="an MCP server (streamable HTTP) handlers may call as NAME (needs a2a-handoff[mcp])",
-    )  # fmt: skip
+    )
     tools.add_argument(
         "--mcp-timeout", type=float, default=30.0, help="seconds an MCP tool call may take"
     )
@@ -204,9 +216,11 @@ def agent_options(parser: argparse.ArgumentParser, examples: bool = True) -> Non
         "--metrics-public", action="store_true", help="GET /metrics without a key under auth"
     )
     seen.add_argument(
-        "--otlp-endpoint", metavar="URL", default=os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"),
+        "--otlp-endpoint",
+        metavar="URL",
+        default=os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"),
         help="export traces over OTLP/HTTP (needs a2a-handoff[otel])",
-    )  # fmt: skip
+    )
 
 
 def push_settings(args: argparse.Namespace) -> PushSettings | None:

@@ -53,9 +53,14 @@ class Summary:
     def of(cls, record: TaskRecord) -> Summary:
         task = record.task
         return cls(
-            task.id, record.owner, record.delegate, task.context_id, record.state.value,
-            record.updated_at, task.status.timestamp or "",
-        )  # fmt: skip
+            task.id,
+            record.owner,
+            record.delegate,
+            task.context_id,
+            record.state.value,
+            record.updated_at,
+            task.status.timestamp or "",
+        )
 
     def matches(self, query: TaskQuery) -> bool:
         states = query.states

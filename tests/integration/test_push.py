@@ -241,8 +241,9 @@ def two_principals(tmp_path: Path, store_url: str, *extra: str) -> AgentProcess:
 
 
 def create(agent: AgentProcess, key: str, task_id: str, config: Json) -> Json:
-    return agent.rpc("CreateTaskPushNotificationConfig", {"taskId": task_id, **config},
-                     **as_caller(key))  # fmt: skip
+    return agent.rpc(
+        "CreateTaskPushNotificationConfig", {"taskId": task_id, **config}, **as_caller(key)
+    )
 
 
 def listed(agent: AgentProcess, key: str, task_id: str) -> list[str]:
@@ -303,10 +304,15 @@ def test_configs_beyond_the_caps_are_refused_and_not_stored(store_url: str, tmp_
 
         # A follow-up message bringing one more config is refused before it runs.
         config = {"taskPushNotificationConfig": {"id": "on-send", "url": url}}
-        message = {"taskId": tasks[0], "messageId": str(uuid.uuid4()), "role": "ROLE_USER",
-                   "parts": [{"text": "Mallory"}]}  # fmt: skip
-        answer = agent.rpc("SendMessage", {"message": message, "configuration": config},
-                           **as_caller(MALLORY))  # fmt: skip
+        message = {
+            "taskId": tasks[0],
+            "messageId": str(uuid.uuid4()),
+            "role": "ROLE_USER",
+            "parts": [{"text": "Mallory"}],
+        }
+        answer = agent.rpc(
+            "SendMessage", {"message": message, "configuration": config}, **as_caller(MALLORY)
+        )
         assert answer["error"]["code"] == -32602, answer  # type: ignore[index]
         task = agent.rpc("GetTask", {"id": tasks[0]}, **as_caller(MALLORY))["result"]
         assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"  # type: ignore[index]
@@ -321,8 +327,9 @@ def test_configs_beyond_the_caps_are_refused_and_not_stored(store_url: str, tmp_
         # A new task's message bringing one is refused before the task is made.
         config = {"taskPushNotificationConfig": {"url": url}}
         message = {"messageId": str(uuid.uuid4()), "role": "ROLE_USER", "parts": [{"text": "x"}]}
-        answer = agent.rpc("SendMessage", {"message": message, "configuration": config},
-                           **as_caller(MALLORY))  # fmt: skip
+        answer = agent.rpc(
+            "SendMessage", {"message": message, "configuration": config}, **as_caller(MALLORY)
+        )
         assert answer["error"]["code"] == -32602, answer  # type: ignore[index]
         made = agent.rpc("ListTasks", {}, **as_caller(MALLORY))["result"]["tasks"]  # type: ignore[index]
         assert len(made) == len(tasks)
@@ -331,8 +338,11 @@ def test_configs_beyond_the_caps_are_refused_and_not_stored(store_url: str, tmp_
         own = send(agent, "ask: ?", ALICE)["id"]
         assert "result" in create(agent, ALICE, own, {"id": "c0", "url": url})
         # A config deleted makes room for another.
-        agent.rpc("DeleteTaskPushNotificationConfig", {"taskId": tasks[1], "id": "c0"},
-                  **as_caller(MALLORY))  # fmt: skip
+        agent.rpc(
+            "DeleteTaskPushNotificationConfig",
+            {"taskId": tasks[1], "id": "c0"},
+            **as_caller(MALLORY),
+        )
         assert "result" in create(agent, MALLORY, tasks[-1], {"id": "c0", "url": url})
     finally:
         agent.stop()

@@ -67,8 +67,11 @@ async def _fill(database: PostgresDatabase, schema: str, owner: str, count: int)
             f" SELECT 'big-' || g, 'ctx-big', $2, '', 'TASK_STATE_COMPLETED', 1, $3, $3,"
             f" replace($1, '@ID@', 'big-' || g){status_value}"
             " FROM generate_series(1, $4) AS g",
-            _big_task(1_000_000), owner, now, count,
-        )  # fmt: skip
+            _big_task(1_000_000),
+            owner,
+            now,
+            count,
+        )
     finally:
         await conn.close()
 

@@ -85,9 +85,13 @@ class ScriptedSdkModel(Model):
         else:
             name, arguments = reply
             item = ResponseFunctionToolCall(
-                type="function_call", call_id=f"call_{n}", name=name,
-                arguments=json.dumps(arguments), id=f"fc_{n}", status="completed",
-            )  # fmt: skip
+                type="function_call",
+                call_id=f"call_{n}",
+                name=name,
+                arguments=json.dumps(arguments),
+                id=f"fc_{n}",
+                status="completed",
+            )
         return ModelResponse(output=[item], usage=Usage(), response_id=None)
 
     def stream_response(self, *args: Any, **kwargs: Any) -> Any:

@@ -181,10 +181,22 @@ async def test_postgres_a_schema_of_version_2_gets_the_status_time_of_its_tasks(
             await conn.fetchval(
                 f'SELECT "{schema}".create_task($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11,'
                 " $12, $13, $14, $15)",
-                task.id, "alice", "", task.context_id, task.status.state.value, 1, stamp,
-                stamp, task.dump_json(), [StreamResponse(task=task).model_dump_json()], None,
-                None, None, None, "none",
-            )  # fmt: skip
+                task.id,
+                "alice",
+                "",
+                task.context_id,
+                task.status.state.value,
+                1,
+                stamp,
+                stamp,
+                task.dump_json(),
+                [StreamResponse(task=task).model_dump_json()],
+                None,
+                None,
+                None,
+                None,
+                "none",
+            )
     finally:
         await conn.close()
     store = postgres(postgres_database.url(schema), "billing")
