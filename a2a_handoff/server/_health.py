@@ -13,7 +13,9 @@ store with a connection pool (PostgreSQL) the pool's use (`storePool`: open, in 
 Cheap whatever the ledger's size: the figures come from the store's indexes and kept values
 (`handoff_stats`), never from reading the ledger — a report costs about what a GetTask does,
 so pollers load the agent no more than any other caller. With API keys on, a caller without
-a valid key gets the status only: the details (peers' URLs among them) need a key.
+a valid key gets the status only: the details (peers' URLs among them) need a key; a caller
+with one is told who it is here and whether it is an operator (`caller`: an operator reads
+every task, anyone else its own only — what a console watching the agent needs to know).
 """
 
 from __future__ import annotations
@@ -43,18 +45,25 @@ class Health:
         stale_after: float,
         auth: ApiKeyAuth | None = None,
         returns: Callable[[], dict[str, Any]] | None = None,
+        sees_all: Callable[[str], bool] | None = None,
     ) -> None:
         self.store = store
         self.client = client
         self.returns = returns  # the returns this process gave up (`Delivery.given_up_report`)
         self.stale_after = stale_after
         self.auth = auth
+        self.sees_all = sees_all  # whether a principal is an operator here (reads every task)
 
     async def get(self, request: Request) -> Response:
         healthy, report = await self.measure()
         status = 200 if healthy else 503
-        if self.auth is not None and self.auth.authenticate(request.headers) is None:
+        if self.auth is None:
+            return JSONResponse(report, status_code=status)
+        principal = self.auth.authenticate(request.headers)
+        if principal is None:
             return JSONResponse({"status": report["status"]}, status_code=status)
+        operator = self.sees_all is not None and self.sees_all(principal)
+        report["caller"] = {"principal": principal, "operator": operator}
         return JSONResponse(report, status_code=status)
 
     async def measure(self) -> tuple[bool, dict[str, Any]]:

@@ -311,7 +311,14 @@ def _routes(
     card_route = CardRoute(card, trust, v03_fields=card_v03_fields, auth=auth)
     v03_card_route = CardRoute(card, trust, v03_fields=True, auth=auth)
     returns = _returns(served)
-    health = Health(served.store, served.client, observability.stale_after, auth, returns=returns)
+    health = Health(
+        served.store,
+        served.client,
+        observability.stale_after,
+        auth,
+        returns=returns,
+        sees_all=served.manager.sees_all,
+    )
     metrics = MetricsRoute(
         served.observer,
         served.store,

@@ -26,7 +26,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from a2a_handoff import HANDOFF_EXTENSION_URI, AgentClient
-from a2a_handoff.errors import HandoffError
+from a2a_handoff.errors import AuthenticationError, HandoffError, RemoteError
 from a2a_handoff.exits import ExitCode
 from a2a_handoff.protocol import Task
 from orchestrator import operator
@@ -79,6 +79,20 @@ def hop_of(agent_url: str, agent_name: str, raw: dict[str, Any]) -> dict[str, An
     }
 
 
+def _unread(name: str, caller: Any) -> str:
+    """Why the console sees only some of an agent's tasks, if it does: its key is not an
+    operator's there (an operator reads every task, anyone else its own only). '' when it
+    reads them all (or the agent has no API keys: everyone reads everything)."""
+    if not isinstance(caller, dict) or caller.get("operator", True):
+        return ""
+    principal = str(caller.get("principal", ""))
+    return (
+        f"not watched: the console's key here is {principal}'s, not an operator's, so it reads"
+        f" only {principal}'s own tasks at {name}; start {name} with --operators {principal}"
+        " (or give the console an operator's key with --keys-file)"
+    )
+
+
 def _status_text(raw: dict[str, Any]) -> str:
     message = raw["status"].get("message") or {}
     texts = [p["text"] for p in message.get("parts") or [] if "text" in p]
@@ -121,6 +135,9 @@ class Console:
                 url.rstrip("/") + "/health", headers=self._key_headers(url)
             )
             status["health"] = health.json()
+            unread = _unread(status["name"], status["health"].get("caller"))
+            if unread:
+                status["unread"] = unread
             page = await self.client.list_tasks(url, pageSize=100, historyLength=0)
             hops = [hop_of(url, status["name"], raw) for raw in page["tasks"]]
             items = [{**i, "agentUrl": url} for i in await operator.inbox(self.client, url)]
@@ -128,6 +145,11 @@ class Console:
         except (HandoffError, httpx.HTTPError, ValueError, KeyError) as exc:
             status["reachable"] = False
             status["error"] = f"{type(exc).__name__}: {exc}"[:200]
+            if isinstance(exc, RemoteError) and exc.code == AuthenticationError.code:
+                status["unread"] = (
+                    f"not watched: {status['name']} refuses the console's key ({exc.message});"
+                    " give the key of one of its operators with --api-key or --keys-file"
+                )
         return status, hops, items
 
     async def poll(self) -> None:

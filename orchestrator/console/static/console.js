@@ -84,10 +84,11 @@ function drawBox(svg, hop, i, x) {
   if (hop.ghost) {  // the console cannot open it: its agent is not one it watches
     g.append(el("svg:rect", {x: x(i), y: TOP, width: BOX_W, height: BOX_H}));
     g.append(el("svg:text", {x: x(i) + 8, y: TOP + 17, class: "agent"}, hop.agent));
-    g.append(el("svg:text", {x: x(i) + 8, y: TOP + 34}, "not watched here"));
+    const why = unread[hop.agent];  // watched, but its tasks are not the console's to read
+    g.append(el("svg:text", {x: x(i) + 8, y: TOP + 34}, why ? "not readable here" : "not watched here"));
     g.append(el("svg:text", {x: x(i) + 8, y: TOP + 51}, `task ${hop.taskId.slice(-6)}`));
-    g.append(el("svg:title", {}, `${hop.agent} task ${hop.taskId}: add --agent for ${hop.agent}`
-      + " to see it"));
+    g.append(el("svg:title", {}, `${hop.agent} task ${hop.taskId}: `
+      + (why || `add --agent for ${hop.agent} to see it`)));
     svg.append(g);
     return;
   }
@@ -241,9 +242,13 @@ async function answer(item, action, text, card) {
   }
 }
 
+// Agents watched whose tasks the console may not read (its key is no operator's there): why.
+let unread = {};
+
 function drawHealth(agents) {
   const root = document.getElementById("health");
   root.replaceChildren();
+  unread = Object.fromEntries(agents.filter(a => a.unread).map(a => [a.name, a.unread]));
   for (const agent of agents) {
     const h = agent.health || {};
     const status = !agent.reachable ? "down" : (h.status || "healthy");
@@ -251,7 +256,8 @@ function drawHealth(agents) {
     const row = el("div", {class: "agent-health", "data-agent": agent.name, "data-status": status});
     const name = el("span");
     name.append(el("span", {class: `dot ${status}`}), document.createTextNode(agent.name));
-    const facts = !agent.reachable ? agent.error || "unreachable"
+    const facts = agent.unread ? agent.unread
+      : !agent.reachable ? agent.error || "unreachable"
       : `${h.pendingHandoffs ?? 0} pending · ${h.stalePendingHandoffs ?? 0} stale · `
         + (breakers.length ? breakers.map(([k, b]) => `${k} ${b.state}`).join(", ")
                            : "breakers closed");
@@ -359,9 +365,9 @@ function connect() {
   source.addEventListener("error", () => { live.textContent = "reconnecting…"; live.classList.add("off"); });
   source.addEventListener("snapshot", event => {
     const snapshot = JSON.parse(event.data);
+    drawHealth(snapshot.agents);  // first: the chains' stand-in boxes say why from it
     drawChains(snapshot.conversations);
     drawInbox(snapshot.inbox);
-    drawHealth(snapshot.agents);
     document.body.dataset.version = String(Number(document.body.dataset.version || 0) + 1);
   });
 }

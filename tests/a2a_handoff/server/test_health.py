@@ -223,3 +223,25 @@ async def test_anonymous_health_gets_the_status_only_when_keys_are_on() -> None:
         known = await http.get("/health", headers={"X-API-Key": "k-alice"})
         assert known.json()["store"] == "ok"
         assert "breakers" in known.json()
+
+
+async def test_a_caller_with_a_key_is_told_whether_it_reads_every_task() -> None:
+    # Before: a console watching with a key that is no operator's saw part of the agent's
+    # tasks and could not tell why.
+    auth = ApiKeyAuth.from_keys({"alice": "k-alice", "bob": "k-bob"})
+    app = create_app(
+        EchoAgent(),
+        echo_card(URL),
+        MemoryTaskStore(),
+        trust=TrustConfig(auth=auth, operators=["bob"]),
+    )
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=URL) as http,
+    ):
+        alice = (await http.get("/health", headers={"X-API-Key": "k-alice"})).json()
+        bob = (await http.get("/health", headers={"X-API-Key": "k-bob"})).json()
+        anonymous = (await http.get("/health")).json()
+    assert alice["caller"] == {"principal": "alice", "operator": False}
+    assert bob["caller"] == {"principal": "bob", "operator": True}
+    assert "caller" not in anonymous

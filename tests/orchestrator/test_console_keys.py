@@ -1,0 +1,131 @@
+"""The console says why it does not see an agent's tasks: its key is no operator's there
+(it reads only its own tasks), or the agent refuses its key."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.browser_support import chromium, needs_chromium
+from tests.integration.handoff_support import wait_for
+from tests.orchestrator.test_console import open_page
+from tests.support import ROOT, AgentProcess, _http, free_port
+
+OPERATOR, CLERK = "k-operator-console-0001", "k-clerk-console-0002"
+
+
+@pytest.fixture(scope="module")
+def billing(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AgentProcess]:
+    tmp = tmp_path_factory.mktemp("console-keys")
+    keys = tmp / "keys"
+    keys.write_text(f"op={OPERATOR}\nclerk={CLERK}\n")
+    keys.chmod(0o600)
+    process = AgentProcess(
+        "billing",
+        f"sqlite:///{tmp / 'billing.db'}",
+        extra=("--auth-keys", str(keys), "--operators", "op"),
+    )
+    process.log_path = tmp / "billing.log"
+    process.start()
+    try:
+        yield process
+    finally:
+        process.stop()
+
+
+@contextlib.contextmanager
+def console(agent: AgentProcess, key: str, tmp: Path) -> Iterator[str]:
+    """`python -m orchestrator console --agent URL --api-key env:…`: its printed URL."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "orchestrator",
+            "--session",
+            str(tmp / "s.json"),
+            "--api-key",
+            "env:CONSOLE_KEY",
+            "console",
+            "--agent",
+            agent.url,
+            "--port",
+            str(port),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, "CONSOLE_KEY": key},
+    )
+    assert proc.stdout is not None
+    url = proc.stdout.readline().split()[2]
+    try:
+        wait_for(lambda: _http().get(url, timeout=1).status_code == 200, timeout=20)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        proc.stdout.close()
+
+
+def watched(url: str) -> dict[str, Any]:
+    """The agent's line in the console's snapshot, once it polled the agent."""
+    token = url.split("token=")[1]
+    base = url.split("/?")[0]
+
+    def polled() -> dict[str, Any] | None:
+        with httpx.stream("GET", f"{base}/api/events?token={token}", timeout=5) as events:
+            for line in events.iter_lines():
+                if line.startswith("data: "):
+                    [agent] = json.loads(line[6:])["agents"]
+                    return agent if "reachable" in agent else None
+        return None
+
+    found: dict[str, Any] = wait_for(polled, timeout=20)
+    return found
+
+
+@pytest.mark.timeout(90)
+def test_the_console_says_its_key_reads_only_its_own_tasks_there(
+    billing: AgentProcess, tmp_path: Path
+) -> None:
+    with console(billing, CLERK, tmp_path) as url:
+        agent = watched(url)
+    assert agent["reachable"] is True
+    assert "not an operator's" in agent["unread"]
+    assert "--operators clerk" in agent["unread"]
+    with console(billing, OPERATOR, tmp_path) as url:
+        agent = watched(url)
+    assert agent["reachable"] is True
+    assert "unread" not in agent
+
+
+@pytest.mark.timeout(90)
+def test_the_console_says_the_agent_refuses_its_key(billing: AgentProcess, tmp_path: Path) -> None:
+    with console(billing, "k-not-a-key-of-billing", tmp_path) as url:
+        agent = watched(url)
+    assert agent["reachable"] is False, agent
+    assert "refuses the console's key" in agent["unread"]
+    assert "--keys-file" in agent["unread"]
+
+
+@needs_chromium
+@pytest.mark.timeout(120)
+def test_the_page_says_why_beside_the_agent(billing: AgentProcess, tmp_path: Path) -> None:
+    from selenium.webdriver.common.by import By
+
+    with console(billing, CLERK, tmp_path) as url, chromium() as driver:
+        wait = open_page(driver, url)
+        row = '.agent-health[data-agent="billing"]'
+        wait.until(lambda d: "not an operator's" in d.find_element(By.CSS_SELECTOR, row).text)
+        assert "--operators clerk" in driver.find_element(By.CSS_SELECTOR, row).text
