@@ -33,12 +33,12 @@ from a2a_handoff import (
 from a2a_handoff.errors import HandoffError
 from a2a_handoff.exits import ExitCode
 from a2a_handoff.observe import logs
-from a2a_handoff.push import PushSettings
 from a2a_handoff.secrets import SecretError
 from a2a_handoff.server import ServerLimits
 from a2a_handoff.stores import SqliteTaskStore
 from orchestrator.gateway import MAX_WAITS, Conversations, GatewayAgent
 from orchestrator.reach import Reach
+from servers._flags import push_options, push_settings
 
 log = logging.getLogger("orchestrator.gateway")
 
@@ -87,62 +87,7 @@ def add_arguments(serve: argparse.ArgumentParser, url: Callable[[str], str]) -> 
         help="web origins (scheme://host:port) whose pages may call the gateway, comma-separated",
     )
     serve.add_argument("--log-level", default="info")
-    _push_arguments(serve.add_argument_group("push notifications (see docs/push.md)"))
-
-
-def _push_arguments(push: argparse._ArgumentGroup) -> None:
-    """The agents' push options (`servers`): the gateway's clients' webhooks, under the
-    same SSRF allowlist and caps."""
-    push.add_argument(
-        "--push-allow",
-        action="append",
-        default=[],
-        metavar="HOSTS",
-        help="webhook hosts, addresses or networks admitted beside public https URLs"
-        " (comma-separated, repeatable; loopback only when listed: 127.0.0.1, localhost)",
-    )
-    push.add_argument("--no-push", action="store_true", help="turn push notifications off")
-    push.add_argument(
-        "--push-give-up",
-        type=float,
-        default=3600.0,
-        metavar="SECONDS",
-        help="how long a failing webhook is retried before its events are given up",
-    )
-    push.add_argument("--push-retry-max", type=float, default=60.0, help=argparse.SUPPRESS)
-    push.add_argument(
-        "--push-deadline",
-        type=float,
-        default=30.0,
-        metavar="SECONDS",
-        help="the most one webhook request may take, its answer included",
-    )
-    push.add_argument("--push-per-task", type=int, default=10, metavar="N", help="configs a task")
-    push.add_argument(
-        "--push-per-caller", type=int, default=100, metavar="N", help="active configs a caller"
-    )
-    push.add_argument(
-        "--push-per-receiver",
-        type=int,
-        default=4,
-        metavar="N",
-        help="requests in flight to one receiver (scheme://host:port)",
-    )
-
-
-def push_settings(args: argparse.Namespace) -> PushSettings | None:
-    """Push notifications as the flags say (on unless --no-push); ValueError for a bad one."""
-    if args.no_push:
-        return None
-    return PushSettings(
-        allow=tuple(args.push_allow),
-        give_up=args.push_give_up,
-        retry_max=args.push_retry_max,
-        deadline=args.push_deadline,
-        per_task=args.push_per_task,
-        per_caller=args.push_per_caller,
-        per_receiver=args.push_per_receiver,
-    )
+    push_options(serve.add_argument_group("push notifications (see docs/push.md)"))
 
 
 def _listed(value: str) -> list[str]:

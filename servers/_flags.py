@@ -149,42 +149,7 @@ def agent_options(parser: argparse.ArgumentParser, examples: bool = True) -> Non
     limits.add_argument("--body-timeout", type=float, default=defaults.body_timeout)
     limits.add_argument("--write-timeout", type=float, default=defaults.write_timeout)
     limits.add_argument("--keep-alive", type=float, default=5.0, help="idle keep-alive, s")
-    push = parser.add_argument_group("push notifications (see docs/push.md)")
-    push.add_argument(
-        "--push-allow",
-        action="append",
-        default=[],
-        metavar="HOSTS",
-        help="webhook hosts, addresses or networks admitted beside public https URLs"
-        " (comma-separated, repeatable; loopback only when listed: 127.0.0.1, localhost)",
-    )
-    push.add_argument("--no-push", action="store_true", help="turn push notifications off")
-    push.add_argument(
-        "--push-give-up",
-        type=float,
-        default=3600.0,
-        metavar="SECONDS",
-        help="how long a failing webhook is retried before its events are given up",
-    )
-    push.add_argument("--push-retry-max", type=float, default=60.0, help=argparse.SUPPRESS)
-    push.add_argument(
-        "--push-deadline",
-        type=float,
-        default=30.0,
-        metavar="SECONDS",
-        help="the most one webhook request may take, its answer included",
-    )
-    push.add_argument("--push-per-task", type=int, default=10, metavar="N", help="configs a task")
-    push.add_argument(
-        "--push-per-caller", type=int, default=100, metavar="N", help="active configs a caller"
-    )
-    push.add_argument(
-        "--push-per-receiver",
-        type=int,
-        default=4,
-        metavar="N",
-        help="requests in flight to one receiver (scheme://host:port)",
-    )
+    push_options(parser.add_argument_group("push notifications (see docs/push.md)"))
     if examples:
         _example_options(parser)
     seen = parser.add_argument_group("observability (see docs/observability.md)")
@@ -223,8 +188,48 @@ def agent_options(parser: argparse.ArgumentParser, examples: bool = True) -> Non
     )
 
 
+def push_options(push: argparse._ArgumentGroup) -> None:
+    """The push notification flags: the example agents', `a2a-handoff serve`'s and the
+    gateway's (its clients' webhooks, under the same address rules and caps)."""
+    push.add_argument(
+        "--push-allow",
+        action="append",
+        default=[],
+        metavar="HOSTS",
+        help="webhook hosts, addresses or networks admitted beside public https URLs"
+        " (comma-separated, repeatable; loopback only when listed: 127.0.0.1, localhost)",
+    )
+    push.add_argument("--no-push", action="store_true", help="turn push notifications off")
+    push.add_argument(
+        "--push-give-up",
+        type=float,
+        default=3600.0,
+        metavar="SECONDS",
+        help="how long a failing webhook is retried before its events are given up",
+    )
+    push.add_argument("--push-retry-max", type=float, default=60.0, help=argparse.SUPPRESS)
+    push.add_argument(
+        "--push-deadline",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="the most one webhook request may take, its answer included",
+    )
+    push.add_argument("--push-per-task", type=int, default=10, metavar="N", help="configs a task")
+    push.add_argument(
+        "--push-per-caller", type=int, default=100, metavar="N", help="active configs a caller"
+    )
+    push.add_argument(
+        "--push-per-receiver",
+        type=int,
+        default=4,
+        metavar="N",
+        help="requests in flight to one receiver (scheme://host:port)",
+    )
+
+
 def push_settings(args: argparse.Namespace) -> PushSettings | None:
-    """Push notifications as the flags say (on unless --no-push)."""
+    """Push notifications as the flags say (on unless --no-push); ValueError for a bad one."""
     if args.no_push:
         return None
     return PushSettings(
