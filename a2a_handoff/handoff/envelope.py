@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import time
 from datetime import datetime, timedelta
 from typing import Any, Literal
@@ -68,11 +67,6 @@ class HandoffEnvelope(WireModel):
     # delegation: a sub-task asked for, the source keeping its task (`ctx.delegate`).
     kind: Literal["handoff", "escalation", "notice", "return", "delegation"] = "handoff"
     contract: str | None = None  # `id@version` of the handoff contract of this edge, if any
-
-    def digest(self) -> str:
-        """SHA-256 of the canonical JSON: tells a replay from a different envelope."""
-        canonical = json.dumps(self.dump(), sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(canonical.encode()).hexdigest()
 
     @property
     def summary(self) -> str:
