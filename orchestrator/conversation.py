@@ -67,10 +67,6 @@ _ENDINGS = {
 MAX_DROPS = 3  # streams picked up again after a failure, per user message
 
 
-class LoopDetected(Exception):
-    """The guard stopped following transfers."""
-
-
 class _TaskGone(Exception):
     """The agent that owns the conversation does not know its task (-32001)."""
 

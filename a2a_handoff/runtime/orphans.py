@@ -69,14 +69,6 @@ async def fail_orphan(store: Store, record: TaskRecord) -> bool:
     return False
 
 
-async def fail_orphans(store: Store, running: Container[str], leases: Leases) -> int:
-    """Fail the orphans; returns how many."""
-    failed = 0
-    for record in await find_orphans(store, running, leases):
-        failed += await fail_orphan(store, record)
-    return failed
-
-
 async def fail_stranded(store: Store, stranded: set[str], running: Container[str]) -> int:
     """Fail the stranded tasks the store will now take; the others stay for the next call."""
     failed = 0
