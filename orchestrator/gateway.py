@@ -20,8 +20,10 @@ Invariants:
 - an artifact is relayed under the id the agent gave it: relayed again after a restart, it
   replaces itself; the client's task never holds it twice;
 - a status or an artifact is relayed only when the client's task does not show it already:
-  a wait on an operator, followed in rounds of `wait` seconds, tells the escalation once,
-  and a client's push config gets each status once.
+  a wait on an operator, followed in rounds of `wait` seconds, tells the escalation once;
+  a step run again after a restart (kill -9 included) re-reads the conversation and tells
+  only what its task's history does not hold for that step; so a client's push config gets
+  each status once. (Not the runtime's own: a resumed step's task goes WORKING afresh.)
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ import os
 import tempfile
 import time
 import uuid
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,6 +51,7 @@ from a2a_handoff import (
     Part,
     Rejected,
     Reply,
+    Role,
     TaskContext,
     TaskState,
 )
@@ -149,6 +153,7 @@ class _Relay:
         status = ctx.task.status
         shown = status.message.text if status.message is not None else ""
         self.said = shown if status.state is TaskState.WORKING else None  # the task's status
+        self.told = _told(ctx)  # what this step said before a restart cut it
         self.shown = {a.artifact_id: _parts(a.parts) for a in ctx.task.artifacts or []}
 
     def emit(self, event: Event) -> None:
@@ -191,6 +196,9 @@ class _Relay:
         if text == self.said:
             return
         self.said = text
+        if self.told[text]:  # the step run again re-reads what it told before it was cut
+            self.told[text] -= 1
+            return
         await self.ctx.status(text)
 
     def outcome(self, code: Exit) -> Outcome:
@@ -310,6 +318,17 @@ class GatewayAgent:
                 code = await conversation.deliver(url, message)  # same id: never a second one
             else:
                 return code
+
+
+def _told(ctx: TaskContext) -> Counter[str]:
+    """The statuses the client's task shows for this step already (its history after the
+    step's message: empty unless the step ran before and was cut), each as often as told."""
+    history = ctx.task.history or []
+    ids = [m.message_id for m in history]
+    if ctx.message.message_id not in ids:
+        return Counter()
+    start = len(ids) - ids[::-1].index(ctx.message.message_id)
+    return Counter(m.text for m in history[start:] if m.role is Role.AGENT and m.text)
 
 
 def _parts(parts: list[Part]) -> list[dict[str, Any]]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -186,3 +187,26 @@ def test_a_webhook_added_at_the_gateway_follows_an_escalation_to_its_end_saying_
     ), "\n".join(map(str, given))
     texts = statuses(given)
     assert all(a != b for a, b in itertools.pairwise(texts)), texts
+
+
+def test_a_gateway_killed_during_a_wait_says_nothing_twice_after_its_restart(
+    tmp_path: Path, hook: Receiver
+) -> None:
+    extra = ("--wait", str(WAIT), "--push-allow", "127.0.0.1", "--push-retry-max", "0.3")
+    for crashed in _desk(tmp_path, "servers", *extra):
+        asked = send(
+            crashed,
+            message("I want a refund of $750", taskPushNotificationConfig=config(hook, "/crash")),
+        )
+        send(crashed, answer(asked, "order 5777"))
+        until(hook, "/crash", "WORKING Escalated to a human operator")
+        crashed.gateway.kill()  # kill -9 in the middle of the step: it is run again
+        crashed.gateway.start()
+        approve_all(crashed, 1)
+        events = until(hook, "/crash", "COMPLETED")
+        said = [s for s in statuses(events) if s != "WORKING"]
+        assert len(said) == len(set(said)), "\n".join(map(str, events))
+        assert matches(
+            events[-2:], [("artifact", "refund"), ("status", "COMPLETED Refund of $750.00")]
+        )
+        assert [e for e in events if e[0] == "artifact"] == [("artifact", "refund")]
