@@ -175,8 +175,11 @@ def _within(
             budget -= size
         elif len(omitted) < MAX_OMITTED:
             # Cut: a hostile delegate's names of any length would not be bounded otherwise.
-            left = {"artifactId": _cut(artifact.artifact_id), "name": _cut(artifact.name),
-                    "bytes": size}  # fmt: skip
+            left = {
+                "artifactId": _cut(artifact.artifact_id),
+                "name": _cut(artifact.name),
+                "bytes": size,
+            }
             omitted.append({k: v for k, v in left.items() if v is not None})
     return tuple(kept), tuple(omitted)
 

@@ -156,16 +156,18 @@ class Escalation:
         cls, what_happened: str, tried: Sequence[str], question: str, **kw: Any
     ) -> Escalation:
         """The agent can act, but is not sure it *should*: a decision is needed."""
-        return cls(what_happened, tuple(tried), question, Need.DECISION,
-                   Trigger.VALUE_UNCERTAINTY, **kw)  # fmt: skip
+        return cls(
+            what_happened, tuple(tried), question, Need.DECISION, Trigger.VALUE_UNCERTAINTY, **kw
+        )
 
     @classmethod
     def knowledge_gap(
         cls, what_happened: str, tried: Sequence[str], missing: str, **kw: Any
     ) -> Escalation:
         """The decision depends on something the agent cannot see or verify."""
-        return cls(what_happened, tuple(tried), missing, Need.INFORMATION,
-                   Trigger.KNOWLEDGE_GAP, **kw)  # fmt: skip
+        return cls(
+            what_happened, tuple(tried), missing, Need.INFORMATION, Trigger.KNOWLEDGE_GAP, **kw
+        )
 
     def to_json(self, tier: str = "blocking") -> dict[str, Any]:
         return {

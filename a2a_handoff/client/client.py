@@ -73,9 +73,11 @@ def _result(url: str, answer: Answer) -> Any:
     error = payload.get("error")
     if isinstance(error, dict):
         raise RemoteError(
-            int(error.get("code", -32603)), str(error.get("message", "")), error.get("data"),
+            int(error.get("code", -32603)),
+            str(error.get("message", "")),
+            error.get("data"),
             url=url,
-        )  # fmt: skip
+        )
     if status != 200 or "result" not in payload:
         raise UnavailableError(f"{url}: HTTP {status} without a result")
     return payload["result"]
@@ -211,8 +213,9 @@ class AgentClient:
                 response = await self.http.get(target, headers={"A2A-Version": "1.0"})
                 return response.status_code, response.content
 
-            status, content = await request(self.breaker(one), self.retry, one, get,
-                                            idempotent=True)  # fmt: skip
+            status, content = await request(
+                self.breaker(one), self.retry, one, get, idempotent=True
+            )
             if status != 200:
                 raise UnavailableError(f"{target}: answered HTTP {status}")
             return json.loads(content)
@@ -389,8 +392,7 @@ async def _sse_one(
                 payload = json.loads(data)
                 if "error" in payload:
                     error = payload["error"]
-                    raise RemoteError(error.get("code", -32603), error.get("message", ""),
-                                      url=url)  # fmt: skip
+                    raise RemoteError(error.get("code", -32603), error.get("message", ""), url=url)
                 yield seq, StreamResponse.model_validate(payload["result"])
         finally:
             await response.aclose()

@@ -191,8 +191,10 @@ class McpTools:
             except TimeoutError:
                 raise ToolCallError(
                     f"{where}: {tool} gave no answer within {self.timeout:g} s",
-                    kind="timeout", server=server, tool=tool,
-                ) from None  # fmt: skip
+                    kind="timeout",
+                    server=server,
+                    tool=tool,
+                ) from None
             except CircuitOpenError as exc:
                 raise ToolCallError(
                     str(exc), kind="circuit_open", server=server, tool=tool
@@ -207,8 +209,10 @@ class McpTools:
             except _Answered as exc:
                 raise ToolCallError(
                     f"{where} refused the call to {tool}: {exc} (code {exc.code})",
-                    kind="refused", server=server, tool=tool,
-                ) from None  # fmt: skip
+                    kind="refused",
+                    server=server,
+                    tool=tool,
+                ) from None
             except Exception as exc:
                 pause = min(0.2 * 2 ** (attempt - 1), 2.0) * (0.5 + random.random() / 2)
                 if attempt < attempts and time.monotonic() + pause < deadline:
@@ -219,13 +223,17 @@ class McpTools:
                 tried = f" ({attempt} attempts)" if attempt > 1 else ""
                 raise ToolCallError(
                     f"{where}: {tool} failed: {_why(exc)}{tried}",
-                    kind="unreachable", server=server, tool=tool,
-                ) from exc  # fmt: skip
+                    kind="unreachable",
+                    server=server,
+                    tool=tool,
+                ) from exc
             if result.is_error:
                 raise ToolCallError(
                     f"{server}/{tool} answered an error: {_said(result.text) or 'no text'}",
-                    kind="tool_error", server=server, tool=tool,
-                )  # fmt: skip
+                    kind="tool_error",
+                    server=server,
+                    tool=tool,
+                )
             return result
 
     def _check_configured(self, server: str, tool: str) -> None:
@@ -234,8 +242,10 @@ class McpTools:
             known = ", ".join(sorted(self.servers)) or "none"
             raise ToolCallError(
                 f"no MCP server named {server!r} is configured (configured: {known})",
-                kind="unknown_server", server=server, tool=tool,
-            )  # fmt: skip
+                kind="unknown_server",
+                server=server,
+                tool=tool,
+            )
 
     async def _attempt(
         self,
@@ -265,8 +275,10 @@ class McpTools:
                 except Exception:
                     await self._drop(server, session)
                     raise
-        content = tuple(block.model_dump(mode="json", by_alias=True, exclude_none=True)
-                        for block in answer.content)  # fmt: skip
+        content = tuple(
+            block.model_dump(mode="json", by_alias=True, exclude_none=True)
+            for block in answer.content
+        )
         return ToolResult(content, answer.structured_content, bool(answer.is_error))
 
     def _session(self, server: str) -> _Session:

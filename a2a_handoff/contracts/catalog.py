@@ -86,9 +86,10 @@ class Catalog:
                 edge = [
                     c
                     for c in self.contracts
-                    if c.source == wanted_source and c.target == wanted_target
+                    if c.source == wanted_source
+                    and c.target == wanted_target
                     and (c.kinds is None or kind in c.kinds)
-                ]  # fmt: skip
+                ]
                 named = [c for c in edge if c.kinds is not None]
                 if named or edge:
                     return (named or edge)[0]
@@ -108,9 +109,15 @@ class Catalog:
             {"id": c.id, "version": c.version or ""}
             for c in self.contracts
             if c.target == agent
-            or (c.target == SOURCE and any(o.target != SOURCE and o.source in (agent, ANY)
-                                           for o in self.contracts if o.target == c.source))
-        ]  # fmt: skip
+            or (
+                c.target == SOURCE
+                and any(
+                    o.target != SOURCE and o.source in (agent, ANY)
+                    for o in self.contracts
+                    if o.target == c.source
+                )
+            )
+        ]
         return sorted(accepted, key=lambda c: c["id"])
 
     def namespace(

@@ -83,9 +83,11 @@ def lint(
     try:
         registry = Registry.load(agents, permissions)
     except ContractError as exc:
-        reports.append(ContractReport(str(agents or permissions), findings=[
-            Finding("invalid-registry", str(exc))
-        ]))  # fmt: skip
+        reports.append(
+            ContractReport(
+                str(agents or permissions), findings=[Finding("invalid-registry", str(exc))]
+            )
+        )
         registry = Registry()
     contracts: list[Contract] = []
     for path in contract_files(directory):

@@ -116,8 +116,9 @@ def classify(outcome: Outcome, tries: Tries, rules: Rules, sent: bool = True) ->
             return _rejected(outcome, rules)
         return Done(outcome)
     if isinstance(outcome, GateRefused):
-        return Refused(f"capability gate refused the handoff: {outcome}", "gate_refused",
-                       reopen=rules.reopen)  # fmt: skip
+        return Refused(
+            f"capability gate refused the handoff: {outcome}", "gate_refused", reopen=rules.reopen
+        )
     after = replace(tries, failed=tries.failed + 1)
     if isinstance(outcome, RemoteError):
         after = replace(after, may_have_arrived=True)

@@ -166,9 +166,13 @@ class Delivery:
         try:
             with tracing.span("a2a.create", "a2a.target", entry.target_name):
                 created: Task | Created = await self.client.call_json(
-                    entry.target_url, "SendMessage", params, extensions=[URI], idempotent=True,
+                    entry.target_url,
+                    "SendMessage",
+                    params,
+                    extensions=[URI],
+                    idempotent=True,
                     read=created_task,
-                )  # fmt: skip
+                )
         except (RemoteError, UnavailableError, CircuitOpenError, ValidationError) as exc:
             return exc, True
         failpoint("handoff.after_create")
@@ -225,10 +229,15 @@ class Delivery:
             return step
         closed(entry, envelope, contract, outcome, step.detail)
         events.recovery(
-            "contract_path", "handoff %s: %s", entry.handoff_id, step.detail,
-            handoff_id=entry.handoff_id, task_id=entry.task_id, context_id=entry.context_id,
+            "contract_path",
+            "handoff %s: %s",
+            entry.handoff_id,
+            step.detail,
+            handoff_id=entry.handoff_id,
+            task_id=entry.task_id,
+            context_id=entry.context_id,
             trace_id=envelope.trace_id,
-        )  # fmt: skip
+        )
         return step.job
 
     async def _delayed(
@@ -281,9 +290,14 @@ class Delivery:
     def _gave_up(self, entry: OutboxEntry, reason: str) -> None:
         """A return given up: said, and counted for /health."""
         events.recovery(
-            "return_given_up", "handoff %s: %s", entry.handoff_id, reason,
-            handoff_id=entry.handoff_id, task_id=entry.task_id, context_id=entry.context_id,
-        )  # fmt: skip
+            "return_given_up",
+            "handoff %s: %s",
+            entry.handoff_id,
+            reason,
+            handoff_id=entry.handoff_id,
+            task_id=entry.task_id,
+            context_id=entry.context_id,
+        )
         self.returns_given_up += 1
         self.last_given_up = {
             "handoffId": entry.handoff_id,
@@ -323,9 +337,11 @@ def closed(
         name
         for name in contract.observability.metrics
         if not (name.endswith("rejected") and not outcome.startswith("rejected"))
-        and not (name.endswith("escalated") and not (
-            envelope.kind == "escalation" and outcome == "accepted"))
-    ]  # fmt: skip
+        and not (
+            name.endswith("escalated")
+            and not (envelope.kind == "escalation" and outcome == "accepted")
+        )
+    ]
     events.contract(names, contract.id, elapsed.total_seconds() * 1000)
 
 

@@ -80,9 +80,12 @@ async def reroute(
     detail = f"{reason} ({contract.id}: {which} → {target})"
     try:
         await store.checkpoint(
-            updated, [event], expected_version=record.version, entry=new_entry,
+            updated,
+            [event],
+            expected_version=record.version,
+            entry=new_entry,
             close=(entry.handoff_id, FAILED, detail),
-        )  # fmt: skip
+        )
     except ConflictError:
         return await store.get(entry.task_id)  # someone else moved it: theirs
     return Rerouted(DeliveryJob(new_entry, True, new_envelope, updated), detail)

@@ -75,8 +75,9 @@ def check_return(task: Task, target: str, target_name: str) -> None:
     returns_to = escalation.get("returnsTo") if isinstance(escalation, dict) else None
     agent = str(returns_to.get("agent") or "") if isinstance(returns_to, dict) else ""
     if not agent:
-        raise GateRefused("a decision goes back only to an agent that escalated: this task holds"
-                          " no escalation")  # fmt: skip
+        raise GateRefused(
+            "a decision goes back only to an agent that escalated: this task holds no escalation"
+        )
     if agent not in (target, target_name):
         raise GateRefused(
             f"a decision goes back only to {agent}, which escalated (not to {target})"
@@ -169,9 +170,13 @@ class HandoffSender:
         if decision.kind == "return" and isinstance(context.get("decision"), dict):
             context["decision"] = self._signed_decision(context["decision"], task, target_name)
         envelope = self._envelope(
-            task, decision, TargetRef(agent=target_name, url=url), context,
-            on_behalf_of=on_behalf_of, key_salt=key_salt,
-        )  # fmt: skip
+            task,
+            decision,
+            TargetRef(agent=target_name, url=url),
+            context,
+            on_behalf_of=on_behalf_of,
+            key_salt=key_salt,
+        )
         return envelope, signable_json(envelope)
 
     async def _gate(self, url: str, decision: Handoff) -> AgentCard | None:
@@ -208,30 +213,35 @@ class HandoffSender:
         root = str(incoming.get("rootKey") or root_key_for(self.settings.agent_url, task.id))
         # Validated from a dict, the source's members too: a quarter fewer instructions than
         # the same models built by their constructors.
-        return HandoffEnvelope.model_validate({
-            "handoff_id": new_id(),
-            "idempotency_key": derive_key(root, hop, key_salt),
-            "root_key": root,
-            "context_id": task.context_id,
-            "source": {"agent": self.settings.agent_name, "url": self.settings.agent_url,
-                       "task_id": task.id},
-            "target": target,
-            "reason": decision.reason,
-            "transfer_context": context,
-            "required_capabilities": sorted(decision.required),
-            "continuation_token": decision.continuation_token,
-            "next_skill_hint": decision.next_skill,
-            "hop": hop,
-            "visited": [*incoming.get("visited", []), self.settings.agent_name],
-            "trace_id": str(
-                incoming.get("traceId") or tracing.trace_of(task.id) or uuid.uuid4().hex
-            ),
-            "created_at": utc_now(),
-            "ttl_seconds": self.settings.ttl_seconds,
-            "on_behalf_of": on_behalf_of or None,
-            "kind": decision.kind,
-            "contract": self._contract_for(target.agent, decision),
-        })  # fmt: skip
+        return HandoffEnvelope.model_validate(
+            {
+                "handoff_id": new_id(),
+                "idempotency_key": derive_key(root, hop, key_salt),
+                "root_key": root,
+                "context_id": task.context_id,
+                "source": {
+                    "agent": self.settings.agent_name,
+                    "url": self.settings.agent_url,
+                    "task_id": task.id,
+                },
+                "target": target,
+                "reason": decision.reason,
+                "transfer_context": context,
+                "required_capabilities": sorted(decision.required),
+                "continuation_token": decision.continuation_token,
+                "next_skill_hint": decision.next_skill,
+                "hop": hop,
+                "visited": [*incoming.get("visited", []), self.settings.agent_name],
+                "trace_id": str(
+                    incoming.get("traceId") or tracing.trace_of(task.id) or uuid.uuid4().hex
+                ),
+                "created_at": utc_now(),
+                "ttl_seconds": self.settings.ttl_seconds,
+                "on_behalf_of": on_behalf_of or None,
+                "kind": decision.kind,
+                "contract": self._contract_for(target.agent, decision),
+            }
+        )
 
     def _signed_decision(
         self, decision: dict[str, Any], task: Task, audience: str

@@ -47,17 +47,28 @@ async def transferred(
     }
     text = f"Transferred to {entry.target_name} (task {created.id}): {envelope.reason}"
     return await terminate(
-        store, entry, TaskState.TRANSFERRED, text, {"state": "TRANSFERRED", "transfer": pointer},
-        DONE, json.dumps(pointer), source,
-    )  # fmt: skip
+        store,
+        entry,
+        TaskState.TRANSFERRED,
+        text,
+        {"state": "TRANSFERRED", "transfer": pointer},
+        DONE,
+        json.dumps(pointer),
+        source,
+    )
 
 
 async def failed(store: Store, entry: OutboxEntry, reason: str) -> TaskRecord | None:
     """The source FAILED with `reason`, the entry `failed`."""
     return await terminate(
-        store, entry, TaskState.FAILED, reason, {"state": "FAILED", "reason": reason},
-        FAILED, reason,
-    )  # fmt: skip
+        store,
+        entry,
+        TaskState.FAILED,
+        reason,
+        {"state": "FAILED", "reason": reason},
+        FAILED,
+        reason,
+    )
 
 
 async def reopened(
@@ -112,9 +123,10 @@ async def delayed(
         updated = record.advanced(task, 1, now)
         try:
             await store.update(
-                updated, [status_event(task, {HANDOFF_EXTENSION_URI: said})],
+                updated,
+                [status_event(task, {HANDOFF_EXTENSION_URI: said})],
                 expected_version=record.version,
-            )  # fmt: skip
+            )
         except ConflictError:
             record = None
             continue

@@ -158,8 +158,10 @@ def _decision(envelope: HandoffEnvelope, agent: TrustedAgent, keys: Any, me: str
     escalation = carried.get("escalation")
     try:
         return decision_from_claims(
-            claims, agent.name, escalation if isinstance(escalation, dict) else {},
+            claims,
+            agent.name,
+            escalation if isinstance(escalation, dict) else {},
             str(carried.get("at") or ""),
-        )  # fmt: skip
+        )
     except ValueError as exc:
         raise refuse(f"not a decision: {exc}") from None

@@ -74,9 +74,10 @@ class Hot:
             requests.add_metric([method, outcome], count)
         yield requests
         transitions = CounterMetricFamily(
-            "a2a_task_transitions", "Task state changes committed, by the new state",
+            "a2a_task_transitions",
+            "Task state changes committed, by the new state",
             labels=["state"],
-        )  # fmt: skip
+        )
         by_name: dict[str, int] = {}  # a state counted by its wire name or TaskState member
         for state, count in self.transitions.items():
             name = short_state(state)
@@ -86,9 +87,12 @@ class Hot:
         yield transitions
         for name, doc, counts in (
             ("a2a_handoffs_sent", "Handoffs sent, by edge, kind and outcome", self.sent),
-            ("a2a_handoffs_received", "Handoffs received, by edge, kind and outcome",
-             self.received),
-        ):  # fmt: skip
+            (
+                "a2a_handoffs_received",
+                "Handoffs received, by edge, kind and outcome",
+                self.received,
+            ),
+        ):
             family = CounterMetricFamily(name, doc, labels=_EDGE)
             for edge, count in sorted(counts.items()):
                 family.add_metric(list(edge), count)

@@ -35,9 +35,18 @@ _MS_BUCKETS = (5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 600
 BREAKER_VALUES = {"closed": 0, "half_open": 1, "open": 2}
 
 _LAZY = frozenset(  # made with the registry (`Metrics._make_registry`)
-    ("registry", "open_streams", "outbox_pending", "outbox_oldest_age", "breaker_state",
-     "breaker_changes", "escalations", "escalations_waiting", "recoveries")
-)  # fmt: skip
+    (
+        "registry",
+        "open_streams",
+        "outbox_pending",
+        "outbox_oldest_age",
+        "breaker_state",
+        "breaker_changes",
+        "escalations",
+        "escalations_waiting",
+        "recoveries",
+    )
+)
 
 
 class Metrics:
@@ -98,30 +107,39 @@ class Metrics:
         )
         self.outbox_oldest_age = Gauge(
             "a2a_outbox_oldest_pending_age_seconds",
-            "Age of the oldest pending handoff (0: none)", registry=r,
-        )  # fmt: skip
+            "Age of the oldest pending handoff (0: none)",
+            registry=r,
+        )
         self.breaker_state = Gauge(
-            "a2a_breaker_state", "Circuit breaker per target: 0 closed, 1 half-open, 2 open",
-            ["target"], registry=r,
-        )  # fmt: skip
+            "a2a_breaker_state",
+            "Circuit breaker per target: 0 closed, 1 half-open, 2 open",
+            ["target"],
+            registry=r,
+        )
         self.breaker_changes = Counter(
-            "a2a_breaker_changes", "Circuit breaker state changes, by target and new state",
-            ["target", "state"], registry=r,
-        )  # fmt: skip
+            "a2a_breaker_changes",
+            "Circuit breaker state changes, by target and new state",
+            ["target", "state"],
+            registry=r,
+        )
         self.escalations = Counter(
             "a2a_escalations",
-            "Escalations: received (by a human agent), decided, timed_out (the fallback"
-            " answered)", ["event"], registry=r,
-        )  # fmt: skip
+            "Escalations: received (by a human agent), decided, timed_out (the fallback answered)",
+            ["event"],
+            registry=r,
+        )
         self.escalations_waiting = Gauge(
             "a2a_escalations_waiting",
             "Tasks waiting for an answer (on a human agent: escalations waiting for an operator)",
             registry=r,
         )
         self.recoveries = Counter(
-            "a2a_recoveries", "Recovery actions: handoffs replayed, tasks failed at start-up,"
-            " contract recovery paths followed", ["kind"], registry=r,
-        )  # fmt: skip
+            "a2a_recoveries",
+            "Recovery actions: handoffs replayed, tasks failed at start-up,"
+            " contract recovery paths followed",
+            ["kind"],
+            registry=r,
+        )
 
     def handoff_sent(self, edge: tuple[str, str, str, str]) -> None:
         """A handoff's delivery ended: `edge` is (source, target, kind, outcome)."""

@@ -43,8 +43,17 @@ def transitions(task_id: str, context_id: str, states: Sequence[str]) -> None:
         return
     for state in states:
         name = short_state(state)
-        note(log, "task.transition", "task %s -> %s", task_id, name, task_id=task_id,
-             context_id=context_id, trace_id=trace_id, state=name)  # fmt: skip
+        note(
+            log,
+            "task.transition",
+            "task %s -> %s",
+            task_id,
+            name,
+            task_id=task_id,
+            context_id=context_id,
+            trace_id=trace_id,
+            state=name,
+        )
 
 
 def committed_items(
@@ -87,10 +96,20 @@ def _epoch(created_at: str) -> float | None:
 
 def handoff_step(envelope: Any, step: str, task_id: str | None = None, **more: Any) -> None:
     """A step of a handoff on the sending side (decided, checkpointed, delivering), logged."""
-    note(log, f"handoff.{step}", "handoff %s %s -> %s: %s", envelope.handoff_id,
-         envelope.source.agent, envelope.target.agent, step, task_id=task_id or
-         envelope.source.task_id, context_id=envelope.context_id,
-         handoff_id=envelope.handoff_id, trace_id=envelope.trace_id, **more)  # fmt: skip
+    note(
+        log,
+        f"handoff.{step}",
+        "handoff %s %s -> %s: %s",
+        envelope.handoff_id,
+        envelope.source.agent,
+        envelope.target.agent,
+        step,
+        task_id=task_id or envelope.source.task_id,
+        context_id=envelope.context_id,
+        handoff_id=envelope.handoff_id,
+        trace_id=envelope.trace_id,
+        **more,
+    )
 
 
 def handoff_sent(envelope: Any, outcome: str, detail: str = "") -> None:
@@ -100,11 +119,23 @@ def handoff_sent(envelope: Any, outcome: str, detail: str = "") -> None:
     source, target, kind = _edge(envelope)
     obs.metrics.handoff_sent((source, target, kind, outcome))
     level = logging.INFO if outcome in ("accepted", "duplicate") else logging.WARNING
-    note(log, "handoff.sent", "handoff %s %s -> %s (%s): %s%s", envelope.handoff_id, source,
-         target, kind, outcome, f" ({detail})" if detail else "", level=level,
-         task_id=envelope.source.task_id, context_id=envelope.context_id,
-         handoff_id=envelope.handoff_id, trace_id=envelope.trace_id,
-         outcome=outcome)  # fmt: skip
+    note(
+        log,
+        "handoff.sent",
+        "handoff %s %s -> %s (%s): %s%s",
+        envelope.handoff_id,
+        source,
+        target,
+        kind,
+        outcome,
+        f" ({detail})" if detail else "",
+        level=level,
+        task_id=envelope.source.task_id,
+        context_id=envelope.context_id,
+        handoff_id=envelope.handoff_id,
+        trace_id=envelope.trace_id,
+        outcome=outcome,
+    )
     if kind == "escalation" and outcome == "accepted":
         escalation(envelope, "sent")
 
@@ -113,11 +144,22 @@ def handoff_delayed(envelope: Any, why: str, tries: int) -> None:
     """A handoff's delivery failed and is retried: logged when what is wrong changes (the
     first failure, another reason, its target's breaker opened), never once per retry."""
     source, target, _ = _edge(envelope)
-    note(log, "handoff.delayed", "handoff %s %s -> %s: %s (%d failed %s so far)",
-         envelope.handoff_id, source, target, why, tries, "try" if tries == 1 else "tries",
-         level=logging.WARNING,
-         task_id=envelope.source.task_id, context_id=envelope.context_id,
-         handoff_id=envelope.handoff_id, trace_id=envelope.trace_id)  # fmt: skip
+    note(
+        log,
+        "handoff.delayed",
+        "handoff %s %s -> %s: %s (%d failed %s so far)",
+        envelope.handoff_id,
+        source,
+        target,
+        why,
+        tries,
+        "try" if tries == 1 else "tries",
+        level=logging.WARNING,
+        task_id=envelope.source.task_id,
+        context_id=envelope.context_id,
+        handoff_id=envelope.handoff_id,
+        trace_id=envelope.trace_id,
+    )
 
 
 def claimed(text: str, limit: int = 64) -> str:
@@ -144,11 +186,23 @@ def handoff_received(
     else:
         obs.metrics.handoff_received((source, target, kind, outcome))
     rejected = outcome.startswith("rejected")
-    note(log, "handoff.rejected" if rejected else "handoff.received",
-         "handoff %s %s -> %s (%s) %s%s", handoff_id, source, target, kind, outcome,
-         f": {reason}" if reason else "", level=logging.WARNING if rejected else logging.INFO,
-         task_id=task_id, context_id=context_id, handoff_id=handoff_id,
-         trace_id=envelope.trace_id if verified else None, outcome=outcome)  # fmt: skip
+    note(
+        log,
+        "handoff.rejected" if rejected else "handoff.received",
+        "handoff %s %s -> %s (%s) %s%s",
+        handoff_id,
+        source,
+        target,
+        kind,
+        outcome,
+        f": {reason}" if reason else "",
+        level=logging.WARNING if rejected else logging.INFO,
+        task_id=task_id,
+        context_id=context_id,
+        handoff_id=handoff_id,
+        trace_id=envelope.trace_id if verified else None,
+        outcome=outcome,
+    )
     if kind in ("escalation",) and outcome == "accepted":
         escalation(envelope, "received", task_id)
 
@@ -173,11 +227,21 @@ def escalation(envelope: Any, event: str, task_id: str | None = None, **more: An
     """An escalation `sent`, `received`, `decided` or `timed_out`."""
     if event != "sent":
         current().metrics.escalations.labels(event).inc()
-    note(log, f"escalation.{event}", "escalation %s %s -> %s: %s", envelope.handoff_id,
-         envelope.source.agent, envelope.target.agent, event,
-         level=logging.WARNING if event == "timed_out" else logging.INFO,
-         task_id=task_id or envelope.source.task_id, context_id=envelope.context_id,
-         handoff_id=envelope.handoff_id, trace_id=envelope.trace_id, **more)  # fmt: skip
+    note(
+        log,
+        f"escalation.{event}",
+        "escalation %s %s -> %s: %s",
+        envelope.handoff_id,
+        envelope.source.agent,
+        envelope.target.agent,
+        event,
+        level=logging.WARNING if event == "timed_out" else logging.INFO,
+        task_id=task_id or envelope.source.task_id,
+        context_id=envelope.context_id,
+        handoff_id=envelope.handoff_id,
+        trace_id=envelope.trace_id,
+        **more,
+    )
 
 
 def recovery(kind: str, message: str, *args: object, count: int = 1, **ids: Any) -> None:
@@ -193,9 +257,17 @@ def breaker(target: str, state: str, failures: int, *, routine: bool = False) ->
     let through, or a failed probe opening it again — counted, logged at DEBUG only: while
     a target stays down that is every cool-down."""
     current().metrics.breaker_changes.labels(target, state).inc()
-    note(log, "breaker.change", "circuit for %s is %s after %d consecutive failure(s)",
-         target, state, failures, level=logging.DEBUG if routine else logging.INFO,
-         target=target, state=state)  # fmt: skip
+    note(
+        log,
+        "breaker.change",
+        "circuit for %s is %s after %d consecutive failure(s)",
+        target,
+        state,
+        failures,
+        level=logging.DEBUG if routine else logging.INFO,
+        target=target,
+        state=state,
+    )
 
 
 def commit(started: float, batch: int) -> None:
@@ -205,9 +277,18 @@ def commit(started: float, batch: int) -> None:
 
 def handler_failed(task_id: str, context_id: str, error: BaseException) -> None:
     """A handler raised: its traceback, with the task's ids."""
-    note(log, "handler.exception", "handler of task %s raised %s", task_id,
-         type(error).__name__, level=logging.ERROR, task_id=task_id, context_id=context_id,
-         trace_id=tracing.trace_of(task_id), exc_info=True)  # fmt: skip
+    note(
+        log,
+        "handler.exception",
+        "handler of task %s raised %s",
+        task_id,
+        type(error).__name__,
+        level=logging.ERROR,
+        task_id=task_id,
+        context_id=context_id,
+        trace_id=tracing.trace_of(task_id),
+        exc_info=True,
+    )
 
 
 def escalation_decided(
@@ -221,7 +302,18 @@ def escalation_decided(
     """An escalation held by a human agent is answered: `decided` by an operator, or
     `timed_out` (the fallback answered)."""
     current().metrics.escalations.labels(event).inc()
-    note(log, f"escalation.{event}", "escalation %s on task %s: %s (%s)", handoff_id, task_id,
-         event, verdict, level=logging.WARNING if event == "timed_out" else logging.INFO,
-         task_id=task_id, context_id=context_id, handoff_id=handoff_id or None,
-         trace_id=trace_id, verdict=verdict)  # fmt: skip
+    note(
+        log,
+        f"escalation.{event}",
+        "escalation %s on task %s: %s (%s)",
+        handoff_id,
+        task_id,
+        event,
+        verdict,
+        level=logging.WARNING if event == "timed_out" else logging.INFO,
+        task_id=task_id,
+        context_id=context_id,
+        handoff_id=handoff_id or None,
+        trace_id=trace_id,
+        verdict=verdict,
+    )

@@ -72,8 +72,21 @@ class Sink:
         more: Mapping[str, Any],
     ) -> None:
         """One line: `message` and the fields that are not None."""
-        self.records.append((time.time(), level, logger, message, event, agent, task_id,
-                             context_id, handoff_id, trace_id, more))  # fmt: skip
+        self.records.append(
+            (
+                time.time(),
+                level,
+                logger,
+                message,
+                event,
+                agent,
+                task_id,
+                context_id,
+                handoff_id,
+                trace_id,
+                more,
+            )
+        )
         if level > INFO:
             self.flush()
         elif self._timer is None or len(self.records) >= _BATCH:
@@ -174,20 +187,55 @@ class Sink:
             stamp = self._stamp(record[0])
             if record[1] is None:  # transitions
                 _, _, agent, task_id, context_id, trace_id, states = record
-                many = [(INFO, EVENTS, f"task {task_id} -> {short_state(wire)}",
-                         "task.transition", agent, task_id, context_id, None, trace_id,
-                         {"state": short_state(wire)}) for wire in states]  # fmt: skip
+                many = [
+                    (
+                        INFO,
+                        EVENTS,
+                        f"task {task_id} -> {short_state(wire)}",
+                        "task.transition",
+                        agent,
+                        task_id,
+                        context_id,
+                        None,
+                        trace_id,
+                        {"state": short_state(wire)},
+                    )
+                    for wire in states
+                ]
             else:
                 many = [record[1:]]
-            for level, logger, message, event, agent, task_id, context_id, handoff_id, \
-                    trace_id, more in many:  # fmt: skip
-                fields = {"time": stamp,
-                          "level": _LEVELS.get(level) or logging.getLevelName(level),
-                          "logger": logger, "message": message, "event": event, "agent": agent,
-                          "task_id": task_id, "context_id": context_id,
-                          "handoff_id": handoff_id, "trace_id": trace_id, **more}  # fmt: skip
-                lines.append(json.dumps({k: v for k, v in fields.items() if v is not None},
-                                        default=str, ensure_ascii=False))  # fmt: skip
+            for (
+                level,
+                logger,
+                message,
+                event,
+                agent,
+                task_id,
+                context_id,
+                handoff_id,
+                trace_id,
+                more,
+            ) in many:
+                fields = {
+                    "time": stamp,
+                    "level": _LEVELS.get(level) or logging.getLevelName(level),
+                    "logger": logger,
+                    "message": message,
+                    "event": event,
+                    "agent": agent,
+                    "task_id": task_id,
+                    "context_id": context_id,
+                    "handoff_id": handoff_id,
+                    "trace_id": trace_id,
+                    **more,
+                }
+                lines.append(
+                    json.dumps(
+                        {k: v for k, v in fields.items() if v is not None},
+                        default=str,
+                        ensure_ascii=False,
+                    )
+                )
         return lines
 
 
@@ -208,9 +256,12 @@ def _ids(
         )
     ids = ""
     for key, value in (
-        ("agent", agent), ("task_id", task_id), ("context_id", context_id),
-        ("handoff_id", handoff_id), ("trace_id", trace_id),
-    ):  # fmt: skip
+        ("agent", agent),
+        ("task_id", task_id),
+        ("context_id", context_id),
+        ("handoff_id", handoff_id),
+        ("trace_id", trace_id),
+    ):
         if value is not None:
             ids += f" {key}={value}"
     return ids
@@ -251,12 +302,27 @@ def note(
         trace_id = tracing.current_trace_id()
     if _sink is not None and not exc_info:
         _sink.event(
-            level, logger.name, message % args if args else message, event, agent, task_id,
-            context_id, handoff_id, trace_id, more,
-        )  # fmt: skip
+            level,
+            logger.name,
+            message % args if args else message,
+            event,
+            agent,
+            task_id,
+            context_id,
+            handoff_id,
+            trace_id,
+            more,
+        )
         return
-    fields = {"event": event, "agent": agent, "task_id": task_id, "context_id": context_id,
-              "handoff_id": handoff_id, "trace_id": trace_id, **more}  # fmt: skip
+    fields = {
+        "event": event,
+        "agent": agent,
+        "task_id": task_id,
+        "context_id": context_id,
+        "handoff_id": handoff_id,
+        "trace_id": trace_id,
+        **more,
+    }
     logger.log(level, message, *args, extra=fields, exc_info=exc_info)
 
 

@@ -68,8 +68,11 @@ class AgentTrust:
         self._identity, self._document = identity, document
         log.warning(
             "%s's keys changed: signing with %s; active %s (was %s)",
-            self.agent, identity.signing_key.kid, sorted(identity.public_keys), sorted(before),
-        )  # fmt: skip
+            self.agent,
+            identity.signing_key.kid,
+            sorted(identity.public_keys),
+            sorted(before),
+        )
         return True
 
     def sign_envelope(self, payload: bytes) -> str:

@@ -167,8 +167,9 @@ class TrustList:
             if cached is not None and self.clock() - cached[0] < self.max_age:
                 # Keys fetched less than max_age ago still hold: a passing failure to see a
                 # rotation changes nothing. Older ones are never extended.
-                log.warning("trust: could not refresh %s's keys from %s: %s", agent.name,
-                            source, exc)  # fmt: skip
+                log.warning(
+                    "trust: could not refresh %s's keys from %s: %s", agent.name, source, exc
+                )
                 return cached[1]
             raise TrustError(
                 f"cannot fetch the keys of {agent.name} from {source}: {exc}"
@@ -188,8 +189,10 @@ class TrustList:
             self.pins.put(agent.name, served)
             log.warning(
                 "trust: pinned %s's keys %s from %s (trust on first use)",
-                agent.name, sorted(served), source,
-            )  # fmt: skip
+                agent.name,
+                sorted(served),
+                source,
+            )
             return served
         proven = endorsed(agent.name, pinned, document)
         keys = {kid: key for kid, key in served.items() if kid in proven}
@@ -199,15 +202,23 @@ class TrustList:
                 "trust: REFUSED %s's keys %s served at %s: no key pinned for %s (%s) vouches"
                 " for them. If %s's identity changed on purpose, drop the pin: python -m"
                 " a2a_handoff trust forget %s (--store URL | --key-file PATH)",
-                agent.name, refused, source, agent.name, sorted(pinned), agent.name,
                 agent.name,
-            )  # fmt: skip
+                refused,
+                source,
+                agent.name,
+                sorted(pinned),
+                agent.name,
+                agent.name,
+            )
         if keys and set(keys) != set(pinned):
             self.pins.put(agent.name, keys)
             log.warning(
                 "trust: %s rotated its keys at %s: pinned %s (was %s)",
-                agent.name, source, sorted(keys), sorted(pinned),
-            )  # fmt: skip
+                agent.name,
+                source,
+                sorted(keys),
+                sorted(pinned),
+            )
         return keys
 
 
