@@ -38,7 +38,7 @@ from a2a_handoff.contracts import lint, render
 from a2a_handoff.errors import HandoffError, TrustError
 from a2a_handoff.exits import Parser, quiet_pipe
 from a2a_handoff.stores import open_store
-from a2a_handoff.stores.capabilities import KeepsKeyFile
+from a2a_handoff.stores.sqlite import SqliteTaskStore
 from a2a_handoff.trust.keys import Identity, IdentityStore, KeyFile, change
 from a2a_handoff.trust.pins import PinFile
 from a2a_handoff.version import __version__
@@ -86,7 +86,7 @@ def _key_file(args: argparse.Namespace, create: bool = False) -> KeyFile:
     if not args.store:
         raise TrustError("name the keys: --key-file PATH, or --store sqlite:///… (beside it)")
     opened = open_store(args.store)
-    if not isinstance(opened, KeepsKeyFile):
+    if not isinstance(opened, SqliteTaskStore):
         raise TrustError("a Redis or memory store keeps no key file: name it with --key-file PATH")
     return KeyFile(opened.key_file.path, create=create)
 

@@ -25,6 +25,7 @@ from a2a_handoff import (
     HandoffConfig,
     HandoffError,
     LimitsConfig,
+    MemoryTaskStore,
     ObservabilityConfig,
     SqliteTaskStore,
     TrustConfig,
@@ -38,7 +39,7 @@ from a2a_handoff.exits import ExitCode
 from a2a_handoff.protocol import check_agent_url
 from a2a_handoff.secrets import SecretError, accept_insecure_files, private_dir, read_secret
 from a2a_handoff.server import return_freed_memory
-from a2a_handoff.stores import KeepsKeyFile, Store, shared
+from a2a_handoff.stores import Store
 from a2a_handoff.trust import ENV_VAR as KEY_ENV_VAR
 from a2a_handoff.trust import (
     NO_KEYS_IN_SHARED_STORE,
@@ -75,18 +76,19 @@ def _check_identity(
     """The agent's signing keys, checked (or made, for a new SQLite store) before it serves:
     TrustError when they cannot be used — a key file another user owns or can read, one gone
     missing beside a store used before, keys a Redis store cannot keep."""
-    if isinstance(store, KeepsKeyFile) and identity is not None:
+    if isinstance(store, SqliteTaskStore) and identity is not None:
         # Keys given apart from a SQLite file that has keys of its own: the file is still
         # that agent's store (tasks, outbox), not one another agent may share.
         beside = store.key_file.read()
         if beside is not None:
             own_identity(beside, name, store.key_file)
-    if identity is None and isinstance(store, KeepsKeyFile):
+    if identity is None and isinstance(store, SqliteTaskStore):
         identity = store.key_file
-    if replicated := shared(store):
+    shared = not isinstance(store, SqliteTaskStore | MemoryTaskStore)
+    if shared:
         asyncio.run(_no_keys_left_in(store_url, name))
     if identity is None:
-        if replicated:
+        if shared:
             raise TrustError(NO_KEYS_IN_SHARED_STORE)
         return  # the memory store keeps its keys in memory
     asyncio.run(load_or_create(identity, name))

@@ -17,7 +17,7 @@ from a2a_handoff.escalation import EscalationPolicy
 from a2a_handoff.protocol.agent_card import AgentCard
 from a2a_handoff.server.app_config import TrustConfig
 from a2a_handoff.stores.base import Store
-from a2a_handoff.stores.capabilities import KeepsKeyFile, ephemeral
+from a2a_handoff.stores.memory import MemoryTaskStore
 from a2a_handoff.trust.agent_trust import AgentTrust
 from a2a_handoff.trust.keys import IdentityStore, KeyFile
 from a2a_handoff.trust.pins import MemoryPins, PinFile, Pins
@@ -56,11 +56,10 @@ def operators_of(
 def _pins(identity: IdentityStore | None, store: Store) -> Pins:
     """Where this agent keeps the keys it pinned: beside its key file (given, or its SQLite
     store's), so a restart keeps them; in memory for an agent with no key file."""
-    if isinstance(identity, KeyFile):
-        return PinFile.beside(identity.path)
-    if isinstance(store, KeepsKeyFile):
-        return PinFile.beside(store.key_file.path)
-    if not ephemeral(store):
+    key_file = identity if isinstance(identity, KeyFile) else getattr(store, "key_file", None)
+    if isinstance(key_file, KeyFile):
+        return PinFile.beside(key_file.path)
+    if not isinstance(store, MemoryTaskStore):
         log.warning(
             "INSECURE: this agent has no key file (its keys come from $A2A_AGENT_KEY), so the"
             " keys it pins for the agents it trusts last only until it restarts: give it"

@@ -31,7 +31,6 @@ from a2a_handoff.auth import ApiKeyAuth
 from a2a_handoff.client.client import AgentClient
 from a2a_handoff.errors import StoreError, StoreTimeoutError
 from a2a_handoff.stores.base import Store
-from a2a_handoff.stores.capabilities import Pooled
 
 STALE_AFTER_SECONDS = 60
 
@@ -71,8 +70,9 @@ class Health:
         """(healthy, the report): what `GET /health` answers a caller with a key."""
         problem = await self.store.problem()
         report: dict[str, Any] = {"store": problem or "ok"}
-        if isinstance(self.store, Pooled):  # a store with a connection pool
-            report["storePool"] = self.store.pool_use()
+        pool_use = getattr(self.store, "pool_use", None)  # a store with a connection pool
+        if pool_use is not None:
+            report["storePool"] = pool_use()
         stale = 0
         if problem is None or problem.startswith("failing writes"):
             cutoff = datetime.now(UTC) - timedelta(seconds=self.stale_after)

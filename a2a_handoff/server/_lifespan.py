@@ -25,7 +25,6 @@ from a2a_handoff.observe import events
 from a2a_handoff.push import Pusher
 from a2a_handoff.runtime.tasks import TaskManager
 from a2a_handoff.stores.base import Store
-from a2a_handoff.stores.capabilities import RefusesLegacyKeys
 from a2a_handoff.trust.agent_trust import AgentTrust
 
 log = logging.getLogger("a2a_handoff.server")
@@ -62,8 +61,9 @@ class Lifespan:
             await self._stop()
 
     async def _start(self) -> None:
-        if isinstance(self.store, RefusesLegacyKeys):  # private keys left in a shared store
-            await self.store.refuse_legacy_identity(self.name)  # moved out first
+        legacy = getattr(self.store, "refuse_legacy_identity", None)
+        if legacy is not None:  # private keys left in a shared store: moved out first
+            await legacy(self.name)
         await self.trust.open()  # before any delivery: deliveries are signed
         self.trust.start()
         # Before serving: fail the tasks a previous process left running (with replicas:

@@ -1,9 +1,9 @@
 """Store backends, chosen by URL: `sqlite:///path`, `memory://`, `redis://host:port/db`,
-`postgresql://user@host:port/db`, or a scheme a third party registered (`register_scheme`);
-what a store may offer beyond the contract is declared in `stores.capabilities`."""
+`postgresql://user@host:port/db`."""
 
 from __future__ import annotations
 
+from a2a_handoff.errors import StoreError
 from a2a_handoff.stores.base import (
     HandoffStore,
     OutboxEntry,
@@ -15,31 +15,16 @@ from a2a_handoff.stores.base import (
     TaskRecord,
     TaskStore,
 )
-from a2a_handoff.stores.capabilities import (
-    Ephemeral,
-    KeepsKeyFile,
-    Pooled,
-    RefusesLegacyKeys,
-    Shared,
-    ephemeral,
-    shared,
-)
 from a2a_handoff.stores.leasing import LeaseStore
 from a2a_handoff.stores.memory import MemoryTaskStore
-from a2a_handoff.stores.schemes import open_store, register_scheme
 from a2a_handoff.stores.sqlite import SqliteTaskStore
 
 __all__ = [
-    "Ephemeral",
     "HandoffStore",
-    "KeepsKeyFile",
     "LeaseStore",
     "MemoryTaskStore",
     "OutboxEntry",
-    "Pooled",
     "ReceivedEntry",
-    "RefusesLegacyKeys",
-    "Shared",
     "SqliteTaskStore",
     "Store",
     "TaskEvent",
@@ -47,8 +32,25 @@ __all__ = [
     "TaskQuery",
     "TaskRecord",
     "TaskStore",
-    "ephemeral",
     "open_store",
-    "register_scheme",
-    "shared",
 ]
+
+
+def open_store(url: str) -> Store:
+    """The (unopened) store a URL names: `create_app` opens and closes it."""
+    if url.startswith("sqlite:"):
+        return SqliteTaskStore.from_url(url)
+    if url in ("memory://", "memory:"):
+        return MemoryTaskStore()
+    if url.startswith(("redis://", "rediss://", "unix://")):
+        from a2a_handoff.stores.redis import RedisTaskStore  # the optional `redis` extra
+
+        return RedisTaskStore.from_url(url)
+    if url.startswith(("postgresql://", "postgres://")):
+        from a2a_handoff.stores.postgres import PostgresTaskStore  # the `postgres` extra
+
+        return PostgresTaskStore.from_url(url)
+    raise StoreError(
+        f"unknown store URL {url!r}: use sqlite:///PATH, memory://, redis://HOST:PORT/DB"
+        " or postgresql://USER@HOST:PORT/DB"
+    )

@@ -31,8 +31,6 @@ from a2a_handoff.stores.leasing import LocalLeases
 class MemoryTaskStore(LocalLeases):
     """Tasks, event logs, outbox and ledger in dicts; nothing survives the process."""
 
-    ephemeral = True  # `stores.capabilities.Ephemeral`: nothing kept across a restart
-
     def __init__(self) -> None:
         super().__init__()
         self._outbox: dict[str, OutboxEntry] = {}

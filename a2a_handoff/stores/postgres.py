@@ -61,8 +61,6 @@ TASK_COLUMNS = "body, owner, version, created_at, updated_at, delegate"
 class PostgresTaskStore(PostgresPush):
     """The store on PostgreSQL, shared by every replica of an agent (module docstring)."""
 
-    shared_by_replicas = True  # `stores.capabilities.Shared`: keys never kept here
-
     @classmethod
     def from_url(cls, url: str) -> PostgresTaskStore:
         dsn, options = cls.parse_url(url)

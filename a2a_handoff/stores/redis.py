@@ -67,8 +67,6 @@ _SUMMARY_FIELDS = ("owner", "delegate", "context", "state", "updated", "stime")
 class RedisTaskStore(RedisPush):
     """The store on Redis, shared by every replica of an agent (see the module docstring)."""
 
-    shared_by_replicas = True  # `stores.capabilities.Shared`: keys never kept here
-
     def __init__(
         self,
         url: str = "redis://127.0.0.1:6379/0",
