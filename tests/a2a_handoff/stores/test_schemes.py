@@ -22,10 +22,14 @@ from a2a_handoff.stores import schemes as table
 BUILT_IN = "sqlite:///PATH, memory://, redis://HOST:PORT/DB or postgresql://USER@HOST:PORT/DB"
 
 
+OWN = ("sqlite", "memory", "redis", "rediss", "unix", "postgresql", "postgres")
+
+
 @pytest.fixture(autouse=True)
 def own_table(monkeypatch: pytest.MonkeyPatch) -> None:
-    """What a test registers is gone after it: the table as it was is put back."""
-    monkeypatch.setattr(table, "_SCHEMES", dict(table._SCHEMES))
+    """The project's own schemes alone (whatever another test registered in this process),
+    and what a test registers gone after it."""
+    monkeypatch.setattr(table, "_SCHEMES", {scheme: table._SCHEMES[scheme] for scheme in OWN})
 
 
 class ScratchStore(MemoryTaskStore):
