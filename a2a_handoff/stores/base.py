@@ -1,7 +1,7 @@
 """The store contract: a small core every backend implements, and named capabilities a
 backend declares when it has them.
 
-The core (`TaskStore`) keeps tasks and their event logs (the values are `stores.records`').
+The core (`TaskStore`) keeps tasks and their event logs (as the values of `stores.records`).
 Beyond it a store declares, in `capabilities`, what else it offers: each part is the object
 that does it (the store itself, mostly) or None. Code that needs a part asks for it there,
 typed, never by probing the store's attributes or its class:
@@ -28,7 +28,7 @@ leases (each declared too). The behaviour every backend must show is a test kit'
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -293,10 +293,6 @@ class Capabilities:
     pool: PooledStore | None = None
     file: FileStore | None = None
     legacy_keys: LegacyKeys | None = None
-
-    def names(self) -> list[str]:
-        """The declared parts' names, in the table's order."""
-        return [f.name for f in fields(self) if getattr(self, f.name) is not None]
 
 
 class Store(TaskStore, LedgerStore, PushStore, LeaseStore, Protocol):
