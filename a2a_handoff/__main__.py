@@ -38,7 +38,6 @@ from a2a_handoff.contracts import lint, render
 from a2a_handoff.errors import HandoffError, TrustError
 from a2a_handoff.exits import Parser, quiet_pipe
 from a2a_handoff.stores import open_store
-from a2a_handoff.stores.sqlite import SqliteTaskStore
 from a2a_handoff.trust.keys import Identity, IdentityStore, KeyFile, change
 from a2a_handoff.trust.pins import PinFile
 from a2a_handoff.version import __version__
@@ -85,10 +84,10 @@ def _key_file(args: argparse.Namespace, create: bool = False) -> KeyFile:
         return KeyFile(args.key_file, create=create)
     if not args.store:
         raise TrustError("name the keys: --key-file PATH, or --store sqlite:///… (beside it)")
-    opened = open_store(args.store)
-    if not isinstance(opened, SqliteTaskStore):
+    kept = open_store(args.store).capabilities.identity
+    if not isinstance(kept, KeyFile):
         raise TrustError("a Redis or memory store keeps no key file: name it with --key-file PATH")
-    return KeyFile(opened.key_file.path, create=create)
+    return KeyFile(kept.path, create=create)
 
 
 async def _init(args: argparse.Namespace) -> Identity:
@@ -109,19 +108,19 @@ async def _move(args: argparse.Namespace) -> Identity:
     if not (args.store and args.key_file and args.agent):
         raise TrustError("keys move needs --store redis://… --agent NAME --key-file PATH")
     opened = open_store(args.store)
-    legacy = getattr(opened, "legacy_identity", None)
+    legacy = opened.capabilities.legacy_keys
     if legacy is None:
         raise TrustError("keys move takes keys out of a Redis store: --store redis://…")
     await opened.open()
     try:
-        document = await legacy(args.agent)
+        document = await legacy.legacy_identity(args.agent)
         if document is None:
             raise TrustError(f"Redis keeps no identity of {args.agent}")
         identity = Identity.from_document(document, args.agent)
         target = KeyFile(args.key_file, create=True)
         if not target.write_if(document, None):
             raise TrustError(f"{args.key_file} exists already: give another path")
-        await opened.drop_legacy_identity(args.agent, document)  # type: ignore[attr-defined]
+        await legacy.drop_legacy_identity(args.agent, document)
     finally:
         await opened.aclose()
     return identity

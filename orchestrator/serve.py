@@ -35,7 +35,6 @@ from a2a_handoff.exits import ExitCode
 from a2a_handoff.observe import logs
 from a2a_handoff.secrets import SecretError
 from a2a_handoff.server import ServerLimits
-from a2a_handoff.stores import SqliteTaskStore
 from orchestrator.gateway import MAX_WAITS, Conversations, GatewayAgent
 from orchestrator.reach import Reach
 from servers._flags import push_options, push_settings
@@ -139,7 +138,8 @@ def serve(
         store = open_store(args.store)
         directory = args.conversations
         if directory is None:
-            base = Path(store.path) if isinstance(store, SqliteTaskStore) else Path("data/x")
+            file = store.capabilities.file
+            base = file.path if file is not None else Path("data/x")
             directory = base.parent / f"{base.stem}-conversations"
         conversations = Conversations(directory, args.entry)
         if args.max_waits < 1:

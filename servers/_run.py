@@ -14,7 +14,6 @@ import socket
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 import uvicorn
 
@@ -25,9 +24,7 @@ from a2a_handoff import (
     HandoffConfig,
     HandoffError,
     LimitsConfig,
-    MemoryTaskStore,
     ObservabilityConfig,
-    SqliteTaskStore,
     TrustConfig,
     create_app,
     open_store,
@@ -75,20 +72,20 @@ def _check_identity(
 ) -> None:
     """The agent's signing keys, checked (or made, for a new SQLite store) before it serves:
     TrustError when they cannot be used — a key file another user owns or can read, one gone
-    missing beside a store used before, keys a Redis store cannot keep."""
-    if isinstance(store, SqliteTaskStore) and identity is not None:
+    missing beside a store used before, keys a shared store cannot keep."""
+    kept = store.capabilities.identity  # where the store keeps keys: None for a shared one
+    if isinstance(kept, KeyFile) and identity is not None:
         # Keys given apart from a SQLite file that has keys of its own: the file is still
         # that agent's store (tasks, outbox), not one another agent may share.
-        beside = store.key_file.read()
+        beside = kept.read()
         if beside is not None:
-            own_identity(beside, name, store.key_file)
-    if identity is None and isinstance(store, SqliteTaskStore):
-        identity = store.key_file
-    shared = not isinstance(store, SqliteTaskStore | MemoryTaskStore)
-    if shared:
+            own_identity(beside, name, kept)
+    if identity is None and isinstance(kept, KeyFile):
+        identity = kept
+    if kept is None:
         asyncio.run(_no_keys_left_in(store_url, name))
     if identity is None:
-        if shared:
+        if kept is None:
             raise TrustError(NO_KEYS_IN_SHARED_STORE)
         return  # the memory store keeps its keys in memory
     asyncio.run(load_or_create(identity, name))
@@ -102,9 +99,9 @@ async def _no_keys_left_in(store_url: str, name: str) -> None:
     store.claim(name)
     await store.open()
     try:
-        legacy = getattr(store, "refuse_legacy_identity", None)
+        legacy = store.capabilities.legacy_keys
         if legacy is not None:
-            await legacy(name)
+            await legacy.refuse_legacy_identity(name)
     finally:
         await store.aclose()
 
@@ -133,9 +130,10 @@ def serve(name: str, example: Example, args: argparse.Namespace) -> int:
         keys = pairs(args.credential, "--credential")
         store_url = args.store or f"sqlite:///data/{name}.db"
         store = open_store(store_url)
-        if isinstance(store, SqliteTaskStore):
-            private_dir(Path(store.path).parent)  # data/ in a fresh clone: 0700
-            store.check_free()  # another process serving the file: say so, do not start
+        file = store.capabilities.file
+        if file is not None:
+            private_dir(file.path.parent)  # data/ in a fresh clone: 0700
+            file.check_free()  # another process serving the file: say so, do not start
         contracts = Catalog.load(args.contracts) if args.contracts else None
         trusted: list[TrustedAgent] = [parse_trust(t) for t in args.trust]
         if args.trust_file:

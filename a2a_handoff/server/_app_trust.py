@@ -13,13 +13,13 @@ from collections.abc import Iterable, Mapping
 
 from a2a_handoff.auth import ApiKeyAuth
 from a2a_handoff.client.client import AgentClient
+from a2a_handoff.errors import TrustError
 from a2a_handoff.escalation import EscalationPolicy
 from a2a_handoff.protocol.agent_card import AgentCard
 from a2a_handoff.server.app_config import TrustConfig
 from a2a_handoff.stores.base import Store
-from a2a_handoff.stores.memory import MemoryTaskStore
 from a2a_handoff.trust.agent_trust import AgentTrust
-from a2a_handoff.trust.keys import IdentityStore, KeyFile
+from a2a_handoff.trust.keys import NO_KEYS_IN_SHARED_STORE, IdentityStore, KeyFile
 from a2a_handoff.trust.pins import MemoryPins, PinFile, Pins
 from a2a_handoff.trust.trustlist import TrustedAgent, TrustList
 
@@ -53,13 +53,26 @@ def operators_of(
     return named
 
 
+class _NoKeys:
+    """The identity of an agent given no keys, on a store that keeps none (a shared one):
+    refused when the agent starts."""
+
+    async def load_identity(self, agent: str) -> str | None:
+        raise TrustError(NO_KEYS_IN_SHARED_STORE)
+
+    async def save_identity(self, agent: str, document: str, expected: str | None) -> bool:
+        raise TrustError(NO_KEYS_IN_SHARED_STORE)
+
+
 def _pins(identity: IdentityStore | None, store: Store) -> Pins:
-    """Where this agent keeps the keys it pinned: beside its key file (given, or its SQLite
-    store's), so a restart keeps them; in memory for an agent with no key file."""
-    key_file = identity if isinstance(identity, KeyFile) else getattr(store, "key_file", None)
+    """Where this agent keeps the keys it pinned: beside its key file (given, or the one its
+    store keeps its keys in: SQLite's), so a restart keeps them; in memory for an agent with
+    no key file."""
+    kept = store.capabilities.identity
+    key_file = identity if isinstance(identity, KeyFile) else kept
     if isinstance(key_file, KeyFile):
         return PinFile.beside(key_file.path)
-    if not isinstance(store, MemoryTaskStore):
+    if kept is None:  # a store that keeps no keys (a shared one): they come from elsewhere
         log.warning(
             "INSECURE: this agent has no key file (its keys come from $A2A_AGENT_KEY), so the"
             " keys it pins for the agents it trusts last only until it restarts: give it"
@@ -91,5 +104,5 @@ def agent_trust_of(
     )
     if client.trust is None:
         client.trust = trust_list
-    identity = trust.identity or store
+    identity = trust.identity or store.capabilities.identity or _NoKeys()
     return AgentTrust(card.name, identity, trust_list, reload_every=trust.keys_reload)

@@ -70,9 +70,9 @@ class Health:
         """(healthy, the report): what `GET /health` answers a caller with a key."""
         problem = await self.store.problem()
         report: dict[str, Any] = {"store": problem or "ok"}
-        pool_use = getattr(self.store, "pool_use", None)  # a store with a connection pool
-        if pool_use is not None:
-            report["storePool"] = pool_use()
+        pool = self.store.capabilities.pool  # a store on a pool of connections
+        if pool is not None:
+            report["storePool"] = pool.pool_use()
         stale = 0
         if problem is None or problem.startswith("failing writes"):
             cutoff = datetime.now(UTC) - timedelta(seconds=self.stale_after)

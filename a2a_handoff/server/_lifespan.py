@@ -61,9 +61,9 @@ class Lifespan:
             await self._stop()
 
     async def _start(self) -> None:
-        legacy = getattr(self.store, "refuse_legacy_identity", None)
+        legacy = self.store.capabilities.legacy_keys
         if legacy is not None:  # private keys left in a shared store: moved out first
-            await legacy(self.name)
+            await legacy.refuse_legacy_identity(self.name)
         await self.trust.open()  # before any delivery: deliveries are signed
         self.trust.start()
         # Before serving: fail the tasks a previous process left running (with replicas:

@@ -1,12 +1,23 @@
 """Store backends, chosen by URL: `sqlite:///path`, `memory://`, `redis://host:port/db`,
-`postgresql://user@host:port/db`."""
+`postgresql://user@host:port/db`, or a scheme a third-party backend registered
+(`register_scheme`).
+
+The contract a backend fulfils is `stores.base`'s: a small core (`TaskStore`) and the
+capabilities it declares (`Capabilities`); the behaviour tests every backend passes are the
+kit `stores.conformance` (imported by tests only: it needs pytest).
+"""
 
 from __future__ import annotations
 
-from a2a_handoff.errors import StoreError
 from a2a_handoff.stores.base import (
-    HandoffStore,
+    Capabilities,
+    FileStore,
+    IdentityStore,
+    LedgerStore,
+    LegacyKeys,
     OutboxEntry,
+    PooledStore,
+    PushStore,
     ReceivedEntry,
     Store,
     TaskEvent,
@@ -17,40 +28,35 @@ from a2a_handoff.stores.base import (
 )
 from a2a_handoff.stores.leasing import LeaseStore
 from a2a_handoff.stores.memory import MemoryTaskStore
+from a2a_handoff.stores.schemes import (
+    StoreFactory,
+    open_store,
+    register_scheme,
+    registered_schemes,
+)
 from a2a_handoff.stores.sqlite import SqliteTaskStore
 
 __all__ = [
-    "HandoffStore",
+    "Capabilities",
+    "FileStore",
+    "IdentityStore",
     "LeaseStore",
+    "LedgerStore",
+    "LegacyKeys",
     "MemoryTaskStore",
     "OutboxEntry",
+    "PooledStore",
+    "PushStore",
     "ReceivedEntry",
     "SqliteTaskStore",
     "Store",
+    "StoreFactory",
     "TaskEvent",
     "TaskPage",
     "TaskQuery",
     "TaskRecord",
     "TaskStore",
     "open_store",
+    "register_scheme",
+    "registered_schemes",
 ]
-
-
-def open_store(url: str) -> Store:
-    """The (unopened) store a URL names: `create_app` opens and closes it."""
-    if url.startswith("sqlite:"):
-        return SqliteTaskStore.from_url(url)
-    if url in ("memory://", "memory:"):
-        return MemoryTaskStore()
-    if url.startswith(("redis://", "rediss://", "unix://")):
-        from a2a_handoff.stores.redis import RedisTaskStore  # the optional `redis` extra
-
-        return RedisTaskStore.from_url(url)
-    if url.startswith(("postgresql://", "postgres://")):
-        from a2a_handoff.stores.postgres import PostgresTaskStore  # the `postgres` extra
-
-        return PostgresTaskStore.from_url(url)
-    raise StoreError(
-        f"unknown store URL {url!r}: use sqlite:///PATH, memory://, redis://HOST:PORT/DB"
-        " or postgresql://USER@HOST:PORT/DB"
-    )

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from a2a_handoff.errors import TrustError
 from a2a_handoff.stores._postgres_pool import PostgresPool, guarded
 from a2a_handoff.stores._postgres_schema import OUTBOX_COLUMNS, RECEIVED_COLUMNS
 from a2a_handoff.stores.base import HandoffStats, OutboxEntry, ReceivedEntry
-from a2a_handoff.trust.keys import NO_KEYS_IN_SHARED_STORE
 
 __all__ = ["PostgresBase", "guarded"]
 
@@ -156,14 +154,3 @@ class PostgresBase(PostgresPool):
                 name,
             )
         return str(found) if found is not None else None
-
-    # -- the agent's identity: never kept here ---------------------------------------------
-    # Whoever reaches the database would read an agent's private signing key and sign as
-    # it. Each agent keeps its keys in a file of its own (mode 0600; its replicas use the
-    # same one) or in $A2A_AGENT_KEY.
-
-    async def load_identity(self, agent: str) -> str | None:
-        raise TrustError(NO_KEYS_IN_SHARED_STORE)
-
-    async def save_identity(self, agent: str, document: str, expected: str | None) -> bool:
-        raise TrustError(NO_KEYS_IN_SHARED_STORE)

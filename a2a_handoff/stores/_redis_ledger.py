@@ -26,7 +26,6 @@ from a2a_handoff.stores._redis_follow import RedisFollowers
 from a2a_handoff.stores._redis_scripts import ALL as SCRIPTS
 from a2a_handoff.stores._redis_scripts import LAYOUT
 from a2a_handoff.stores.base import HandoffStats, OutboxEntry, ReceivedEntry
-from a2a_handoff.trust.keys import NO_KEYS_IN_SHARED_STORE
 
 try:
     import redis.asyncio as aioredis
@@ -320,11 +319,7 @@ class RedisBase(ServerPing):
     # Whoever reaches Redis would read an agent's private signing key and sign as it. Each
     # agent keeps its keys in a file of its own (mode 0600; its replicas use the same one) or
     # in $A2A_AGENT_KEY. A store made before that rule is refused until its keys are moved
-    # out (`keys move`).
-
-    async def load_identity(self, agent: str) -> str | None:
-        await self.refuse_legacy_identity(agent)
-        raise TrustError(NO_KEYS_IN_SHARED_STORE)
+    # out (`keys move`): `LegacyKeys`, its declared capability.
 
     async def refuse_legacy_identity(self, agent: str) -> None:
         """TrustError while Redis still holds `agent`'s private keys (an older version kept
@@ -336,9 +331,6 @@ class RedisBase(ServerPing):
                 f" `python -m a2a_handoff keys move --store URL --agent {agent} --key-file PATH`,"
                 " then start the agent with --key-file PATH"
             )
-
-    async def save_identity(self, agent: str, document: str, expected: str | None) -> bool:
-        raise TrustError(NO_KEYS_IN_SHARED_STORE)
 
     @guarded
     async def legacy_identity(self, agent: str) -> str | None:

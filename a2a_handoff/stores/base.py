@@ -1,162 +1,61 @@
-"""Store interfaces: small async protocols, one per concern, with backends beside them.
+"""The store contract: a small core every backend implements, and named capabilities a
+backend declares when it has them.
 
-A task is stored as a `TaskRecord` (the task snapshot plus its owner and version) and an
-append-only event log. Every write is one atomic step: the new snapshot and the events it
-produced go together, and the version is the sequence number of the task's last event, so
-`version` doubles as the check-and-set token and as the `Last-Event-ID` of streams.
-Leases (`LeaseStore`, `LocalLeases`) live in `stores.leasing`.
+The core (`TaskStore`) keeps tasks and their event logs (as the values of `stores.records`).
+Beyond it a store declares, in `capabilities`, what else it offers: each part is the object
+that does it (the store itself, mostly) or None. Code that needs a part asks for it there,
+typed, never by probing the store's attributes or its class:
+
+    pool = store.capabilities.pool  # PooledStore | None
+    if pool is not None:
+        report["storePool"] = pool.pool_use()
+
+| capability    | protocol        | what it is                                                  |
+| ------------- | --------------- | ----------------------------------------------------------- |
+| `ledger`      | `LedgerStore`   | the outbox of handoffs sent, the ledger of those received   |
+| `push`        | `PushStore`     | push-notification configs and their delivery progress      |
+| `leases`      | `LeaseStore`    | named, expiring claims replicas race for (`stores.leasing`) |
+| `identity`    | `IdentityStore` | the agent's signing keys; never a shared store's            |
+| `pool`        | `PooledStore`   | a connection pool's use, for /health                        |
+| `file`        | `FileStore`     | a local file, one process's own unless opened shared        |
+| `legacy_keys` | `LegacyKeys`    | keys an older version left in a shared store                |
+
+`Store` is what an agent's server takes today: the core with the ledger, push configs and
+leases (each declared too). The behaviour every backend must show is a test kit's,
+`stores.conformance`: a backend's tests run it by giving it one `store` fixture.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
-from a2a_handoff.protocol.models import StreamResponse, Task
-from a2a_handoff.protocol.states import TaskState
+from a2a_handoff.protocol.models import StreamResponse
 from a2a_handoff.stores.leasing import LeaseStore as LeaseStore
 from a2a_handoff.stores.leasing import LocalLeases as LocalLeases
-from a2a_handoff.trust.keys import IdentityStore
-
-
-@dataclass(frozen=True, slots=True)
-class TaskRecord:
-    """A task as stored: the internal snapshot (TRANSFERRED allowed), its owner and version."""
-
-    task: Task
-    owner: str
-    version: int
-    created_at: str
-    updated_at: str
-    delegate: str = ""  # a principal the owner acts for (a handoff's user); sees the task too
-    json: str = field(default="", compare=False)  # the task's JSON, when already serialized
-
-    @property
-    def id(self) -> str:
-        return self.task.id
-
-    def visible_to(self, principal: str) -> bool:
-        return principal == self.owner or (bool(self.delegate) and principal == self.delegate)
-
-    def advanced(self, task: Task, events: int, now: str, json: str = "") -> TaskRecord:
-        """The record after a step of `events` events that left the task as `task`."""
-        version = self.version + events
-        return TaskRecord(task, self.owner, version, self.created_at, now, self.delegate, json)
-
-    def task_json(self) -> str:
-        return self.json or self.task.dump_json()
-
-    @property
-    def state(self) -> TaskState:
-        return self.task.status.state
-
-
-@dataclass(frozen=True, slots=True)
-class TaskEvent:
-    """One entry of a task's event log; `seq` is 1, 2, 3, … per task."""
-
-    seq: int
-    item: StreamResponse
-
-    @property
-    def final(self) -> bool:
-        """True for the event that leaves the task in a terminal state."""
-        update = self.item.status_update
-        if update is not None:
-            return update.status.state.terminal
-        task = self.item.task
-        return task is not None and task.status.state.terminal
-
-
-PAGE_BYTES = 8 * 1024 * 1024
-"""What a page of `list_tasks` holds at most, in stored task JSON (one task at least)."""
-
-
-@dataclass(frozen=True, slots=True)
-class TaskQuery:
-    owner: str | None  # None: every owner's tasks (the library's own sweeps, never a caller)
-    # A task matches `owner` as its owner or its delegate.
-    context_id: str | None = None
-    state: TaskState | None = None
-    page_size: int = 50
-    page_bytes: int = PAGE_BYTES  # a page stops before its tasks' JSON passes this (one task
-    # at least): what one call reads and parses is bounded, whatever its tasks weigh
-    page_token: str | None = None
-    status_after: str | None = None  # only tasks whose status changed after this (a stamp
-    # of `utc_now()`'s form); a status changes no later than its task's updated_at
-    transfers_as_completed: bool = False  # the caller is shown TRANSFERRED as COMPLETED
-    # (no handoff extension): `state` COMPLETED matches TRANSFERRED tasks too, and
-    # TRANSFERRED matches none
-
-    @property
-    def states(self) -> frozenset[TaskState] | None:
-        """The stored states `state` matches (None: any)."""
-        if self.state is None:
-            return None
-        if not self.transfers_as_completed:
-            return frozenset({self.state})
-        if self.state is TaskState.TRANSFERRED:
-            return frozenset()
-        if self.state is TaskState.COMPLETED:
-            return frozenset({TaskState.COMPLETED, TaskState.TRANSFERRED})
-        return frozenset({self.state})
-
-
-@dataclass(frozen=True, slots=True)
-class TaskPage:
-    records: list[TaskRecord] = field(default_factory=list)
-    next_page_token: str = ""
-    total_size: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class OutboxEntry:
-    """A handoff this agent sends: `pending` until the target took it, then `done` or `failed`.
-
-    The outbox doubles as the ledger of handoffs sent.
-    """
-
-    handoff_id: str
-    task_id: str
-    context_id: str
-    owner: str
-    target_name: str
-    target_url: str
-    envelope: str
-    status: str
-    detail: str
-    created_at: str
-    updated_at: str
-
-
-@dataclass(frozen=True, slots=True)
-class HandoffStats:
-    """What /health reports of the outbox, each answered from an index or a kept value."""
-
-    pending: int = 0
-    stale: int = 0  # pending since before the `stale_before` asked about
-    oldest_pending: str | None = None
-    last_done: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ReceivedEntry:
-    """One handoff message this agent received, and what it did with it."""
-
-    handoff_id: str
-    idempotency_key: str
-    context_id: str
-    source_agent: str
-    source_task_id: str
-    task_id: str
-    outcome: str  # accepted | rejected | duplicate
-    reason: str
-    at: str
+from a2a_handoff.stores.records import PAGE_BYTES as PAGE_BYTES
+from a2a_handoff.stores.records import HandoffStats as HandoffStats
+from a2a_handoff.stores.records import OutboxEntry as OutboxEntry
+from a2a_handoff.stores.records import PushConfigRecord as PushConfigRecord
+from a2a_handoff.stores.records import ReceivedEntry as ReceivedEntry
+from a2a_handoff.stores.records import TaskEvent as TaskEvent
+from a2a_handoff.stores.records import TaskPage as TaskPage
+from a2a_handoff.stores.records import TaskQuery as TaskQuery
+from a2a_handoff.stores.records import TaskRecord as TaskRecord
+from a2a_handoff.stores.records import check_create as check_create
+from a2a_handoff.stores.records import check_update as check_update
+from a2a_handoff.trust.keys import IdentityStore as IdentityStore
 
 
 class TaskStore(Protocol):
-    """Tasks and their event logs."""
+    """The core: tasks and their event logs, and what else the store offers."""
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """The parts beyond the core this store has (see the module docstring)."""
+        ...
 
     def claim(self, agent: str) -> None:
         """Serve the agent named `agent` (its card's name), before `open`. A shared store
@@ -239,22 +138,7 @@ class TaskStore(Protocol):
         ...
 
 
-# -- helpers shared by backends -------------------------------------------------------------
-
-
-def check_create(record: TaskRecord, events: Sequence[StreamResponse]) -> None:
-    if record.version != len(events):
-        raise ValueError("a created task's version must equal its number of events")
-
-
-def check_update(
-    record: TaskRecord, events: Sequence[StreamResponse], expected_version: int
-) -> None:
-    if record.version != expected_version + len(events):
-        raise ValueError("an update's version must be expected_version + len(events)")
-
-
-class HandoffStore(Protocol):
+class LedgerStore(Protocol):
     """The outbox of handoffs sent and the ledger of handoffs received."""
 
     async def checkpoint(
@@ -323,26 +207,6 @@ class HandoffStore(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
-class PushConfigRecord:
-    """A task's push-notification config, and how far its deliveries went.
-
-    The task's event log is the push outbox: every event commits with the state it reports,
-    and `cursor` is the seq of the last event this config is done with (delivered, given up
-    or not wanted), so what is still to deliver survives any crash.
-    """
-
-    task_id: str
-    config_id: str
-    config: str  # the TaskPushNotificationConfig's JSON, as accepted (url, token, auth)
-    cursor: int = 0
-    failing_since: str = ""  # when the delivery at `cursor + 1` first failed ("": it did not)
-    history: str = "[]"  # JSON list of the last deliveries (see `push._history`)
-    done: bool = False  # the task ended and every event of it was dealt with
-    created_at: str = ""
-    updated_at: str = ""
-
-
 class PushStore(Protocol):
     """Push-notification configs, per task, and their delivery progress."""
 
@@ -375,6 +239,62 @@ class PushStore(Protocol):
         ...
 
 
-class Store(TaskStore, HandoffStore, PushStore, LeaseStore, IdentityStore, Protocol):
-    """What an agent's server needs: tasks, events, outbox, ledger, push configs, leases and
-    the agent's identity (its signing keys) in one backend."""
+class PooledStore(Protocol):
+    """A store on a pool of connections, which /health reports."""
+
+    def pool_use(self) -> dict[str, int]:
+        """Connections open, in use, and the bound: `{"open", "inUse", "max"}`."""
+        ...
+
+
+class FileStore(Protocol):
+    """A store in a local file, one process's own unless opened for sharing."""
+
+    @property
+    def path(self) -> Path:
+        """The file."""
+        ...
+
+    def check_free(self) -> None:
+        """StoreError naming the process that serves the file, if one does: what `open`
+        would refuse, said before a server starts."""
+        ...
+
+
+class LegacyKeys(Protocol):
+    """Private keys an older version kept in a shared store, until moved into a key file."""
+
+    async def legacy_identity(self, agent: str) -> str | None:
+        """The identity document kept for `agent`, if any."""
+        ...
+
+    async def drop_legacy_identity(self, agent: str, document: str) -> bool:
+        """Delete it if it is still `document` (once moved); whether it was deleted."""
+        ...
+
+    async def refuse_legacy_identity(self, agent: str) -> None:
+        """TrustError while the store still holds `agent`'s keys: the agent does not start
+        until they are moved out."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    """What a store offers beyond the core: each part as the object that does it, or None.
+
+    A backend declares its own (`capabilities` of `TaskStore`); type checkers hold each
+    part to its protocol, and the conformance kit tests each declared part.
+    """
+
+    ledger: LedgerStore | None = None
+    push: PushStore | None = None
+    leases: LeaseStore | None = None
+    identity: IdentityStore | None = None
+    pool: PooledStore | None = None
+    file: FileStore | None = None
+    legacy_keys: LegacyKeys | None = None
+
+
+class Store(TaskStore, LedgerStore, PushStore, LeaseStore, Protocol):
+    """What an agent's server takes: the core, the outbox and ledger, push configs and
+    leases in one backend (declared in its `capabilities` too)."""

@@ -14,6 +14,7 @@ from a2a_handoff.protocol.models import StreamResponse
 from a2a_handoff.stores._hub import EventHub, follow
 from a2a_handoff.stores._pages import ledger_page, page_of
 from a2a_handoff.stores.base import (
+    Capabilities,
     HandoffStats,
     OutboxEntry,
     PushConfigRecord,
@@ -41,6 +42,8 @@ class MemoryTaskStore(LocalLeases):
         self._hub = EventHub()
         self._identities: dict[str, str] = {}
         self._push: dict[tuple[str, str], PushConfigRecord] = {}
+        # Beyond the core (`stores.base`): everything, the agent's keys in memory too.
+        self.capabilities = Capabilities(ledger=self, push=self, leases=self, identity=self)
 
     async def create(
         self,

@@ -30,6 +30,7 @@ The rooms: `stores._postgres_pool` (pool, lifecycle, /health), `stores._postgres
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Sequence
+from functools import cached_property
 from typing import Any
 
 from a2a_handoff.errors import ConflictError, StoreError
@@ -40,6 +41,7 @@ from a2a_handoff.stores._postgres_pool import guarded
 from a2a_handoff.stores._postgres_push import PostgresPush
 from a2a_handoff.stores._postgres_schema import OUTBOX_COLUMNS, RECEIVED_COLUMNS
 from a2a_handoff.stores.base import (
+    Capabilities,
     OutboxEntry,
     ReceivedEntry,
     TaskEvent,
@@ -65,6 +67,12 @@ class PostgresTaskStore(PostgresPush):
     def from_url(cls, url: str) -> PostgresTaskStore:
         dsn, options = cls.parse_url(url)
         return cls(dsn, **options)
+
+    @cached_property
+    def capabilities(self) -> Capabilities:
+        """The ledger, push configs, leases and the pool's use; never the agent's keys
+        (whoever reaches the database would read them, and sign as the agent)."""
+        return Capabilities(ledger=self, push=self, leases=self, pool=self)
 
     async def open(self) -> PostgresTaskStore:
         await super().open()

@@ -27,7 +27,7 @@ share a Redis with different prefixes, and a prefix names the agent that owns it
     rcv, rcv:c:<context>    lists of received-handoff ledger entries (JSON)
     l:<name>            string: a lease's holder, expiring with the lease
     agent               string: the name of the agent that owns the prefix
-    id:<agent>          string: the agent's identity document (its signing keys)
+    id:<agent>          string: an identity document an older version kept (`keys move`)
     n:<id>              pub/sub channel: "task <id> has new events"
     layout              the key layout's version (a store of an earlier one is migrated)
 
@@ -50,6 +50,7 @@ from a2a_handoff.stores._pages import Summary, encode_page_token, fitting, summa
 from a2a_handoff.stores._redis_ledger import guarded, guarded_read, score
 from a2a_handoff.stores._redis_push import RedisPush
 from a2a_handoff.stores.base import (
+    Capabilities,
     OutboxEntry,
     ReceivedEntry,
     TaskEvent,
@@ -62,6 +63,28 @@ from a2a_handoff.stores.base import (
 
 DEFAULT_IDEMPOTENCY_TTL = 24 * 3600.0
 _SUMMARY_FIELDS = ("owner", "delegate", "context", "state", "updated", "stime")
+
+
+def parse_redis_url(url: str) -> tuple[str, dict[str, Any]]:
+    """`redis://HOST:PORT/DB?prefix=a2a:NAME:&idempotency_ttl=86400&durability=none` (query
+    optional; `durability=none` accepts a Redis that may lose writes, see
+    `stores._redis_durability`) → redis-py's URL (its own options kept) and ours."""
+    parts = urlsplit(url)
+    query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+    ours = ("prefix", "idempotency_ttl", "durability")
+    rest = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k not in ours]
+    base = parts._replace(query=urlencode(rest)).geturl()  # redis-py's own options stay
+    try:
+        ttl = float(query.get("idempotency_ttl", DEFAULT_IDEMPOTENCY_TTL))
+    except ValueError:
+        ttl = -1.0
+    if not ttl > 0:
+        raise StoreError(f"idempotency_ttl must be a positive number of seconds in {url!r}")
+    durability = query.get("durability", "full")
+    if durability not in ("full", "none"):
+        raise StoreError(f"durability must be full (the default) or none in {url!r}")
+    prefix = query.get("prefix")  # None: the agent's default (`claim`)
+    return base, {"prefix": prefix, "idempotency_ttl": ttl, "durability": durability}
 
 
 class RedisTaskStore(RedisPush):
@@ -77,28 +100,15 @@ class RedisTaskStore(RedisPush):
     ) -> None:
         super().__init__(url, prefix, durability)
         self.idempotency_ttl = idempotency_ttl
+        # Beyond the core (`stores.base`): never the agent's keys (whoever reaches Redis
+        # would read them), but those an older version left here, until moved out.
+        self.capabilities = Capabilities(ledger=self, push=self, leases=self, legacy_keys=self)
 
     @classmethod
     def from_url(cls, url: str) -> RedisTaskStore:
-        """`redis://HOST:PORT/DB?prefix=a2a:NAME:&idempotency_ttl=86400&durability=none` (query
-        optional; `durability=none` accepts a Redis that may lose writes, see
-        `stores._redis_durability`)."""
-        parts = urlsplit(url)
-        query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
-        ours = ("prefix", "idempotency_ttl", "durability")
-        rest = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k not in ours]
-        base = parts._replace(query=urlencode(rest)).geturl()  # redis-py's own options stay
-        try:
-            ttl = float(query.get("idempotency_ttl", DEFAULT_IDEMPOTENCY_TTL))
-        except ValueError:
-            ttl = -1.0
-        if not ttl > 0:
-            raise StoreError(f"idempotency_ttl must be a positive number of seconds in {url!r}")
-        durability = query.get("durability", "full")
-        if durability not in ("full", "none"):
-            raise StoreError(f"durability must be full (the default) or none in {url!r}")
-        prefix = query.get("prefix")  # None: the agent's default (`claim`)
-        return cls(base, prefix=prefix, idempotency_ttl=ttl, durability=durability)
+        """The store `url` names (`parse_redis_url`)."""
+        base, options = parse_redis_url(url)
+        return cls(base, **options)
 
     async def open(self) -> RedisTaskStore:
         await super().open()

@@ -34,6 +34,7 @@ from a2a_handoff.stores._sqlite_ledger import SqliteLedger
 from a2a_handoff.stores._sqlite_push import SqlitePush
 from a2a_handoff.stores._sqlite_schema import INSERT_OUTBOX, INSERT_RECEIVED, TASK_COLUMNS, row_of
 from a2a_handoff.stores.base import (
+    Capabilities,
     OutboxEntry,
     ReceivedEntry,
     TaskEvent,
@@ -69,6 +70,11 @@ class SqliteTaskStore(SqliteLedger, SqlitePush):
     def __init__(self, path: str | Path, **options: Any) -> None:
         super().__init__(path, **options)
         self.fresh = not self.path.exists()  # no database yet: its agent's keys are made too
+        # Beyond the core (`stores.base`): everything but a pool; the agent's keys are the
+        # key file beside the database.
+        self.capabilities = Capabilities(
+            ledger=self, push=self, leases=self, identity=self.key_file, file=self
+        )
 
     @classmethod
     def from_url(cls, url: str) -> SqliteTaskStore:

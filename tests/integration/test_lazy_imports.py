@@ -30,6 +30,29 @@ def test_importing_the_library_loads_none_of_them() -> None:
     assert not loaded & {*LAZY, "joserfc"}
 
 
+def test_the_stores_load_no_driver_they_are_not_asked_for_and_never_pytest(
+    tmp_path: Path,
+) -> None:
+    # The scheme table knows Redis and PostgreSQL without importing them; the conformance
+    # kit (a2a_handoff.stores.conformance) is the tests' own, with pytest.
+    code = (
+        "import sys\n"
+        "from a2a_handoff.stores import open_store\n"
+        f"open_store('sqlite:///{tmp_path}/a.db'), open_store('memory://')\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules}))\n"
+        "print('a2a_handoff.stores.conformance' in sys.modules)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    packages, kit = done.stdout.splitlines()
+    loaded = set(ast.literal_eval(packages))
+    assert {"a2a_handoff", "aiosqlite"} <= loaded
+    assert not loaded & {"redis", "asyncpg", "pytest", "_pytest"}, loaded
+    assert kit == "False"
+
+
 def _imported(log: Path) -> set[str]:
     """Top-level packages in `-X importtime` lines (PYTHONPROFILEIMPORTTIME) of a log."""
     names = set()

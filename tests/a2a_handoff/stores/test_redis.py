@@ -13,8 +13,8 @@ from a2a_handoff.errors import StoreError
 from a2a_handoff.protocol.models import StreamResponse, utc_now
 from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.stores.base import TaskQuery, TaskRecord
+from a2a_handoff.stores.conformance.samples import advance, create, new_task
 from a2a_handoff.stores.redis import RedisTaskStore
-from tests.a2a_handoff.stores.test_behaviour import advance, create, new_task
 from tests.integration.handoff_support import message
 from tests.redis_support import RedisServer
 from tests.support import AgentProcess

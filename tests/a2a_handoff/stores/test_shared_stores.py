@@ -1,6 +1,7 @@
-"""What only the shared stores (PostgreSQL, Redis) do: one schema or prefix per agent, the
-owner recorded and another agent refused, the old default kept or refused; on PostgreSQL a
-slow statement failing its call alone, and a schema of version 2 migrated with its tasks."""
+"""What only the shared stores (PostgreSQL, Redis) do: keep no keys, one schema or prefix per
+agent, the owner recorded and another agent refused, the old default kept or refused; on
+PostgreSQL a slow statement failing its call alone, and a schema of version 2 migrated with
+its tasks."""
 
 from __future__ import annotations
 
@@ -13,12 +14,13 @@ import pytest
 from a2a_handoff.errors import StoreDownError, StoreError, StoreTimeoutError
 from a2a_handoff.protocol.models import StreamResponse, TaskStatus
 from a2a_handoff.protocol.states import TaskState
+from a2a_handoff.stores import Store
 from a2a_handoff.stores._owner import prefix_for, schema_for
 from a2a_handoff.stores._postgres_schema import MIGRATIONS
 from a2a_handoff.stores.base import TaskQuery, TaskRecord
+from a2a_handoff.stores.conformance.samples import create, new_task, status
 from a2a_handoff.stores.postgres import PostgresTaskStore
 from a2a_handoff.stores.redis import RedisTaskStore
-from tests.a2a_handoff.stores.test_behaviour import create, new_task, status
 from tests.postgres_support import PostgresDatabase
 from tests.redis_support import RedisServer
 
@@ -60,6 +62,17 @@ def redis(url: str, agent: str) -> RedisTaskStore:
     store = RedisTaskStore.from_url(f"{url}?durability=none" if "?" not in url else url)
     store.claim(agent)
     return store
+
+
+async def test_a_store_shared_by_replicas_keeps_no_keys(store: Store) -> None:
+    # Whoever reaches Redis or PostgreSQL would read an agent's private keys there: those
+    # stores declare no identity (the agent is given a key file); memory and SQLite do.
+    declared = store.capabilities
+    if store.shared:
+        assert declared.identity is None
+    else:
+        assert declared.identity is not None
+        assert declared.legacy_keys is None
 
 
 def test_default_names_are_per_agent_and_safe() -> None:

@@ -22,9 +22,9 @@ from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.server._streams import task_stream
 from a2a_handoff.stores import SqliteTaskStore
 from a2a_handoff.stores.base import TaskEvent, TaskQuery, TaskRecord
+from a2a_handoff.stores.conformance.samples import advance, create
 from a2a_handoff.trust.keys import KeyFile
 from servers.echo import EchoAgent, echo_card
-from tests.a2a_handoff.stores.test_behaviour import advance, create
 
 pytestmark = pytest.mark.anyio
 
