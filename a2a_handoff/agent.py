@@ -3,30 +3,28 @@
 The handler reads the context (the message, the task, its history), emits progress through
 it (`status`, `artifact`, and `artifact_stream` for an artifact sent in chunks, such as a
 language model's tokens), and ends by returning an outcome — or None, which completes the
-task; `Reply` answers with a direct Message instead of a task. An exception ends the task
-FAILED with its message; cancelling the task cancels the handler. Emitting never waits for
-the disk: the library groups a step's events into one durable write, and answers callers
-only once that write is committed.
+task; `Reply` answers with a direct Message instead of a task. What it reaches beyond its own
+step has an object each: `ctx.handoffs` (routes, hand off now), `ctx.delegation` (ask another
+agent), `ctx.tools` (MCP tools), `ctx.escalation` (approvals, notices to a human).
+
+An exception ends the task FAILED with its message; cancelling the task cancels the handler.
+Emitting never waits for the disk: the library groups a step's events into one durable
+write, and answers callers only once that write is committed.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar, cast
 
 from a2a_handoff.artifact_stream import ArtifactStream, artifact_of
-from a2a_handoff.delegated import Delegated
-from a2a_handoff.escalation import (
-    Action,
-    Decision,
-    Escalate,
-    Escalation,
-    EscalationPolicy,
-)
-from a2a_handoff.guards import guarded
+from a2a_handoff.delegation import Delegation
+from a2a_handoff.escalation import Decision, EscalationPolicy
+from a2a_handoff.guards import Escalations
+from a2a_handoff.handoff_routes import HandoffRoutes
 from a2a_handoff.outcomes import (
     Completed,
     Failed,
@@ -36,20 +34,23 @@ from a2a_handoff.outcomes import (
     Rejected,
     Reply,
     Route,
-    delegation_request,
 )
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI, ext_metadata
 from a2a_handoff.protocol.mcp_result import ToolResult
 from a2a_handoff.protocol.models import Artifact, Message, Part, Task
 from a2a_handoff.protocol.steps import agent_message
 from a2a_handoff.task_port import TaskPort
+from a2a_handoff.tool_calls import ToolCalls
 
 __all__ = [
     "Agent",
     "ArtifactStream",
     "Completed",
+    "Delegation",
+    "Escalations",
     "Failed",
     "Handoff",
+    "HandoffRoutes",
     "InputRequired",
     "Outcome",
     "ProvenHandoff",
@@ -58,6 +59,7 @@ __all__ = [
     "Route",
     "TaskContext",
     "TaskPort",
+    "ToolCalls",
     "ToolResult",
     "agent_message",
 ]
@@ -90,7 +92,8 @@ class ProvenHandoff(Protocol):
 
 @dataclass(slots=True)
 class TaskContext:
-    """What a handler sees and how it reports progress (through `port`)."""
+    """What a handler sees and how it reports progress (through `port`); what it reaches
+    beyond its step, one object each: `handoffs`, `delegation`, `tools`, `escalation`."""
 
     message: Message
     task: Task
@@ -98,7 +101,18 @@ class TaskContext:
     envelope: ProvenHandoff | None = None  # the proven handoff that started this step
     policy: EscalationPolicy = field(default_factory=EscalationPolicy)
     principal: str = ""  # the caller the task belongs to: its owner ("" without authentication)
+    handoffs: HandoffRoutes = field(init=False, repr=False)  # routes; a handoff made now
+    delegation: Delegation = field(init=False, repr=False)  # sub-results from other agents
+    tools: ToolCalls = field(init=False, repr=False)  # the configured MCP servers' tools
+    escalation: Escalations = field(init=False, repr=False)  # approvals; notices to a human
     _artifacts: int = field(default=0, init=False, repr=False)  # artifact ids given out
+
+    def __post_init__(self) -> None:
+        port = self.port
+        self.handoffs = HandoffRoutes(port.handoffs)
+        self.delegation = Delegation(port.delegation, self.message.message_id)
+        self.tools = ToolCalls(port.tools)
+        self.escalation = Escalations(port.escalation, self)
 
     def new_artifact_id(self) -> str:
         """An id for a new artifact of this step: the n-th asked for is the same each time
@@ -133,54 +147,6 @@ class TaskContext:
             return self.envelope.decision
         return Decision.from_stored(ext_metadata(self.task).get("decision"))
 
-    def guard(
-        self,
-        action: Action,
-        *,
-        what_happened: str,
-        tried: list[str],
-        resume: Mapping[str, Any] | None = None,
-    ) -> Escalate | Rejected | None:
-        """Hold `action` back until a human approved it, when the policy says so.
-
-        None: run it (no rule holds it, or an operator approved exactly this action: by a
-        decision a trusted human agent signed, not expired, and not used before).
-        `Escalate`: return it — the task goes to the human agent before anything runs.
-        `Rejected`: return it — the operator (or the timeout fallback) said no, or the
-        approval was used already.
-        """
-        return guarded(self, action, what_happened, tried, resume)
-
-    async def inform(self, escalation: Escalation) -> str:
-        """A non-blocking escalation: the human agent takes it durably, the task goes on.
-
-        Returns the id of the task the human agent holds for it. Raises when the human
-        agent cannot be reached (after retries): nothing goes on uninformed.
-        """
-        return await self.port.inform(escalation)
-
-    async def call_tool(
-        self,
-        server: str,
-        tool: str,
-        args: Mapping[str, Any] | None = None,
-        *,
-        idempotency_key: str | None = None,
-    ) -> ToolResult:
-        """Call `tool` on the MCP server configured as `server` (`ToolsConfig.mcp`,
-        `--mcp NAME=URL`); its result. `ToolCallError` when the tool answered `isError`
-        (its text), the server failed, could not be reached or gave no answer in time
-        (`ToolsConfig.timeout`), or `server` is not configured.
-
-        With an `idempotency_key` the call is retried on a failed connection (the server
-        gets the key in the call's `_meta`), and recorded in the task's journal once it
-        completed: made again with the same key on this task — by a handler the agent runs
-        again after a restart (`resumes = True`), or in a later step — it answers the
-        recorded result (or raises the recorded error) without calling. Without a key the
-        call is made once, as it is.
-        """
-        return await self.port.call_tool(server, tool, args, idempotency_key)
-
     async def step(self, name: str, fn: Callable[[str], Awaitable[T]]) -> T:
         """A side effect of the handler's own, done once for this task: `fn(key)` is awaited
         and its result (JSON) recorded in the task's journal before it is returned. Asked
@@ -211,60 +177,6 @@ class TaskContext:
         if isinstance(kept, dict) and kept.get("step") == self.message.message_id:
             return kept.get("value")
         return None
-
-    @property
-    def routes(self) -> list[str]:
-        """The names of the routes this agent may hand off to."""
-        return self.port.route_names()
-
-    async def route(self, name: str, kind: str = "handoff") -> Route:
-        """The route `name`: its target's card and the edge's contract (when contracts are
-        on). Raises GateRefused for a name that is not a route."""
-        return await self.port.route(name, kind)
-
-    async def check_handoff(self, decision: Handoff | Escalate) -> str | None:
-        """Why returning `decision` now would fail the task — the capability gate, the
-        edge's contract, the target's loop guard — or None when it would go. Nothing is
-        sent or written: a handler may choose again. (A target may still refuse what it
-        alone can judge, such as its own acceptance criteria: the contract's `on_reject`
-        path then applies, as to any handoff.)"""
-        if isinstance(decision, Escalate):
-            decision = Handoff.to_human(decision.escalation)
-        return await self.port.refusal(self.task, decision)
-
-    async def hand_off(self, decision: Handoff) -> str | None:
-        """Hand the task off now and wait for the answer, instead of returning the handoff.
-
-        None: the target took it — the task is TRANSFERRED and the step is over (what the
-        handler returns after it is ignored). A reason: refused by the gate, the edge's
-        contract, the target's loop guard, or the target itself where the contract sends
-        a refusal back to the source (`on_reject: source`, or no contract) — the task is
-        WORKING again, the refusal in its history, and the handler may choose again.
-
-        From its checkpoint on, the handoff is as durable as a returned one: if the process
-        dies while it waits, the outbox replays it after the restart with today's rules (a
-        refusal then fails the task or follows the contract: no handler waits any more).
-        """
-        return await self.port.hand_off(decision)
-
-    async def delegate(
-        self, route: str, request: str | Message, *, context: Mapping[str, Any] | None = None,
-        required: tuple[str, ...] = (), reason: str | None = None, within: float = 60.0,
-    ) -> Delegated:  # fmt: skip
-        """Ask the agent at `route` for a sub-result and wait for it, this task staying
-        WORKING (docs/delegation.md). The delegate reads `request` as `ctx.text` and `context`
-        as `ctx.transfer_context`; signed, gated (`required`), under the edge's contract and
-        the delegate's trust list, as a handoff. The outcome is a `Delegated` whatever happens
-        (FAILED after `within` seconds), recorded before it is returned: a handler run again
-        after a restart gets it back for the same request, and the delegate works once."""
-        decision = delegation_request(route, request, context, required, reason)
-        return await self.port.delegate(self.message.message_id, decision, within)
-
-    @property
-    def delegations(self) -> list[Delegated]:
-        """The delegations of earlier steps, at the outcome each had when this step began
-        (the same after a restart): one asking for input is answered here (`answer()`)."""
-        return self.port.delegated(self.message.message_id)
 
     @property
     def delegated(self) -> bool:

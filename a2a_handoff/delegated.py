@@ -1,6 +1,6 @@
 """What a delegation gives back: the sub-task's outcome, as the delegating handler reads it.
 
-A delegation (`await ctx.delegate(route, text)`) asks another agent for a sub-result while
+A delegation (`await ctx.delegation.ask(route, text)`) asks another agent for a sub-result while
 the delegating task stays WORKING. Whatever happens, the handler gets a `Delegated`: the state
 the sub-task reached — COMPLETED with its artifacts; INPUT_REQUIRED with the delegate's question
 (`answer()` sends the reply); FAILED, REJECTED or CANCELED with the reason — never an exception

@@ -354,7 +354,7 @@ class ModelError(HandoffError):
 
 
 class ToolCallError(HandoffError):
-    """An MCP tool call (`ctx.call_tool`) gave no result; `kind` says why: `tool_error` (the
+    """An MCP tool call (`ctx.tools.call`) gave no result; `kind` says why: `tool_error` (the
     tool answered `isError`, its text the message), `unreachable`, `timeout`, `refused` (the
     server answered with an error), `circuit_open`, `unknown_server` (none of that name is
     configured), `replayed` (the key was used for another call)."""

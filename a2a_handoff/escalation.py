@@ -9,13 +9,13 @@ needed (a decision, an action, information, or permission) — "I'm stuck" is re
   The operator's answer comes back as a *return handoff*: a new task on the agent that
   escalated, whose `ctx.decision` carries the verdict and whose transfer context carries
   back what the escalation asked to resume with.
-- non-blocking: `await ctx.inform(...)`; the human agent holds a task the operator can
+- non-blocking: `await ctx.escalation.inform(...)`; the human agent holds a task the operator can
   answer (an intervention comes back the same way), and the handler goes on only once the
   human agent has durably taken the notice.
 
 The rules (`EscalationPolicy`), each one an agent turns on:
 - an action declared irreversible, or over `amount_limit`, escalates *before* it runs
-  (`ctx.guard(action)`), and runs only once an operator approved exactly that action — by
+  (`ctx.escalation.guard(action)`), and runs only once an operator approved exactly that action — by
   a decision a trusted human agent signed, not expired, used once;
 - the same class of failure `repeated_failures` times in one context escalates on its own,
   listing the failures as what was tried;

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from a2a_handoff.escalation import Escalate, Escalation
 from a2a_handoff.protocol.agent_card import AgentCard
-from a2a_handoff.protocol.models import Message, Part
+from a2a_handoff.protocol.models import Part
 
 if TYPE_CHECKING:  # imported when contracts are used: jsonschema is slow to import
     from a2a_handoff.contracts.contract import Contract
@@ -156,27 +156,3 @@ class Route:
     url: str
     card: AgentCard | None
     contract: Contract | None
-
-
-def delegation_request(
-    route: str,
-    request: str | Message,
-    context: Mapping[str, Any] | None,
-    required: tuple[str, ...],
-    reason: str | None,
-) -> Handoff:
-    """What `TaskContext.delegate` asks, as a handoff of kind `delegation`: the request's
-    text as the summary, its data parts and `context` as the transfer context."""
-    text = request if isinstance(request, str) else request.text
-    data: dict[str, Any] = {}
-    if isinstance(request, Message):
-        for part in request.parts:
-            if isinstance(part.data, dict):
-                data.update(part.data)
-    return Handoff(
-        target=route,
-        reason=reason or text[:200],
-        context={**data, **(context or {}), "summary": text},
-        required=tuple(required),
-        kind="delegation",
-    )

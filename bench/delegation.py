@@ -50,7 +50,7 @@ class Asker:
     async def handle(self, ctx: TaskContext) -> Outcome | None:
         if ctx.text.startswith("handoff"):
             return Handoff("worker", "bench", {"summary": ctx.text})
-        result = await ctx.delegate("worker", ctx.text)
+        result = await ctx.delegation.ask("worker", ctx.text)
         return Completed(f"worker said: {result.text}") if result.ok else None
 
 

@@ -58,7 +58,7 @@ async def refund(state: Refund) -> dict[str, Any]:
         amount=amount,
         description=f"refund ${amount:.2f} on order {order_id}",
     )
-    held = ctx.guard(
+    held = ctx.escalation.guard(
         action,
         what_happened=f"The customer asks for a refund of ${amount:.2f} on order {order_id},"
         f" over the ${ctx.policy.amount_limit or 0:.0f} limit for refunds without review.",

@@ -1,4 +1,4 @@
-"""A small MCP server for the tests of `ctx.call_tool` (run as a process, official `mcp` SDK).
+"""A small MCP server for the tests of `ctx.tools.call` (run as a process, official `mcp` SDK).
 
 python -m tests.mcp_tool_server --port P --counts FILE [--json]
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from a2a_handoff.agent import Route, TaskContext, TaskPort, ToolResult
+from a2a_handoff.delegated import Delegated
 from a2a_handoff.escalation import Escalation, EscalationPolicy
 from a2a_handoff.outcomes import Handoff
 from a2a_handoff.protocol.models import Artifact, Message, Task
@@ -15,7 +16,8 @@ from a2a_handoff.protocol.models import Artifact, Message, Task
 
 @dataclass
 class RecordingPort:
-    """Implements `agent.TaskPort`: what is emitted is kept, `hand_off` answers `refused`."""
+    """Implements `agent.TaskPort` and, itself, each of the ports it holds (handoffs,
+    delegation, tools, escalation): what is emitted is kept, `hand_off` answers `refused`."""
 
     refused: str | None = None  # what `hand_off` answers (None: handed over)
     used: set[str] = field(default_factory=set)  # approvals used so far
@@ -25,6 +27,22 @@ class RecordingPort:
     routes: dict[str, Route] = field(default_factory=dict)
     steps: dict[str, Any] = field(default_factory=dict)  # journaled steps' results
     checkpoints: list[Any] = field(default_factory=list)
+
+    @property
+    def handoffs(self) -> RecordingPort:
+        return self
+
+    @property
+    def delegation(self) -> RecordingPort:
+        return self
+
+    @property
+    def tools(self) -> RecordingPort:
+        return self
+
+    @property
+    def escalation(self) -> RecordingPort:
+        return self
 
     async def status(self, text: str) -> None:
         self.statuses.append(text)
@@ -51,18 +69,20 @@ class RecordingPort:
     def route_names(self) -> list[str]:
         return list(self.routes)
 
-    async def route(self, name: str, kind: str = "handoff") -> Route:
+    async def route(self, name: str, kind: str) -> Route:
         return self.routes[name]
 
-    async def refusal(self, task: Task, decision: Handoff) -> str | None:
+    async def refusal(self, decision: Handoff) -> str | None:
         return None
 
+    async def delegate(self, step: str, request: Handoff, within: float) -> Delegated:
+        raise RuntimeError("no other agents outside a runtime")
+
+    def earlier(self, step: str) -> list[Delegated]:
+        return []
+
     async def call_tool(
-        self,
-        server: str,
-        tool: str,
-        args: Mapping[str, Any] | None,
-        idempotency_key: str | None,
+        self, server: str, tool: str, args: Mapping[str, Any] | None, key: str | None
     ) -> ToolResult:
         raise RuntimeError("no MCP servers outside a runtime")
 

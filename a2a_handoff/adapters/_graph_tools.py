@@ -81,7 +81,7 @@ def ask_tool(
     within: float = 60.0,
 ) -> BaseTool:
     """A tool named `ask_<route>` that delegates `request` (and `context`) to the agent behind
-    `route` (`TaskContext.delegate`) and returns its outcome as JSON — `state`, `text`, the
+    `route` (`ctx.delegation.ask`) and returns its outcome as JSON — `state`, `text`, the
     data it published. Outside a served graph it says what it would have asked."""
     name = "ask_" + Transfer(route).tool_name.removeprefix("transfer_to_")
 
@@ -90,7 +90,7 @@ def ask_tool(
             ctx = task_context()
         except RuntimeError:
             return f"not asked: {route} is a remote agent, asked only when served ({request})"
-        outcome = await ctx.delegate(
+        outcome = await ctx.delegation.ask(
             route, request, context=context, required=tuple(required), within=within
         )
         return told(outcome)

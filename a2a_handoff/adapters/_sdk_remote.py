@@ -116,7 +116,7 @@ def ask_agent(
     route: str, *, required: Sequence[str] = (), description: str | None = None
 ) -> AskAgent:
     """A tool named `ask_<route>`, for an agent's `tools=[…]`: its call delegates to the agent
-    behind `route` (`TaskContext.delegate`) and returns the outcome (state, text, data) as
+    behind `route` (`ctx.delegation.ask`) and returns the outcome (state, text, data) as
     the tool's result; the conversation stays with this agent. Its parameters are the edge's
     contract when contracts are on. Under a plain `Runner.run` it answers that it did not
     ask."""

@@ -183,7 +183,7 @@ def transfer_tool(tool: HandoffTool, step: Step, item: RemoteAgent | None = None
         if item is not None and item.typed:
             decision = dataclasses.replace(decision, context={**decision.context, **arguments})
         await step.close()  # the answer so far is stored before the task is handed over
-        refusal = await step.ctx.hand_off(decision)
+        refusal = await step.ctx.handoffs.hand_off(decision)
         if refusal is None:
             raise HandedOver(tool.route.name)
         return _refused(step, refusal)

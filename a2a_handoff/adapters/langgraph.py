@@ -16,7 +16,7 @@ Each task is one LangGraph thread (`thread_id` = `<contextId>/<taskId>`):
   `context_fields` (and a handoff tool's arguments) as the transfer context: a copy of the
   graph — a `StateGraph` or a compiled graph's builder, never the user's object — gets a node
   for each route it has none of (`_graph_routes`);
-- `ask_tool(route)` is a tool delegating to the route's agent (`ctx.delegate`);
+- `ask_tool(route)` is a tool delegating to the route's agent (`ctx.delegation.ask`);
 - in a node, `task_context()` is the step's `TaskContext` (status, artifacts, `guard`, the
   operator's decision) and `end_step(outcome)` ends the step with any outcome — an `Escalate`
   from `guard`, a `Rejected`;
@@ -92,7 +92,7 @@ class LangGraphAgent:
     resumes: ClassVar[bool] = True  # a step cut by a crash goes on from its checkpoint
 
     async def handle(self, ctx: TaskContext) -> Outcome | None:
-        graph = await self._graph(ctx.routes)
+        graph = await self._graph(ctx.handoffs.routes)
         config: Any = {"configurable": {"thread_id": f"{ctx.context_id}/{ctx.task_id}"}}
         start = await self._start(ctx, graph, config)
         answer: ArtifactStream | None = None

@@ -64,7 +64,7 @@ class HandoffEnvelope(WireModel):
     on_behalf_of: str | None = None  # the source task's owner: may read the successor too
     # handoff: a task given away; escalation / notice: a blocking / non-blocking escalation
     # to a human agent; return: the human's decision handed back to the agent that escalated;
-    # delegation: a sub-task asked for, the source keeping its task (`ctx.delegate`).
+    # delegation: a sub-task asked for, the source keeping its task (`ctx.delegation.ask`).
     kind: Literal["handoff", "escalation", "notice", "return", "delegation"] = "handoff"
     contract: str | None = None  # `id@version` of the handoff contract of this edge, if any
 

@@ -38,7 +38,7 @@ class Handoffs:
     trust: AgentTrust
     subtasks: SubTasks  # delegations: sub-tasks created and followed at their delegates
     withdrawal: Withdrawal  # a cancel of a task being handed off
-    notices: Notices  # non-blocking escalations (`ctx.inform`)
+    notices: Notices  # non-blocking escalations (`ctx.escalation.inform`)
 
     @classmethod
     def build(

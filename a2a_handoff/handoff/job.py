@@ -24,7 +24,7 @@ class DeliveryJob:
     target (a contract's `on_timeout` may then follow). `envelope`: the entry's envelope,
     when the caller holds it already. `source`: the source task's record as last written,
     tried first when terminating (check-and-set: a stale one costs a read, never a lost
-    update). `reopen`: a handler waits for this delivery (`TaskContext.hand_off`): a refusal
+    update). `reopen`: a handler waits for this delivery (`ctx.handoffs.hand_off`): a refusal
     that would fail the task back to the source reopens it instead, for the handler to
     choose again. A replay after a crash has no handler waiting: it never reopens.
     """

@@ -1,5 +1,5 @@
 """A notice: a signed envelope that does not end the task (a non-blocking escalation,
-`ctx.inform`), delivered before the handler goes on."""
+`ctx.escalation.inform`), delivered before the handler goes on."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ Terminate runs strictly after the target created the successor, so a TRANSFERRED
 always names a task that exists. The write is check-and-set on the task: a stale record costs
 a read and another try, never a lost update; a task already terminal is left as it is.
 `reopened` is the one ending that is not final: a handoff its handler waits on (see
-`TaskContext.hand_off`) was refused, and the task goes back to WORKING for the handler.
+`ctx.handoffs.hand_off`) was refused, and the task goes back to WORKING for the handler.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Ask tools: a route offered to a model as an `ask_<route>` tool, beside `transfer_to_<route>`.
 
-A transfer gives the conversation away; an ask delegates (`TaskContext.delegate`): the
+A transfer gives the conversation away; an ask delegates (`ctx.delegation.ask`): the
 target answers a sub-request and the model goes on with the answer as the tool's result.
 The parameters are the transfer tool's (the edge's contract governs both), the description
 says the difference. The result the model reads is JSON: the sub-task's state, its text (the
@@ -54,7 +54,7 @@ async def asked(
     decision = handoff_decision(tool, arguments, chat)
     context = dict(decision.context)
     text = str(context.pop("summary", "") or decision.reason)
-    outcome = await ctx.delegate(
+    outcome = await ctx.delegation.ask(
         tool.route.name, text, context=context, required=decision.required, reason=decision.reason
     )
     return told(outcome)

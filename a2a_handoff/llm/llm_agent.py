@@ -8,11 +8,11 @@ model answers without calling one: that text completes the task — or, when the
 (`ask=True`) and the text ends with a question mark, the task waits INPUT_REQUIRED for the
 user's answer, which continues the same chat.
 
-Beside each transfer tool, an `ask_<route>` tool delegates instead (`TaskContext.delegate`,
+Beside each transfer tool, an `ask_<route>` tool delegates instead (`ctx.delegation.ask`,
 `llm.asking`): the route's agent answers and the model goes on with the answer (`asks=False`
 offers none).
 
-A handoff tool's call is handed off at once and waited for (`TaskContext.hand_off`); a
+A handoff tool's call is handed off at once and waited for (`ctx.handoffs.hand_off`); a
 refusal — the capability gate, the edge's contract, the target's loop guard, or the target
 itself — goes back to the model as the tool's result so it may choose again, `max_refusals`
 times, then the task fails with the last reason. From its checkpoint on the handoff is the
@@ -141,7 +141,7 @@ class LLMAgent:
         step = _Step(ctx, build_chat(self.instructions_text, ctx))
         transfers = await handoff_tools(ctx, self._transfers)
         asks = ask_tools(transfers) if self.asks else {}
-        escalate = HUMAN_ROUTE in ctx.routes
+        escalate = HUMAN_ROUTE in ctx.handoffs.routes
         specs = [t.spec() for t in self._tools.values()]
         specs += [t.spec for t in (*transfers.values(), *asks.values())]
         if escalate:
@@ -192,7 +192,7 @@ class LLMAgent:
             return self._refused(step, f"bad arguments: {exc}")
         decision = handoff_decision(tool, arguments, step.chat)
         await step.close()  # the answer so far is stored before the task is handed over
-        refusal = await step.ctx.hand_off(decision)
+        refusal = await step.ctx.handoffs.hand_off(decision)
         if refusal is not None:
             return self._refused(step, refusal)
         return _HANDED_OVER
@@ -224,7 +224,7 @@ class LLMAgent:
         except (ToolArgumentsError, IncompleteEscalationError) as exc:
             return self._refused(step, f"the escalation is incomplete: {exc}")
         outcome = Escalate(escalation)
-        refusal = await step.ctx.check_handoff(outcome)
+        refusal = await step.ctx.handoffs.check(outcome)
         if refusal is not None:
             return self._refused(step, refusal)
         return outcome
@@ -237,7 +237,7 @@ class LLMAgent:
             return f"error: bad arguments for {tool.name}: {exc}"
         if tool.guarded:
             action = tool.action(arguments)
-            held = ctx.guard(
+            held = ctx.escalation.guard(
                 action,
                 what_happened=f"The model of {self.name} asked to run {action.description}.",
                 tried=[f"Held {tool.name} back before it ran: nothing was done yet."],
@@ -249,7 +249,7 @@ class LLMAgent:
             if isinstance(held, Rejected):
                 return f"not done: {held.reason}"
             if held is not None:
-                refusal = await ctx.check_handoff(held)
+                refusal = await ctx.handoffs.check(held)
                 if refusal is not None:
                     return f"not done: it needs an operator's approval, not asked: {refusal}"
                 return held
@@ -260,7 +260,7 @@ class LLMAgent:
 
     async def _resume_approved(self, step: _Step) -> Outcome | None:
         """Handed back after an escalation for a held-back tool: the tool runs now, under
-        the operator's decision (`TaskContext.guard` runs it only if exactly it was
+        the operator's decision (`ctx.escalation.guard` runs it only if exactly it was
         approved, once), and the model is told how it went."""
         ctx = step.ctx
         pending = ctx.transfer_context.get(PENDING_TOOL) if ctx.decision is not None else None
@@ -289,7 +289,7 @@ class LLMAgent:
         await self._model.aclose()
 
 
-_HANDED_OVER = Completed("handed over")  # a marker: `ctx.hand_off` transferred the task
+_HANDED_OVER = Completed("handed over")  # a marker: `ctx.handoffs.hand_off` transferred the task
 
 _ESCALATE_DESCRIPTION = (
     "Hand the conversation to a human operator and wait for their decision. Use it when you"

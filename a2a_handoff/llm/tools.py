@@ -8,7 +8,7 @@ is the step's context, given by the agent and not shown to the model.
 
 A tool that changes the world for good is declared so — `@tool(irreversible=True)`, or
 `@tool(amount="amount")` naming the argument holding its amount — and is held back for an
-operator's approval exactly as `TaskContext.guard` holds an action.
+operator's approval exactly as `ctx.escalation.guard` holds an action.
 """
 
 from __future__ import annotations

@@ -90,7 +90,7 @@ async def handoff_tools(ctx: TaskContext, transfers: Sequence[Transfer]) -> dict
     tools = {}
     for transfer in transfers:
         try:
-            route = await ctx.route(transfer.route)
+            route = await ctx.handoffs.route(transfer.route)
         except GateRefused:
             continue
         parameters = FREE_FORM

@@ -1,4 +1,4 @@
-"""What an MCP tool call gave a handler (`ctx.call_tool`): plain data, no `mcp` import.
+"""What an MCP tool call gave a handler (`ctx.tools.call`): plain data, no `mcp` import.
 
 `content` holds the tool's content blocks as MCP's JSON has them (`{"type": "text", "text":
 …}`, images, resources…), `structured` its structured content. The same value is what the

@@ -1,4 +1,4 @@
-"""Delegation from a running handler: `await ctx.delegate(...)`, the task staying WORKING.
+"""Delegation from a running handler: `await ctx.delegation.ask(...)`, the task staying WORKING.
 
 Invariants:
 - the request is checkpointed before anything is sent: ONE transaction writes its outbox
@@ -44,7 +44,7 @@ LANDING = 10.0  # seconds a cancel waits for the answer to a request in flight, 
 
 
 class Delegations(DelegationWrites):
-    """One run's delegations (the run's port holds one)."""
+    """One run's delegations: the run's `task_port.DelegationPort` (its port holds one)."""
 
     def __init__(self, run: Delegator) -> None:
         super().__init__(run)
@@ -189,7 +189,7 @@ class Delegations(DelegationWrites):
         failpoint("delegate.after_record")
         return self._bound(ident, recorded(run.journal.task)[ident], rnd)
 
-    def made(self, step: str) -> list[Delegated]:
+    def earlier(self, step: str) -> list[Delegated]:
         """The delegations of earlier steps, each at the outcome it had when the step `step`
         began — the same list when the step's handler runs again after a restart, so that
         it answers the same question and is given the recorded answer back."""

@@ -54,11 +54,10 @@ class DelegationWrites:
         return self.run.handoffs
 
     async def _drained(self) -> TaskRecord:
-        journal = self.run.journal
-        await journal.drain()
-        if journal.pending or journal.committed is None or journal.settled.done():
+        record = await self.run.journal.written()
+        if record is None:
             raise InternalError("the task could not be stored before the delegation")
-        return journal.committed
+        return record
 
     async def _stored(self, known: dict[str, Any]) -> tuple[HandoffEnvelope, str, str]:
         """A checkpointed request, as its outbox entry holds it (the same bytes again)."""
@@ -100,8 +99,7 @@ class DelegationWrites:
                 )  # fmt: skip
             else:
                 await store.update(updated, [event], expected_version=record.version)
-            journal.committed = updated
-            journal.task = updated.task
+            journal.adopt(updated)
             events.committed_items(task.id, task.context_id, [event], record.state)
 
     async def _checkpoint(

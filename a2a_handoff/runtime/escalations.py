@@ -1,7 +1,8 @@
-"""The runtime's side of escalation: which outcomes become handoffs to the human agent.
+"""The runtime's side of escalation: which outcomes become handoffs to the human agent, and
+what a running handler asks of a human (`RunEscalation`, the run's `task_port.EscalationPort`).
 
 A blocking escalation (`Escalate`) is a handoff of kind `escalation`; a non-blocking one
-(`ctx.inform`) a message of kind `notice` that does not end the task
+(`ctx.escalation.inform`) a message of kind `notice` that does not end the task
 (`Handoff.to_human`); the same class of
 failure `repeated_failures` times in one context escalates on its own, listing the failures
 as what was tried. (What an escalation must say, and the policy, are `a2a_handoff.escalation`.)
@@ -13,18 +14,79 @@ a note (`add_note`): kept in the task's history and shown, never a decision.
 from __future__ import annotations
 
 import logging
+from typing import Protocol
 
 from a2a_handoff.agent import TaskContext
 from a2a_handoff.errors import IncompleteEscalationError
 from a2a_handoff.escalation import Escalate, Escalation, EscalationPolicy, Need, Trigger
+from a2a_handoff.handoff.handoffs import Handoffs
 from a2a_handoff.outcomes import Failed, Handoff
-from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI
-from a2a_handoff.protocol.models import Message, Task, utc_now
+from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI, ext_metadata, with_ext_metadata
+from a2a_handoff.protocol.models import Message, StreamResponse, Task, utc_now
 from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.protocol.steps import agent_message, status_event, status_text
+from a2a_handoff.runtime.journal import Journal
+from a2a_handoff.runtime.replay import Replay
 from a2a_handoff.stores.base import Store, TaskQuery, TaskRecord
 
 log = logging.getLogger("a2a_handoff.runtime")
+
+
+class Asking(Protocol):
+    """What asking a human needs from the run (`runtime.run.TaskRun`)."""
+
+    journal: Journal
+    replay: Replay | None
+
+    @property
+    def handoffs(self) -> Handoffs: ...
+
+    @property
+    def acting_for(self) -> str: ...
+
+    def speak(self) -> None: ...
+
+    def emit(self, task: Task, item: StreamResponse) -> None: ...
+
+    def emit_state(self, state: TaskState, message: Message | None = None) -> None: ...
+
+
+class RunEscalation:
+    """A run's approvals and notices, as its handler asks for them (`ctx.escalation`)."""
+
+    def __init__(self, run: Asking) -> None:
+        self.run = run
+        self.notices = 0  # non-blocking escalations sent, each with a key of its own
+
+    def use_approval(self, decision_id: str) -> bool:
+        """Record that an operator's approval was used (False: it was, already). Kept in the
+        task's metadata, written with the step's events — the receiver makes sure no other
+        task ever holds the same decision (it deduplicates returns on the decision's id)."""
+        run = self.run
+        run.speak()
+        used = ext_metadata(run.journal.task).get("approvalsUsed") or []
+        if decision_id in used:  # used — by this very step, when it is run again: replayed
+            return run.replay is not None and run.replay.reuse(decision_id)
+        task = with_ext_metadata(run.journal.task, approvalsUsed=[*used, decision_id])
+        run.emit(task, status_event(task, {HANDOFF_EXTENSION_URI: {"approvalUsed": decision_id}}))
+        return True
+
+    async def inform(self, escalation: Escalation) -> str:
+        """A non-blocking escalation: delivered (durably taken by the human agent) first."""
+        run = self.run
+        run.speak()
+        self.notices += 1
+        handoffs = run.handoffs
+        envelope, envelope_json = await handoffs.sender.prepare(
+            run.journal.task,
+            Handoff.to_human(escalation, blocking=False),
+            run.acting_for,
+            key_salt=f"notice:{self.notices}",
+        )
+        created = await handoffs.notices.send(envelope, envelope_json)
+        said = f"Informed {envelope.target.agent} (task {created.id}): {escalation.what_is_needed}"
+        run.emit_state(TaskState.WORKING, agent_message(said, run.journal.task))
+        return created.id
 
 
 def escalation_handoff(outcome: Escalate, policy: EscalationPolicy) -> Handoff | Failed:

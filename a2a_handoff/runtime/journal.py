@@ -105,8 +105,7 @@ class Journal:
         self.dedupe_ttl: float | None = None  # a contract's replay window for the key
         self.received: ReceivedEntry | None = None  # the ledger row of the handoff creating it
         self.flusher: asyncio.Task[None] | None = None  # the write under way, if any
-        # A write the run's driver makes itself (`write_now`), done when it is over.
-        self._inline: asyncio.Future[None] | None = None
+        self._inline: asyncio.Future[None] | None = None  # the driver's own write (`write_now`)
         self.replied: Message | None = None  # a direct reply that settles the step
         # The write scheduled for when the handler yields (not a phase: `runtime.phases`).
         self._kick: asyncio.Handle | None = None
@@ -126,8 +125,7 @@ class Journal:
         )
 
     def emit(self, task: Task, item: StreamResponse) -> None:
-        """Record a step's event (the run checked it may); it is written once the handler
-        yields."""
+        """Record a step's event (the run checked it may), written once the handler yields."""
         self.task = task
         self.pending.append(item)
         self.kick()
@@ -147,7 +145,9 @@ class Journal:
             while self.pending:
                 items, self.pending = self.pending, []
                 task = self.task
-                if not await self._write_retrying(task, items):
+                # Retried while the store is unreachable, once the task is acknowledged
+                # (before, the caller is better told at once): `runtime.outage`.
+                if not await retried(self, task, items):
                     return
         except ConflictError:
             if self.committed is not None and not self.created.done():
@@ -174,11 +174,6 @@ class Journal:
             log.exception("could not store task %s", self.task.id)
             self.abort(InternalError(f"the task store failed: {type(exc).__name__}"))
 
-    async def _write_retrying(self, task: Task, items: list[StreamResponse]) -> bool:
-        """`_write`, retried while the store is unreachable — once the task is acknowledged
-        (before, the caller is better told at once): `runtime.outage`."""
-        return await retried(self, task, items)
-
     async def write_once(self, task: Task, items: list[StreamResponse]) -> bool:
         """One write of `items`, the task left as `task` (the first creates it); False when
         another process created this message's task first (the run answered with that one)."""
@@ -201,7 +196,11 @@ class Journal:
         return True
 
     def wrote(self, record: TaskRecord) -> None:
-        self._committed(record)
+        self.committed = record
+        if not self.created.done():
+            self.created.set_result(record)
+            # Created: from now on the store answers for this key (a replay is a duplicate).
+            self.host.created()
         state = record.state
         if (state.terminal or state.interrupted) and not self.pending:
             self.settle(record)
@@ -226,13 +225,6 @@ class Journal:
         if self.envelope is not None:
             failpoint("receive.after_create")
         return record
-
-    def _committed(self, record: TaskRecord) -> None:
-        self.committed = record
-        if not self.created.done():
-            self.created.set_result(record)
-            # Created: from now on the store answers for this key (a replay is a duplicate).
-            self.host.created()
 
     async def write_now(self) -> None:
         """Write what is pending in the caller's own task — the run's driver, at its step's
@@ -265,6 +257,19 @@ class Journal:
                 self.flusher = asyncio.create_task(self._flush())
             else:
                 return
+
+    async def written(self) -> TaskRecord | None:
+        """Drained: the record as committed (None: not written, or the step is over)."""
+        await self.drain()
+        if self.pending or self.committed is None or self.settled.done():
+            return None
+        return self.committed
+
+    def adopt(self, record: TaskRecord) -> None:
+        """Go on from `record`: a write of the task made beside the journal (a handoff's
+        checkpoint, a delegation's record, a delivery that gave the task back)."""
+        self.committed = record
+        self.task = record.task
 
     @property
     def writing(self) -> bool:

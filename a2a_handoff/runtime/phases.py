@@ -26,7 +26,7 @@ class Phase(StrEnum):
     CANCELING = "canceling"  # a cancel stops the handler: the task ends CANCELED
     ENDING = "ending"  # the handler returned: its outcome is carried out, a cancel waits
     HANDING_OFF = "handing_off"  # a handoff is checkpointed or delivered: not cancelable
-    HANDED_OVER = "handed_over"  # `ctx.hand_off` gave the task away: the step is over
+    HANDED_OVER = "handed_over"  # `ctx.handoffs.hand_off` gave the task away: the step is over
     ABORTED = "aborted"  # its work cannot be stored, or belongs to another task
 
     @property
@@ -59,7 +59,7 @@ PHASES: dict[Phase, frozenset[Phase]] = {
     # A handler that swallows its cancellation and returns: its outcome is carried out.
     Phase.CANCELING: frozenset({Phase.ENDING, Phase.ABORTED}),
     Phase.ENDING: frozenset({Phase.HANDING_OFF, Phase.ABORTED}),
-    # `ctx.hand_off`: refused (or failed before it was checkpointed) → the handler goes on;
+    # `ctx.handoffs.hand_off`: refused (or failed before it was checkpointed) → the handler goes on;
     # taken → the step is over. A returned handoff stays HANDING_OFF until it settles.
     Phase.HANDING_OFF: frozenset({Phase.SPEAKING, Phase.HANDED_OVER, Phase.ABORTED}),
     Phase.HANDED_OVER: frozenset({Phase.ABORTED}),

@@ -264,7 +264,7 @@ class TaskRun:
             outcome = await self._handle(ctx)
             # From here on the step ends on its own: a cancel waits for it (see cancel()).
             if self.phase in (Phase.HANDED_OVER, Phase.ABORTED):
-                return  # `ctx.hand_off` ended the step (the outbox settles it), or a write did
+                return  # `ctx.handoffs.hand_off` ended the step (the outbox settles it), or a write
             direct = self.direct
             self.advance(Phase.ENDING)
             if isinstance(outcome, Failed):

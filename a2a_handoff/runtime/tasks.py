@@ -67,7 +67,7 @@ class TaskManager:
         tools: McpTools | None = None,
     ) -> None:
         self.agent = agent
-        self.tools = tools  # the MCP servers handlers may call (`ctx.call_tool`)
+        self.tools = tools  # the MCP servers handlers may call (`ctx.tools.call`)
         self.dedupe_message_ids = dedupe_message_ids
         self.store = store
         self.policy = policy or EscalationPolicy()

@@ -1,6 +1,6 @@
 """Keyed MCP tool calls in the task's journal: a call that completed is not made again.
 
-A handler's `ctx.call_tool(..., idempotency_key=K)` is recorded, once it completed, in the
+A handler's `ctx.tools.call(..., idempotency_key=K)` is recorded, once it completed, in the
 task's metadata (`metadata[URI].toolCalls[K]`: the server, the tool, a digest of the
 arguments, and the result or the tool's error), written with a status event and committed
 before the handler sees the result. A handler run again on the same task — a resumed one
@@ -60,44 +60,48 @@ def _digest(server: str, tool: str, args: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-async def call_tool(
-    run: Caller,
-    server: str,
-    tool: str,
-    args: Mapping[str, Any] | None,
-    key: str | None,
-) -> ToolResult:
-    """`ctx.call_tool`: the recorded answer of a keyed call made before, or the call made
-    now (and, keyed, recorded before it is returned)."""
-    tools = run.tools
-    if tools is None:
-        raise ToolCallError(
-            "this agent has no MCP servers: configure them (ToolsConfig(mcp={NAME: URL}),"
-            " or --mcp NAME=URL)",
-            kind="unknown_server", server=server, tool=tool,
-        )  # fmt: skip
-    args = dict(args or {})
-    if key is not None and (not key or len(key) > MAX_KEY_LENGTH):
-        raise ValueError(f"idempotency_key: 1 to {MAX_KEY_LENGTH} characters, not {key!r}")
-    digest = _digest(server, tool, args)
-    if key is not None:
-        entry = (ext_metadata(run.journal.task).get(TOOL_CALLS) or {}).get(key)
-        if isinstance(entry, dict):
-            return _replay(entry, key, server, tool, digest)
-    try:
-        result = await tools.call(server, tool, args, idempotency_key=key)
-    except ToolCallError as exc:
-        if key is not None and exc.kind == "tool_error":
-            await _record(run, key, {"server": server, "tool": tool, "digest": digest,
-                                     "error": str(exc)})  # fmt: skip
-        raise
-    if key is not None:
-        kept = result.to_json()
-        size = len(json.dumps(kept, separators=(",", ":"), default=str))
-        if size > MAX_RESULT_BYTES:
-            kept = {"omitted": size}
-        await _record(run, key, {"server": server, "tool": tool, "digest": digest, **kept})
-    return result
+class RunTools:
+    """A run's tool calls as its handler makes them (`ctx.tools`): the run's
+    `task_port.ToolPort`."""
+
+    def __init__(self, run: Caller) -> None:
+        self.run = run
+
+    async def call_tool(
+        self, server: str, tool: str, args: Mapping[str, Any] | None, key: str | None
+    ) -> ToolResult:
+        """The recorded answer of a keyed call made before, or the call made now (and,
+        keyed, recorded before it is returned)."""
+        run = self.run
+        tools = run.tools
+        if tools is None:
+            raise ToolCallError(
+                "this agent has no MCP servers: configure them (ToolsConfig(mcp={NAME: URL}),"
+                " or --mcp NAME=URL)",
+                kind="unknown_server", server=server, tool=tool,
+            )  # fmt: skip
+        args = dict(args or {})
+        if key is not None and (not key or len(key) > MAX_KEY_LENGTH):
+            raise ValueError(f"idempotency_key: 1 to {MAX_KEY_LENGTH} characters, not {key!r}")
+        digest = _digest(server, tool, args)
+        if key is not None:
+            entry = (ext_metadata(run.journal.task).get(TOOL_CALLS) or {}).get(key)
+            if isinstance(entry, dict):
+                return _replay(entry, key, server, tool, digest)
+        try:
+            result = await tools.call(server, tool, args, idempotency_key=key)
+        except ToolCallError as exc:
+            if key is not None and exc.kind == "tool_error":
+                await _record(run, key, {"server": server, "tool": tool, "digest": digest,
+                                         "error": str(exc)})  # fmt: skip
+            raise
+        if key is not None:
+            kept = result.to_json()
+            size = len(json.dumps(kept, separators=(",", ":"), default=str))
+            if size > MAX_RESULT_BYTES:
+                kept = {"omitted": size}
+            await _record(run, key, {"server": server, "tool": tool, "digest": digest, **kept})
+        return result
 
 
 def _replay(entry: dict[str, Any], key: str, server: str, tool: str, digest: str) -> ToolResult:

@@ -37,10 +37,14 @@ LAYERS: list[set[str]] = [
     {"stores", "client", "contracts", "auth", "escalation"},
     # What a handler returns, what a delegation gives back to it, an artifact sent in chunks.
     {"outcomes", "delegated", "artifact_stream"},
-    # Holding an action back until a human approved it (`TaskContext.guard`); the port a
-    # handler's context asks the runtime through (`agent.TaskPort`).
-    {"guards", "task_port"},
-    # The handler API: below the handoff room, which it reaches only through the port the
+    # The ports a handler's context asks the runtime through (`agent.TaskPort`: the step's
+    # events, and a port for each thing a handler reaches beyond its step).
+    {"task_port"},
+    # What a handler reaches beyond its step, one object each over its port: handing off
+    # (`ctx.handoffs`), asking another agent (`ctx.delegation`), MCP tools (`ctx.tools`),
+    # asking a human (`ctx.escalation`, with the guard that holds an action back).
+    {"handoff_routes", "delegation", "tool_calls", "guards"},
+    # The handler API: below the handoff room, which it reaches only through the ports the
     # runtime implements (`agent.TaskPort`).
     {"agent"},
     {"handoff"},

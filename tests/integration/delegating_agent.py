@@ -74,7 +74,7 @@ class DelegatingAgent:
     async def handle(self, ctx: TaskContext) -> Outcome | None:
         if ctx.delegated:
             return await self.work(ctx)
-        asking = [d for d in ctx.delegations if d.needs_input]
+        asking = [d for d in ctx.delegation.earlier if d.needs_input]
         if asking and ctx.text in ("never mind", "give up"):  # leaves the delegate asking
             return Completed("dropped") if ctx.text == "never mind" else Failed("gave up")
         if asking:  # the delegate asked; our user answered it
@@ -82,7 +82,7 @@ class DelegatingAgent:
         text = ctx.text
         order = re.search(r"\d{3,}", text)
         chosen = re.match(r"route=(\S+) ", text)  # a route the user names (an attack)
-        result = await ctx.delegate(
+        result = await ctx.delegation.ask(
             chosen.group(1) if chosen else "stranger" if "untrusted" in text else "billing",
             text,
             context={

@@ -46,7 +46,7 @@ class ClerkAgent:
         if "fail" in text:
             raise GatewayTimeout("the payment gateway timed out after 30 s")
         if "notify" in text:
-            task_id = await ctx.inform(
+            task_id = await ctx.escalation.inform(
                 Escalation(
                     "A customer changed the delivery address twice within one hour.",
                     ["Checked the order history: both addresses are valid."],

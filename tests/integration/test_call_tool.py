@@ -1,4 +1,4 @@
-"""`ctx.call_tool` against a real MCP server (tests/mcp_tool_server.py, the official SDK):
+"""`ctx.tools.call` against a real MCP server (tests/mcp_tool_server.py, the official SDK):
 a result, a tool's `isError` failing the task with its text, an unknown server, a call past
 its timeout, the server killed -9 mid-call (a clear error; a new server on the port serves
 the next call), a lost answer retried only for a keyed call (executed once), and a keyed

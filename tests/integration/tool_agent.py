@@ -4,7 +4,7 @@ python -m tests.integration.tool_agent tools --port P --store URL --mcp NAME=URL
     [--mcp-timeout S] [--hold FILE]
 
 A message is a JSON call: `{"server": …, "tool": …, "args": {…}, "key": …}` (`key`: the
-idempotency key, optional). The handler makes it with `ctx.call_tool` and completes with
+idempotency key, optional). The handler makes it with `ctx.tools.call` and completes with
 an artifact holding the result's text and structured content; a `ToolCallError` it does
 not catch fails the task with its message. A list of calls is made in order, each
 `ToolCallError` caught: the artifact's data lists each outcome (`{"text"}` or `{"error",
@@ -47,7 +47,7 @@ class ToolAgent:
             outcomes: list[dict[str, str]] = []
             for one in call:
                 try:
-                    made = await ctx.call_tool(
+                    made = await ctx.tools.call(
                         one["server"], one["tool"], one.get("args"), idempotency_key=one.get("key")
                     )
                     outcomes.append({"text": made.text})
@@ -55,7 +55,7 @@ class ToolAgent:
                     outcomes.append({"error": str(exc), "kind": exc.kind})
             await ctx.artifact(data=outcomes, name="results")
             return
-        result = await ctx.call_tool(
+        result = await ctx.tools.call(
             call["server"], call["tool"], call.get("args"), idempotency_key=call.get("key")
         )
         if self.hold is not None and self.hold.exists():

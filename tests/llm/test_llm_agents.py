@@ -117,6 +117,9 @@ def test_the_model_transfers_to_billing_after_correcting_a_contract_violation(
     assert state(task) == "TASK_STATE_COMPLETED"  # TRANSFERRED, rendered for plain clients
     transfer = ext(task)["transfer"]
     assert transfer["agentName"] == "billing"
+    # The tool's handoff (`ctx.handoffs.hand_off`) was checkpointed as a returned one is.
+    checkpointed = f"handoff {transfer['handoffId']} triage -> billing: checkpointed"
+    assert checkpointed in (shop.tmp / "triage.log").read_text()
 
     # The first call broke the contract (intent must be refund or invoice): the model was
     # told why, as the tool's result, and called again with what the contract wants.

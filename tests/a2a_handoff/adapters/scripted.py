@@ -109,9 +109,6 @@ class DelegatingPort(RecordingPort):
         self.delegations.append(request)
         return Delegated(request.target, TaskState.COMPLETED, self.answer, task_id="sub-1")
 
-    def delegated(self, step: str) -> list[Delegated]:
-        return []
-
 
 def user_task(
     *texts: str, routes: Sequence[str] = ("billing",), port: RecordingPort | None = None

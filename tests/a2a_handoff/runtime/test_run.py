@@ -292,14 +292,14 @@ async def test_after_a_handoff_the_handler_s_emits_are_refused_and_its_outcome_i
     async def script(ctx: TaskContext) -> Outcome:
         await ctx.status("handing over")
         await asyncio.shield(runs[0].journal.created)
-        # What `ctx.hand_off` does when the target takes the task (its delivery is the
+        # What `ctx.handoffs.hand_off` does when the target takes the task (its delivery is the
         # handoff room's): checkpointed, then handed over.
         walk(runs[0], Phase.HANDING_OFF)
         refused.extend(await _emits(ctx))
         walk(runs[0], Phase.HANDED_OVER)
         refused.extend(await _emits(ctx))
         with pytest.raises(RuntimeError, match="handed off already"):
-            await ctx.hand_off(Handoff("billing", "again"))
+            await ctx.handoffs.hand_off(Handoff("billing", "again"))
         return Completed("ignored")
 
     runs.append(start(store, script))
@@ -372,7 +372,7 @@ async def test_a_cancel_during_a_handoff_is_refused_and_taken_once_it_was_refuse
         await asyncio.wait_for(started.wait(), 5)
         await asyncio.wait_for(asyncio.shield(submission.created), 5)
         run = manager.runs.by_task[submission.task_id]
-        walk(run, Phase.HANDING_OFF)  # as `ctx.hand_off` does from its checkpoint on
+        walk(run, Phase.HANDING_OFF)  # as `ctx.handoffs.hand_off` does from its checkpoint on
         with pytest.raises(TaskNotCancelableError, match="being handed off"):
             await manager.cancel(submission.task_id, "alice")
         walk(run, Phase.SPEAKING)  # the target refused: the handler goes on
