@@ -171,7 +171,7 @@ class ObservabilityConfig:
 
 @dataclass(frozen=True, slots=True)
 class ToolsConfig:
-    """The MCP servers this agent's handlers may call (`ctx.call_tool(NAME, tool, args)`).
+    """The MCP servers this agent's handlers may call (`ctx.tools.call(NAME, tool, args)`).
 
     `mcp`: name → the server's streamable HTTP endpoint (`http://host:port/mcp`); a handler
     names a server, never a URL, and only these are called. `timeout`: seconds a call may
