@@ -138,9 +138,11 @@ async def _keys(args: argparse.Namespace) -> int:
             document = await store.load_identity(agent)
             if document is None:
                 path = _key_file(args).path
-                print(f"error: no identity at {path} (python -m a2a_handoff keys init"
-                      f" --key-file {path} --agent {agent or 'NAME'} makes one)",
-                      file=sys.stderr)  # fmt: skip
+                print(
+                    f"error: no identity at {path} (python -m a2a_handoff keys init"
+                    f" --key-file {path} --agent {agent or 'NAME'} makes one)",
+                    file=sys.stderr,
+                )
                 return 1
             agent = agent or Identity.from_document(document).agent
             if args.action == "rotate":
@@ -232,8 +234,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     keys.add_argument("action", choices=["list", "rotate", "retire", "init", "move"])
     keys.add_argument("kid", nargs="?", help="the key to retire")
     keys.add_argument("--kid", dest="kid_option", help=argparse.SUPPRESS)
-    keys.add_argument("--store", help="the agent's store URL (sqlite:///…: the key file beside"
-                      " it; redis://…: for keys move)")  # fmt: skip
+    keys.add_argument(
+        "--store",
+        help="the agent's store URL (sqlite:///…: the key file beside"
+        " it; redis://…: for keys move)",
+    )
     keys.add_argument("--key-file", type=Path, help="the agent's key file (--key-file)")
     keys.add_argument("--agent", help="the agent's name (needed for a Redis store)")
     trust = commands.add_parser("trust", help="the keys an agent pinned for the agents it trusts")

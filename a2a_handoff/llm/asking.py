@@ -37,9 +37,8 @@ def ask_tools(transfers: Mapping[str, HandoffTool]) -> dict[str, HandoffTool]:
         )
         spec = {
             "type": "function",
-            "function": {"name": name, "description": description,
-                         "parameters": tool.parameters},
-        }  # fmt: skip
+            "function": {"name": name, "description": description, "parameters": tool.parameters},
+        }
         tools[name] = HandoffTool(tool.transfer, tool.route, spec)
     return tools
 

@@ -273,10 +273,19 @@ class LLMAgent:
         result = await self._function(step, tool, call.arguments)
         if not isinstance(result, str):
             return result  # held again (the approval expired): a new escalation
-        step.chat.append({"role": "assistant", "content": None, "tool_calls": [
-            {"id": call.id, "type": "function",
-             "function": {"name": call.name, "arguments": call.arguments}}
-        ]})  # fmt: skip
+        step.chat.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": call.id,
+                        "type": "function",
+                        "function": {"name": call.name, "arguments": call.arguments},
+                    }
+                ],
+            }
+        )
         step.chat.append({"role": "tool", "tool_call_id": call.id, "content": result})
         return None
 

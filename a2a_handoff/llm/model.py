@@ -48,10 +48,13 @@ class Turn:
         message: dict[str, Any] = {"role": "assistant", "content": self.text or None}
         if self.tool_calls:
             message["tool_calls"] = [
-                {"id": c.id, "type": "function",
-                 "function": {"name": c.name, "arguments": c.arguments}}
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": c.arguments},
+                }
                 for c in self.tool_calls
-            ]  # fmt: skip
+            ]
         return message
 
 

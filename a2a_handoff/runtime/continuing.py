@@ -62,9 +62,13 @@ class FollowUps:
             TaskState.WORKING,
         )
         run = TaskRun(
-            self.host, resumed, owner, committed=record, dedupe_key=None,
+            self.host,
+            resumed,
+            owner,
+            committed=record,
+            dedupe_key=None,
             first=status_event(resumed),
-        )  # fmt: skip
+        )
         self.runs.add(run)
         run.run(bound)
         return run.submission

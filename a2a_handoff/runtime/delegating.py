@@ -177,8 +177,9 @@ class Delegations(DelegationWrites):
                     url, asked.task_id, run.journal.task.context_id, message_id, text
                 )
                 if isinstance(answered, str):
-                    outcome = Delegated(asked.agent, TaskState.FAILED, answered,
-                                        task_id=asked.task_id)  # fmt: skip
+                    outcome = Delegated(
+                        asked.agent, TaskState.FAILED, answered, task_id=asked.task_id
+                    )
                 else:
                     done = await subtasks.outcome(url, answered)
                     outcome = Delegated.of_task(asked.agent, ident, rnd, done)
@@ -207,9 +208,13 @@ class Delegations(DelegationWrites):
         return dataclasses.replace(stored, _answer=self.answer)
 
     async def _canceled(
-        self, ident: str, envelope: HandoffEnvelope, url: str, sub: list[Task],
+        self,
+        ident: str,
+        envelope: HandoffEnvelope,
+        url: str,
+        sub: list[Task],
         sending: asyncio.Future[Any],
-    ) -> None:  # fmt: skip
+    ) -> None:
         """The handler was canceled while it waited: cancel the sub-task — made, or being
         made by the request in flight — and close the request (best effort: the task is
         being canceled, or its run aborted)."""
@@ -221,7 +226,8 @@ class Delegations(DelegationWrites):
             task_id = landed.id if isinstance(landed, Task) else None
         if task_id is not None:
             await self.handoffs.subtasks.cancel(url, task_id)
-        outcome = Delegated(agent, TaskState.CANCELED, "canceled by the delegating task",
-                            task_id=task_id)  # fmt: skip
+        outcome = Delegated(
+            agent, TaskState.CANCELED, "canceled by the delegating task", task_id=task_id
+        )
         with contextlib.suppress(Exception):
             await self._record(ident, outcome, envelope.handoff_id)

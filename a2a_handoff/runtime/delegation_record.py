@@ -36,8 +36,11 @@ def request_digest(request: Handoff) -> str:
     """What a delegation asked, as a digest: a handler re-run after a restart gets a recorded
     outcome back only for the same request in the same place (a model may choose otherwise
     the second time)."""
-    asked = {"target": request.target, "context": dict(request.context),
-             "required": sorted(request.required)}  # fmt: skip
+    asked = {
+        "target": request.target,
+        "context": dict(request.context),
+        "required": sorted(request.required),
+    }
     encoded = json.dumps(asked, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(encoded.encode()).hexdigest()
 

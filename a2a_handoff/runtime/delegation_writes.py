@@ -89,14 +89,19 @@ class DelegationWrites:
             updated = record.advanced(task, 1, utc_now())
             event = status_event(task, {HANDOFF_EXTENSION_URI: {"delegation": ident}})
             if entry is not None:
-                await store.checkpoint(updated, [event], expected_version=record.version,
-                                       entry=entry)  # fmt: skip
+                await store.checkpoint(
+                    updated, [event], expected_version=record.version, entry=entry
+                )
             elif close is not None:
                 handoff_id, detail = close
                 await store.terminate(
-                    updated, [event], expected_version=record.version,
-                    handoff_id=handoff_id, status="done", detail=detail,
-                )  # fmt: skip
+                    updated,
+                    [event],
+                    expected_version=record.version,
+                    handoff_id=handoff_id,
+                    status="done",
+                    detail=detail,
+                )
             else:
                 await store.update(updated, [event], expected_version=record.version)
             journal.adopt(updated)
@@ -107,12 +112,26 @@ class DelegationWrites:
     ) -> None:
         task, now = self.run.journal.task, utc_now()
         entry = OutboxEntry(
-            envelope.handoff_id, task.id, task.context_id, self.run.journal.owner,
-            envelope.target.agent, envelope.target.url, envelope_json, PENDING, "", now, now,
-        )  # fmt: skip
-        change = {"key": envelope.idempotency_key, "handoffId": envelope.handoff_id,
-                  "agent": envelope.target.agent, "route": route, "rounds": [],
-                  "request": asked}  # fmt: skip
+            envelope.handoff_id,
+            task.id,
+            task.context_id,
+            self.run.journal.owner,
+            envelope.target.agent,
+            envelope.target.url,
+            envelope_json,
+            PENDING,
+            "",
+            now,
+            now,
+        )
+        change = {
+            "key": envelope.idempotency_key,
+            "handoffId": envelope.handoff_id,
+            "agent": envelope.target.agent,
+            "route": route,
+            "rounds": [],
+            "request": asked,
+        }
         said = f"Asking {envelope.target.agent}: {envelope.reason}"
         await self._write(ident, change, said, entry=entry)
 

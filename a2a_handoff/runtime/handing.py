@@ -169,10 +169,13 @@ def _decided(run: Ending, decision: Handoff) -> None:
     handoff = ext_metadata(task).get("handoff") or {}
     event = "timed_out" if by == "fallback" else "decided"
     events.escalation_decided(
-        event, task.id, task.context_id, str(handoff.get("handoffId") or ""),
-        str(handoff.get("traceId") or "") or None, verdict=said.get("verdict")
-        if isinstance(said, dict) else None,
-    )  # fmt: skip
+        event,
+        task.id,
+        task.context_id,
+        str(handoff.get("handoffId") or ""),
+        str(handoff.get("traceId") or "") or None,
+        verdict=said.get("verdict") if isinstance(said, dict) else None,
+    )
     committed = run.journal.committed
     created = committed.created_at if committed is not None else None
     if created:

@@ -35,9 +35,12 @@ class HandoffIntake:
         except EnvelopeRefused as refused:
             answer = await receiver.refuse_unverified(message, owner, refused)
             events.handoff_received(
-                refused.envelope, answer.id, f"rejected:{refused.code}", refused.reason,
+                refused.envelope,
+                answer.id,
+                f"rejected:{refused.code}",
+                refused.reason,
                 verified=False,
-            )  # fmt: skip
+            )
             return resolved(answer)
         envelope = verified.envelope
         withdraw = message.metadata.get(WITHDRAW_KEY) is True  # from the proven sender only

@@ -62,9 +62,13 @@ class Sweeps:
             return
         resumed = with_status(task, TaskState.WORKING)
         run = TaskRun(
-            self.host, resumed, record.owner, committed=record, dedupe_key=None,
+            self.host,
+            resumed,
+            record.owner,
+            committed=record,
+            dedupe_key=None,
             first=status_event(resumed, RESUMED),
-        )  # fmt: skip
+        )
         run.replay = replay
         run.stored_handoff = stored_handoff(task, last)
         self.runs.add(run)

@@ -78,8 +78,10 @@ class RunTools:
             raise ToolCallError(
                 "this agent has no MCP servers: configure them (ToolsConfig(mcp={NAME: URL}),"
                 " or --mcp NAME=URL)",
-                kind="unknown_server", server=server, tool=tool,
-            )  # fmt: skip
+                kind="unknown_server",
+                server=server,
+                tool=tool,
+            )
         args = dict(args or {})
         if key is not None and (not key or len(key) > MAX_KEY_LENGTH):
             raise ValueError(f"idempotency_key: 1 to {MAX_KEY_LENGTH} characters, not {key!r}")
@@ -92,8 +94,9 @@ class RunTools:
             result = await tools.call(server, tool, args, idempotency_key=key)
         except ToolCallError as exc:
             if key is not None and exc.kind == "tool_error":
-                await _record(run, key, {"server": server, "tool": tool, "digest": digest,
-                                         "error": str(exc)})  # fmt: skip
+                await _record(
+                    run, key, {"server": server, "tool": tool, "digest": digest, "error": str(exc)}
+                )
             raise
         if key is not None:
             kept = result.to_json()
@@ -110,16 +113,20 @@ def _replay(entry: dict[str, Any], key: str, server: str, tool: str, digest: str
         raise ToolCallError(
             f"idempotency key {key!r} was used before for another call"
             f" ({entry.get('server')}/{entry.get('tool')} with other arguments)",
-            kind="replayed", server=server, tool=tool,
-        )  # fmt: skip
+            kind="replayed",
+            server=server,
+            tool=tool,
+        )
     if "error" in entry:
         raise ToolCallError(str(entry["error"]), kind="tool_error", server=server, tool=tool)
     if "omitted" in entry:
         raise ToolCallError(
             f"{server}/{tool} with key {key!r} was called before, and its result"
             f" ({entry['omitted']} bytes) was too large to keep: it is not called again",
-            kind="replayed", server=server, tool=tool,
-        )  # fmt: skip
+            kind="replayed",
+            server=server,
+            tool=tool,
+        )
     return ToolResult.from_json(entry)
 
 

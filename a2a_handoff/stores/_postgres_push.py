@@ -33,9 +33,16 @@ class PostgresPush(PostgresBase):
                 " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
                 " ON CONFLICT (task_id, config_id) DO UPDATE SET config = excluded.config,"
                 f" updated_at = excluded.updated_at RETURNING {_COLUMNS}",
-                r.task_id, r.config_id, r.config, r.cursor, r.failing_since, r.history,
-                r.done, r.created_at, r.updated_at,
-            )  # fmt: skip
+                r.task_id,
+                r.config_id,
+                r.config,
+                r.cursor,
+                r.failing_since,
+                r.history,
+                r.done,
+                r.created_at,
+                r.updated_at,
+            )
         return _record(row)
 
     @guarded
@@ -67,9 +74,14 @@ class PostgresPush(PostgresBase):
             status = await conn.execute(
                 f"UPDATE {self.s}.push_configs SET cursor = $1, failing_since = $2,"
                 " history = $3, done = $4, updated_at = $5 WHERE task_id = $6 AND config_id = $7",
-                r.cursor, r.failing_since, r.history, r.done, r.updated_at, r.task_id,
+                r.cursor,
+                r.failing_since,
+                r.history,
+                r.done,
+                r.updated_at,
+                r.task_id,
                 r.config_id,
-            )  # fmt: skip
+            )
         return bool(status == "UPDATE 1")
 
     @guarded

@@ -33,9 +33,10 @@ async def check_durability(client: Any, where: str, *, accept_loss: bool) -> Non
         problems = [f"its settings cannot be read (CONFIG GET: {exc})"]
     else:
         problems = [
-            f"{name} is {found[name]!r}" for name, wanted in REQUIRED.items()
+            f"{name} is {found[name]!r}"
+            for name, wanted in REQUIRED.items()
             if found[name] != wanted
-        ]  # fmt: skip
+        ]
     if not problems:
         return
     settings = " ".join(f"{name} {value}" for name, value in REQUIRED.items())
@@ -45,8 +46,9 @@ async def check_durability(client: Any, where: str, *, accept_loss: bool) -> Non
             log.warning(
                 "Redis at %s may lose acknowledged tasks and handoffs (%s): accepted by"
                 " durability=none in the store URL",
-                where, "; ".join(problems),
-            )  # fmt: skip
+                where,
+                "; ".join(problems),
+            )
         return
     raise StoreError(
         f"Redis at {where} may lose acknowledged tasks and handoffs: {'; '.join(problems)}."

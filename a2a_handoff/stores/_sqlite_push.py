@@ -30,8 +30,17 @@ class SqlitePush(SqliteFile):
 
     async def put_push_config(self, record: PushConfigRecord) -> PushConfigRecord:
         r = record
-        row = (r.task_id, r.config_id, r.config, r.cursor, r.failing_since, r.history,
-               int(r.done), r.created_at, r.updated_at)  # fmt: skip
+        row = (
+            r.task_id,
+            r.config_id,
+            r.config,
+            r.cursor,
+            r.failing_since,
+            r.history,
+            int(r.done),
+            r.created_at,
+            r.updated_at,
+        )
 
         def put(conn: sqlite3.Connection) -> None:
             conn.execute(
@@ -67,8 +76,15 @@ class SqlitePush(SqliteFile):
 
     async def save_push_progress(self, record: PushConfigRecord) -> bool:
         r = record
-        params = (r.cursor, r.failing_since, r.history, int(r.done), r.updated_at,
-                  r.task_id, r.config_id)  # fmt: skip
+        params = (
+            r.cursor,
+            r.failing_since,
+            r.history,
+            int(r.done),
+            r.updated_at,
+            r.task_id,
+            r.config_id,
+        )
 
         def save(conn: sqlite3.Connection) -> bool:
             return (

@@ -103,12 +103,23 @@ class PostgresTaskStore(PostgresPush):
                 found = await conn.fetchval(
                     f"SELECT {self.s}.create_task($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,"
                     " $11, $12, $13, $14, $15, $16)",
-                    task.id, record.owner, record.delegate, task.context_id,
-                    task.status.state.value, task.status.timestamp or "", record.version,
-                    record.created_at, record.updated_at, record.task_json(),
-                    [log_json(item, task) for item in events], dedupe_key,
-                    dedupe_ttl, entry, ledger, self.channel,
-                )  # fmt: skip
+                    task.id,
+                    record.owner,
+                    record.delegate,
+                    task.context_id,
+                    task.status.state.value,
+                    task.status.timestamp or "",
+                    record.version,
+                    record.created_at,
+                    record.updated_at,
+                    record.task_json(),
+                    [log_json(item, task) for item in events],
+                    dedupe_key,
+                    dedupe_ttl,
+                    entry,
+                    ledger,
+                    self.channel,
+                )
             except UniqueViolationError as exc:
                 raise _conflict(exc, record.id) from exc
             if found is None:
@@ -138,11 +149,20 @@ class PostgresTaskStore(PostgresPush):
                 outcome = await conn.fetchval(
                     f"SELECT {self.s}.update_task($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,"
                     " $11, $12, $13)",
-                    task.id, expected_version, record.version, task.status.state.value,
-                    task.status.timestamp or "", record.updated_at, record.task_json(),
-                    [log_json(item, task) for item in events], row, closed_id, status,
-                    detail, self.channel,
-                )  # fmt: skip
+                    task.id,
+                    expected_version,
+                    record.version,
+                    task.status.state.value,
+                    task.status.timestamp or "",
+                    record.updated_at,
+                    record.task_json(),
+                    [log_json(item, task) for item in events],
+                    row,
+                    closed_id,
+                    status,
+                    detail,
+                    self.channel,
+                )
             except UniqueViolationError as exc:
                 raise _conflict(exc, record.id) from exc
         if outcome == "ok":

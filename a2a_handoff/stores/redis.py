@@ -158,11 +158,20 @@ class RedisTaskStore(RedisPush):
             self._key(f"rcv:c:{received.context_id}") if received is not None else "",
         ]
         args: list[Any] = [
-            record.id, record.owner, record.delegate, record.task.context_id,
-            record.state.value, record.version, record.created_at, record.updated_at,
-            record.task_json(), max(1, int(ttl * 1000)), self._key(f"n:{record.id}"),
-            len(events), *(log_json(item, record.task) for item in events),
-        ]  # fmt: skip
+            record.id,
+            record.owner,
+            record.delegate,
+            record.task.context_id,
+            record.state.value,
+            record.version,
+            record.created_at,
+            record.updated_at,
+            record.task_json(),
+            max(1, int(ttl * 1000)),
+            self._key(f"n:{record.id}"),
+            len(events),
+            *(log_json(item, record.task) for item in events),
+        ]
         if outbox is not None:
             args += [json.dumps(asdict(outbox)), score(outbox.created_at)]
         else:
@@ -205,10 +214,17 @@ class RedisTaskStore(RedisPush):
             self._key("ob:last_done"),
         ]
         args: list[Any] = [
-            record.id, expected_version, record.version, record.state.value, record.updated_at,
-            record.task_json(), self._key(f"n:{record.id}"), len(events),
-            *(log_json(item, record.task) for item in events), *extra,
-        ]  # fmt: skip
+            record.id,
+            expected_version,
+            record.version,
+            record.state.value,
+            record.updated_at,
+            record.task_json(),
+            self._key(f"n:{record.id}"),
+            len(events),
+            *(log_json(item, record.task) for item in events),
+            *extra,
+        ]
         if not extra:
             args.append("")
         args.append(record.task.status.timestamp or "")  # `stime`: ListTasks filters on it
@@ -303,13 +319,21 @@ class RedisTaskStore(RedisPush):
     ) -> None:
         closed_id, status, detail = close or ("", "", "")
         extra = [
-            "checkpoint", json.dumps(asdict(entry)), score(entry.created_at),
-            closed_id, status, detail,
-        ]  # fmt: skip
+            "checkpoint",
+            json.dumps(asdict(entry)),
+            score(entry.created_at),
+            closed_id,
+            status,
+            detail,
+        ]
         await self._update(
-            record, events, expected_version, extra, self._key(f"ob:{entry.handoff_id}"),
+            record,
+            events,
+            expected_version,
+            extra,
+            self._key(f"ob:{entry.handoff_id}"),
             self._key(f"ob:{closed_id}") if closed_id else "",
-        )  # fmt: skip
+        )
 
     async def terminate(
         self,
