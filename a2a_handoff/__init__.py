@@ -2,8 +2,9 @@
 
 The front door: what a handler author (the agent API, outcomes, escalation, cards, the wire
 values a handler reads) and an app author (`create_app` and its settings, stores, the
-client, the public errors) use. Everything else is imported from its room
-(`a2a_handoff.client`, `a2a_handoff.contracts`, `a2a_handoff.trust`, …).
+client, the root of the errors) use. Everything else is imported from its room
+(`a2a_handoff.errors` for each error, `a2a_handoff.escalation`, `a2a_handoff.client`,
+`a2a_handoff.contracts`, `a2a_handoff.trust`, …).
 
 The handler API is imported with the package; the server, the stores and the client — and
 with them httpx, joserfc, aiosqlite and prometheus-client — the first time one of their
@@ -15,29 +16,8 @@ from importlib import import_module as _import_module
 
 from a2a_handoff.agent import Agent, ArtifactStream, TaskContext
 from a2a_handoff.delegated import Delegated
-from a2a_handoff.errors import (
-    AgentUrlError,
-    CircuitOpenError,
-    ConfigError,
-    GateRefused,
-    HandoffError,
-    IncompleteEscalationError,
-    RemoteError,
-    StoreError,
-    ToolCallError,
-    TrustError,
-    UnavailableError,
-)
-from a2a_handoff.escalation import (
-    Action,
-    Decision,
-    Escalate,
-    Escalation,
-    EscalationPolicy,
-    Need,
-    Trigger,
-    Verdict,
-)
+from a2a_handoff.errors import HandoffError
+from a2a_handoff.escalation import Decision, Escalate, Escalation, EscalationPolicy, Verdict
 from a2a_handoff.outcomes import (
     Completed,
     Failed,
@@ -48,7 +28,7 @@ from a2a_handoff.outcomes import (
     Reply,
     Route,
 )
-from a2a_handoff.protocol.agent_card import AgentCard, AgentProvider, AgentSkill, build_card, skill
+from a2a_handoff.protocol.agent_card import AgentCard, build_card, skill
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI
 from a2a_handoff.protocol.mcp_result import ToolResult
 from a2a_handoff.protocol.models import Artifact, Message, Part, Role, Task
@@ -105,60 +85,45 @@ def __dir__() -> list[str]:
 
 
 __all__ = [  # noqa: RUF022 - plain sorted(), as the export test checks
-    "Action",
     "Agent",
     "AgentCard",
     "AgentClient",
-    "AgentProvider",
-    "AgentSkill",
-    "AgentUrlError",
     "ApiKeyAuth",
     "Artifact",
     "ArtifactStream",
-    "CircuitOpenError",
     "Completed",
-    "ConfigError",
     "Decision",
     "Delegated",
     "Escalate",
     "Escalation",
     "EscalationPolicy",
     "Failed",
-    "GateRefused",
     "HANDOFF_EXTENSION_URI",
     "Handoff",
     "HandoffConfig",
     "HandoffError",
-    "IncompleteEscalationError",
     "InputRequired",
     "LimitsConfig",
     "LocalTasks",
     "MemoryTaskStore",
     "Message",
-    "Need",
     "ObservabilityConfig",
     "Outcome",
     "Part",
     "PushSettings",
     "Rejected",
-    "RemoteError",
     "Reply",
     "RetryPolicy",
     "Role",
     "Route",
     "SqliteTaskStore",
-    "StoreError",
     "Task",
     "TaskContext",
     "TaskState",
     "TaskStore",
-    "ToolCallError",
     "ToolResult",
     "ToolsConfig",
-    "Trigger",
     "TrustConfig",
-    "TrustError",
-    "UnavailableError",
     "Verdict",
     "build_card",
     "create_app",

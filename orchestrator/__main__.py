@@ -51,17 +51,14 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from a2a_handoff import (
-    HANDOFF_EXTENSION_URI,
-    AgentClient,
+from a2a_handoff import HANDOFF_EXTENSION_URI, AgentClient, RetryPolicy, __version__
+from a2a_handoff.errors import (
     AgentUrlError,
+    AuthenticationError,
     CircuitOpenError,
     RemoteError,
-    RetryPolicy,
     UnavailableError,
-    __version__,
 )
-from a2a_handoff.errors import AuthenticationError
 from a2a_handoff.exits import ExitCode, Parser, quiet_pipe
 from a2a_handoff.observe import tracing
 from a2a_handoff.protocol import check_agent_url

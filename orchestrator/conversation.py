@@ -30,17 +30,20 @@ from a2a_handoff import (
     HANDOFF_EXTENSION_URI,
     AgentClient,
     Artifact,
-    CircuitOpenError,
     Message,
     Part,
-    RemoteError,
     Role,
     Task,
     TaskState,
-    UnavailableError,
 )
 from a2a_handoff.client import CARD_PATH, reason, replicas
-from a2a_handoff.errors import PayloadTooLargeError, TaskNotFoundError
+from a2a_handoff.errors import (
+    CircuitOpenError,
+    PayloadTooLargeError,
+    RemoteError,
+    TaskNotFoundError,
+    UnavailableError,
+)
 from a2a_handoff.exits import ExitCode
 from a2a_handoff.protocol import StreamResponse, TaskStatus, utc_now
 from orchestrator.reach import Reach

@@ -15,16 +15,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from a2a_handoff import (
-    HANDOFF_EXTENSION_URI,
-    AgentClient,
-    Message,
-    Part,
-    RemoteError,
-    Role,
-    Task,
-    TaskState,
-)
+from a2a_handoff import HANDOFF_EXTENSION_URI, AgentClient, Message, Part, Role, Task, TaskState
+from a2a_handoff.errors import RemoteError
 from a2a_handoff.protocol import parse_time
 
 Item = dict[str, Any]

@@ -15,8 +15,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from a2a_handoff import HANDOFF_EXTENSION_URI, AgentClient, CircuitOpenError, RemoteError
-from a2a_handoff import UnavailableError as Unavailable
+from a2a_handoff import HANDOFF_EXTENSION_URI, AgentClient
+from a2a_handoff.errors import CircuitOpenError, RemoteError
+from a2a_handoff.errors import UnavailableError as Unavailable
 from a2a_handoff.secrets import check_private
 
 MAX_AGENTS = 64  # agents explored for reachability, at most

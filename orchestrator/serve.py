@@ -23,7 +23,6 @@ import uvicorn
 from a2a_handoff import (
     AgentCard,
     AgentClient,
-    AgentSkill,
     ApiKeyAuth,
     TrustConfig,
     build_card,
@@ -33,6 +32,7 @@ from a2a_handoff import (
 from a2a_handoff.errors import HandoffError
 from a2a_handoff.exits import ExitCode
 from a2a_handoff.observe import logs
+from a2a_handoff.protocol import AgentSkill
 from a2a_handoff.secrets import SecretError
 from a2a_handoff.server import ServerLimits
 from orchestrator.gateway import MAX_WAITS, Conversations, GatewayAgent

@@ -19,14 +19,8 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from a2a_handoff import (
-    AgentClient,
-    CircuitOpenError,
-    RemoteError,
-    Task,
-    TaskState,
-    UnavailableError,
-)
+from a2a_handoff import AgentClient, Task, TaskState
+from a2a_handoff.errors import CircuitOpenError, RemoteError, UnavailableError
 from a2a_handoff.protocol import TaskStatus
 
 

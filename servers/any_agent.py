@@ -24,9 +24,10 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
-from a2a_handoff import Agent, AgentCard, AgentSkill, HandoffError, build_card, skill
+from a2a_handoff import Agent, AgentCard, HandoffError, build_card, skill
 from a2a_handoff.exits import ExitCode, Parser
 from a2a_handoff.observe import logs
+from a2a_handoff.protocol import AgentSkill
 from a2a_handoff.version import __version__
 from servers._flags import agent_options
 from servers._run import Example, serve

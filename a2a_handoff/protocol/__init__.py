@@ -4,7 +4,7 @@ Everything here is data and pure functions over it: no I/O, nothing that knows a
 server or a client. Every other room of the package may import it; it imports none of them.
 """
 
-from a2a_handoff.protocol.agent_card import AgentCard, build_card, skill
+from a2a_handoff.protocol.agent_card import AgentCard, AgentProvider, AgentSkill, build_card, skill
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI
 from a2a_handoff.protocol.models import (
     Artifact,
@@ -23,6 +23,8 @@ from a2a_handoff.protocol.urls import check_agent_url
 __all__ = [
     "HANDOFF_EXTENSION_URI",
     "AgentCard",
+    "AgentProvider",
+    "AgentSkill",
     "Artifact",
     "Message",
     "Part",

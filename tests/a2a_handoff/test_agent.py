@@ -12,7 +12,6 @@ import httpx
 import pytest
 
 from a2a_handoff import (
-    AgentProvider,
     Completed,
     InputRequired,
     MemoryTaskStore,
@@ -24,6 +23,7 @@ from a2a_handoff import (
     create_app,
     skill,
 )
+from a2a_handoff.protocol import AgentProvider
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI as URI
 from a2a_handoff.protocol.models import Artifact
 from servers.echo import echo_card

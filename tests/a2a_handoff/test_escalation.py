@@ -8,18 +8,16 @@ from typing import Any
 import pytest
 
 from a2a_handoff import (
-    Action,
     Decision,
     Escalate,
     Escalation,
     EscalationPolicy,
-    IncompleteEscalationError,
-    Need,
     Rejected,
     TaskContext,
-    Trigger,
     Verdict,
 )
+from a2a_handoff.errors import IncompleteEscalationError
+from a2a_handoff.escalation import Action, Need, Trigger
 from a2a_handoff.protocol.models import Message, Part, Role, Task, TaskStatus
 from a2a_handoff.protocol.states import TaskState
 from tests.ports import RecordingPort

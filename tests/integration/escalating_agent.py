@@ -21,14 +21,13 @@ from a2a_handoff import (
     Escalation,
     EscalationPolicy,
     HandoffConfig,
-    Need,
     Outcome,
     TaskContext,
-    Trigger,
     build_card,
     create_app,
     open_store,
 )
+from a2a_handoff.escalation import Need, Trigger
 
 
 class GatewayTimeout(Exception):

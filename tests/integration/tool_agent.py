@@ -23,14 +23,8 @@ from pathlib import Path
 
 import uvicorn
 
-from a2a_handoff import (
-    TaskContext,
-    ToolCallError,
-    TrustConfig,
-    build_card,
-    create_app,
-    open_store,
-)
+from a2a_handoff import TaskContext, TrustConfig, build_card, create_app, open_store
+from a2a_handoff.errors import ToolCallError
 from a2a_handoff.trust.keys import KeyFile
 from servers.__main__ import mcp_tools
 

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from a2a_handoff import HANDOFF_EXTENSION_URI, UnavailableError
+from a2a_handoff import HANDOFF_EXTENSION_URI
+from a2a_handoff.errors import UnavailableError
 from a2a_handoff.protocol.agent_card import AgentCard, build_card
 from orchestrator.reach import Reach, credentials, origin, parse_keys
 

@@ -8,8 +8,9 @@ import socket
 import httpx
 import pytest
 
-from a2a_handoff import AgentClient, CircuitOpenError, RetryPolicy, UnavailableError
+from a2a_handoff import AgentClient, RetryPolicy
 from a2a_handoff.client.reasons import reason
+from a2a_handoff.errors import CircuitOpenError, UnavailableError
 from tests.support import free_port
 
 pytestmark = pytest.mark.anyio

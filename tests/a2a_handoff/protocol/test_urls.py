@@ -8,7 +8,8 @@ import sys
 
 import pytest
 
-from a2a_handoff import AgentUrlError, HandoffConfig, TrustConfig, build_card
+from a2a_handoff import HandoffConfig, TrustConfig, build_card
+from a2a_handoff.errors import AgentUrlError
 from a2a_handoff.trust.trustlist import TrustedAgent, parse_trust
 from tests.support import ROOT, free_port
 

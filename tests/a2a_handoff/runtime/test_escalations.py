@@ -10,13 +10,12 @@ from a2a_handoff import (
     Failed,
     Handoff,
     Message,
-    Need,
     Part,
     Role,
     Task,
     TaskState,
-    Trigger,
 )
+from a2a_handoff.escalation import Need, Trigger
 from a2a_handoff.protocol import HANDOFF_EXTENSION_URI, TaskStatus
 from a2a_handoff.runtime.escalations import escalation_handoff, failure_kind
 from a2a_handoff.runtime.tasks import dedupe_key

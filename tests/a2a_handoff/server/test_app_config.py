@@ -17,9 +17,7 @@ import uvicorn
 from starlette.applications import Starlette
 
 from a2a_handoff import (
-    AgentUrlError,
     ApiKeyAuth,
-    ConfigError,
     HandoffConfig,
     LimitsConfig,
     MemoryTaskStore,
@@ -29,6 +27,7 @@ from a2a_handoff import (
     create_app,
     open_store,
 )
+from a2a_handoff.errors import AgentUrlError, ConfigError
 from a2a_handoff.server import app as app_module
 from a2a_handoff.trust.trustlist import TrustedAgent
 from servers.billing import BillingAgent, billing_card
