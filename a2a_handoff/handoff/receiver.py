@@ -43,18 +43,27 @@ from a2a_handoff.protocol.models import (
 from a2a_handoff.protocol.shallow import copied
 from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.protocol.steps import agent_message, status_event, with_status
-from a2a_handoff.stores.base import Store, TaskRecord
+from a2a_handoff.stores.base import ReceivedEntry, Store, TaskRecord
 from a2a_handoff.trust.trustlist import TrustList
 
 
 @dataclass(frozen=True, slots=True)
 class Accept:
     """Take the handoff: create its task from `message` (signed parts only), deduplicated on
-    `key` for `window` seconds (None: ever)."""
+    `key` for `window` seconds (None: ever). The task carries `metadata` (what it records
+    about the handoff that created it) and is created in one write with `row`, its ledger
+    row (`for_task` fills in the task's id): everything the runtime needs to create it."""
 
     key: str
     window: float | None
     message: Message
+    verified: VerifiedEnvelope
+    metadata: dict[str, Any]
+    row: ReceivedEntry
+
+    def for_task(self, task_id: str) -> ReceivedEntry:
+        """The ledger row of the task `task_id` this handoff creates."""
+        return replace(self.row, task_id=task_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +137,8 @@ class HandoffReceiver:
         refusal = self.refusal(verified)
         if refusal is not None:
             return Refuse(*refusal, key, message)
-        return Accept(key, window, message)
+        row = received_entry(verified.envelope, "", "accepted", "")
+        return Accept(key, window, message, verified, receive_metadata(verified), row)
 
     async def _escalated(self, verified: VerifiedEnvelope) -> bool:
         """Whether the decision a `return` carries answers a task of this agent, in the

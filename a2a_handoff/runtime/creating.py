@@ -7,9 +7,7 @@ unless message-id deduplication is switched off (the caller passes no key).
 
 from __future__ import annotations
 
-from a2a_handoff.handoff.ledger import received_entry
-from a2a_handoff.handoff.receiver import receive_metadata
-from a2a_handoff.handoff.verified import VerifiedEnvelope
+from a2a_handoff.handoff.receiver import Accept
 from a2a_handoff.ids import new_id
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI
 from a2a_handoff.protocol.models import Message, StreamResponse, Task, TaskStatus, utc_now
@@ -33,13 +31,7 @@ class TaskCreator:
         self.runs = runs
 
     async def create(
-        self,
-        message: Message,
-        owner: str,
-        key: str,
-        envelope: VerifiedEnvelope | None = None,
-        *,
-        answer: Answer = "task",
+        self, message: Message, owner: str, key: str, *, answer: Answer = "task"
     ) -> Submission:
         """The task `key` names (running or stored), else a new one."""
         running = self.runs.creating.get(key)
@@ -54,19 +46,19 @@ class TaskCreator:
             if record is not None:
                 run = self.runs.by_task.get(record.id)
                 return run.submission if run is not None else resolved(record)
-        return self.start(message, owner, key, envelope, answer=answer)
+        return self.start(message, owner, key, answer=answer)
 
     def start(
         self,
         message: Message,
         owner: str,
         key: str | None,
-        envelope: VerifiedEnvelope | None,
-        dedupe_ttl: float | None = None,
         *,
+        accepted: Accept | None = None,
         answer: Answer = "task",
     ) -> Submission:
-        """Create a task and run its handler; synchronous so the key is claimed atomically."""
+        """Create a task — a handoff's when `accepted` — and run its handler; synchronous so
+        the key is claimed atomically."""
         task_id = new_id()
         context_id = message.context_id or new_id()
         bound = copied(message, {"task_id": task_id, "context_id": context_id})
@@ -75,7 +67,7 @@ class TaskCreator:
             context_id=context_id,
             status=TaskStatus(state=TaskState.SUBMITTED, timestamp=utc_now()),
             history=[bound],
-            metadata={HANDOFF_EXTENSION_URI: receive_metadata(envelope)} if envelope else None,
+            metadata={HANDOFF_EXTENSION_URI: accepted.metadata} if accepted else None,
         )
         run = TaskRun(
             self.host,
@@ -84,13 +76,11 @@ class TaskCreator:
             committed=None,
             dedupe_key=key,
             first=StreamResponse(task=task),
-            envelope=envelope,
+            envelope=accepted.verified if accepted else None,
+            dedupe_ttl=accepted.window if accepted else None,
+            received=accepted.for_task(task_id) if accepted else None,
+            keep_first=answer == "stream",  # a stream starts from its first events
         )
-        run.journal.dedupe_ttl = dedupe_ttl
-        if answer == "stream":  # a stream starts from its first events: kept
-            run.journal.first_written = []
-        if envelope is not None:
-            run.journal.received = received_entry(envelope.envelope, task_id, "accepted", "")
         self.runs.add(run, key)
         run.run(bound, answer=answer)
         return run.submission

@@ -81,6 +81,9 @@ class Journal:
         dedupe_key: str | None,
         first: StreamResponse,
         envelope: VerifiedEnvelope | None = None,
+        dedupe_ttl: float | None = None,
+        received: ReceivedEntry | None = None,
+        keep_first: bool = False,
     ) -> None:
         loop = asyncio.get_running_loop()
         self.host = host
@@ -99,11 +102,12 @@ class Journal:
         # emitted or ended: a future of its own (`hold`); else at `created`.
         self.opened: asyncio.Future[TaskRecord] = self.created
         self.start: tuple[Task, int] | None = None
-        self.first_written: list[StreamResponse] | None = None  # kept for a stream's start
+        # The first events written, kept for a stream's start (`keep_first`)
+        self.first_written: list[StreamResponse] | None = [] if keep_first else None
         if committed is not None:  # a resumed task: streams start from the resumed snapshot
             self.start = (task, committed.version + 1)
-        self.dedupe_ttl: float | None = None  # a contract's replay window for the key
-        self.received: ReceivedEntry | None = None  # the ledger row of the handoff creating it
+        self.dedupe_ttl = dedupe_ttl  # a contract's replay window for the key
+        self.received = received  # the ledger row of the handoff creating the task
         self.flusher: asyncio.Task[None] | None = None  # the write under way, if any
         self._inline: asyncio.Future[None] | None = None  # the driver's own write (`write_now`)
         self.replied: Message | None = None  # a direct reply that settles the step
@@ -264,6 +268,10 @@ class Journal:
         if self.pending or self.committed is None or self.settled.done():
             return None
         return self.committed
+
+    def reply_with(self, message: Message) -> None:
+        """The step settles with a direct reply: its waiting caller takes `message`."""
+        self.replied = message
 
     def adopt(self, record: TaskRecord) -> None:
         """Go on from `record`: a write of the task made beside the journal (a handoff's

@@ -67,9 +67,7 @@ class HandoffIntake:
             detail = decision.reason
             answer = resolved(record, duplicate=duplicate)
         else:
-            answer = self.creator.start(
-                decision.message, owner, decision.key, verified, decision.window
-            )
+            answer = self.creator.start(decision.message, owner, decision.key, accepted=decision)
             record = await asyncio.shield(answer.created)
             # Another replica may have created it first: then it is that one's task.
             outcome = "accepted" if record.id == answer.task_id else "duplicate"

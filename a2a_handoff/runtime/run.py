@@ -47,7 +47,7 @@ from a2a_handoff.runtime.phases import Phase, PhaseError, advance
 from a2a_handoff.runtime.port import RunPort
 from a2a_handoff.runtime.replay import Replay, StoredHandoff
 from a2a_handoff.runtime.submission import Submission
-from a2a_handoff.stores.base import Store, TaskRecord
+from a2a_handoff.stores.base import ReceivedEntry, Store, TaskRecord
 
 log = logging.getLogger("a2a_handoff.runtime")
 
@@ -102,6 +102,9 @@ class TaskRun:
         dedupe_key: str | None,
         first: StreamResponse,
         envelope: VerifiedEnvelope | None = None,
+        dedupe_ttl: float | None = None,
+        received: ReceivedEntry | None = None,
+        keep_first: bool = False,
     ) -> None:
         self.host = host
         self.phase = Phase.STARTING
@@ -113,6 +116,9 @@ class TaskRun:
             dedupe_key=dedupe_key,
             first=first,
             envelope=envelope,
+            dedupe_ttl=dedupe_ttl,
+            received=received,
+            keep_first=keep_first,
         )
         self.port = RunPort(self)
         self.replyable = False  # the caller may take a direct Message (see `run`)
@@ -311,7 +317,7 @@ class TaskRun:
         with it, marked `reply`, so a repeat of the message id gets the same Message."""
         bound = reply_message(outcome, self.task, direct=False)
         task = with_ext_metadata(with_status(self.task, TaskState.COMPLETED, bound), reply=True)
-        self.journal.replied = copied(bound, {"task_id": None})
+        self.journal.reply_with(copied(bound, {"task_id": None}))
         self.emit(task, status_event(task))
 
     def finish(self, outcome: Outcome | None) -> None:

@@ -165,7 +165,7 @@ class TaskManager:
         if message.metadata and HANDOFF_EXTENSION_URI in message.metadata:
             return await self.intake.receive(message, owner)
         if not self.dedupe_message_ids:
-            return self.creator.start(message, owner, None, None, answer=answer)
+            return self.creator.start(message, owner, None, answer=answer)
         key = dedupe_key(owner, message)
         return await self.creator.create(message, owner, key, answer=answer)
 
