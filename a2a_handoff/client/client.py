@@ -71,11 +71,10 @@ def _result(url: str, answer: Answer) -> Any:
     if not isinstance(payload, dict):
         raise UnavailableError(f"{url}: answered a non-object")
     error = payload.get("error")
-    if isinstance(error, dict):
-        raise RemoteError(
-            int(error.get("code", -32603)), str(error.get("message", "")), error.get("data"),
-            url=url,
-        )  # fmt: skip
+    if isinstance(error, dict):  # a code that is not an integer: the target failed (-32603)
+        code = error.get("code")
+        raise RemoteError(code if isinstance(code, int) else -32603,
+                          str(error.get("message", "")), error.get("data"), url=url)  # fmt: skip
     if status != 200 or "result" not in payload:
         raise UnavailableError(f"{url}: HTTP {status} without a result")
     return payload["result"]

@@ -240,6 +240,22 @@ async def test_an_error_member_wins_over_a_result_beside_it() -> None:
             await client.get_task(URL, "t1")
 
 
+@pytest.mark.parametrize(
+    "error",
+    [{}, {"message": "boom"}, {"code": None, "message": "boom"}, {"code": "E42"}, {"code": [1]}],
+    ids=["empty", "no-code", "null", "string", "list"],
+)
+async def test_an_error_without_an_integer_code_is_an_internal_error(error: dict[str, Any]) -> None:
+    """JSON-RPC codes are integers; a target that sends another is read as having failed
+    (-32603), never as a TypeError or ValueError out of the client."""
+    async with scripted() as (router, client):
+        router.post(URL).mock(return_value=rpc_error(error))
+        with pytest.raises(RemoteError) as raised:
+            await client.get_task(URL, "t1")
+    assert raised.value.code == -32603
+    assert raised.value.message == error.get("message", "")
+
+
 async def test_a_stream_answered_with_json_is_no_stream() -> None:
     """A stream's answer must be text/event-stream: a JSON result is not one (a JSON-RPC
     error in its place is the target's error)."""

@@ -139,3 +139,11 @@ async def test_a_target_never_reached_is_retried_until_the_handoff_expires() -> 
     expired = await verdict_on(*refused, tries=Tries(expired=True))
     assert isinstance(expired, Refused)
     assert expired.outcome == "expired"
+
+
+async def test_an_error_with_a_garbled_code_is_the_targets_failure_and_retried() -> None:
+    verdict = await verdict_on(rpc_error({"code": "E42", "message": "boom"}))
+    assert isinstance(verdict, Retry)
+    assert isinstance(verdict.error, RemoteError)
+    assert verdict.error.code == InternalError.code
+    assert verdict.tries.may_have_arrived
