@@ -71,9 +71,10 @@ def _result(url: str, answer: Answer) -> Any:
     if not isinstance(payload, dict):
         raise UnavailableError(f"{url}: answered a non-object")
     error = payload.get("error")
-    if isinstance(error, dict):
+    if isinstance(error, dict):  # a code that is not an integer: the target failed (-32603)
+        code = error.get("code")
         raise RemoteError(
-            int(error.get("code", -32603)),
+            code if isinstance(code, int) else -32603,
             str(error.get("message", "")),
             error.get("data"),
             url=url,
