@@ -101,18 +101,40 @@ class TaskContext:
     envelope: ProvenHandoff | None = None  # the proven handoff that started this step
     policy: EscalationPolicy = field(default_factory=EscalationPolicy)
     principal: str = ""  # the caller the task belongs to: its owner ("" without authentication)
-    handoffs: HandoffRoutes = field(init=False, repr=False)  # routes; a handoff made now
-    delegation: Delegation = field(init=False, repr=False)  # sub-results from other agents
-    tools: ToolCalls = field(init=False, repr=False)  # the configured MCP servers' tools
-    escalation: Escalations = field(init=False, repr=False)  # approvals; notices to a human
     _artifacts: int = field(default=0, init=False, repr=False)  # artifact ids given out
+    # Each capability made when the handler first reaches for it: most steps use none.
+    _handoffs: HandoffRoutes | None = field(default=None, init=False, repr=False)
+    _delegation: Delegation | None = field(default=None, init=False, repr=False)
+    _tools: ToolCalls | None = field(default=None, init=False, repr=False)
+    _escalation: Escalations | None = field(default=None, init=False, repr=False)
 
-    def __post_init__(self) -> None:
-        port = self.port
-        self.handoffs = HandoffRoutes(port.handoffs)
-        self.delegation = Delegation(port.delegation, self.message.message_id)
-        self.tools = ToolCalls(port.tools)
-        self.escalation = Escalations(port.escalation, self)
+    @property
+    def handoffs(self) -> HandoffRoutes:
+        """The routes this agent may hand off on; a handoff made now."""
+        if self._handoffs is None:
+            self._handoffs = HandoffRoutes(self.port.handoffs)
+        return self._handoffs
+
+    @property
+    def delegation(self) -> Delegation:
+        """Sub-results asked of other agents."""
+        if self._delegation is None:
+            self._delegation = Delegation(self.port.delegation, self.message.message_id)
+        return self._delegation
+
+    @property
+    def tools(self) -> ToolCalls:
+        """The configured MCP servers' tools."""
+        if self._tools is None:
+            self._tools = ToolCalls(self.port.tools)
+        return self._tools
+
+    @property
+    def escalation(self) -> Escalations:
+        """Approvals asked of a human; notices to one."""
+        if self._escalation is None:
+            self._escalation = Escalations(self.port.escalation, self)
+        return self._escalation
 
     def new_artifact_id(self) -> str:
         """An id for a new artifact of this step: the n-th asked for is the same each time

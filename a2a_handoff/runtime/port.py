@@ -10,6 +10,7 @@ while the handler runs, dropped once the run was aborted, refused once its step 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from functools import cached_property
 from typing import Any, Protocol
 
 from a2a_handoff.protocol.models import Artifact, StreamResponse, TaskArtifactUpdateEvent
@@ -34,10 +35,24 @@ class RunPort:
 
     def __init__(self, run: Speaker) -> None:
         self.run = run
-        self.handoffs = RunHandoffs(run)
-        self.delegation = Delegations(run)
-        self.tools = RunTools(run)
-        self.escalation = RunEscalation(run)
+
+    # Each capability made when its handler first reaches for it: most steps use none.
+
+    @cached_property
+    def handoffs(self) -> RunHandoffs:
+        return RunHandoffs(self.run)
+
+    @cached_property
+    def delegation(self) -> Delegations:
+        return Delegations(self.run)
+
+    @cached_property
+    def tools(self) -> RunTools:
+        return RunTools(self.run)
+
+    @cached_property
+    def escalation(self) -> RunEscalation:
+        return RunEscalation(self.run)
 
     async def status(self, text: str) -> None:
         run = self.run
