@@ -1,8 +1,9 @@
 """a2a-handoff: A2A 1.0 agents as HTTP services, with atomic handoff between them.
 
 The front door: what a handler author (the agent API, outcomes, escalation, cards, the wire
-values a handler reads) and an app author (`create_app` and its settings, stores, the
-client, the public errors) use. Everything else is imported from its room
+values a handler reads) and an app author (`create_app` and its settings — or the agent's
+`AgentService` and its `agent_routes`, for an app of one's own —, stores, the client, the
+public errors) use. Everything else is imported from its room
 (`a2a_handoff.client`, `a2a_handoff.contracts`, `a2a_handoff.trust`, …).
 
 The handler API is imported with the package; the server, the stores and the client — and
@@ -69,11 +70,14 @@ if _typing.TYPE_CHECKING:
         ToolsConfig,
         TrustConfig,
     )
+    from a2a_handoff.server.routes import agent_routes
+    from a2a_handoff.server.service import AgentService
     from a2a_handoff.stores import MemoryTaskStore, SqliteTaskStore, TaskStore, open_store
 
 # name → the module it is imported from when first looked up
 _LAZY = {
     "AgentClient": "a2a_handoff.client.client",
+    "AgentService": "a2a_handoff.server.service",
     "ApiKeyAuth": "a2a_handoff.auth",
     "HandoffConfig": "a2a_handoff.server.app_config",
     "LimitsConfig": "a2a_handoff.server.app_config",
@@ -86,6 +90,7 @@ _LAZY = {
     "TaskStore": "a2a_handoff.stores",
     "ToolsConfig": "a2a_handoff.server.app_config",
     "TrustConfig": "a2a_handoff.server.app_config",
+    "agent_routes": "a2a_handoff.server.routes",
     "create_app": "a2a_handoff.server.app",
     "open_store": "a2a_handoff.stores",
 }
@@ -110,6 +115,7 @@ __all__ = [  # noqa: RUF022 - plain sorted(), as the export test checks
     "AgentCard",
     "AgentClient",
     "AgentProvider",
+    "AgentService",
     "AgentSkill",
     "AgentUrlError",
     "ApiKeyAuth",
@@ -160,6 +166,7 @@ __all__ = [  # noqa: RUF022 - plain sorted(), as the export test checks
     "TrustError",
     "UnavailableError",
     "Verdict",
+    "agent_routes",
     "build_card",
     "create_app",
     "open_store",

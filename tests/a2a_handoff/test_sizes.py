@@ -3,7 +3,8 @@
 
 Counted from its `class`/`def` (decorators aside) to its last line, docstrings and nested
 functions included — one that needs more is split by responsibility (as `create_app` is into
-named helpers, `A2AMethods` into the methods, the push hooks and the handoff ledger).
+the agent's service and its faces' routes, the A2A operations into the task ones, the push
+ones and the handoff ledger).
 """
 
 from __future__ import annotations
