@@ -106,6 +106,12 @@ class TaskManager:
         self.runs.stranded.add(task_id)
 
     # -- lifecycle ------------------------------------------------------------------------
+    # start() → recover() → serve() → aclose(), in that order (`server.service` runs them).
+
+    async def start(self) -> None:
+        """This runner's heartbeat started (its leases renewed, stranded tasks swept): before
+        `recover()`, so that the sweeps know this runner alive."""
+        await self.leases.start()
 
     async def recover(self) -> int:
         """Fail (or resume) the tasks a previous process or a dead replica left running."""
@@ -115,7 +121,13 @@ class TaskManager:
         """The heartbeat's sweep (see `runtime.sweeps`); how many tasks it failed."""
         return await self.sweeps.sweep(others)
 
-    def start_background(self) -> None:
+    def serve(self) -> None:
+        """Once recovered: the handoff outbox delivering (and replaying what a previous
+        process left pending), and the agent's own background job running."""
+        self.handoffs.outbox.start()
+        self._start_background()
+
+    def _start_background(self) -> None:
         """Run the agent's own background job (`agent.background(tasks)`), if it has one."""
         job = getattr(self.agent, "background", None)
         if job is None:

@@ -1,5 +1,5 @@
-"""Serving an agent: the app and its settings, the JSON-RPC binding, the methods, streams,
-card and health."""
+"""Serving an agent: its service (lifecycle and the A2A operations), the faces over it
+(JSON-RPC, HTTP+JSON, A2A 0.3, MCP) as routes, the app and its settings."""
 
 from a2a_handoff.server.app import create_app
 from a2a_handoff.server.app_config import (
@@ -10,14 +10,24 @@ from a2a_handoff.server.app_config import (
     TrustConfig,
 )
 from a2a_handoff.server.limits import ServerLimits, return_freed_memory
+from a2a_handoff.server.results import Caller, EventStream, Sent, TaskPage, TaskView
+from a2a_handoff.server.routes import agent_routes
+from a2a_handoff.server.service import AgentService
 
 __all__ = [
+    "AgentService",
+    "Caller",
+    "EventStream",
     "HandoffConfig",
     "LimitsConfig",
     "ObservabilityConfig",
+    "Sent",
     "ServerLimits",
+    "TaskPage",
+    "TaskView",
     "ToolsConfig",
     "TrustConfig",
+    "agent_routes",
     "create_app",
     "return_freed_memory",
 ]

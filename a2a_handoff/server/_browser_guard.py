@@ -97,9 +97,10 @@ class BrowserGuard:
         return name in self.hosts or _is_address(name)
 
 
-def refused(error: ForeignRequestError, scope: Scope) -> Response:
-    """The 403 answer for the binding the request was made to."""
-    if scope["path"] == "/" and scope["method"] == "POST":
+def refused(error: ForeignRequestError, *, jsonrpc: bool = False) -> Response:
+    """The 403 answer for the binding the request was made to (`jsonrpc`: the JSON-RPC
+    endpoint's, an error object; else a `google.rpc.Status`)."""
+    if jsonrpc:
         body = {"jsonrpc": "2.0", "id": None, "error": error.to_dict()}
     else:
         body = error.to_status()

@@ -1,11 +1,12 @@
-"""One A2A call being served, whatever binding carried it, and how its binding answers.
+"""One A2A call being served by an HTTP face, and how its binding answers.
 
 A binding (JSON-RPC 1.0, HTTP+JSON, JSON-RPC for A2A 0.3 clients) parses a request into a
-`Call` — params as the 1.0 request object, the caller, the active extensions — and hands it
-to a method of `server._methods`. The method produces the 1.0 result (as JSON) or a stream of
-1.0 items; the call's `Binding` frames them for the wire: a JSON-RPC envelope, a bare REST
-body, or a 0.3 rendering. So the methods exist once, and every binding serves the same
-runtime.
+`Call` — params as the 1.0 request object, the `Caller` (principal, active extensions) — and
+hands it to a method of `server._http_methods`, which parses the params into the operation's
+typed request, asks the service (`server.service`) and hands its domain result to the call's
+`Binding`. The binding encodes and frames it: A2A 1.0's ProtoJSON in a JSON-RPC envelope or
+as a bare REST body, or the 0.3 shapes. So the methods exist once, and every face serves the
+same service.
 """
 
 from __future__ import annotations
@@ -26,18 +27,27 @@ from a2a_handoff.errors import (
     RpcError,
 )
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI
-from a2a_handoff.protocol.models import StreamResponse
+from a2a_handoff.protocol.models import Message, StreamResponse
 from a2a_handoff.protocol.wire_ids import ID_REFUSED
+from a2a_handoff.server.results import Caller, TaskView
 
 PROTOCOL_VERSION = "1.0"
 SUPPORTED_EXTENSIONS = frozenset({HANDOFF_EXTENSION_URI})
 
 
 class Binding(Protocol):
-    """How one binding frames what a method produced."""
+    """How one binding encodes and frames what the service answered."""
 
     def answer(self, call: Call, result_json: str) -> Response:
-        """The answer carrying the 1.0 result `result_json`."""
+        """The answer carrying `result_json`: a result as this binding shows it."""
+        ...
+
+    def sent(self, call: Call, result: TaskView | Message) -> Response:
+        """SendMessage's answer: the task, or the handler's direct Message."""
+        ...
+
+    def task(self, call: Call, view: TaskView) -> Response:
+        """A task's answer (GetTask, CancelTask)."""
         ...
 
     def event(self, call: Call, seq: int | None, item: StreamResponse) -> bytes:
@@ -49,20 +59,31 @@ class Binding(Protocol):
         ...
 
 
+class ProtoJsonAnswers:
+    """What the A2A 1.0 bindings share: a result is its ProtoJSON, a task's as the view
+    made it (written as it is, never parsed again); `answer` frames it."""
+
+    def answer(self, call: Call, result_json: str) -> Response:
+        raise NotImplementedError
+
+    def sent(self, call: Call, result: TaskView | Message) -> Response:
+        if isinstance(result, TaskView):
+            return self.answer(call, '{"task":' + result.json() + "}")
+        return self.answer(call, '{"message":' + result.dump_json() + "}")
+
+    def task(self, call: Call, view: TaskView) -> Response:
+        return self.answer(call, view.json())
+
+
 @dataclass(slots=True)
 class Call:
     """One call being served."""
 
     id: str | int | None
     params: dict[str, Any]
-    principal: str
-    extensions: frozenset[str]
+    caller: Caller
     request: Request
     binding: Binding
-
-    @property
-    def transfers_visible(self) -> bool:
-        return HANDOFF_EXTENSION_URI in self.extensions
 
 
 Handler = Callable[[Call], Awaitable[Response]]

@@ -2,13 +2,13 @@
 
 A request without `A2A-Version` (or with `0.x`) is an A2A 0.3 request (spec §3.6.2); the
 JSON-RPC endpoint hands its slash-named methods here. Each is the 1.0 method of
-`server._methods` — the same runtime, the same store — with its params converted from 0.3
-and its answer converted to 0.3 (`protocol.v03`): `message/send`, `message/stream`,
-`tasks/get`, `tasks/cancel`, `tasks/resubscribe`, and with push notifications on
-`tasks/pushNotificationConfig/set|get|list|delete` (the config nested in 0.3's
-`TaskPushNotificationConfig`, `schemes` a list); off, they answer -32003. The authenticated
-extended card answers -32007. An error of a streaming method is sent as a stream
-of one error event, as 0.3 clients expect. A 0.3 client never sees TRANSFERRED: a handed-off
+`server._http_methods` — the same service — with its params converted from 0.3 and its
+result encoded as 0.3 by this face's binding, from the domain values (`protocol.v03`):
+`message/send`, `message/stream`, `tasks/get`, `tasks/cancel`, `tasks/resubscribe`, and
+with push notifications on `tasks/pushNotificationConfig/set|get|list|delete` (the config
+nested in 0.3's `TaskPushNotificationConfig`, `schemes` a list); off, they answer -32003.
+The authenticated extended card answers -32007. An error of a streaming method is sent as a
+stream of one error event, as 0.3 clients expect. A 0.3 client never sees TRANSFERRED: a handed-off
 task is `completed`, with the transfer pointer in `metadata` (the handoff extension's).
 """
 
@@ -28,12 +28,19 @@ from a2a_handoff.errors import (
     PushNotificationNotSupportedError,
     RpcError,
 )
-from a2a_handoff.protocol.models import StreamResponse
+from a2a_handoff.protocol.models import Message, StreamResponse
 from a2a_handoff.protocol.sse import frame
-from a2a_handoff.protocol.v03 import result_to_v03, send_params_from_v03, stream_item_to_v03
-from a2a_handoff.server._call import Call, Handler
+from a2a_handoff.protocol.v03 import (
+    message_to_v03,
+    send_params_from_v03,
+    stream_item_to_v03,
+    task_to_v03,
+)
+from a2a_handoff.server._call import Call, Handler, validate
 from a2a_handoff.server._jsonrpc import JsonAnswer, error_body, result_body
+from a2a_handoff.server._push import ConfigRef, PushConfigs, TaskRef
 from a2a_handoff.server._streams import SseResponse
+from a2a_handoff.server.results import Caller, TaskView
 
 _PUSH = frozenset(
     {
@@ -51,14 +58,7 @@ def _task_id_params(params: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in params.items() if k in ("id", "historyLength")}
 
 
-def _push_set_params(params: dict[str, Any]) -> dict[str, Any]:
-    config = params.get("pushNotificationConfig")
-    if not isinstance(config, dict):
-        raise InvalidParamsError("pushNotificationConfig: Field required")
-    return {**config, "taskId": params.get("taskId")}
-
-
-def _push_ref_params(params: dict[str, Any]) -> dict[str, Any]:
+def _push_ref(params: dict[str, Any]) -> dict[str, Any]:
     if "id" not in params:
         raise InvalidParamsError("id: Field required")
     ref = {"taskId": params["id"]}
@@ -77,38 +77,32 @@ def _config_to_v03(config: dict[str, Any]) -> dict[str, Any]:
     return {"taskId": config.get("taskId"), "pushNotificationConfig": inner}
 
 
-class V03PushBinding:
-    """0.3 framing of the push config methods' answers (`TaskPushNotificationConfig` with
-    the config nested; a list for list; null for delete)."""
-
-    def __init__(self, first: bool = False) -> None:
-        self.first = first  # a 0.3 get without a config id: the task's first config
-
-    def answer(self, call: Call, result_json: str) -> Response:
-        result = json.loads(result_json)
-        if "configs" in result:
-            shown: Any = [_config_to_v03(c) for c in result["configs"]]
-            if self.first:
-                shown = shown[0] if shown else None
-        elif "url" in result:
-            shown = _config_to_v03(result)
-        else:
-            shown = None
-        return JsonAnswer(result_body(call.id, json.dumps(shown, separators=(",", ":"))), [])
-
-    def event(self, call: Call, seq: int | None, item: StreamResponse) -> bytes:
-        raise NotImplementedError  # never streamed
-
-    def stream_error(self, call: Call, error: RpcError) -> bytes:
-        return frame(json.dumps(error_body(call.id, error)))
+async def _push_v03(push: PushConfigs, method: str, params: dict[str, Any], principal: str) -> Any:
+    """A 0.3 push config method's result, in 0.3's shapes (`TaskPushNotificationConfig` with
+    the config nested; a list for list; null for delete; a get without a config id: the
+    task's first config)."""
+    if method == "tasks/pushNotificationConfig/set":
+        config = params.get("pushNotificationConfig")
+        if not isinstance(config, dict):
+            raise InvalidParamsError("pushNotificationConfig: Field required")
+        task_id = params.get("taskId")
+        if not isinstance(task_id, str) or not task_id:
+            raise InvalidParamsError("taskId: Field required")
+        return _config_to_v03(await push.create(task_id, {**config, "taskId": task_id}, principal))
+    ref = _push_ref(params)
+    if method == "tasks/pushNotificationConfig/delete":
+        await push.delete(validate(ConfigRef, ref), principal)
+        return None
+    if method == "tasks/pushNotificationConfig/get" and "id" in ref:
+        return _config_to_v03(await push.get(validate(ConfigRef, ref), principal))
+    shown = [_config_to_v03(c) for c in await push.list(validate(TaskRef, ref), principal)]
+    if method == "tasks/pushNotificationConfig/list":
+        return shown
+    return shown[0] if shown else None
 
 
-_PUSH_METHODS: dict[str, tuple[str, Callable[[dict[str, Any]], dict[str, Any]]]] = {
-    "tasks/pushNotificationConfig/set": ("CreateTaskPushNotificationConfig", _push_set_params),
-    "tasks/pushNotificationConfig/get": ("GetTaskPushNotificationConfig", _push_ref_params),
-    "tasks/pushNotificationConfig/list": ("ListTaskPushNotificationConfigs", _push_ref_params),
-    "tasks/pushNotificationConfig/delete": ("DeleteTaskPushNotificationConfig", _push_ref_params),
-}
+def _json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))
 
 
 _METHODS: dict[str, tuple[str, Callable[[dict[str, Any]], dict[str, Any]]]] = {
@@ -121,14 +115,21 @@ _METHODS: dict[str, tuple[str, Callable[[dict[str, Any]], dict[str, Any]]]] = {
 
 
 class V03Binding:
-    """0.3 framing: JSON-RPC envelopes around 0.3 objects."""
+    """0.3 encoding and framing: JSON-RPC envelopes around 0.3 objects (no A2A headers)."""
 
     def answer(self, call: Call, result_json: str) -> Response:
-        result = json.dumps(result_to_v03(json.loads(result_json)), separators=(",", ":"))
-        return JsonAnswer(result_body(call.id, result), [])
+        return JsonAnswer(result_body(call.id, result_json), [])
+
+    def sent(self, call: Call, result: TaskView | Message) -> Response:
+        if isinstance(result, TaskView):
+            return self.task(call, result)
+        return self.answer(call, _json(message_to_v03(result.dump())))
+
+    def task(self, call: Call, view: TaskView) -> Response:
+        return self.answer(call, _json(task_to_v03(view.task.dump())))
 
     def event(self, call: Call, seq: int | None, item: StreamResponse) -> bytes:
-        result = json.dumps(stream_item_to_v03(item.dump()), separators=(",", ":"))
+        result = _json(stream_item_to_v03(item.dump()))
         return frame(result_body(call.id, result).decode(), seq)
 
     def stream_error(self, call: Call, error: RpcError) -> bytes:
@@ -136,15 +137,16 @@ class V03Binding:
 
 
 V03 = V03Binding()
-V03_PUSH = V03PushBinding()
-V03_PUSH_FIRST = V03PushBinding(first=True)
+_NO_EXTENSIONS: frozenset[str] = frozenset()
 
 
 class V03Methods:
-    """The 0.3 method names, dispatched to the 1.0 methods."""
+    """The 0.3 method names, dispatched to the 1.0 methods (the push config ones to the
+    service's push operations, when push is on)."""
 
-    def __init__(self, methods: Mapping[str, Handler]) -> None:
+    def __init__(self, methods: Mapping[str, Handler], push: PushConfigs | None = None) -> None:
         self.methods = methods
+        self.push = push
 
     async def dispatch(
         self,
@@ -155,13 +157,9 @@ class V03Methods:
         request: Request,
     ) -> Response:
         known = _METHODS.get(method)
-        if method in _PUSH_METHODS and _PUSH_METHODS[method][0] in self.methods:
-            name, convert = _PUSH_METHODS[method]
-            binding = V03_PUSH
-            if name.startswith("Get") and "pushNotificationConfigId" not in params:
-                name, binding = "ListTaskPushNotificationConfigs", V03_PUSH_FIRST  # the first
-            call = Call(call_id, convert(params), principal, frozenset(), request, binding)
-            return await self.methods[name](call)
+        if method in _PUSH and self.push is not None:
+            result = await _push_v03(self.push, method, params, principal)
+            return JsonAnswer(result_body(call_id, _json(result)), [])
         if known is None:
             if method in _PUSH:
                 raise PushNotificationNotSupportedError()
@@ -169,7 +167,8 @@ class V03Methods:
                 raise ExtendedCardNotConfiguredError()
             raise MethodNotFoundError(f"method {method[:100]!r} not found (A2A 0.3)")
         name, convert = known
-        call = Call(call_id, convert(params), principal, frozenset(), request, V03)
+        caller = Caller(principal, _NO_EXTENSIONS)
+        call = Call(call_id, convert(params), caller, request, V03)
         if name not in _STREAMING:
             return await self.methods[name](call)
         try:

@@ -1,4 +1,4 @@
-"""`ListHandoffs` (ours): the handoff ledger of one agent, for every binding.
+"""`ListHandoffs` (ours): the handoff ledger of one agent, for every face.
 
 Sent (the outbox) and received, oldest first, a page of each at a time (`pageSize`, default
 50, at most 1000; `pageToken`). A caller sees the handoffs it sent, and those received into
@@ -11,15 +11,14 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+from typing import Any
 
 from pydantic import Field
-from starlette.responses import Response
 
 from a2a_handoff.errors import InvalidParamsError
 from a2a_handoff.handoff.ledger import received_row, sent_row
 from a2a_handoff.protocol.models import WireModel
 from a2a_handoff.runtime.tasks import TaskManager
-from a2a_handoff.server._call import Call, Handler, validate
 
 
 class ListHandoffsRequest(WireModel):
@@ -35,16 +34,12 @@ class HandoffLedger:
         self.manager = manager
         self.store = manager.store
 
-    def table(self) -> dict[str, Handler]:
-        return {"ListHandoffs": self.list_handoffs}
-
     async def _visible(self, task_id: str, principal: str) -> bool:
         record = await self.store.get(task_id)
         return record is not None and record.visible_to(principal)
 
-    async def list_handoffs(self, call: Call) -> Response:
+    async def list_handoffs(self, request: ListHandoffsRequest, principal: str) -> dict[str, Any]:
         """A page of the sent and the received handoffs, and the next page's token."""
-        request = validate(ListHandoffsRequest, call.params)
         limit = request.page_size or 50
         context_id = request.context_id
         sent_after, received_after = _ledger_cursors(request.page_token, context_id)
@@ -53,7 +48,7 @@ class HandoffLedger:
         next_sent: str | None = None
         if sent_after is not None:
             entries, next_sent = await self.store.sent_page(
-                owner=call.principal, context_id=context_id, after=sent_after, limit=limit
+                owner=principal, context_id=context_id, after=sent_after, limit=limit
             )
             sent = [sent_row(e, contracts) for e in entries]
         received: list[dict[str, object]] = []
@@ -63,12 +58,11 @@ class HandoffLedger:
                 context_id=context_id, after=received_after, limit=limit
             )
             ids = sorted({e.task_id for e in rows})
-            shown = await asyncio.gather(*(self._visible(i, call.principal) for i in ids))
+            shown = await asyncio.gather(*(self._visible(i, principal) for i in ids))
             visible = {i for i, ok in zip(ids, shown, strict=True) if ok}
             received = [received_row(e) for e in rows if e.task_id in visible]
         token = _ledger_token(next_sent or None, next_received or None, context_id)
-        result = {"sent": sent, "received": received, "nextPageToken": token}
-        return call.binding.answer(call, json.dumps(result, separators=(",", ":")))
+        return {"sent": sent, "received": received, "nextPageToken": token}
 
 
 def _ledger_token(sent: str | None, received: str | None, context_id: str | None) -> str:

@@ -8,8 +8,10 @@ otherwise); a body sent as a type a web page may send unasked (`text/plain`, a f
 is -32005 whatever it holds; valid JSON is served under any other type. A request without
 `A2A-Version` (or with `0.x`) is an A2A 0.3 request: its slash-named methods
 (`message/send`, …) go to the 0.3 binding (`server._compat03`), anything else answers
--32009. The methods themselves are `server._methods`'; this module only frames calls and
-answers — nothing of this is on the path of a successful 1.0 call but a few header look-ups.
+-32009. The methods themselves are `server._http_methods`' (over the service); this module
+only frames calls and answers — nothing of this is on the path of a successful 1.0 call but a
+few header look-ups. The endpoint is an ASGI app of its own: the route at `/` is it, with no
+request-response wrapper in between (`server.routes`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any
 
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
 
 from a2a_handoff.auth import ApiKeyAuth
 from a2a_handoff.errors import (
@@ -50,6 +53,7 @@ from a2a_handoff.server._call import (
     SUPPORTED_EXTENSIONS,
     Call,
     Handler,
+    ProtoJsonAnswers,
     browser_content_type,
     is_json_media_type,
     is_v03,
@@ -59,6 +63,7 @@ from a2a_handoff.server._call import (
     supported_version,
 )
 from a2a_handoff.server._trace_admission import TraceAdmission
+from a2a_handoff.server.results import Caller
 
 log = logging.getLogger("a2a_handoff.server")
 
@@ -125,11 +130,12 @@ def raw_protocol_headers(extensions: frozenset[str]) -> list[tuple[bytes, bytes]
 
 def answer(call: Call, result_json: str) -> Response:
     """The JSON-RPC answer carrying `result_json`, with the protocol headers."""
-    return JsonAnswer(result_body(call.id, result_json), raw_protocol_headers(call.extensions))
+    headers = raw_protocol_headers(call.caller.extensions)
+    return JsonAnswer(result_body(call.id, result_json), headers)
 
 
-class JsonRpcBinding:
-    """JSON-RPC 2.0 framing: results and stream items in a JSON-RPC response envelope."""
+class JsonRpcBinding(ProtoJsonAnswers):
+    """JSON-RPC 2.0 framing: 1.0 results and stream items in a JSON-RPC response envelope."""
 
     def answer(self, call: Call, result_json: str) -> Response:
         return answer(call, result_json)
@@ -160,6 +166,11 @@ class JsonRpcEndpoint:
         self.max_body = max_body
         self.legacy = legacy
         self.admission = admission or TraceAdmission(auth, frozenset())
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The endpoint as an ASGI app (the `POST /` route's)."""
+        response = await self.serve(Request(scope, receive))
+        await response(scope, receive, send)
 
     def serve(self, request: Request) -> Awaitable[Response]:
         """`rpc`, without a coroutine of its own in between when there is no trace to take
@@ -221,7 +232,8 @@ class JsonRpcEndpoint:
                 raise MethodNotFoundError(f"method {_printable(method)!r} not found")
             if b"\\ud" in body or b"\\uD" in body:  # JSON escapes that may be lone surrogates
                 refuse_lone_surrogates(params, "params")
-            answer = await handler(Call(call_id, params, principal, extensions, request, JSON_RPC))
+            call = Call(call_id, params, Caller(principal, extensions), request, JSON_RPC)
+            answer = await handler(call)
             events.request(method, "ok")
             return answer
         except RpcError as error:

@@ -1,8 +1,10 @@
 """The agent as an MCP server: streamable HTTP at `/mcp` on the agent's own port.
 
-A thin binding over the same A2A methods JSON-RPC and REST call (`server._methods`): every
-tool builds a `Call` and runs the method a client of the other bindings would, so ownership,
-deduplication, the handoff receiver's checks and the rendering of tasks are the same.
+A thin face over the same service JSON-RPC and REST serve (`server.service`): every tool
+calls the operation a client of the other faces would — with the handoff extension active —
+and makes its tool result from the domain value it answers (`server._mcp_results`), so
+ownership, deduplication, the handoff receiver's checks and the rendering of tasks are the
+same.
 
 Tools: one per skill of the card (sends a message and answers with the task's outcome: its
 text, artifacts and state; a task that asks for input answers with the question and its
@@ -46,17 +48,18 @@ except ImportError as exc:  # pragma: no cover - the extra is missing
     ) from exc
 
 from starlette.requests import ClientDisconnect, Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse
 from starlette.types import Message, Receive, Scope, Send
 
 from a2a_handoff.auth import ApiKeyAuth
 from a2a_handoff.errors import PayloadTooLargeError, RpcError
-from a2a_handoff.protocol.agent_card import AgentCard
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI, SIGNATURE_KEY
-from a2a_handoff.protocol.models import StreamResponse
-from a2a_handoff.server._call import Call, Handler, read_body
+from a2a_handoff.protocol.models import GetTaskRequest, SendMessageRequest
+from a2a_handoff.server._call import read_body, validate
 from a2a_handoff.server._health import Health
 from a2a_handoff.server._mcp_results import error_result, invalid_result, outcome, part_texts
+from a2a_handoff.server.results import Caller, TaskView
+from a2a_handoff.server.service import AgentService
 
 MCP_PATH = "/mcp"
 HEALTH_STALE_SECONDS = 300.0  # health_check: pending handoffs older than 5 minutes
@@ -67,22 +70,7 @@ _KEY = {
     "description": "Any unique string; a retry with the same key returns the same task"
     " instead of starting the work again.",
 }
-
-
-class _McpBinding:
-    """Frames a method's result as a plain JSON response (read back by the tool)."""
-
-    def answer(self, call: Call, result_json: str) -> Response:
-        return Response(result_json, media_type="application/json")
-
-    def event(self, call: Call, seq: int | None, item: StreamResponse) -> bytes:
-        raise NotImplementedError("MCP tools do not stream")
-
-    def stream_error(self, call: Call, error: RpcError) -> bytes:
-        raise NotImplementedError("MCP tools do not stream")
-
-
-_BINDING = _McpBinding()
+_SEES_TRANSFERS = frozenset({HANDOFF_EXTENSION_URI})  # a tool says where a task went
 
 
 def tool_name(skill_id: str) -> str:
@@ -110,15 +98,11 @@ class McpFace:
     """The MCP server of one agent: its tools, and the ASGI app serving `/mcp`."""
 
     def __init__(
-        self,
-        card: AgentCard,
-        table: dict[str, Handler],
-        health: Health,
-        auth: ApiKeyAuth | None,
-        max_body: int,
+        self, service: AgentService, health: Health, auth: ApiKeyAuth | None, max_body: int
     ) -> None:
+        card = service.card
         self.card = card
-        self.table = table
+        self.service = service
         self.health = health
         self.auth = auth
         self.max_body = max_body
@@ -231,8 +215,9 @@ class McpFace:
             if found is None:  # checked at the door too; never run a tool without a caller
                 return invalid_result("a valid API key is required")
             principal = found
+        caller = Caller(principal, _SEES_TRANSFERS)
         args = params.arguments or {}
-        tools: dict[str, Callable[[dict[str, Any], str, Request], Awaitable[Any]]] = {
+        tools: dict[str, Callable[[dict[str, Any], Caller], Awaitable[types.CallToolResult]]] = {
             "reply": self._reply,
             "get_task": self._get_task,
             "health_check": self._health_check,
@@ -240,41 +225,33 @@ class McpFace:
         }
         try:
             if params.name in self.skills:
-                return await self._send_to_skill(params.name, args, principal, request)
+                return await self._send_to_skill(params.name, args, caller)
             if params.name in tools:
-                result: types.CallToolResult = await tools[params.name](args, principal, request)
-                return result
+                return await tools[params.name](args, caller)
             return invalid_result(f"no tool {params.name!r} here")
         except ValueError as exc:
             return invalid_result(str(exc))
         except RpcError as exc:
             return error_result(exc)
 
-    async def _run(
-        self, method: str, params: dict[str, Any], principal: str, request: Request
-    ) -> dict[str, Any]:
-        call = Call(None, params, principal, frozenset({HANDOFF_EXTENSION_URI}), request, _BINDING)
-        answer = await self.table[method](call)
-        value: dict[str, Any] = json.loads(bytes(answer.body))
-        return value
-
     async def _send(
-        self, message: dict[str, Any], principal: str, request: Request, **config: Any
+        self, message: dict[str, Any], caller: Caller, **config: Any
     ) -> types.CallToolResult:
         params: dict[str, Any] = {"message": message}
         if config:
             params["configuration"] = config
-        answer = await self._run("SendMessage", params, principal, request)
-        if "message" in answer:  # a direct reply: no task
-            text = " ".join(part_texts(answer["message"].get("parts")))
+        request = validate(SendMessageRequest, params)
+        result = await self.service.send_message(request, caller)
+        if not isinstance(result, TaskView):  # a direct reply: no task
+            text = " ".join(part_texts(result.dump().get("parts")))
             return types.CallToolResult(
                 content=[types.TextContent(text=text)],
                 structured_content={"state": "replied", "message": text},
             )
-        return outcome(answer["task"])
+        return outcome(result.task.dump())
 
     async def _send_to_skill(
-        self, tool: str, args: dict[str, Any], principal: str, request: Request
+        self, tool: str, args: dict[str, Any], caller: Caller
     ) -> types.CallToolResult:
         text = _string(args, "text")
         key = _string(args, "idempotencyKey", required=False)
@@ -287,11 +264,9 @@ class McpFace:
         context_id = _string(args, "contextId", required=False)
         if context_id:
             message["contextId"] = context_id
-        return await self._send(message, principal, request)
+        return await self._send(message, caller)
 
-    async def _reply(
-        self, args: dict[str, Any], principal: str, request: Request
-    ) -> types.CallToolResult:
+    async def _reply(self, args: dict[str, Any], caller: Caller) -> types.CallToolResult:
         task_id = _string(args, "taskId")
         key = _string(args, "idempotencyKey", required=False)
         message = {
@@ -300,17 +275,13 @@ class McpFace:
             "taskId": task_id,
             "parts": [{"text": _string(args, "text")}],
         }
-        return await self._send(message, principal, request)
+        return await self._send(message, caller)
 
-    async def _get_task(
-        self, args: dict[str, Any], principal: str, request: Request
-    ) -> types.CallToolResult:
-        task = await self._run("GetTask", {"id": _string(args, "taskId")}, principal, request)
-        return outcome(task)
+    async def _get_task(self, args: dict[str, Any], caller: Caller) -> types.CallToolResult:
+        request = validate(GetTaskRequest, {"id": _string(args, "taskId")})
+        return outcome((await self.service.get_task(request, caller)).task.dump())
 
-    async def _health_check(
-        self, args: dict[str, Any], principal: str, request: Request
-    ) -> types.CallToolResult:
+    async def _health_check(self, args: dict[str, Any], caller: Caller) -> types.CallToolResult:
         healthy, report = await self.health.measure()
         return types.CallToolResult(
             content=[types.TextContent(text=json.dumps(report))],
@@ -318,9 +289,7 @@ class McpFace:
             is_error=not healthy,
         )
 
-    async def _resume(
-        self, args: dict[str, Any], principal: str, request: Request
-    ) -> types.CallToolResult:
+    async def _resume(self, args: dict[str, Any], caller: Caller) -> types.CallToolResult:
         envelope = args.get("envelope")
         if not isinstance(envelope, dict):
             raise ValueError("envelope: the handoff envelope (an object) is required")
@@ -334,7 +303,7 @@ class McpFace:
         }
         if isinstance(envelope.get("contextId"), str):
             message["contextId"] = envelope["contextId"]
-        return await self._send(message, principal, request, returnImmediately=True)
+        return await self._send(message, caller, returnImmediately=True)
 
 
 def _schema(*, required: list[str] | None = None, key: bool = True, **props: Any) -> dict[str, Any]:

@@ -26,8 +26,7 @@ from starlette.types import Receive, Scope, Send
 from a2a_handoff.errors import InternalError, RpcError, StoreError, StoreUnavailableError
 from a2a_handoff.server._call import Call
 from a2a_handoff.server._compat03 import V03Binding
-from a2a_handoff.server._jsonrpc import JsonRpcBinding, raw_protocol_headers
-from a2a_handoff.server._rest import RestBinding
+from a2a_handoff.server._jsonrpc import raw_protocol_headers
 
 log = logging.getLogger("a2a_handoff.server")
 
@@ -38,9 +37,6 @@ _KEEP_ALIVE = {"type": "http.response.body", "body": KEEP_ALIVE, "more_body": Tr
 
 Answer = Coroutine[Any, Any, Response]
 
-_TO_CLIENTS = (JsonRpcBinding, RestBinding, V03Binding)
-"""The bindings whose answers go to an HTTP client as they are."""
-
 
 async def patiently(
     call: Call, settled: asyncio.Future[Any], answer: Callable[[], Answer], ping: float
@@ -50,10 +46,8 @@ async def patiently(
     body when it comes (`HeldAnswer`).
 
     Waiting costs one future and one timer, no task: most answers are ready in time, and
-    this is every blocking SendMessage's path. Only an answer a binding sends to an HTTP
-    client is held: another caller (the MCP server's tools) reads the answer's body itself,
-    so it gets the whole answer, awaited."""
-    if not isinstance(call.binding, _TO_CLIENTS) or await _done_within(settled, ping):
+    this is every blocking SendMessage's path."""
+    if await _done_within(settled, ping):
         return await answer()
     return HeldAnswer(call, asyncio.ensure_future(answer()), ping)
 
@@ -135,7 +129,9 @@ class HeldAnswer(Response):
 
 def _protocol_headers(call: Call) -> list[tuple[bytes, bytes]]:
     """The A2A headers the binding's own answer carries (none for an A2A 0.3 call)."""
-    return [] if isinstance(call.binding, V03Binding) else raw_protocol_headers(call.extensions)
+    if isinstance(call.binding, V03Binding):
+        return []
+    return raw_protocol_headers(call.caller.extensions)
 
 
 async def _disconnect(receive: Receive) -> None:

@@ -1,4 +1,4 @@
-"""The push-notification config methods, for every binding, and a config given on SendMessage.
+"""The push-notification config operations, for every face, and a config given on SendMessage.
 
 `CreateTaskPushNotificationConfig`, `GetTaskPushNotificationConfig`,
 `ListTaskPushNotificationConfigs`, `DeleteTaskPushNotificationConfig` (REST:
@@ -14,20 +14,18 @@ config beyond the caps (`push._caps`: per task, per caller; counted for the task
 from __future__ import annotations
 
 import asyncio
-import json
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import Field
-from starlette.responses import Response
 
-from a2a_handoff.errors import InvalidParamsError, TaskNotFoundError
+from a2a_handoff.errors import TaskNotFoundError
 from a2a_handoff.protocol.models import SendMessageRequest, WireModel
 from a2a_handoff.protocol.wire_ids import Id
 from a2a_handoff.push import Pusher, history_of, parse_config
 from a2a_handoff.push.push_config import PushConfig, load_config
 from a2a_handoff.runtime.submission import Submission
 from a2a_handoff.runtime.tasks import TaskManager
-from a2a_handoff.server._call import Call, Handler, validate
 from a2a_handoff.stores.base import PushConfigRecord
 
 PUSH_METHODS = (
@@ -54,68 +52,60 @@ def _shown(record: PushConfigRecord) -> dict[str, Any]:
     return load_config(record.config).wire(record.task_id)
 
 
-class PushMethods:
-    """The push methods of one agent."""
+class PushConfigs:
+    """The push config operations of one agent: each answers the configs as A2A 1.0 shows
+    them (`TaskPushNotificationConfig` objects)."""
 
     def __init__(self, manager: TaskManager, pusher: Pusher) -> None:
         self.manager = manager
         self.pusher = pusher
-
-    def table(self) -> dict[str, Handler]:
-        handlers: list[Handler] = [self.create, self.get, self.list, self.delete]
-        return dict(zip(PUSH_METHODS, handlers, strict=True)) | {
-            "ListPushDeliveries": self.deliveries
-        }
 
     async def _checked(self, raw: Any, task_id: str) -> PushConfig:
         config = parse_config(raw, task_id)
         await self.pusher.policy.resolve(config.url, unresolved_ok=True)
         return config
 
-    async def create(self, call: Call) -> Response:
-        task_id = call.params.get("taskId", call.params.get("task_id"))
-        if not isinstance(task_id, str) or not task_id:
-            raise InvalidParamsError("taskId: Field required")
-        record = await self.manager.owned(task_id, call.principal)
-        config = await self._checked(call.params, task_id)
+    async def create(self, task_id: str, raw: Mapping[str, Any], principal: str) -> dict[str, Any]:
+        """CreateTaskPushNotificationConfig: `raw` (the config as sent) checked and stored
+        for the task, whose deliveries start after its current event."""
+        record = await self.manager.owned(task_id, principal)
+        config = await self._checked(raw, task_id)
         stored = await self.pusher.add(config, cursor=record.version, owner=record.owner)
-        return call.binding.answer(call, _json(_shown(stored)))
+        return _shown(stored)
 
-    async def get(self, call: Call) -> Response:
-        ref = validate(ConfigRef, call.params)
-        await self.manager.owned(ref.task_id, call.principal)
+    async def get(self, ref: ConfigRef, principal: str) -> dict[str, Any]:
+        await self.manager.owned(ref.task_id, principal)
         found = await self.pusher.store.push_configs(ref.task_id, ref.id)
         if not found:
             raise TaskNotFoundError(
                 f"task {ref.task_id} has no push notification config {ref.id!r}",
                 metadata={"taskId": ref.task_id},
             )
-        return call.binding.answer(call, _json(_shown(found[0])))
+        return _shown(found[0])
 
-    async def list(self, call: Call) -> Response:
-        ref = validate(TaskRef, call.params)
-        await self.manager.owned(ref.task_id, call.principal)
-        configs = [_shown(r) for r in await self.pusher.store.push_configs(ref.task_id)]
-        return call.binding.answer(call, _json({"configs": configs, "nextPageToken": ""}))
+    async def list(self, ref: TaskRef, principal: str) -> list[dict[str, Any]]:
+        await self.manager.owned(ref.task_id, principal)
+        return [_shown(r) for r in await self.pusher.store.push_configs(ref.task_id)]
 
-    async def delete(self, call: Call) -> Response:
-        ref = validate(ConfigRef, call.params)
-        await self.manager.owned(ref.task_id, call.principal)
+    async def delete(self, ref: ConfigRef, principal: str) -> None:
+        await self.manager.owned(ref.task_id, principal)
         await self.pusher.remove(ref.task_id, ref.id)
-        return call.binding.answer(call, "{}")
 
-    async def deliveries(self, call: Call) -> Response:
-        """Ours: the task's deliveries (each config's last ones), `id` for one config's."""
-        ref = validate(TaskRef, call.params)
-        await self.manager.owned(ref.task_id, call.principal)
+    async def deliveries(self, ref: TaskRef, principal: str) -> dict[str, Any]:
+        """ListPushDeliveries (ours): the task's deliveries (each config's last ones), `id`
+        for one config's."""
+        await self.manager.owned(ref.task_id, principal)
         records = await self.pusher.store.push_configs(ref.task_id, ref.id)
         shown = [
-            {"configId": r.config_id, "cursor": r.cursor, "done": r.done,
-             "failingSince": r.failing_since or None}
+            {
+                "configId": r.config_id,
+                "cursor": r.cursor,
+                "done": r.done,
+                "failingSince": r.failing_since or None,
+            }
             for r in records
-        ]  # fmt: skip
-        result = {"configs": shown, "deliveries": list(history_of(records))}
-        return call.binding.answer(call, _json(result))
+        ]
+        return {"configs": shown, "deliveries": list(history_of(records))}
 
     async def given(self, request: SendMessageRequest, principal: str | None = None) -> int:
         """For a message with a push config: the config checked before the message runs
@@ -158,7 +148,3 @@ def given_config(request: SendMessageRequest) -> dict[str, Any] | None:
     """The push config given on a SendMessage (as sent), or None."""
     config = request.configuration
     return config.task_push_notification_config if config is not None else None
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"))

@@ -3,7 +3,7 @@
 `POST /message:send`, `POST /message:stream` (SSE), `GET /tasks/{id}`, `GET /tasks`,
 `POST /tasks/{id}:cancel`, `GET|POST /tasks/{id}:subscribe` (SSE), the push-notification
 config routes (PushNotificationNotSupported unless push is on) and `GET /extendedAgentCard`. Each is
-the method of `server._methods` — the same runtime and store as JSON-RPC — with its params
+the method of `server._http_methods` — the same service as JSON-RPC's — with its params
 taken from the path, the query and the body. Answers are the 1.0 objects in ProtoJSON as
 `application/json`; stream events are bare StreamResponse objects (no JSON-RPC envelope);
 errors are AIP-193 `google.rpc.Status` bodies whose `code` is the HTTP status of spec §5.4,
@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -46,6 +47,7 @@ from a2a_handoff.server._call import (
     SUPPORTED_EXTENSIONS,
     Call,
     Handler,
+    ProtoJsonAnswers,
     browser_content_type,
     is_json_media_type,
     principal_of,
@@ -55,6 +57,7 @@ from a2a_handoff.server._call import (
 )
 from a2a_handoff.server._jsonrpc import finite, refuse_constant, refuse_lone_surrogates
 from a2a_handoff.server._push import PUSH_METHODS
+from a2a_handoff.server.results import Caller
 
 log = logging.getLogger("a2a_handoff.server")
 
@@ -62,14 +65,14 @@ Params = Callable[[Request, dict[str, Any]], dict[str, Any]]
 """Builds a method's params from the request (path, query) and its JSON body."""
 
 
-class RestBinding:
+class RestBinding(ProtoJsonAnswers):
     """HTTP+JSON framing: the bare 1.0 objects, AIP-193 errors."""
 
     def answer(self, call: Call, result_json: str) -> Response:
         return Response(
             result_json,
             media_type="application/json",
-            headers=protocol_headers(call.extensions),
+            headers=protocol_headers(call.caller.extensions),
         )
 
     def event(self, call: Call, seq: int | None, item: StreamResponse) -> bytes:
@@ -193,7 +196,7 @@ def _unsupported(error: type[RpcError]) -> Handler:
 
 
 class RestEndpoint:
-    """Serves the REST routes through the methods of `server._methods`."""
+    """Serves the REST routes through the methods of `server._http_methods`."""
 
     def __init__(
         self, methods: Mapping[str, Handler], auth: ApiKeyAuth | None, max_body: int
@@ -202,7 +205,8 @@ class RestEndpoint:
         self.auth = auth
         self.max_body = max_body
 
-    def routes(self) -> list[Route]:
+    def routes(self, middleware: Sequence[Middleware] = ()) -> list[Route]:
+        """The routes, each behind `middleware` (the agent's gate, `server.routes`)."""
         push = _unsupported(PushNotificationNotSupportedError)
         m = self.methods
         create, get, listed, delete = (m.get(name, push) for name in PUSH_METHODS)
@@ -220,7 +224,7 @@ class RestEndpoint:
             ("/tasks/{id}", ["GET"], m["GetTask"], _task_params),  # after the `:verb` routes
         ]
         return [
-            Route(path, self._route(handler, params), methods=methods)
+            Route(path, self._route(handler, params), methods=methods, middleware=middleware)
             for path, methods, handler, params in table
         ]
 
@@ -248,7 +252,8 @@ class RestEndpoint:
                     " page may send one unasked): send Content-Type: application/json"
                 )
             payload = _json_object(body, content_type)
-            call = Call(None, params(request, payload), principal, extensions, request, REST)
+            caller = Caller(principal, extensions)
+            call = Call(None, params(request, payload), caller, request, REST)
             return await handler(call)
         except RpcError as error:
             return error_answer(error, extensions)

@@ -2,10 +2,12 @@
 
 A task stream starts with a Task snapshot (when it has one) and goes on with the task's
 committed events, each framed with its sequence number (`id:`), until the task ends or waits
-for its caller. TRANSFERRED is rendered per client (see `protocol.extension`).
+for its caller. The service hands it to a face as an `EventStream` (`server.results`), its
+items rendered for the caller (TRANSFERRED per client, see `protocol.extension`).
 
 The response: one watcher task per stream, nothing more. Open streams per process are capped
-(`StreamSlots`): beyond the cap a streaming call is refused before anything is done for it.
+(`StreamSlots`): beyond the cap a streaming call is refused before anything is done for it;
+a stream's slot is given back when its `EventStream` is closed.
 
 Each open stream costs memory for as long as a task runs (a subscriber may wait minutes), so
 this writer keeps to the request's own task plus one small watcher that reads the client's
@@ -23,24 +25,21 @@ import contextlib
 import dataclasses
 import functools
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping
 
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from a2a_handoff.errors import InternalError, RpcError, TooManyStreamsError
-from a2a_handoff.protocol.extension import render_item
 from a2a_handoff.protocol.models import StreamResponse, Task
 from a2a_handoff.protocol.sse import PING
 from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.server._call import Call, protocol_headers
+from a2a_handoff.server.results import EventStream, Items
 from a2a_handoff.stores.base import Store, TaskEvent
 
 log = logging.getLogger("a2a_handoff.server")
-
-Items = AsyncGenerator[tuple[int, StreamResponse], None]
-"""A stream's items, each with its event sequence number."""
 
 
 class StreamSlots:
@@ -74,7 +73,6 @@ class SseResponse(Response):
         *,
         ping: float = 2.0,
         headers: Mapping[str, str] | None = None,
-        slots: StreamSlots | None = None,
     ) -> None:
         super().__init__(
             None,
@@ -83,7 +81,6 @@ class SseResponse(Response):
         )
         self.frames = frames
         self.ping = ping
-        self.slots = slots  # the slot this stream took, given back when it ends
         self.gone = False  # the client went away
 
     def init_headers(self, headers: Mapping[str, str] | None = None) -> None:
@@ -113,12 +110,7 @@ class SseResponse(Response):
                 watcher.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await watcher
-            try:
-                await self._close_frames()
-            finally:
-                if self.slots is not None:
-                    self.slots.give()
-                    self.slots = None
+            await self._close_frames()
 
     async def _watch(self, receive: Receive, send: Send, stream: asyncio.Task[None]) -> None:
         """Reads the client's messages: a disconnect cancels the stream; `ping` seconds
@@ -163,18 +155,11 @@ class _ItemsResponse(SseResponse):
     the binding's error event."""
 
     def __init__(
-        self,
-        call: Call,
-        items: Items,
-        *,
-        ping: float,
-        headers: Mapping[str, str],
-        slots: StreamSlots | None,
+        self, call: Call, items: EventStream, *, ping: float, headers: Mapping[str, str]
     ) -> None:
-        super().__init__(None, ping=ping, headers=headers, slots=slots)
+        super().__init__(None, ping=ping, headers=headers)
         self.call = call
         self.items = items
-        self.visible = call.transfers_visible
 
     async def _send_frames(self, send: Send) -> None:
         call = self.call
@@ -195,7 +180,7 @@ class _ItemsResponse(SseResponse):
             del chunk  # a waiting stream keeps no copy of what it sent
 
     def _frame(self, seq: int, item: StreamResponse) -> bytes:
-        return self.call.binding.event(self.call, seq or None, render_item(item, self.visible))
+        return self.call.binding.event(self.call, seq or None, item)
 
     async def _close_frames(self) -> None:
         await self.items.aclose()
@@ -263,17 +248,15 @@ async def one_item(item: StreamResponse) -> Items:
     yield 0, item
 
 
-def sse_answer(
-    call: Call, items: Items, ping: float, slots: StreamSlots | None = None
-) -> SseResponse:
+def sse_answer(call: Call, items: EventStream, ping: float) -> SseResponse:
     """The call's answer as an SSE stream of `items`, each framed by the call's binding; an
-    error while streaming ends the stream with the binding's error event. `slots`: the cap
-    the stream took a slot of (given back when it ends)."""
-    headers = protocol_headers(call.extensions)
+    error while streaming ends the stream with the binding's error event. The stream is
+    closed when the answer ends (its slot given back), however it ends."""
+    headers = protocol_headers(call.caller.extensions)
     # The frames need the call's id and binding only: an open stream keeps neither its
     # parsed params nor its request (scope, headers parsed).
     call = dataclasses.replace(call, params={}, request=_DETACHED)
-    return _ItemsResponse(call, items, ping=ping, headers=headers, slots=slots)
+    return _ItemsResponse(call, items, ping=ping, headers=headers)
 
 
 _DETACHED = Request({"type": "http"})

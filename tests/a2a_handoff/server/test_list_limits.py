@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from a2a_handoff import ApiKeyAuth, MemoryTaskStore, TrustConfig, create_app
-from a2a_handoff.server._methods import LIST_QUERIES_PER_CALLER
+from a2a_handoff.server._operations import LIST_QUERIES_PER_CALLER
 from a2a_handoff.stores.base import TaskPage, TaskQuery
 from servers.echo import EchoAgent, echo_card
 

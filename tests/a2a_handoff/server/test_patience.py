@@ -18,6 +18,7 @@ from a2a_handoff.server._compat03 import V03
 from a2a_handoff.server._jsonrpc import JSON_RPC
 from a2a_handoff.server._patience import KEEP_ALIVE, HeldAnswer, patiently
 from a2a_handoff.server._rest import REST
+from a2a_handoff.server.results import Caller
 from tests.a2a_handoff.server.test_streams import Client
 
 pytestmark = pytest.mark.anyio
@@ -26,7 +27,7 @@ RESULT = '{"task":{"id":"t-1","contextId":"c-1","status":{"state":"TASK_STATE_CO
 
 
 def _call(binding: Any = JSON_RPC) -> Call:
-    return Call(7, {}, "", frozenset(), Request({"type": "http"}), binding)
+    return Call(7, {}, Caller(), Request({"type": "http"}), binding)
 
 
 def _settling(
@@ -110,16 +111,3 @@ async def test_a_gone_client_drops_the_answer_but_not_what_it_waits_for() -> Non
     assert answer.answer.cancelled()
     assert not work.done()  # the work goes on
     assert client.sent[-1]["more_body"] is True  # no body: nobody to read it
-
-
-async def test_an_answer_read_in_process_is_never_held() -> None:
-    """The MCP server's tools read SendMessage's answer themselves: it comes whole."""
-
-    class InProcess:
-        def answer(self, call: Call, result_json: str) -> Response:
-            return Response(result_json, media_type="application/json")
-
-    call = _call(InProcess())
-    answer = await patiently(call, *_settling(0.2, call), 0.05)
-    assert not isinstance(answer, HeldAnswer)
-    assert json.loads(answer.body) == json.loads(RESULT)

@@ -16,7 +16,8 @@ from a2a_handoff.protocol.models import Message, Part, Role, StreamResponse
 from a2a_handoff.protocol.sse import PING, frame
 from a2a_handoff.server._call import Call
 from a2a_handoff.server._jsonrpc import JSON_RPC
-from a2a_handoff.server._streams import Items, SseResponse, StreamSlots, sse_answer
+from a2a_handoff.server._streams import SseResponse, StreamSlots, sse_answer
+from a2a_handoff.server.results import Caller, EventStream, Items
 
 pytestmark = pytest.mark.anyio
 
@@ -109,7 +110,7 @@ async def test_a_server_side_cancel_is_not_swallowed() -> None:
 
 def _call() -> tuple[Call, Request]:
     request = Request({"type": "http", "headers": [(b"x-big", b"y" * 1000)]})
-    return Call(7, {"message": {"big": "x" * 1000}}, "", frozenset(), request, JSON_RPC), request
+    return Call(7, {"message": {"big": "x" * 1000}}, Caller(), request, JSON_RPC), request
 
 
 def _reply(text: str) -> StreamResponse:
@@ -136,7 +137,7 @@ async def test_a_failing_task_stream_ends_with_an_error_event(
     slots = StreamSlots(1)
     slots.take()
     call, request = _call()
-    response = sse_answer(call, items(), 15.0, slots)
+    response = sse_answer(call, EventStream(items(), False, slots.give), 15.0)
     # An open stream keeps the call's id and binding, not its request nor its params.
     assert response.call.request is not request
     assert response.call.params == {}

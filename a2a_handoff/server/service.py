@@ -1,0 +1,213 @@
+"""One agent, served: `AgentService` owns its lifecycle and answers the A2A operations; the
+ways in (JSON-RPC, HTTP+JSON, A2A 0.3, MCP) are adapters over it.
+
+The design, in three parts:
+
+- **The service** (`AgentService`) is an async context manager that owns what one agent runs
+  on, and opens and closes it in order. Entered: the store claimed for this agent and opened;
+  its keys loaded (`trust`, before any delivery: deliveries are signed); this runner's
+  heartbeat started; the tasks a previous process left running recovered (failed, or resumed);
+  then the work that goes on while it serves — the handoff outbox (replaying what that
+  process left pending), the agent's own background job, push deliveries — and last the faces
+  that run while it serves (the MCP sessions). Left: everything closed, in the reverse order.
+  A store that fails reads during recovery is served degraded rather than not at all
+  (`/health` says what is wrong; the heartbeat tries again).
+- **The operations** (`server._operations`, which the service is) take an operation's typed
+  request (`protocol.models`) and the `Caller` (its principal, its active extensions) and
+  answer with domain values (`server.results`): a `TaskView` (a task as that caller is shown
+  it), a `Message`, a `TaskPage`, an `EventStream` of (sequence number, item), or an A2A error
+  raised (`errors`). They know no HTTP: no request, no response, no JSON-RPC id.
+- **The faces** are adapters, each contributing its routes and its encoding: JSON-RPC
+  (`server._jsonrpc`), HTTP+JSON (`server._rest`) and A2A 0.3 on the JSON-RPC endpoint
+  (`server._compat03`) parse params into the typed requests through the HTTP methods they
+  share (`server._http_methods`), and each binding encodes the domain result itself (1.0
+  ProtoJSON in an envelope or bare, or 0.3's shapes); the MCP tools (`server._mcp`) call the
+  operations directly. `server.routes.agent_routes` gathers them, with the card, health and
+  metrics routes, for `create_app` — or for an app of one's own.
+
+What stays the faces': envelopes and error objects, SSE framing, and a blocking answer held
+past the keep-alive interval (`server._patience`: its head at once, spaces, then its body).
+So SendMessage comes in two steps — `sending` takes the message and gives a `Sent`, whose
+`ready` is what its answer waits for — letting an HTTP face hold its head while the task
+runs; `send_message` awaits both, for a caller that just wants the result.
+
+On the hot path nothing is serialised twice: the task's JSON as the store wrote it is the
+answer's when the caller is shown it unchanged (`TaskView.json()`), and a face frames it by
+concatenation.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import logging
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager
+from types import TracebackType
+
+from a2a_handoff.agent import Agent
+from a2a_handoff.errors import StoreError
+from a2a_handoff.escalation import EscalationPolicy
+from a2a_handoff.observe import Observer, events, use
+from a2a_handoff.protocol.agent_card import AgentCard
+from a2a_handoff.push import Pusher, PushSettings
+from a2a_handoff.runtime.tasks import TaskManager
+from a2a_handoff.server._app_trust import agent_trust_of, operators_of
+from a2a_handoff.server._card_route import CardRoute
+from a2a_handoff.server._cards import served_cards
+from a2a_handoff.server._operations import A2AOperations
+from a2a_handoff.server._push import PushConfigs
+from a2a_handoff.server._wiring import default_client, handoff_settings, mcp_tools
+from a2a_handoff.server.app_config import HandoffConfig, LimitsConfig, ToolsConfig, TrustConfig
+from a2a_handoff.stores.base import Store
+
+log = logging.getLogger("a2a_handoff.server")
+
+Face = Callable[[], AbstractAsyncContextManager[None]]
+"""A way in that runs while the service serves (the MCP face's sessions)."""
+
+
+class AgentService(A2AOperations):
+    """One agent's service: its store, keys, task manager and background work, opened and
+    closed in order (`async with`), and the A2A operations on them (see the module
+    docstring). Its settings are `create_app`'s, less what only the faces use."""
+
+    def __init__(
+        self,
+        agent: Agent,
+        card: AgentCard,
+        store: Store,
+        *,
+        handoff: HandoffConfig | None = None,
+        trust: TrustConfig | None = None,
+        limits: LimitsConfig | None = None,
+        tools: ToolsConfig | None = None,
+        escalation: EscalationPolicy | None = None,
+        extended_card: AgentCard | None = None,
+        push: PushSettings | None = None,
+        dedupe_message_ids: bool = True,
+    ) -> None:
+        if not inspect.iscoroutinefunction(getattr(agent, "handle", None)):
+            raise TypeError(
+                f"{type(agent).__name__}.handle must be an async method (async def handle(self,"
+                " ctx)): the server awaits it for every task step"
+            )
+        handoff, trust = handoff or HandoffConfig(), trust or TrustConfig()
+        self.limits = limits or LimitsConfig()
+        self.trust_config = trust  # who is trusted, who decides; its hosts for the faces
+        card, extended = served_cards(card, extended_card, trust.auth, handoff.contracts, push)
+        self.agent, self.card, self.store = agent, card, store
+        self.own_client = handoff.client is None  # built here: closed with the service
+        client = handoff.client
+        self.client = client = default_client(handoff.credentials) if client is None else client
+        self.trust = agent_trust_of(card, store, client, trust, handoff.routes, escalation)
+        manager = TaskManager(
+            agent,
+            store,
+            handoff_settings(card, handoff),
+            client,
+            self.trust,
+            escalation,
+            operators_of(card, trust.auth, trust.operators),
+            dedupe_message_ids=dedupe_message_ids,
+            tools=mcp_tools(tools or ToolsConfig()),
+        )
+        self.observer = Observer(card.name)
+        agent_trust = self.trust
+        self.pusher = None if push is None else Pusher(store, push, lambda: agent_trust.signing_key)
+        super().__init__(
+            manager,
+            max_streams=self.limits.max_streams,
+            extended_card=None if extended is None else CardRoute(extended, self.trust).text,
+            extended_declared=bool(card.capabilities.extended_agent_card),
+            push=None if self.pusher is None else PushConfigs(manager, self.pusher),
+        )
+        if self.pusher is not None:
+            self.observer.metrics.add_collector(self.pusher.collector())
+        self._faces: list[Face] = []
+        self._serving: contextlib.AsyncExitStack | None = None
+
+    def while_serving(self, face: Face) -> None:
+        """Run `face` (entered, then left) while the service serves: after everything else
+        has started, and stopped before anything else is closed."""
+        if self._serving is not None:
+            raise RuntimeError("the service is open already: add its faces before entering it")
+        self._faces.append(face)
+
+    # -- the lifecycle --------------------------------------------------------------------
+
+    async def __aenter__(self) -> AgentService:
+        if self._serving is not None:
+            raise RuntimeError(f"the service of {self.card.name} is open already")
+        use(self.observer)  # its background work (started here) is this agent's
+        self.store.claim(self.card.name)  # one store, one agent: another's is refused here
+        await self.store.open()
+        faces = contextlib.AsyncExitStack()
+        try:
+            await self._start()
+            for face in self._faces:
+                await faces.enter_async_context(face())
+        except BaseException:
+            try:
+                await faces.aclose()
+            finally:
+                await self._stop()
+            raise
+        self._serving = faces
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        faces, self._serving = self._serving, None
+        try:
+            if faces is not None:
+                await faces.__aexit__(exc_type, exc, traceback)
+        finally:
+            await self._stop()
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self, app: object = None) -> AsyncIterator[None]:
+        """The service open while an app serves: Starlette's `lifespan=service.lifespan`."""
+        async with self:
+            yield
+
+    async def _start(self) -> None:
+        legacy = self.store.capabilities.legacy_keys
+        if legacy is not None:  # private keys left in a shared store: moved out first
+            await legacy.refuse_legacy_identity(self.card.name)
+        await self.trust.open()  # before any delivery: deliveries are signed
+        self.trust.start()
+        # Before serving: fail the tasks a previous process left running (with replicas:
+        # those whose runner is gone). Its pending handoffs are the outbox's, once serving.
+        await self.manager.start()
+        try:
+            await self._recover()
+        except StoreError as exc:
+            log.error("start-up recovery failed, serving degraded: %s", exc)
+        self.manager.serve()
+        if self.pusher is not None:
+            self.pusher.start()  # its first sweep resumes what a previous process left
+
+    async def _recover(self) -> None:
+        recovered = await self.manager.recover()
+        if recovered:
+            done = "resumed" if getattr(self.agent, "resumes", False) else "failed"
+            events.recovery(
+                "orphaned",
+                f"{done} %d task(s) left running by a previous process",
+                recovered,
+                count=recovered,
+            )
+
+    async def _stop(self) -> None:
+        if self.pusher is not None:
+            await self.pusher.aclose()
+        await self.manager.aclose()
+        await self.trust.aclose()
+        if self.own_client:
+            await self.client.aclose()
+        await self.store.aclose()
