@@ -63,7 +63,10 @@ class MetricsRoute:
         breakers = {k: str(v["state"]) for k, v in self.client.breakers().items()}
         metrics = self.observer.metrics
         metrics.refresh(
-            pending=pending, oldest_age=oldest, breakers=breakers, streams=self.streams(),
+            pending=pending,
+            oldest_age=oldest,
+            breakers=breakers,
+            streams=self.streams(),
             waiting=waiting,
-        )  # fmt: skip
+        )
         return Response(metrics.render(), media_type=metrics.content_type)

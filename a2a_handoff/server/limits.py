@@ -101,11 +101,16 @@ def _plain(status: bytes, text: bytes, extra: bytes = b"") -> bytes:
     """A complete HTTP/1.1 answer that closes the connection."""
     return b"".join(
         (
-            b"HTTP/1.1 ", status, b"\r\ncontent-type: text/plain; charset=utf-8\r\n", extra,
-            b"connection: close\r\ncontent-length: ", str(len(text)).encode(), b"\r\n\r\n",
+            b"HTTP/1.1 ",
+            status,
+            b"\r\ncontent-type: text/plain; charset=utf-8\r\n",
+            extra,
+            b"connection: close\r\ncontent-length: ",
+            str(len(text)).encode(),
+            b"\r\n\r\n",
             text,
         )
-    )  # fmt: skip
+    )
 
 
 TOO_MANY = _plain(b"503 Service Unavailable", b"Too many connections\n", b"retry-after: 1\r\n")

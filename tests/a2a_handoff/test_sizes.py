@@ -58,3 +58,15 @@ def test_the_guard_sees_a_runaway_module_class_and_function(tmp_path: Path) -> N
         "huge.py": RUNAWAY_MODULE + 1,
         "room/long.py grew": RUNAWAY_FUNCTION + 1,
     }
+
+
+def test_no_formatter_opt_out_in_the_package() -> None:
+    # Code is laid out as the formatter lays it out: never squeezed to fit (a table that
+    # reads better aligned would be the one exception worth a comment).
+    found = [
+        f"{path.relative_to(PACKAGE)}:{number}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if "fmt: skip" in line or "fmt: off" in line
+    ]
+    assert found == []
