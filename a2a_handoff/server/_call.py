@@ -68,8 +68,8 @@ class ProtoJsonAnswers:
 
     def sent(self, call: Call, result: TaskView | Message) -> Response:
         if isinstance(result, TaskView):
-            return self.answer(call, '{"task":' + result.json() + "}")
-        return self.answer(call, '{"message":' + result.dump_json() + "}")
+            return self.answer(call, f'{{"task":{result.json()}}}')
+        return self.answer(call, f'{{"message":{result.dump_json()}}}')
 
     def task(self, call: Call, view: TaskView) -> Response:
         return self.answer(call, view.json())

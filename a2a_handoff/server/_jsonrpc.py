@@ -82,7 +82,8 @@ Legacy = Callable[[str | int | None, str, dict[str, Any], str, Request], Awaitab
 
 
 def result_body(call_id: str | int | None, result_json: str) -> bytes:
-    return ('{"jsonrpc":"2.0","id":' + id_json(call_id) + ',"result":' + result_json + "}").encode()
+    # One f-string: the result (a task's JSON, maybe large) is copied once, not per `+`.
+    return f'{{"jsonrpc":"2.0","id":{id_json(call_id)},"result":{result_json}}}'.encode()
 
 
 def id_json(call_id: str | int | None) -> str:
