@@ -68,8 +68,8 @@ class ProtoJsonAnswers:
 
     def sent(self, call: Call, result: TaskView | Message) -> Response:
         if isinstance(result, TaskView):
-            return self.answer(call, '{"task":' + result.json() + "}")
-        return self.answer(call, '{"message":' + result.dump_json() + "}")
+            return self.answer(call, f'{{"task":{result.json()}}}')
+        return self.answer(call, f'{{"message":{result.dump_json()}}}')
 
     def task(self, call: Call, view: TaskView) -> Response:
         return self.answer(call, view.json())
@@ -147,9 +147,13 @@ def browser_content_type(content_type: str | None) -> bool:
     return content_type.split(";", 1)[0].strip().lower() in _SIMPLE_TYPES
 
 
-async def read_body(request: Request, max_body: int) -> bytes:
+def read_body(request: Request, max_body: int) -> Awaitable[bytes]:
     """The request body, refused (-32100, HTTP 413) as soon as it is over `max_body`."""
-    declared = request.headers.get("content-length")
+    return read_declared_body(request, max_body, request.headers.get("content-length"))
+
+
+async def read_declared_body(request: Request, max_body: int, declared: str | None) -> bytes:
+    """`read_body`, the `Content-Length` it declares (None: none) already read."""
     if declared is not None and declared.isdigit() and int(declared) > max_body:
         raise PayloadTooLargeError(f"request body over {max_body} bytes")
     # Starlette's `request.stream()` without its async generator (one per request): the

@@ -82,12 +82,10 @@ class HttpMethods:
     async def list_tasks(self, call: Call) -> Response:
         request = validate(ListTasksRequest, call.params)
         page = await self.service.list_tasks(request, call.caller)
+        tasks = ",".join([view.json() for view in page.tasks])
         result = (
-            '{"tasks":['
-            + ",".join([view.json() for view in page.tasks])
-            + '],"nextPageToken":'
-            + json.dumps(page.next_page_token)
-            + f',"pageSize":{page.page_size},"totalSize":{page.total_size}}}'
+            f'{{"tasks":[{tasks}],"nextPageToken":{json.dumps(page.next_page_token)},'
+            f'"pageSize":{page.page_size},"totalSize":{page.total_size}}}'
         )
         return call.binding.answer(call, result)
 

@@ -10,8 +10,8 @@ is -32005 whatever it holds; valid JSON is served under any other type. A reques
 (`message/send`, …) go to the 0.3 binding (`server._compat03`), anything else answers
 -32009. The methods themselves are `server._http_methods`' (over the service); this module
 only frames calls and answers — nothing of this is on the path of a successful 1.0 call but a
-few header look-ups. The endpoint is an ASGI app of its own: the route at `/` is it, with no
-request-response wrapper in between (`server.routes`).
+few header look-ups. The route at `/` calls it with no request-response wrapper in between
+(`server.routes`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ from typing import Any
 
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
-from starlette.types import Receive, Scope, Send
 
 from a2a_handoff.auth import ApiKeyAuth
 from a2a_handoff.errors import (
@@ -59,7 +58,7 @@ from a2a_handoff.server._call import (
     is_v03,
     principal_of,
     protocol_headers,
-    read_body,
+    read_declared_body,
     supported_version,
 )
 from a2a_handoff.server._trace_admission import TraceAdmission
@@ -83,7 +82,8 @@ Legacy = Callable[[str | int | None, str, dict[str, Any], str, Request], Awaitab
 
 
 def result_body(call_id: str | int | None, result_json: str) -> bytes:
-    return ('{"jsonrpc":"2.0","id":' + id_json(call_id) + ',"result":' + result_json + "}").encode()
+    # One f-string: the result (a task's JSON, maybe large) is copied once, not per `+`.
+    return f'{{"jsonrpc":"2.0","id":{id_json(call_id)},"result":{result_json}}}'.encode()
 
 
 def id_json(call_id: str | int | None) -> str:
@@ -128,17 +128,13 @@ def raw_protocol_headers(extensions: frozenset[str]) -> list[tuple[bytes, bytes]
     return raw
 
 
-def answer(call: Call, result_json: str) -> Response:
-    """The JSON-RPC answer carrying `result_json`, with the protocol headers."""
-    headers = raw_protocol_headers(call.caller.extensions)
-    return JsonAnswer(result_body(call.id, result_json), headers)
-
-
 class JsonRpcBinding(ProtoJsonAnswers):
     """JSON-RPC 2.0 framing: 1.0 results and stream items in a JSON-RPC response envelope."""
 
     def answer(self, call: Call, result_json: str) -> Response:
-        return answer(call, result_json)
+        """The JSON-RPC answer carrying `result_json`, with the protocol headers."""
+        headers = raw_protocol_headers(call.caller.extensions)
+        return JsonAnswer(result_body(call.id, result_json), headers)
 
     def event(self, call: Call, seq: int | None, item: StreamResponse) -> bytes:
         return frame(result_body(call.id, item.dump_json()).decode(), seq)
@@ -167,11 +163,6 @@ class JsonRpcEndpoint:
         self.legacy = legacy
         self.admission = admission or TraceAdmission(auth, frozenset())
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """The endpoint as an ASGI app (the `POST /` route's)."""
-        response = await self.serve(Request(scope, receive))
-        await response(scope, receive, send)
-
     def serve(self, request: Request) -> Awaitable[Response]:
         """`rpc`, without a coroutine of its own in between when there is no trace to take
         part in (tracing off, no `traceparent`): the hot path."""
@@ -197,13 +188,13 @@ class JsonRpcEndpoint:
     async def _rpc(self, request: Request) -> Response:
         call_id: str | int | None = None
         method = "?"
-        extensions = SUPPORTED_EXTENSIONS & parse_extensions(request.headers.get("a2a-extensions"))
+        asked, content_type, version, length = _headers_of(request.scope["headers"])
+        extensions = SUPPORTED_EXTENSIONS & parse_extensions(asked) if asked else _NONE
         try:
-            body = await read_body(request, self.max_body)
+            body = await read_declared_body(request, self.max_body, length)
             principal = principal_of(self.auth, request)
             payload = _parse_json(body, request)
             call_id = _call_id(payload)
-            content_type = request.headers.get("content-type")
             if browser_content_type(content_type):
                 shown = "no type" if content_type is None else repr(_printable(content_type))
                 raise ContentTypeNotSupportedError(
@@ -211,7 +202,6 @@ class JsonRpcEndpoint:
                     " send Content-Type: application/json"
                 )
             method, params = _parse_envelope(payload)
-            version = request.headers.get("a2a-version")
             if version is None or not supported_version(version):
                 if version is None:  # spec §3.6.1: the version may come as a query parameter
                     version = request.query_params.get("A2A-Version")
@@ -249,6 +239,31 @@ class JsonRpcEndpoint:
             log.exception("internal error serving a JSON-RPC call")
             events.request(_known(method, self.methods), "InternalError")
             return error_response(call_id, InternalError(), extensions)
+
+
+_NONE: frozenset[str] = frozenset()
+
+
+def _headers_of(
+    raw: list[tuple[bytes, bytes]],
+) -> tuple[str | None, str | None, str | None, str | None]:
+    """(`A2A-Extensions`, `Content-Type`, `A2A-Version`, `Content-Length`) of a request, each
+    its first value, read in one pass over the raw headers (a look-up each would walk them,
+    and raise inside for a header not sent)."""
+    extensions = content_type = version = length = None
+    for name, value in raw:
+        if name == b"content-length":
+            if length is None:
+                length = value.decode("latin-1")
+        elif name == b"a2a-version":
+            if version is None:
+                version = value.decode("latin-1")
+        elif name == b"content-type":
+            if content_type is None:
+                content_type = value.decode("latin-1")
+        elif name == b"a2a-extensions" and extensions is None:
+            extensions = value.decode("latin-1")
+    return extensions, content_type, version, length
 
 
 def _known(method: str, methods: Mapping[str, Handler]) -> str:

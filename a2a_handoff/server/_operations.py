@@ -78,16 +78,19 @@ class A2AOperations:
         """SendMessage's first step: the message taken (the task created, continued or
         received); the answer is the `Sent`'s."""
         config = request.configuration
-        cursor = await self._push_cursor(request, caller)
-        immediately = bool(config and config.return_immediately)
+        # Push off and no configuration (most messages): nothing to check or attach.
+        pushes = self.push is not None or config is not None
+        cursor = await self._push_cursor(request, caller) if pushes else 0
+        immediately = config is not None and bool(config.return_immediately)
         try:
             submission = await self.manager.send(
                 request.message, caller.principal, answer="task" if immediately else "outcome"
             )
         except UnsupportedOperationError as refused:
             return Sent.replied(await self._moved_on(caller, request.message, refused), caller)
-        await self._attach_push(request, submission, cursor)
-        history_length = config.history_length if config else None
+        if self.push is not None:
+            await self.push.attach_given(request, submission, cursor)
+        history_length = config.history_length if config is not None else None
         return Sent(submission, caller, immediately=immediately, history_length=history_length)
 
     async def send_message(self, request: SendMessageRequest, caller: Caller) -> TaskView | Message:

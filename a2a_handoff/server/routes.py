@@ -4,8 +4,9 @@
 on the same endpoint), the HTTP+JSON routes, the cards (`/.well-known/agent-card.json`, the
 0.3 one at `/.well-known/agent.json`, the keys at `/.well-known/jwks.json`), `/health`,
 `/metrics`, and with `mcp=True` the MCP face at `/mcp`. Every route is behind the agent's
-gate (`Gate`): its observer made current, so what a call records is this agent's, then the
-browser guard (`server._browser_guard`) — wherever the routes are mounted.
+gate (`Gate`; the JSON-RPC route's is part of its app, `JsonRpcRoute`): its observer made
+current, so what a call records is this agent's, then the browser guard
+(`server._browser_guard`) — wherever the routes are mounted.
 
 Under a prefix (`Mount("/billing", routes=agent_routes(service))`) the agent answers at
 `<prefix>/`: its card's URL says so. Its service must be open while the app serves
@@ -19,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from starlette.middleware import Middleware
+from starlette.requests import Request
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -40,25 +42,42 @@ _OBSERVABILITY = ObservabilityConfig()
 
 class Gate:
     """In front of each route of one agent: the agent's observer made current (its metrics
-    and log lines are this agent's), then the browser guard; a refusal is the 403 of the
-    route's binding (a JSON-RPC error object on the JSON-RPC route)."""
+    and log lines are this agent's), then the browser guard (a refusal is a 403 carrying a
+    `google.rpc.Status`)."""
 
-    def __init__(
-        self, app: ASGIApp, guard: BrowserGuard, observer: Observer, jsonrpc: bool = False
-    ) -> None:
+    def __init__(self, app: ASGIApp, guard: BrowserGuard, observer: Observer) -> None:
         self.app = app
         self.guard = guard
         self.observer = observer
-        self.jsonrpc = jsonrpc
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         use(self.observer)
         if scope["type"] == "http":
             refusal = self.guard.refusal(scope)
             if refusal is not None:
-                await refused(refusal, jsonrpc=self.jsonrpc)(scope, receive, send)
+                await refused(refusal)(scope, receive, send)
                 return
         await self.app(scope, receive, send)
+
+
+class JsonRpcRoute:
+    """The JSON-RPC route's app (`POST /`, every SendMessage's path): its gate — a refusal is
+    the 403 carrying a JSON-RPC error object — and the endpoint, in one call, with no
+    request-response wrapper in between."""
+
+    def __init__(self, endpoint: JsonRpcEndpoint, guard: BrowserGuard, observer: Observer) -> None:
+        self.endpoint = endpoint
+        self.guard = guard
+        self.observer = observer
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        use(self.observer)
+        refusal = self.guard.refusal(scope)
+        if refusal is not None:
+            await refused(refusal, jsonrpc=True)(scope, receive, send)
+            return
+        response = await self.endpoint.serve(Request(scope, receive))
+        await response(scope, receive, send)
 
 
 def agent_routes(
@@ -107,9 +126,8 @@ def agent_routes(
         auth,
         public=observability.metrics_public,
     )
-    jsonrpc = [Middleware(Gate, guard=guard, observer=service.observer, jsonrpc=True)]
     routes: list[BaseRoute] = [
-        Route("/", endpoint, methods=["POST"], middleware=jsonrpc),
+        Route("/", JsonRpcRoute(endpoint, guard, service.observer), methods=["POST"]),
         Route(CARD_PATH, card.get, methods=["GET"], middleware=gate),
         Route(V03_CARD_PATH, v03_card.get, methods=["GET"], middleware=gate),
         Route(JWKS_ROUTE, card.jwks, methods=["GET"], middleware=gate),
