@@ -41,6 +41,7 @@ from typing import Any
 import httpx
 import pytest
 
+from a2a_handoff.server._card_route import CARD_PATH
 from tests.postgres_support import psql
 from tests.support import ROOT, free_port
 
@@ -155,19 +156,38 @@ def run_blocks(page: Path, namespace: dict[str, Any]) -> dict[str, Any]:
     return namespace
 
 
+def serve_greeter(directory: Path) -> tuple[int, subprocess.Popen[Any]]:
+    """`uvicorn greeter:app` on a free port, once it serves there: a port another test's
+    agent took between the probe and the bind (its uvicorn then exits) is tried again on
+    another, and what answers must be the greeter (its card's name), not that agent."""
+    for _ in range(3):
+        port = free_port()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "uvicorn", "greeter:app", "--port", str(port)],
+            cwd=directory,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            wait_port(port, proc)
+            card = httpx.get(f"http://127.0.0.1:{port}{CARD_PATH}", timeout=10).json()
+            if proc.poll() is None and card.get("name") == "greeter":
+                return port, proc
+        except (AssertionError, httpx.HTTPError, ValueError):
+            pass
+        proc.terminate()
+        proc.wait(10)
+    raise AssertionError("the greeter did not serve on any of three free ports")
+
+
 def test_the_greeter_serves_as_the_readme_says(tmp_path: Path) -> None:
     greeter = python_blocks()[0]
     assert "class Greeter" in greeter
     (tmp_path / "greeter.py").write_text(greeter)
     (tmp_path / "data").mkdir()
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "greeter:app", "--port", str(port)],
-        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+    port, proc = serve_greeter(tmp_path)
     try:
         url = f"http://127.0.0.1:{port}/"
-        wait_port(port, proc)
         body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {
             "messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "Ada"}]}}}  # fmt: skip
         answer = httpx.post(url, json=body, headers={"A2A-Version": "1.0"}, timeout=10).json()
