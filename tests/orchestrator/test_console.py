@@ -56,14 +56,17 @@ def agents(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[AgentProce
 
 
 @contextlib.contextmanager
-def console_of(agents: list[AgentProcess], tmp: Path) -> Iterator[str]:
-    """`python -m orchestrator console` watching `agents`: the URL it printed, with its token."""
+def console_of(agents: list[AgentProcess], tmp: Path, key: str = "") -> Iterator[str]:
+    """`python -m orchestrator console` watching `agents` (with the API key `key`, given as
+    `env:` as a secret is): the URL it printed, with its token."""
     port = free_port()
     urls = [a for p in agents for a in ("--agent", p.url)]
+    keys = ["--api-key", "env:CONSOLE_KEY"] if key else []
     proc = subprocess.Popen(
-        [sys.executable, "-m", "orchestrator", "--session", str(tmp / "s.json"), "console",
-         *urls, "--port", str(port)],
+        [sys.executable, "-m", "orchestrator", "--session", str(tmp / "s.json"), *keys,
+         "console", *urls, "--port", str(port)],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        env={**os.environ, "CONSOLE_KEY": key},
     )  # fmt: skip
     assert proc.stdout is not None
     # The URL with the run's token, as the console prints it for the operator to open.

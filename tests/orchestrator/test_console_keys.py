@@ -5,9 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,8 +14,8 @@ import pytest
 
 from tests.browser_support import chromium, needs_chromium
 from tests.integration.handoff_support import wait_for
-from tests.orchestrator.test_console import open_page
-from tests.support import ROOT, AgentProcess, _http, free_port
+from tests.orchestrator.test_console import console_of, open_page
+from tests.support import AgentProcess
 
 OPERATOR, CLERK = "k-operator-console-0001", "k-clerk-console-0002"
 
@@ -42,40 +39,9 @@ def billing(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AgentProcess]:
         process.stop()
 
 
-@contextlib.contextmanager
-def console(agent: AgentProcess, key: str, tmp: Path) -> Iterator[str]:
-    """`python -m orchestrator console --agent URL --api-key env:…`: its printed URL."""
-    port = free_port()
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "orchestrator",
-            "--session",
-            str(tmp / "s.json"),
-            "--api-key",
-            "env:CONSOLE_KEY",
-            "console",
-            "--agent",
-            agent.url,
-            "--port",
-            str(port),
-        ],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env={**os.environ, "CONSOLE_KEY": key},
-    )
-    assert proc.stdout is not None
-    url = proc.stdout.readline().split()[2]
-    try:
-        wait_for(lambda: _http().get(url, timeout=1).status_code == 200, timeout=20)
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(10)
-        proc.stdout.close()
+def console(agent: AgentProcess, key: str, tmp: Path) -> contextlib.AbstractContextManager[str]:
+    """The console watching `agent` with the API key `key`: its printed URL."""
+    return console_of([agent], tmp, key)
 
 
 def watched(url: str) -> dict[str, Any]:
