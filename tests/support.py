@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -33,10 +34,56 @@ def _http() -> httpx.Client:
     return _CLIENT
 
 
+def _port_slice() -> range:
+    """This test worker's own ports, below the kernel's ephemeral range.
+
+    A port the kernel handed out as free (bind to port 0) is handed out again to the next
+    caller, another worker's agent or any outgoing connection, between the probe and the
+    bind of the server it was meant for. Ports below the ephemeral range are never given
+    to outgoing connections, and each xdist worker takes its own slice of them.
+    """
+    try:
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    first = 10000 if low > 12000 else 1024
+    workers = max(1, int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
+    worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
+    size = (low - first) // workers
+    return range(first + worker % workers * size, first + (worker % workers + 1) * size)
+
+
+_PORTS = _port_slice()
+_next_port = random.randrange(len(_PORTS))
+
+
 def free_port() -> int:
+    """A port of this worker's slice that nothing holds now."""
+    return free_ports(1)
+
+
+def free_ports(count: int) -> int:
+    """The first of `count` consecutive ports of this worker's slice that nothing holds now.
+
+    The slice is walked in order, so a port handed out is not handed out again until the
+    walk comes round: an agent told its port but not yet bound keeps it.
+    """
+    global _next_port
+    for _ in range(len(_PORTS)):
+        base = _PORTS.start + _next_port % (len(_PORTS) - count + 1)
+        _next_port += count
+        if all(_bindable(port) for port in range(base, base + count)):
+            return base
+    raise RuntimeError(f"no {count} free consecutive ports in {_PORTS}")
+
+
+def _bindable(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
 
 
 @dataclass

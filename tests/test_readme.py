@@ -43,7 +43,7 @@ import pytest
 
 from a2a_handoff.server._card_route import CARD_PATH
 from tests.postgres_support import psql
-from tests.support import ROOT, free_port
+from tests.support import ROOT, free_port, free_ports
 
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -249,20 +249,6 @@ def uncommented(text: str) -> str:
             continue
         out.append(char)
     return "\n".join(line.rstrip() for line in "".join(out).splitlines())
-
-
-def free_ports(count: int) -> int:
-    """The first of `count` consecutive free ports."""
-    for _ in range(50):
-        base = free_port()
-        try:
-            for port in range(base, base + count):
-                with socket.socket() as sock:
-                    sock.bind(("127.0.0.1", port))
-        except OSError:
-            continue
-        return base
-    raise AssertionError("no consecutive free ports")
 
 
 def wait_port(port: int, proc: subprocess.Popen[Any] | None = None, within: float = 30) -> None:

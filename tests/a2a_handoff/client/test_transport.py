@@ -18,6 +18,7 @@ from a2a_handoff.client.client import AgentClient
 from a2a_handoff.client.replicas import never_arrived
 from a2a_handoff.client.transport import Http11Transport
 from a2a_handoff.errors import UnavailableError
+from tests.support import free_port
 
 pytestmark = pytest.mark.anyio
 
@@ -87,12 +88,6 @@ async def serving(respond: Respond) -> AsyncIterator[tuple[Server, Http11Transpo
             yield server, transport
     finally:
         await transport.aclose()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 async def test_post_sends_the_request_and_reads_the_whole_answer() -> None:
