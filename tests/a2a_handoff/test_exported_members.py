@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
+from pathlib import Path
 
 import a2a_handoff
 
@@ -62,3 +64,36 @@ def test_an_adapter_loads_its_framework_only_when_one_of_its_names_is_used() -> 
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     ).stdout.splitlines()
     assert out == ["[]", "['langgraph']", "True"], out
+
+
+def test_type_checkers_and_the_interpreter_see_the_same_lazy_names() -> None:
+    # A lazy name is written twice, once for each reader: under TYPE_CHECKING (`X as X`) and
+    # in the table `__getattr__` reads. The two say the same.
+    tree = ast.parse(Path(a2a_handoff.__file__).read_text())
+    checking = next(
+        node
+        for node in tree.body
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+    )
+    typed = {
+        (node.module, alias.name)
+        for node in checking.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+        if alias.asname == alias.name
+    }
+    lazy = {(room, name) for room, names in a2a_handoff._LAZY.items() for name in names}
+    assert typed == lazy
+    assert len(typed) == sum(len(n.names) for n in checking.body if isinstance(n, ast.ImportFrom))
+
+
+def test_each_eager_name_is_exported_the_way_type_checkers_read_it() -> None:
+    tree = ast.parse(Path(a2a_handoff.__file__).read_text())
+    imported = {
+        alias.asname or alias.name: alias.asname == alias.name
+        for node in tree.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+    eager = set(a2a_handoff.__all__) - set(a2a_handoff._ROOM_OF)
+    assert {name for name in eager if not imported.get(name)} == set()
