@@ -63,11 +63,19 @@ class Worker:
 def serve(role: str, port: int, store: str, other: str) -> None:
     url = f"http://127.0.0.1:{port}/"
     if role == "asker":
-        app = create_app(Asker(), build_card("asker", url), open_store(store),
-                         handoff=HandoffConfig(routes={"worker": other}))  # fmt: skip
+        app = create_app(
+            Asker(),
+            build_card("asker", url),
+            open_store(store),
+            handoff=HandoffConfig(routes={"worker": other}),
+        )
     else:
-        app = create_app(Worker(), build_card("worker", url), open_store(store),
-                         trust=TrustConfig(trusted=[f"asker={other}"]))  # fmt: skip
+        app = create_app(
+            Worker(),
+            build_card("worker", url),
+            open_store(store),
+            trust=TrustConfig(trusted=[f"asker={other}"]),
+        )
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
 
 
@@ -98,8 +106,9 @@ def send(client: httpx.Client, url: str, text: str) -> tuple[float, bool]:
     elapsed = (time.perf_counter() - start) * 1000
     task = reply.get("result", {}).get("task", {})
     state = task.get("status", {}).get("state")
-    said = " ".join(p.get("text", "") for p in task.get("status", {}).get("message", {}).get(
-        "parts", []))  # fmt: skip
+    said = " ".join(
+        p.get("text", "") for p in task.get("status", {}).get("message", {}).get("parts", [])
+    )
     if text.startswith("handoff"):  # a plain client sees TRANSFERRED as COMPLETED, pointed
         good = state == "TASK_STATE_COMPLETED" and "worker" in said
     else:
@@ -117,8 +126,10 @@ def main() -> int:
     procs: list[subprocess.Popen[bytes]] = []
     with tempfile.TemporaryDirectory(prefix="a2a-delegation-bench.") as tmp, httpx.Client() as c:
         try:
-            for role, port, other in (("worker", worker_port, asker), ("asker", asker_port,
-                                                                        worker)):  # fmt: skip
+            for role, port, other in (
+                ("worker", worker_port, asker),
+                ("asker", asker_port, worker),
+            ):
                 store = f"sqlite:///{Path(tmp) / role}.db"
                 cmd = [sys.executable, __file__, "serve", role, str(port), store, other]
                 procs.append(subprocess.Popen(cmd, stderr=open(Path(tmp) / f"{role}.log", "wb")))  # noqa: SIM115
@@ -141,8 +152,10 @@ def main() -> int:
     for kind, label in (("handoff", "handoff  "), ("delegate", "delegation")):
         ms = sorted(times[kind])
         p99 = ms[min(len(ms) - 1, int(len(ms) * 0.99))]
-        print(f"{label} n={len(ms)}  p50={statistics.median(ms):.2f} ms  p99={p99:.2f} ms"
-              f"  errors={errors[kind]}")  # fmt: skip
+        print(
+            f"{label} n={len(ms)}  p50={statistics.median(ms):.2f} ms  p99={p99:.2f} ms"
+            f"  errors={errors[kind]}"
+        )
     ratio = statistics.median(times["delegate"]) / statistics.median(times["handoff"])
     print(f"delegation p50 / handoff p50 = {ratio:.2f}")
     return 1 if any(errors.values()) else 0

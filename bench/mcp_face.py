@@ -28,8 +28,16 @@ from tests.support import ROOT, free_port
 def one(mcp: bool, tmp: Path) -> tuple[float, float]:
     port = free_port()
     db = tmp / f"billing-{port}.db"
-    cmd = [sys.executable, "-m", "servers", "billing", "--port", str(port), "--store",
-           f"sqlite:///{db}"] + (["--mcp-server"] if mcp else [])  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "servers",
+        "billing",
+        "--port",
+        str(port),
+        "--store",
+        f"sqlite:///{db}",
+    ] + (["--mcp-server"] if mcp else [])
     started = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/"
@@ -44,8 +52,10 @@ def one(mcp: bool, tmp: Path) -> tuple[float, float]:
             ready = time.perf_counter() - started
             if mcp:
                 body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
-                headers = {"Accept": "application/json, text/event-stream",
-                           "MCP-Protocol-Version": "2025-11-25"}  # fmt: skip
+                headers = {
+                    "Accept": "application/json, text/event-stream",
+                    "MCP-Protocol-Version": "2025-11-25",
+                }
                 assert http.post(url + "mcp", json=body, headers=headers).status_code == 200
             else:
                 body = {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "x"}}
@@ -68,8 +78,10 @@ def main() -> None:
     for mcp, runs in results.items():
         ready = statistics.median(r[0] for r in runs)
         rss = statistics.median(r[1] for r in runs)
-        print(f"mcp {'on ' if mcp else 'off'}: start-up p50 {ready * 1000:.0f} ms,"
-              f" idle RSS p50 {rss:.1f} MiB ({len(runs)} runs)")  # fmt: skip
+        print(
+            f"mcp {'on ' if mcp else 'off'}: start-up p50 {ready * 1000:.0f} ms,"
+            f" idle RSS p50 {rss:.1f} MiB ({len(runs)} runs)"
+        )
 
 
 if __name__ == "__main__":

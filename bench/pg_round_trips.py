@@ -74,20 +74,39 @@ def report(server: PostgresServer, database: str, count: int, what: str) -> None
 
 
 def main() -> None:
-    server = PostgresServer(
-        options=("-c", "shared_preload_libraries=pg_stat_statements",
-                 "-c", "pg_stat_statements.track=top")
-    ).init().start()  # fmt: skip
+    server = (
+        PostgresServer(
+            options=(
+                "-c",
+                "shared_preload_libraries=pg_stat_statements",
+                "-c",
+                "pg_stat_statements.track=top",
+            )
+        )
+        .init()
+        .start()
+    )
     procs: list[subprocess.Popen[bytes]] = []
     tmp = Path(tempfile.mkdtemp(prefix="a2a-pg-rt-"))
     try:
         for name in ("echo", "triage", "billing"):
             psql(f"CREATE DATABASE {name}", server.port)
             subprocess.run(
-                [sys.executable, "-m", "a2a_handoff", "keys", "init", "--agent", name,
-                 "--key-file", str(tmp / f"{name}.keys.json")],
-                cwd=ROOT, check=True, capture_output=True,
-            )  # fmt: skip
+                [
+                    sys.executable,
+                    "-m",
+                    "a2a_handoff",
+                    "keys",
+                    "init",
+                    "--agent",
+                    name,
+                    "--key-file",
+                    str(tmp / f"{name}.keys.json"),
+                ],
+                cwd=ROOT,
+                check=True,
+                capture_output=True,
+            )
         psql("CREATE EXTENSION pg_stat_statements", server.port, "echo")
         ports = {name: free_port() for name in ("echo", "triage", "billing")}
         url = {name: f"http://127.0.0.1:{port}/" for name, port in ports.items()}
@@ -95,11 +114,25 @@ def main() -> None:
         def start(name: str, *extra: str) -> None:
             store = f"postgresql://{USER}@127.0.0.1:{server.port}/{name}"
             proc = subprocess.Popen(
-                [sys.executable, "-m", "servers", name, "--port", str(ports[name]),
-                 "--store", store, "--key-file", str(tmp / f"{name}.keys.json"),
-                 "--log-level", "warning", *extra],
-                cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            )  # fmt: skip
+                [
+                    sys.executable,
+                    "-m",
+                    "servers",
+                    name,
+                    "--port",
+                    str(ports[name]),
+                    "--store",
+                    store,
+                    "--key-file",
+                    str(tmp / f"{name}.keys.json"),
+                    "--log-level",
+                    "warning",
+                    *extra,
+                ],
+                cwd=ROOT,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
             procs.append(proc)
             wait_up(url[name], proc)
 

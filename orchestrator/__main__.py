@@ -167,9 +167,14 @@ async def _run(args: argparse.Namespace) -> int:
     except SessionDamaged as exc:  # recover: a new conversation, said in one line
         session = Session(entry=exc.entry)
         at = f" at {exc.entry}" if exc.entry else ""
-        emit({"event": "new_conversation", "agent": exc.entry or "",
-              "message": f"the session file {path} is damaged ({exc}): a new conversation"
-              f" starts{at}"})  # fmt: skip
+        emit(
+            {
+                "event": "new_conversation",
+                "agent": exc.entry or "",
+                "message": f"the session file {path} is damaged ({exc}): a new conversation"
+                f" starts{at}",
+            }
+        )
     if args.command == "new":
         return _new(session, path, args.entry, emit)
     if args.command in ("send", "chat"):
@@ -193,8 +198,11 @@ async def _run(args: argparse.Namespace) -> int:
         args.task = args.task or session.task_id
         args.agent = args.agent or (session.owner_url if args.task == session.task_id else None)
         if not args.task or not args.agent:
-            return _fail("no conversation yet: give TASK --agent URL" if not session.task_id
-                         else "--agent URL: the agent TASK is at")  # fmt: skip
+            return _fail(
+                "no conversation yet: give TASK --agent URL"
+                if not session.task_id
+                else "--agent URL: the agent TASK is at"
+            )
     start = getattr(args, "entry", None) or getattr(args, "agent", None) or session.entry
     try:
         keys = credentials(start, _api_key(args), args.keys_file)
@@ -263,8 +271,13 @@ def _new(session: Session, path: Path, entry: str | None, emit: Callable[[Event]
     fresh = Session(entry=entry or session.entry)
     fresh.save(path)
     where = fresh.entry or "the agent a `send --entry URL` names"
-    emit({"event": "new_conversation", "agent": fresh.entry or "",
-          "message": f"a new conversation: the next message starts it at {where}"})  # fmt: skip
+    emit(
+        {
+            "event": "new_conversation",
+            "agent": fresh.entry or "",
+            "message": f"a new conversation: the next message starts it at {where}",
+        }
+    )
     return int(ExitCode.COMPLETED)
 
 
@@ -353,10 +366,14 @@ async def _operate(client: AgentClient, args: argparse.Namespace) -> int:
     line = f"answered {answered.task_id}: {answered.verdict}"
     if answered.not_operator:
         event["verdict"] = "noted"
-        print(json.dumps(event) if args.json else (
-            f"not decided: only {args.agent}'s operators decide escalations; your message was"
-            f" kept on {answered.task_id} as a note"
-        ))  # fmt: skip
+        print(
+            json.dumps(event)
+            if args.json
+            else (
+                f"not decided: only {args.agent}'s operators decide escalations; your message was"
+                f" kept on {answered.task_id} as a note"
+            )
+        )
         return int(ExitCode.FAILED)
     if answered.noted:
         event["verdict"] = "noted"
@@ -516,15 +533,30 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_argument("--agent", type=agent_url, required=True, help="the human agent's URL")
         if name == "reply":
             given = sub.add_mutually_exclusive_group()
-            given.add_argument("--approve", dest="verdict", action="store_const",
-                               const="approved", help="the reply approves")  # fmt: skip
-            given.add_argument("--deny", dest="verdict", action="store_const",
-                               const="denied", help="the reply denies")  # fmt: skip
+            given.add_argument(
+                "--approve",
+                dest="verdict",
+                action="store_const",
+                const="approved",
+                help="the reply approves",
+            )
+            given.add_argument(
+                "--deny",
+                dest="verdict",
+                action="store_const",
+                const="denied",
+                help="the reply denies",
+            )
     serve = command("serve", "the gateway: an A2A agent that follows handoffs for its clients")
     serve_arguments(serve, agent_url)
     console = command("console", "a live web page of the agents' work (Ctrl-C stops it)")
-    console.add_argument("--agent", type=agent_url, action="append", required=True,
-                         help="an agent's URL (repeat it for each agent)")  # fmt: skip
+    console.add_argument(
+        "--agent",
+        type=agent_url,
+        action="append",
+        required=True,
+        help="an agent's URL (repeat it for each agent)",
+    )
     console.add_argument("--port", type=int, default=8190, help="the page's port (8190)")
     console.add_argument("--host", default="127.0.0.1", help="the page's address (127.0.0.1)")
     mcp = command("mcp", "the agent network as an MCP server over stdio (for MCP hosts)")

@@ -182,9 +182,11 @@ class _Relay:
                 return  # told before: the client's task has it as it is
             self.shown[event["artifactId"]] = _parts(parts)
             await self.ctx.artifact(
-                *parts, name=event.get("name") or None, artifact_id=event["artifactId"],
+                *parts,
+                name=event.get("name") or None,
+                artifact_id=event["artifactId"],
                 last_chunk=True,
-            )  # fmt: skip
+            )
         elif kind == "message":
             self.reply = str(event.get("text", ""))
         elif kind not in ("status", "pending", "awaiting_operator"):
@@ -272,10 +274,15 @@ class GatewayAgent:
 
     async def _turn(self, ctx: TaskContext, kept: Kept, relay: _Relay) -> Exit:
         conversation = Conversation(
-            self.client, kept.session, relay.emit, save=kept.save,
-            max_hops=self.max_hops, wait=self.wait, reach=self.reach,
+            self.client,
+            kept.session,
+            relay.emit,
+            save=kept.save,
+            max_hops=self.max_hops,
+            wait=self.wait,
+            reach=self.reach,
             hold=functools.partial(self.waits.hold, ctx.principal),
-        )  # fmt: skip
+        )
         outgoing = kept.outgoing
         session = kept.session
         if outgoing is not None and outgoing.get("for") == [ctx.task_id, ctx.message.message_id]:

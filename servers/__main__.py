@@ -130,11 +130,22 @@ def run_all(
                 credentials = [f"--credential={p}=env:{_all.KEY_VAR}" for p in peers]
             own = [f"--payments={data_dir / 'payments.jsonl'}"] if name == "billing" else []
             cmd = [
-                sys.executable, "-m", "servers", name, "--host", host,
-                "--port", str(ports[name]), *_store_of(name, data_dir, store),
-                *routes, *trusts, *(["--contracts", str(contracts)] if contracts else []),
-                *credentials, *own, *passed,
-            ]  # fmt: skip
+                sys.executable,
+                "-m",
+                "servers",
+                name,
+                "--host",
+                host,
+                "--port",
+                str(ports[name]),
+                *_store_of(name, data_dir, store),
+                *routes,
+                *trusts,
+                *(["--contracts", str(contracts)] if contracts else []),
+                *credentials,
+                *own,
+                *passed,
+            ]
             if log_dir is None:
                 procs[name] = subprocess.Popen(cmd, env=env)
             else:
@@ -147,15 +158,19 @@ def run_all(
         while waiting:
             for name in list(waiting):
                 if procs[name].poll() is not None:
-                    print(f"error: {name} did not start (exit {procs[name].returncode})",
-                          file=sys.stderr)  # fmt: skip
+                    print(
+                        f"error: {name} did not start (exit {procs[name].returncode})",
+                        file=sys.stderr,
+                    )
                     return int(ExitCode.FAILED)
                 if _serving(urls[name]):
                     print(f"{name:10} {urls[name]}", flush=True)
                     waiting.remove(name)
             if waiting and time.monotonic() > deadline:
-                print(f"error: not serving after {start_within:g} s: {', '.join(waiting)}",
-                      file=sys.stderr)  # fmt: skip
+                print(
+                    f"error: not serving after {start_within:g} s: {', '.join(waiting)}",
+                    file=sys.stderr,
+                )
                 return int(ExitCode.FAILED)
             time.sleep(0.1)
         print("all serving; Ctrl-C stops them", flush=True)
@@ -185,9 +200,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.add_argument("--host", default="127.0.0.1")
         parser.add_argument("--contracts", type=Path, default=None)
         parser.add_argument(
-            "--log-dir", type=Path, default=None,
+            "--log-dir",
+            type=Path,
+            default=None,
             help="each agent's log to NAME.log there (default: this terminal)",
-        )  # fmt: skip
+        )
         parser.add_argument(
             "--store",
             default=None,
@@ -204,9 +221,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return int(ExitCode.USAGE)
         passed = _all.passed_on(args, actions)
-        return run_all(args.base_port, args.data_dir, args.host, args.contracts,
-                       passed=passed, keys=keys, log_dir=args.log_dir,
-                       store=args.store)  # fmt: skip
+        return run_all(
+            args.base_port,
+            args.data_dir,
+            args.host,
+            args.contracts,
+            passed=passed,
+            keys=keys,
+            log_dir=args.log_dir,
+            store=args.store,
+        )
     parser = Parser(prog=prog, description=__doc__)
     parser.add_argument("agent", choices=[*sorted(EXAMPLES), "all"])
     agent_options(parser)

@@ -52,11 +52,24 @@ def _start_agents(work: Path, base: int) -> tuple[subprocess.Popen[str], dict[st
     contracts = Path(__file__).resolve().parent.parent / "contracts"
     logs = work / "logs"
     agents = subprocess.Popen(
-        [sys.executable, "-m", "servers", "all", "--base-port", str(base),
-         "--data-dir", str(work / "data"), "--contracts", str(contracts),
-         "--log-dir", str(logs)],
-        stdout=subprocess.PIPE, text=True, start_new_session=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "servers",
+            "all",
+            "--base-port",
+            str(base),
+            "--data-dir",
+            str(work / "data"),
+            "--contracts",
+            str(contracts),
+            "--log-dir",
+            str(logs),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     assert agents.stdout is not None
     urls: dict[str, str] = {}
     # `all` prints a line per agent once it serves, then "all serving" (or fails, exiting

@@ -20,10 +20,14 @@ class LogisticsAgent:
             return InputRequired("Which order should I track? Please give the order id.")
         tracking = f"1Z{int(order_id):010d}"
         await ctx.artifact(
-            data={"orderId": str(order_id), "carrier": "UPS", "trackingNumber": tracking,
-                  "status": "in transit"},
+            data={
+                "orderId": str(order_id),
+                "carrier": "UPS",
+                "trackingNumber": tracking,
+                "status": "in transit",
+            },
             name="tracking",
-        )  # fmt: skip
+        )
         return Completed(f"Order {order_id} is in transit with UPS, tracking {tracking}.")
 
 

@@ -36,10 +36,25 @@ def binary(name: str) -> str:
 
 def psql(sql: str, port: int = PORT, database: str = "postgres") -> str:
     done = subprocess.run(
-        [binary("psql"), "-h", HOST, "-p", str(port), "-U", USER, "-d", database,
-         "-v", "ON_ERROR_STOP=1", "-Atc", sql],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        [
+            binary("psql"),
+            "-h",
+            HOST,
+            "-p",
+            str(port),
+            "-U",
+            USER,
+            "-d",
+            database,
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-Atc",
+            sql,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     if done.returncode != 0:
         raise RuntimeError(f"psql {sql!r}: {done.stderr.strip()}")
     return done.stdout.strip()
@@ -89,21 +104,47 @@ class PostgresServer:
         if os.geteuid() == 0:
             shutil.chown(self.dir, "postgres", "postgres")
         subprocess.run(
-            self._as_owner([binary("initdb"), "-D", str(self.dir / "data"), "-U", USER,
-                            "--auth=trust", "-E", "UTF8", "--no-sync"]),
-            check=True, capture_output=True, timeout=120,
-        )  # fmt: skip
+            self._as_owner(
+                [
+                    binary("initdb"),
+                    "-D",
+                    str(self.dir / "data"),
+                    "-U",
+                    USER,
+                    "--auth=trust",
+                    "-E",
+                    "UTF8",
+                    "--no-sync",
+                ]
+            ),
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
         return self
 
     def start(self, timeout: float = 30.0) -> PostgresServer:
         log = open(self.dir / "postgres.log", "ab")  # noqa: SIM115
         self.proc = subprocess.Popen(
-            self._as_owner([binary("postgres"), "-D", str(self.dir / "data"),
-                            "-p", str(self.port), "-c", "listen_addresses=127.0.0.1",
-                            "-k", str(self.dir), "-c", "max_connections=100",
-                            *self.options]),
-            stdout=log, stderr=log,
-        )  # fmt: skip
+            self._as_owner(
+                [
+                    binary("postgres"),
+                    "-D",
+                    str(self.dir / "data"),
+                    "-p",
+                    str(self.port),
+                    "-c",
+                    "listen_addresses=127.0.0.1",
+                    "-k",
+                    str(self.dir),
+                    "-c",
+                    "max_connections=100",
+                    *self.options,
+                ]
+            ),
+            stdout=log,
+            stderr=log,
+        )
         log.close()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -121,8 +162,9 @@ class PostgresServer:
             return False
         done = subprocess.run(
             [binary("pg_isready"), "-h", "127.0.0.1", "-p", str(self.port), "-U", USER],
-            capture_output=True, timeout=10,
-        )  # fmt: skip
+            capture_output=True,
+            timeout=10,
+        )
         return done.returncode == 0
 
     def database(self) -> PostgresDatabase:

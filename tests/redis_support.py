@@ -38,10 +38,25 @@ class RedisServer:
             )
         self.dir.mkdir(parents=True, exist_ok=True)
         cmd = [
-            binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-            "--appendonly", "yes", "--appendfsync", "always", "--dir", str(self.dir),
-            "--daemonize", "no", "--protected-mode", "no", *self.extra,
-        ]  # fmt: skip
+            binary,
+            "--port",
+            str(self.port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "yes",
+            "--appendfsync",
+            "always",
+            "--dir",
+            str(self.dir),
+            "--daemonize",
+            "no",
+            "--protected-mode",
+            "no",
+            *self.extra,
+        ]
         log = open(self.dir / "redis.log", "ab")  # noqa: SIM115
         self.proc = subprocess.Popen(cmd, stdout=log, stderr=log)
         log.close()

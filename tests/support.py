@@ -108,9 +108,16 @@ class AgentProcess:
 
     def start(self, timeout: float = 20.0, wait: bool = True) -> AgentProcess:
         cmd = [
-            sys.executable, "-m", self.module, self.name,
-            "--port", str(self.port), "--store", self.store, *self.extra,
-        ]  # fmt: skip
+            sys.executable,
+            "-m",
+            self.module,
+            self.name,
+            "--port",
+            str(self.port),
+            "--store",
+            self.store,
+            *self.extra,
+        ]
         shared = self.store.startswith(("redis", "postgres"))
         if shared and not any("--key-file" in a for a in self.extra):
             cmd.append(f"--key-file={shared_key_file(self.name, self.store)}")

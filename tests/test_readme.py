@@ -49,8 +49,20 @@ FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 BLOCKS_OF = {page: FENCE.findall(page.read_text()) for page in PAGES}
 BLOCKS = [block for page in PAGES for block in BLOCKS_OF[page]]
-COMMANDS = (".venv/bin/python", "python ", "curl ", "redis-server ", "R=", "P=", "psql ", "for ",
-            "mkdir ", "pip ", "bench/", "scripts/")  # fmt: skip
+COMMANDS = (
+    ".venv/bin/python",
+    "python ",
+    "curl ",
+    "redis-server ",
+    "R=",
+    "P=",
+    "psql ",
+    "for ",
+    "mkdir ",
+    "pip ",
+    "bench/",
+    "scripts/",
+)
 
 # Blocks not run here, by their first line, and why.
 SKIPPED = {
@@ -188,8 +200,14 @@ def test_the_greeter_serves_as_the_readme_says(tmp_path: Path) -> None:
     port, proc = serve_greeter(tmp_path)
     try:
         url = f"http://127.0.0.1:{port}/"
-        body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {
-            "messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "Ada"}]}}}  # fmt: skip
+        body = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "SendMessage",
+            "params": {
+                "message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "Ada"}]}
+            },
+        }
         answer = httpx.post(url, json=body, headers={"A2A-Version": "1.0"}, timeout=10).json()
         task = answer["result"]["task"]
         assert task["status"]["state"] == "TASK_STATE_COMPLETED"
@@ -274,8 +292,12 @@ class Shell:
         for i, readme_port in enumerate(("8101", "8102", "8103", "8104")):
             self.ports[readme_port] = base + i
         (tmp / "contracts").symlink_to(ROOT / "contracts")  # commands run from the repo root
-        self.env = {**os.environ, "XDG_STATE_HOME": str(tmp / "state"), "PYTHONUNBUFFERED": "1",
-                    "PYTHONPATH": str(ROOT)}  # fmt: skip
+        self.env = {
+            **os.environ,
+            "XDG_STATE_HOME": str(tmp / "state"),
+            "PYTHONUNBUFFERED": "1",
+            "PYTHONPATH": str(ROOT),
+        }
 
     def port(self, readme_port: str) -> int:
         if readme_port not in self.ports:
@@ -318,9 +340,14 @@ class Shell:
         log = self.tmp / f"shell-{len(self.groups)}.out"
         with log.open("w") as sink:  # a file, not a pipe: the servers it starts keep it open
             proc = subprocess.Popen(
-                ["bash", "-c", prelude + "\n" + "\n".join(script)], cwd=self.tmp, env=self.env,
-                stdout=sink, stderr=subprocess.STDOUT, text=True, start_new_session=True,
-            )  # fmt: skip
+                ["bash", "-c", prelude + "\n" + "\n".join(script)],
+                cwd=self.tmp,
+                env=self.env,
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+                text=True,
+                start_new_session=True,
+            )
         self.groups.append(proc.pid)
         proc.wait(timeout=100)
         out = log.read_text()
@@ -435,10 +462,20 @@ def test_the_keys_commands(shell: Shell) -> None:
     data = shell.tmp / "data"
     data.mkdir()
     triage = subprocess.Popen(
-        [sys.executable, "-m", "servers", "triage", "--port", str(free_port()),
-         "--store", f"sqlite:///{data / 'triage.db'}"],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "servers",
+            "triage",
+            "--port",
+            str(free_port()),
+            "--store",
+            f"sqlite:///{data / 'triage.db'}",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 20
         while not (data / "triage.keys.json").exists():  # made on first start
@@ -465,24 +502,45 @@ def test_pip_install_in_the_clone(tmp_path: Path) -> None:
     # The command as the README writes it, run where it says (the clone's root): no
     # placeholder to stand in for; only where it installs to is the test's own.
     line = next(
-        line for block in bash_blocks() for line in block.splitlines()
+        line
+        for block in bash_blocks()
+        for line in block.splitlines()
         if line.startswith("pip install .")
-    )  # fmt: skip
+    )
     command = shlex.split(line, comments=True)
     assert command[:2] == ["pip", "install"]
     target = tmp_path / "site"
     done = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target),
-         *command[2:]],
-        cwd=ROOT, capture_output=True, text=True, timeout=180,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--target",
+            str(target),
+            *command[2:],
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert done.returncode == 0, done.stderr
     elsewhere = subprocess.run(
-        [sys.executable, "-c", "import a2a_handoff, servers, orchestrator;"
-         " print(a2a_handoff.__version__, a2a_handoff.__file__)"],
-        cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(target)},
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-c",
+            "import a2a_handoff, servers, orchestrator;"
+            " print(a2a_handoff.__version__, a2a_handoff.__file__)",
+        ],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(target)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert elsewhere.returncode == 0, elsewhere.stderr
     version, where = elsewhere.stdout.split()
     assert where.startswith(str(target))

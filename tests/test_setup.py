@@ -35,8 +35,14 @@ def machine_without_test_packages(tmp_path: Path) -> dict[str, str]:
 
 def test_the_demo_set_up_installs_nothing_system_wide(tmp_path: Path) -> None:
     env = machine_without_test_packages(tmp_path)
-    done = subprocess.run(["scripts/bootstrap", "demo"], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=600)  # fmt: skip
+    done = subprocess.run(
+        ["scripts/bootstrap", "demo"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr
     assert not (tmp_path / "apt-get.log").exists(), (tmp_path / "apt-get.log").read_text()
     assert "demo" in (ROOT / "scripts" / "demo").read_text().split("scripts/bootstrap", 1)[1]
@@ -44,8 +50,9 @@ def test_the_demo_set_up_installs_nothing_system_wide(tmp_path: Path) -> None:
 
 def test_the_test_set_up_installs_redis_and_chromium(tmp_path: Path) -> None:
     env = machine_without_test_packages(tmp_path)
-    done = subprocess.run(["scripts/bootstrap"], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=600)  # fmt: skip
+    done = subprocess.run(
+        ["scripts/bootstrap"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
+    )
     assert done.returncode == 0, done.stderr
     asked = (tmp_path / "apt-get.log").read_text()
     assert "apt-get install -y -q redis-server" in asked

@@ -55,10 +55,24 @@ def run_pytest(
     env = {**os.environ, "PYTHONPATH": str(ROOT), "A2A_TEST_TIMEOUT_GRACE": "2"}
     started = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "tests.timeouts", "-p", "no:cacheprovider",
-         "-q", *args, "test_stuck.py"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "tests.timeouts",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            *args,
+            "test_stuck.py",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     return done, time.monotonic() - started
 
 

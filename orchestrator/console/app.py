@@ -219,9 +219,10 @@ class Console:
         except (KeyError, ValueError, HandoffError) as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
         rows = [
-            r for r in [*ledger.get("sent", []), *ledger.get("received", [])]
+            r
+            for r in [*ledger.get("sent", []), *ledger.get("received", [])]
             if task_id in (r.get("taskId"), (r.get("source") or {}).get("taskId"))
-        ]  # fmt: skip
+        ]
         return JSONResponse(
             {
                 "task": raw,
@@ -337,8 +338,11 @@ async def serve(
         sock = _bind(host, port)
     except OSError as exc:
         why = "in use" if exc.errno == errno.EADDRINUSE else exc.strerror
-        print(f"error: cannot listen on {host}:{port} ({why}): stop what listens there, or"
-              " pick another --port", file=sys.stderr)  # fmt: skip
+        print(
+            f"error: cannot listen on {host}:{port} ({why}): stop what listens there, or"
+            " pick another --port",
+            file=sys.stderr,
+        )
         return int(ExitCode.USAGE)
     console = Console(agents, client, keys)
     token = secrets.token_urlsafe(24)
@@ -351,8 +355,10 @@ async def serve(
             host,
         )
     name = f"[{host}]" if ":" in host else host
-    print(f"console on http://{name}:{port}/?token={token} watching {len(console.agents)}"
-          " agent(s)", flush=True)  # fmt: skip
+    print(
+        f"console on http://{name}:{port}/?token={token} watching {len(console.agents)} agent(s)",
+        flush=True,
+    )
     with sock:
         await uvicorn.Server(config).serve(sockets=[sock])
     return 0

@@ -80,9 +80,18 @@ def test_the_rfc_example_document() -> None:
 
 
 def test_the_fast_path_writes_what_rfc8785_writes_for_envelopes() -> None:
-    envelope = {"handoffId": "h", "hop": 1, "visited": ["triage"], "transferContext": {
-        "summary": "ünïcödé — \u2028 \x7f \t tab", "entities": {"orderId": "12345"}, "ok": True,
-        "none": None, "big": 2**53 - 1}}  # fmt: skip
+    envelope = {
+        "handoffId": "h",
+        "hop": 1,
+        "visited": ["triage"],
+        "transferContext": {
+            "summary": "ünïcödé — \u2028 \x7f \t tab",
+            "entities": {"orderId": "12345"},
+            "ok": True,
+            "none": None,
+            "big": 2**53 - 1,
+        },
+    }
     assert canonical(envelope) == rfc8785.dumps(envelope)
 
 

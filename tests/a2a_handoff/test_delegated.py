@@ -40,8 +40,9 @@ async def test_only_a_question_can_be_answered() -> None:
 
 def test_a_request_is_told_apart_by_what_it_asks() -> None:
     one = Handoff("billing", "r", {"summary": "refund 1"}, kind="delegation")
-    assert request_digest(one) == request_digest(Handoff("billing", "other reason",
-                                                         {"summary": "refund 1"}))  # fmt: skip
+    assert request_digest(one) == request_digest(
+        Handoff("billing", "other reason", {"summary": "refund 1"})
+    )
     assert request_digest(one) != request_digest(Handoff("billing", "r", {"summary": "refund 2"}))
     assert request_digest(one) != request_digest(Handoff("logistics", "r", {"summary": "refund 1"}))
 
@@ -49,13 +50,14 @@ def test_a_request_is_told_apart_by_what_it_asks() -> None:
 def test_an_outcome_keeps_what_fits_and_names_the_rest() -> None:
     big = Artifact(artifact_id="a1", name="scan", parts=[Part(text="x" * MAX_OUTCOME_BYTES)])
     refund = Artifact(artifact_id="a2", name="refund", parts=[Part(data={"orderId": "1"})])
-    status = TaskStatus(state=TaskState.COMPLETED, message=Message(
-        message_id="m", role=Role.AGENT, parts=[Part(text="y" * 10_000)]))  # fmt: skip
+    status = TaskStatus(
+        state=TaskState.COMPLETED,
+        message=Message(message_id="m", role=Role.AGENT, parts=[Part(text="y" * 10_000)]),
+    )
     task = Task(id="t1", context_id="c", status=status, artifacts=[big, refund])
     outcome = Delegated.of_task("billing", "k", 0, task)
     assert outcome.artifacts == (refund,)  # whole, in order, while they fit
-    assert outcome.omitted == ({"artifactId": "a1", "name": "scan",
-                                "bytes": len(big.dump_json())},)  # fmt: skip
+    assert outcome.omitted == ({"artifactId": "a1", "name": "scan", "bytes": len(big.dump_json())},)
     assert outcome.text.startswith("y" * 8192)
     assert outcome.text.endswith("(1808 characters more)")
     assert len(json.dumps(outcome.to_stored())) < MAX_OUTCOME_BYTES
@@ -67,14 +69,19 @@ def test_a_hostile_delegates_left_out_artifacts_are_named_within_a_bound() -> No
     # Each artifact too large to keep, with an id and a name of 100 000 characters: the names
     # in `omitted` are cut, so what the delegating task keeps stays bounded.
     huge = [
-        Artifact(artifact_id=f"{i}" + "i" * 100_000, name="n" * 100_000,
-                 parts=[Part(text="x" * MAX_OUTCOME_BYTES)])
+        Artifact(
+            artifact_id=f"{i}" + "i" * 100_000,
+            name="n" * 100_000,
+            parts=[Part(text="x" * MAX_OUTCOME_BYTES)],
+        )
         for i in range(MAX_OMITTED + 5)
-    ]  # fmt: skip
+    ]
     status = TaskStatus(state=TaskState.COMPLETED)
-    outcome = Delegated.of_task("billing", "k", 0, Task(id="t", context_id="c", status=status,
-                                                         artifacts=huge))  # fmt: skip
+    outcome = Delegated.of_task(
+        "billing", "k", 0, Task(id="t", context_id="c", status=status, artifacts=huge)
+    )
     assert len(outcome.omitted) == MAX_OMITTED
-    assert all(len(o["name"]) == len(o["artifactId"]) == MAX_NAME_CHARS + 1
-               for o in outcome.omitted)  # fmt: skip
+    assert all(
+        len(o["name"]) == len(o["artifactId"]) == MAX_NAME_CHARS + 1 for o in outcome.omitted
+    )
     assert len(json.dumps(outcome.to_stored())) < MAX_OMITTED * (2 * MAX_NAME_CHARS + 100)

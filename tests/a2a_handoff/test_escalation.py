@@ -100,9 +100,17 @@ def _decision(
     """A decision as the receiving edge makes it from signed claims (see handoff.verified)."""
     action = escalation.get("action") or {}
     return Decision(
-        verdict, text, by, escalation, "", action.get("fingerprint"),
-        time.time() + expires_in, decision_id, "human", "t0",
-    )  # fmt: skip
+        verdict,
+        text,
+        by,
+        escalation,
+        "",
+        action.get("fingerprint"),
+        time.time() + expires_in,
+        decision_id,
+        "human",
+        "t0",
+    )
 
 
 def test_an_approval_is_for_exactly_the_action_it_was_asked_for() -> None:
@@ -131,11 +139,18 @@ def _context(
     metadata = None
     if transfer is not None:
         envelope = {
-            "handoffId": "h", "idempotencyKey": "k" * 16, "rootKey": "r" * 16,
-            "contextId": "c", "source": {"agent": "human", "url": "u", "taskId": "t0"},
-            "target": {"agent": "billing", "url": "v"}, "reason": "back", "hop": 3,
-            "traceId": "x", "createdAt": "2026-11-22T00:00:00Z", "transferContext": transfer,
-        }  # fmt: skip
+            "handoffId": "h",
+            "idempotencyKey": "k" * 16,
+            "rootKey": "r" * 16,
+            "contextId": "c",
+            "source": {"agent": "human", "url": "u", "taskId": "t0"},
+            "target": {"agent": "billing", "url": "v"},
+            "reason": "back",
+            "hop": 3,
+            "traceId": "x",
+            "createdAt": "2026-11-22T00:00:00Z",
+            "transferContext": transfer,
+        }
         metadata = {URI: envelope}
     message = Message(
         message_id="m", role=Role.USER, parts=[Part(text="refund")], metadata=metadata
@@ -162,9 +177,12 @@ def test_guard_escalates_before_the_action_then_lets_only_the_approved_one_run()
     asked = first.escalation.to_json()
     approved = _decision(Verdict.APPROVED, asked, text="fine")
     used: set[str] = set()
-    assert _context(decision=approved, used=used).escalation.guard(
-        refund, what_happened=HAPPENED, tried=TRIED
-    ) is None  # fmt: skip
+    assert (
+        _context(decision=approved, used=used).escalation.guard(
+            refund, what_happened=HAPPENED, tried=TRIED
+        )
+        is None
+    )
     # Used once: the same approval again is refused, not run twice.
     again = _context(decision=approved, used=used).escalation.guard(
         refund, what_happened=HAPPENED, tried=TRIED

@@ -80,8 +80,15 @@ def make_agents(
     work_log, hold_file = tmp / "work.log", tmp / "hold"
     triages = [_agent(tmp, "triage", store("triage"), f"triage-{i}") for i in range(replicas)]
     trusted = [f"--trust=triage={t.url}" for t in triages]
-    billing = _agent(tmp, "billing", store("billing"), "billing", *trusted,
-                     f"--work-log={work_log}", f"--hold-file={hold_file}")  # fmt: skip
+    billing = _agent(
+        tmp,
+        "billing",
+        store("billing"),
+        "billing",
+        *trusted,
+        f"--work-log={work_log}",
+        f"--hold-file={hold_file}",
+    )
     other = _agent(tmp, "billing", store("stranger"), "stranger") if stranger else None
     routes = [f"--route=billing={billing.url}", f"--contracts={ROOT / 'contracts'}"]
     if other is not None:

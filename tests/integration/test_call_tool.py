@@ -39,8 +39,16 @@ class McpServer:
         return f"http://127.0.0.1:{self.port}/mcp"
 
     def start(self) -> None:
-        cmd = [sys.executable, "-m", "tests.mcp_tool_server", "--port", str(self.port),
-               "--counts", str(self.counts), *self.extra]  # fmt: skip
+        cmd = [
+            sys.executable,
+            "-m",
+            "tests.mcp_tool_server",
+            "--port",
+            str(self.port),
+            "--counts",
+            str(self.counts),
+            *self.extra,
+        ]
         self.proc = subprocess.Popen(cmd, cwd=ROOT, stderr=subprocess.DEVNULL)
         wait_for(lambda: httpx.get(self.url, timeout=1.0).status_code > 0, every=0.05)
 
@@ -75,8 +83,12 @@ def agent(
 ) -> Iterator[AgentProcess]:
     home = tmp_path_factory.mktemp("agent")
     gone = f"http://127.0.0.1:{free_port()}/mcp"  # nothing listens there
-    extra = (f"--mcp=calc={mcp.url}", f"--mcp=gone={gone}", f"--mcp-timeout={TIMEOUT}",
-             f"--hold={hold}")  # fmt: skip
+    extra = (
+        f"--mcp=calc={mcp.url}",
+        f"--mcp=gone={gone}",
+        f"--mcp-timeout={TIMEOUT}",
+        f"--hold={hold}",
+    )
     process = AgentProcess("tools", f"sqlite:///{home / 'tools.db'}", extra=extra)
     process.module = "tests.integration.tool_agent"
     process.log_path = home / "tools.log"

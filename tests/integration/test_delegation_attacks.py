@@ -41,13 +41,15 @@ def agents(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[AgentProc
     triage.module = billing.module = MODULE
     users = {"alice": ALICE, "mallory": MALLORY}
     triage.extra = (
-        f"--route=billing={billing.url}", f"--credential=billing={key_env(TRIAGE)}",
+        f"--route=billing={billing.url}",
+        f"--credential=billing={key_env(TRIAGE)}",
         f"--auth-keys={_keys(tmp / 'triage.auth', **users)}",
-    )  # fmt: skip
+    )
     billing.extra = (
-        f"--trust=triage={triage.url}", f"--work-log={tmp / 'work.log'}",
+        f"--trust=triage={triage.url}",
+        f"--work-log={tmp / 'work.log'}",
         f"--auth-keys={_keys(tmp / 'billing.auth', **users, triage=TRIAGE)}",
-    )  # fmt: skip
+    )
     billing.start()
     triage.start()
     try:
@@ -119,8 +121,9 @@ def test_no_forged_altered_or_misdelivered_delegation_makes_billing_work(
     before = work_log.read_text()
     stranger = Identity.generate("triage")
     made_up = forged(kind="delegation", target={"agent": "billing", "url": billing.url})
-    eve = forged(kind="delegation", source={"agent": "eve", "url": "http://127.0.0.1:1/",
-                                            "taskId": "t"})  # fmt: skip
+    eve = forged(
+        kind="delegation", source={"agent": "eve", "url": "http://127.0.0.1:1/", "taskId": "t"}
+    )
     attempts = {
         "envelope_unsigned": [({URI: made_up}, MALLORY)],
         "envelope_forged": [
@@ -129,18 +132,23 @@ def test_no_forged_altered_or_misdelivered_delegation_makes_billing_work(
             ({URI: {**genuine, "idempotencyKey": "f" * 64}, SIGNATURE_KEY: signature}, TRIAGE),
         ],
         "untrusted_source": [
-            ({URI: eve, SIGNATURE_KEY: sign_with(Identity.generate("eve").signing_key, eve)},
-             MALLORY),
+            (
+                {URI: eve, SIGNATURE_KEY: sign_with(Identity.generate("eve").signing_key, eve)},
+                MALLORY,
+            ),
             (metadata, ALICE),  # a genuine copy, delivered with a user's key
         ],
-    }  # fmt: skip
+    }
     for code, tries in attempts.items():
         for sent, key in tries:
             task = result(send(billing, sent, key))["task"]
             assert task["status"]["state"] == "TASK_STATE_REJECTED", (code, task)
             assert ext(task)["rejected"] == code, (code, task)
-    anonymous = httpx.post(billing.url, json={"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
-                                              "params": {"message": {}}}, timeout=5)  # fmt: skip
+    anonymous = httpx.post(
+        billing.url,
+        json={"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {}}},
+        timeout=5,
+    )
     assert anonymous.status_code == 401
     again = result(send(billing, metadata, TRIAGE))["task"]  # triage's own replay
     assert again["id"] == asked["sub"]["id"]

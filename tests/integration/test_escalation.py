@@ -311,9 +311,14 @@ def test_an_unanswered_escalation_can_go_to_a_named_agent(
     first_line = _agent(
         tmp_path,
         "human",
-        "--answer-within", "1", "--check-every", "0.2",
-        "--fallback", "supervisor", f"--route=supervisor={supervisor.url}",
-    )  # fmt: skip
+        "--answer-within",
+        "1",
+        "--check-every",
+        "0.2",
+        "--fallback",
+        "supervisor",
+        f"--route=supervisor={supervisor.url}",
+    )
     billing = _agent(tmp_path, "billing", f"--route=human={first_line.url}")
     wire_trust([first_line, billing, supervisor])
     supervisor.extra = (*supervisor.extra, f"--trust=billing={billing.url}")

@@ -189,8 +189,9 @@ def deliver(agents: Agents, env: HandoffEnvelope, **extra: Any) -> dict[str, Any
     """The envelope (with `extra` members) signed by the tests' identity, sent to billing
     (at the address it names: billing's own, unless a test says otherwise)."""
     if env.target.url == "http://billing/":
-        env = env.model_copy(update={"target": env.target.model_copy(
-            update={"url": agents.billing.url})})  # fmt: skip
+        env = env.model_copy(
+            update={"target": env.target.model_copy(update={"url": agents.billing.url})}
+        )
     params = {
         "message": {
             "messageId": f"handoff-{env.idempotency_key}",

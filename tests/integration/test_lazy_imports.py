@@ -66,9 +66,11 @@ def _imported(log: Path) -> set[str]:
 def test_a_started_agent_serving_requests_loads_them_only_when_asked(tmp_path: Path) -> None:
     log = tmp_path / "echo.log"
     agent = AgentProcess(
-        "echo", f"sqlite:///{tmp_path}/echo.db", env={"PYTHONPROFILEIMPORTTIME": "1"},
+        "echo",
+        f"sqlite:///{tmp_path}/echo.db",
+        env={"PYTHONPROFILEIMPORTTIME": "1"},
         log_path=log,
-    )  # fmt: skip
+    )
     agent.start()
     try:
         for _ in range(2):

@@ -69,8 +69,14 @@ async def test_a_skill_asks_for_input_and_reply_finishes_it_retries_return_the_s
 ) -> None:
     async with mcp_client(billing.url + "mcp") as client:
         names = [t.name for t in (await client.list_tools()).tools]
-        assert names == ["refund", "invoice", "reply", "get_task", "health_check",
-                         "resume_from_handoff"]  # fmt: skip
+        assert names == [
+            "refund",
+            "invoice",
+            "reply",
+            "get_task",
+            "health_check",
+            "resume_from_handoff",
+        ]
         asked = await client.call_tool("refund", {"text": "a refund", "idempotencyKey": "k1"})
         first = structured(asked)
         assert first["state"] == "input-required"

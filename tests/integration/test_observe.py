@@ -39,10 +39,18 @@ def desk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Desk]:
 
     def agent(name: str, *extra: str) -> AgentProcess:
         process = AgentProcess(
-            name, f"sqlite:///{tmp / name}.db",
-            extra=("--recovery-interval", "0.3", "--contracts", str(ROOT / "contracts"),
-                   "--log-format", "json", *extra),
-        )  # fmt: skip
+            name,
+            f"sqlite:///{tmp / name}.db",
+            extra=(
+                "--recovery-interval",
+                "0.3",
+                "--contracts",
+                str(ROOT / "contracts"),
+                "--log-format",
+                "json",
+                *extra,
+            ),
+        )
         process.log_path = tmp / f"{name}.log"
         return process
 
@@ -95,18 +103,22 @@ def test_metrics_move_by_exactly_what_happened(desk: Desk, tmp_path: Path) -> No
     reply = desk.triage.rpc("SendMessage", message(BIG_REFUND))
     context = result(reply)["task"]["contextId"]
     waiting = wait_for(
-        lambda: [t for t in tasks_in(desk.human, context)
-                 if t["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"]
-    )  # fmt: skip
+        lambda: [
+            t
+            for t in tasks_in(desk.human, context)
+            if t["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+        ]
+    )
     assert scrape(desk.human)[key("a2a_escalations_waiting")] == 1
     code, out = Cli(tmp_path / "op.json").run(
         "approve", waiting[0]["id"], "verified", "--agent", desk.human.url
     )
     assert code == 0, out
     wait_for(
-        lambda: any(t["status"]["state"] == "TASK_STATE_COMPLETED"
-                    for t in tasks_in(desk.billing, context))
-    )  # fmt: skip
+        lambda: any(
+            t["status"]["state"] == "TASK_STATE_COMPLETED" for t in tasks_in(desk.billing, context)
+        )
+    )
     # And a forged (unsigned) handoff, refused at billing's edge.
     forged_envelope = forged()
     msg = message("please", forged_envelope["contextId"])
@@ -125,13 +137,20 @@ def test_metrics_move_by_exactly_what_happened(desk: Desk, tmp_path: Path) -> No
     triage, billing, human = delta["triage"], delta["billing"], delta["human"]
 
     assert triage[key("a2a_requests_total", method="SendMessage", outcome="ok")] == 1
-    assert triage[key("a2a_handoffs_sent_total", **edge("triage", "billing", "handoff",
-                                                          "accepted"))] == 1  # fmt: skip
+    assert (
+        triage[key("a2a_handoffs_sent_total", **edge("triage", "billing", "handoff", "accepted"))]
+        == 1
+    )
     assert triage[key("a2a_task_transitions_total", state="transferred")] == 1
     assert triage[key("a2a_task_transitions_total", state="working")] >= 1
     for stage in ("created", "terminated"):
-        latency = key("a2a_handoff_latency_seconds_count", source="triage", target="billing",
-                      kind="handoff", stage=stage)  # fmt: skip
+        latency = key(
+            "a2a_handoff_latency_seconds_count",
+            source="triage",
+            target="billing",
+            kind="handoff",
+            stage=stage,
+        )
         assert triage[latency] == 1
     # The contract's own metrics, from the ledger: one handoff, none rejected.
     contract = key("a2a_contract_handoff_latency_ms_count", contract="triage-to-billing")
@@ -139,8 +158,12 @@ def test_metrics_move_by_exactly_what_happened(desk: Desk, tmp_path: Path) -> No
     assert key("a2a_contract_handoff_rejected_total", contract="triage-to-billing") not in triage
     assert triage[key("a2a_store_commit_seconds_count")] >= 2
 
-    assert billing[key("a2a_handoffs_received_total", **edge("triage", "billing", "handoff",
-                                                              "accepted"))] == 1  # fmt: skip
+    assert (
+        billing[
+            key("a2a_handoffs_received_total", **edge("triage", "billing", "handoff", "accepted"))
+        ]
+        == 1
+    )
     assert (
         billing[
             key(
@@ -150,22 +173,35 @@ def test_metrics_move_by_exactly_what_happened(desk: Desk, tmp_path: Path) -> No
         ]
         == 1
     )
-    assert billing[key("a2a_handoffs_sent_total", **edge("billing", "human", "escalation",
-                                                          "accepted"))] == 1  # fmt: skip
+    assert (
+        billing[
+            key("a2a_handoffs_sent_total", **edge("billing", "human", "escalation", "accepted"))
+        ]
+        == 1
+    )
     assert billing[key("a2a_contract_handoff_escalated_total", contract="any-to-human")] == 1
-    assert billing[key("a2a_handoffs_received_total", **edge("human", "billing", "return",
-                                                              "accepted"))] == 1  # fmt: skip
+    assert (
+        billing[
+            key("a2a_handoffs_received_total", **edge("human", "billing", "return", "accepted"))
+        ]
+        == 1
+    )
     assert billing[key("a2a_task_transitions_total", state="completed")] == 1
     # The forged message was answered, and refused: no task of it stored.
     assert key("a2a_task_transitions_total", state="rejected") not in billing
 
-    assert human[key("a2a_handoffs_received_total", **edge("billing", "human", "escalation",
-                                                            "accepted"))] == 1  # fmt: skip
+    assert (
+        human[
+            key("a2a_handoffs_received_total", **edge("billing", "human", "escalation", "accepted"))
+        ]
+        == 1
+    )
     assert human[key("a2a_escalations_total", event="received")] == 1
     assert human[key("a2a_escalations_total", event="decided")] == 1
     assert key("a2a_escalations_total", event="timed_out") not in human
-    assert human[key("a2a_handoffs_sent_total", **edge("human", "billing", "return",
-                                                        "accepted"))] == 1  # fmt: skip
+    assert (
+        human[key("a2a_handoffs_sent_total", **edge("human", "billing", "return", "accepted"))] == 1
+    )
     assert human[key("a2a_task_transitions_total", state="input_required")] == 1
 
     # Nothing else moved on any handoff counter: no duplicate, no failure counted.

@@ -75,8 +75,12 @@ class Load:
                 if self.stop.is_set():
                     return
                 text = "sleep:0.5" if i % 2 else f"hello {n}.{i}"
-                body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
-                        "params": message(text, returnImmediately=True)}  # fmt: skip
+                body = {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "SendMessage",
+                    "params": message(text, returnImmediately=True),
+                }
                 try:
                     reply = http.post(agent.url, json=body, headers={"A2A-Version": "1.0"})
                     answer = reply.json()

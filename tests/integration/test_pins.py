@@ -44,8 +44,9 @@ def escalate(agents: Bank, tmp_path: Path) -> dict[str, Any]:
     operator = Cli(tmp_path / "op.json")
 
     def waiting() -> list[dict[str, Any]]:
-        _, items = operator.events("--api-key", key_env("operator-key"), "inbox",
-                                   "--agent", agents.human.url)  # fmt: skip
+        _, items = operator.events(
+            "--api-key", key_env("operator-key"), "inbox", "--agent", agents.human.url
+        )
         return [i for i in items if i["contextId"] == context]
 
     return wait_for(waiting, timeout=20)[0]
@@ -61,10 +62,17 @@ def approve(agents: Bank, tmp_path: Path, item: dict[str, Any]) -> None:
 
 
 def paid(agents: Bank, context: str) -> list[float]:
-    page = result(agents.billing.rpc("ListTasks", {"contextId": context, "includeArtifacts": True},
-                                     **{"X-API-Key": ALICE}))  # fmt: skip
-    return [a["parts"][0]["data"]["amount"] for t in page["tasks"] for a in t.get("artifacts") or []
-            if a.get("name") == "refund"]  # fmt: skip
+    page = result(
+        agents.billing.rpc(
+            "ListTasks", {"contextId": context, "includeArtifacts": True}, **{"X-API-Key": ALICE}
+        )
+    )
+    return [
+        a["parts"][0]["data"]["amount"]
+        for t in page["tasks"]
+        for a in t.get("artifacts") or []
+        if a.get("name") == "refund"
+    ]
 
 
 def forged_return(signer: Identity, agents: Bank, item: dict[str, Any]) -> dict[str, Any]:
@@ -72,22 +80,36 @@ def forged_return(signer: Identity, agents: Bank, item: dict[str, Any]) -> dict[
     `signer`."""
     action = Action("refund", {"orderId": "4242"}, amount=25000.0)
     claims = decision_claims(
-        {"verdict": "approved", "escalation": {"action": action.to_json(),
-                                               "source": {"taskId": item["sourceTaskId"]}}},
-        issuer="human", audience="billing", escalation_task=item["taskId"],
-        decision_id=f"d-{time.time()}", ttl=900,
-    )  # fmt: skip
-    decision = {"verdict": "approved", "text": "ok", "by": "operator",
-                "escalation": {"action": action.to_json()},
-                "signed": sign_claims(claims, signer.signing_key, DECISION_TYP)}  # fmt: skip
+        {
+            "verdict": "approved",
+            "escalation": {"action": action.to_json(), "source": {"taskId": item["sourceTaskId"]}},
+        },
+        issuer="human",
+        audience="billing",
+        escalation_task=item["taskId"],
+        decision_id=f"d-{time.time()}",
+        ttl=900,
+    )
+    decision = {
+        "verdict": "approved",
+        "text": "ok",
+        "by": "operator",
+        "escalation": {"action": action.to_json()},
+        "signed": sign_claims(claims, signer.signing_key, DECISION_TYP),
+    }
     envelope = forged(
         contextId=item["contextId"],
         source={"agent": "human", "url": agents.human.url, "taskId": item["taskId"]},
         target={"agent": "billing", "url": agents.billing.url},
-        kind="return", hop=3, visited=["triage", "billing", "human"],
-        transferContext={"entities": {"orderId": "4242", "amount": 25000.0},
-                         "summary": "approved", "decision": decision},
-    )  # fmt: skip
+        kind="return",
+        hop=3,
+        visited=["triage", "billing", "human"],
+        transferContext={
+            "entities": {"orderId": "4242", "amount": 25000.0},
+            "summary": "approved",
+            "decision": decision,
+        },
+    )
     return {URI: envelope, SIGNATURE_KEY: sign_with(signer.signing_key, envelope)}
 
 
@@ -102,8 +124,9 @@ def test_an_impostor_on_a_trusted_agents_port_is_not_trusted(agents: Bank, tmp_p
     impostor.start()
     try:
         stolen = stolen_identity(tmp_path / "impostor.db")
-        reply = send(agents.billing, forged_return(stolen, agents, item),
-                     AGENT_KEYS[("human", "billing")])  # fmt: skip
+        reply = send(
+            agents.billing, forged_return(stolen, agents, item), AGENT_KEYS[("human", "billing")]
+        )
         task = result(reply)["task"]
         assert task["status"]["state"] == "TASK_STATE_REJECTED", task
         assert task["metadata"][URI]["rejected"] == "envelope_forged"
@@ -113,11 +136,17 @@ def test_an_impostor_on_a_trusted_agents_port_is_not_trusted(agents: Bank, tmp_p
         # The operator's act: forget the pin, and billing takes the new human's keys.
         pins = [sys.executable, "-m", "a2a_handoff", "trust"]
         store = f"sqlite:///{tmp_path / 'billing.db'}"
-        listed = subprocess.run([*pins, "list", "--store", store], cwd=ROOT, capture_output=True,
-                                text=True, timeout=60)  # fmt: skip
+        listed = subprocess.run(
+            [*pins, "list", "--store", store], cwd=ROOT, capture_output=True, text=True, timeout=60
+        )
         assert listed.stdout.startswith("human  ")
-        forgot = subprocess.run([*pins, "forget", "human", "--store", store], cwd=ROOT,
-                                capture_output=True, text=True, timeout=60)  # fmt: skip
+        forgot = subprocess.run(
+            [*pins, "forget", "human", "--store", store],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert forgot.returncode == 0, forgot.stderr
         genuine = forged_return(stolen, agents, item)  # now the agent billing was told of
         time.sleep(2.1)  # one refresh per min_refresh (2 s) for an unknown key id
@@ -136,8 +165,12 @@ def test_a_retired_key_is_refused_within_max_age_even_while_its_jwks_is_down(
     keys = [sys.executable, "-m", "a2a_handoff", "keys"]
     store = f"sqlite:///{tmp_path / 'human.db'}"
     subprocess.run([*keys, "rotate", "--store", store], cwd=ROOT, check=True, timeout=60)
-    subprocess.run([*keys, "retire", str(old.signing_key.kid), "--store", store], cwd=ROOT,
-                   check=True, timeout=60)  # fmt: skip
+    subprocess.run(
+        [*keys, "retire", str(old.signing_key.kid), "--store", store],
+        cwd=ROOT,
+        check=True,
+        timeout=60,
+    )
     agents.human.stop()  # its JWKS cannot be fetched from now on
     time.sleep(1.5)  # past billing's --trust-max-age (1 s)
     reply = send(agents.billing, forged_return(old, agents, item), AGENT_KEYS[("human", "billing")])

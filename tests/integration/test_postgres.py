@@ -68,8 +68,12 @@ def test_a_replica_killed_under_load_leaves_its_handoffs_to_the_other(
                 if stop.is_set():
                     return
                 ctx = f"ctx-{uuid.uuid4()}"
-                body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
-                        "params": message(REFUND, ctx, returnImmediately=True)}  # fmt: skip
+                body = {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "SendMessage",
+                    "params": message(REFUND, ctx, returnImmediately=True),
+                }
                 try:
                     reply = http.post(agent.url, json=body, headers={"A2A-Version": "1.0"})
                     answer = reply.json()

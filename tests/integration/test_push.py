@@ -52,8 +52,15 @@ class Receiver:
         return f"http://127.0.0.1:{self.port}/hook"
 
     def start(self) -> None:
-        cmd = [sys.executable, "-m", "tests.push_receiver", "--port", str(self.port),
-               "--log", str(self.log)] + (["--fail-first"] if self.fail_first else [])  # fmt: skip
+        cmd = [
+            sys.executable,
+            "-m",
+            "tests.push_receiver",
+            "--port",
+            str(self.port),
+            "--log",
+            str(self.log),
+        ] + (["--fail-first"] if self.fail_first else [])
         self.proc = subprocess.Popen(cmd, cwd=ROOT)
 
     def stop(self) -> None:
@@ -102,9 +109,11 @@ def test_every_status_change_reaches_a_receiver_down_then_up_across_a_kill_9(
     store_url: str, receiver: Receiver, tmp_path: Path
 ) -> None:
     agent = AgentProcess(
-        "echo", store_url, extra=["--push-allow", "127.0.0.1", "--push-retry-max", "0.3"],
+        "echo",
+        store_url,
+        extra=["--push-allow", "127.0.0.1", "--push-retry-max", "0.3"],
         log_path=tmp_path / "echo.log",
-    )  # fmt: skip
+    )
     agent.start()
     try:
         config = {
@@ -141,9 +150,12 @@ def test_every_status_change_reaches_a_receiver_down_then_up_across_a_kill_9(
     assert len(delivered) == len(history["deliveries"])
     states = [state_of(unique[f"{task['id']}:hook:{seq}"]["body"]) for seq in seqs]
     assert states == [
-        "TASK_STATE_SUBMITTED", "TASK_STATE_WORKING", "TASK_STATE_INPUT_REQUIRED",
-        "TASK_STATE_WORKING", "TASK_STATE_COMPLETED",
-    ]  # fmt: skip
+        "TASK_STATE_SUBMITTED",
+        "TASK_STATE_WORKING",
+        "TASK_STATE_INPUT_REQUIRED",
+        "TASK_STATE_WORKING",
+        "TASK_STATE_COMPLETED",
+    ]
     keys = {k["kid"]: OKPKey.import_key(k) for k in jwks["keys"]}
     for entry in entries:
         headers = entry["headers"]
@@ -158,9 +170,11 @@ def test_a_receiver_failing_past_the_bound_is_given_up_and_reported(
 ) -> None:
     hook = Receiver(tmp_path / "never.jsonl")  # never started
     agent = AgentProcess(
-        "echo", f"sqlite:///{tmp_path / 'echo.db'}", log_path=tmp_path / "echo.log",
+        "echo",
+        f"sqlite:///{tmp_path / 'echo.db'}",
+        log_path=tmp_path / "echo.log",
         extra=["--push-allow", "127.0.0.1", "--push-give-up", "1", "--push-retry-max", "0.2"],
-    )  # fmt: skip
+    )
     agent.start()
     try:
         config = {"id": "config-of-a-caller", "url": hook.url}

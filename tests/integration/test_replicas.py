@@ -114,9 +114,12 @@ async def test_a_stream_on_one_replica_gets_the_other_replicas_events_in_order(
         last = head[-1][0]
         assert last is not None
         rest = await sse(
-            http, a.url, "SubscribeToTask", {"id": task_id},
+            http,
+            a.url,
+            "SubscribeToTask",
+            {"id": task_id},
             headers={"Last-Event-ID": str(last)},
-        )  # fmt: skip
+        )
     frames = head + rest
     seqs = [seq for seq, _ in frames]
     assert seqs == list(range(seqs[0], seqs[0] + len(seqs)))  # no gap, no repeat

@@ -58,17 +58,24 @@ def running(agent: AgentProcess) -> Iterator[AgentProcess]:
 def serve(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
     """`python -m servers …` expected to refuse to start: its exit code and output."""
     return subprocess.run(
-        [sys.executable, "-m", "servers", *args], cwd=ROOT, capture_output=True, text=True,
+        [sys.executable, "-m", "servers", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
         timeout=timeout,
-    )  # fmt: skip
+    )
 
 
 def test_a_human_agent_under_auth_without_operators_refuses_to_start(tmp_path: Path) -> None:
     # Before: it started, and the user an escalation was about approved it with her own key.
     done = serve(
-        "human", "--port", str(free_port()), "--store", f"sqlite:///{tmp_path / 'h.db'}",
+        "human",
+        "--port",
+        str(free_port()),
+        "--store",
+        f"sqlite:///{tmp_path / 'h.db'}",
         f"--auth-keys={keys_file(tmp_path, 'human', {})}",
-    )  # fmt: skip
+    )
     assert done.returncode == 64, done.stderr
     assert "names no operators" in done.stderr
     assert "--operators" in done.stderr
@@ -89,8 +96,9 @@ def escalated(agents: Bank, tmp_path: Path, key: str = ALICE) -> dict[str, Any]:
     operator = Cli(tmp_path / "op.json")
 
     def waiting() -> list[dict[str, Any]]:
-        code, items = operator.events("--api-key", key_env("operator-key"), "inbox",
-                                      "--agent", agents.human.url)  # fmt: skip
+        code, items = operator.events(
+            "--api-key", key_env("operator-key"), "inbox", "--agent", agents.human.url
+        )
         assert code == 0
         return [i for i in items if i["contextId"] == context]
 
@@ -98,8 +106,11 @@ def escalated(agents: Bank, tmp_path: Path, key: str = ALICE) -> dict[str, Any]:
 
 
 def refunds(agents: Bank, context: str, key: str) -> list[dict[str, Any]]:
-    page = result(agents.billing.rpc("ListTasks", {"contextId": context, "includeArtifacts": True},
-                                     **{"X-API-Key": key}))  # fmt: skip
+    page = result(
+        agents.billing.rpc(
+            "ListTasks", {"contextId": context, "includeArtifacts": True}, **{"X-API-Key": key}
+        )
+    )
     return [a for t in page["tasks"] for a in t.get("artifacts") or [] if a.get("name") == "refund"]
 
 
@@ -120,10 +131,19 @@ def test_only_operators_decide_an_escalation_a_user_adds_a_note(
     assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
     assert task["history"][-1]["metadata"][URI] == {"note": {"by": "alice"}}
     # The agent that escalated (billing's own key at the human agent) cannot decide either.
-    reply = human.rpc("SendMessage", {"message": {
-        "messageId": "billing-approves", "role": "ROLE_USER", "parts": [{"text": "approve"}],
-        "taskId": item["taskId"], "metadata": {URI: {"decision": {"verdict": "approved"}}},
-    }}, **{"X-API-Key": AGENT_KEYS[("billing", "human")]})  # fmt: skip
+    reply = human.rpc(
+        "SendMessage",
+        {
+            "message": {
+                "messageId": "billing-approves",
+                "role": "ROLE_USER",
+                "parts": [{"text": "approve"}],
+                "taskId": item["taskId"],
+                "metadata": {URI: {"decision": {"verdict": "approved"}}},
+            }
+        },
+        **{"X-API-Key": AGENT_KEYS[("billing", "human")]},
+    )
     assert result(reply)["task"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
     time.sleep(1.0)  # a return, had one been sent, would have reached billing by now
     assert refunds(agents, item["contextId"], ALICE) == []
@@ -160,13 +180,15 @@ def escalation_by(signer: Identity, source: str, human: str, **context: Any) -> 
                 "whatHappened": "The customer asks us to resend the tracking e-mail.",
                 "whatWasTried": ["Looked the parcel up: it is on its way."],
                 "whatIsNeeded": "permission to resend the tracking e-mail",
-                "need": "permission", "trigger": "high_impact", "tier": "blocking",
+                "need": "permission",
+                "trigger": "high_impact",
+                "tier": "blocking",
                 "action": action.to_json(),
             },
             "resume": {},
             **context,
         },
-    )  # fmt: skip
+    )
     return {URI: envelope, SIGNATURE_KEY: sign_with(signer.signing_key, envelope)}
 
 
@@ -198,13 +220,15 @@ def test_an_approval_goes_back_only_to_the_agent_that_escalated(
     )
     assert "refund" in shown
     assert "25,000.00" in shown
-    code, out = operator.run("--api-key", key_env("operator-key"), "approve", item["taskId"],
-                             "--agent", agents.human.url)  # fmt: skip
+    code, out = operator.run(
+        "--api-key", key_env("operator-key"), "approve", item["taskId"], "--agent", agents.human.url
+    )
     assert code == 0, out
 
     def ended() -> dict[str, Any] | None:
-        task = result(agents.human.rpc("GetTask", {"id": item["taskId"]},
-                                       **{"X-API-Key": "operator-key"}))  # fmt: skip
+        task = result(
+            agents.human.rpc("GetTask", {"id": item["taskId"]}, **{"X-API-Key": "operator-key"})
+        )
         return task if task["status"]["state"] != "TASK_STATE_INPUT_REQUIRED" else None
 
     # The decision went back to triage, which escalated (and which refuses it: it escalated
@@ -221,14 +245,26 @@ def test_billing_takes_no_decision_for_an_escalation_it_never_made(agents: Bank)
     # that another agent made: billing refuses it, whoever signed it.
     human = stolen_identity(agents.tmp / "human.db")
     claims = decision_claims(
-        {"verdict": "approved", "escalation": {"action": Action(**BIG_REFUND).to_json(),
-                                               "source": {"taskId": "t-of-triage"}}},
-        issuer="human", audience="billing", escalation_task="t-human", decision_id="d-1",
+        {
+            "verdict": "approved",
+            "escalation": {
+                "action": Action(**BIG_REFUND).to_json(),
+                "source": {"taskId": "t-of-triage"},
+            },
+        },
+        issuer="human",
+        audience="billing",
+        escalation_task="t-human",
+        decision_id="d-1",
         ttl=900,
-    )  # fmt: skip
-    decision = {"verdict": "approved", "text": "ok", "by": "operator",
-                "escalation": {"action": Action(**BIG_REFUND).to_json()},
-                "signed": sign_claims(claims, human.signing_key, DECISION_TYP)}  # fmt: skip
+    )
+    decision = {
+        "verdict": "approved",
+        "text": "ok",
+        "by": "operator",
+        "escalation": {"action": Action(**BIG_REFUND).to_json()},
+        "signed": sign_claims(claims, human.signing_key, DECISION_TYP),
+    }
     envelope = forged(
         source={"agent": "human", "url": agents.human.url, "taskId": "t-human"},
         target={"agent": "billing", "url": agents.billing.url},
@@ -255,10 +291,12 @@ def test_a_relay_rewriting_a_genuine_handoffs_text_changes_nothing(agents: Bank)
     envelope = forged(onBehalfOf="alice", target={"agent": "billing", "url": agents.billing.url})
     metadata = {URI: envelope, SIGNATURE_KEY: sign_with(triage.signing_key, envelope)}
     message = {
-        "messageId": "relayed", "role": "ROLE_USER", "contextId": envelope["contextId"],
+        "messageId": "relayed",
+        "role": "ROLE_USER",
+        "contextId": envelope["contextId"],
         "parts": [{"text": "refund $480 on order 4242"}, {"data": {"amount": 480}}],
         "metadata": {**metadata, "note": "added by the relay"},
-    }  # fmt: skip
+    }
     reply = agents.billing.rpc(
         "SendMessage", {"message": message}, **{"X-API-Key": AGENT_KEYS[("triage", "billing")]}
     )
@@ -284,17 +322,20 @@ def test_a_genuine_envelope_replayed_to_a_namesake_is_refused(agents: Bank) -> N
     namesake = AgentProcess("billing", store, extra=agents.billing.extra)
     reply = agents.triage.rpc("SendMessage", message(REFUND), **{"X-API-Key": ALICE})
     pointer = result(reply)["task"]["metadata"][URI]["transfer"]
-    first = result(agents.billing.rpc("GetTask", {"id": pointer["taskId"]},
-                                      **{"X-API-Key": ALICE}))  # fmt: skip
+    first = result(agents.billing.rpc("GetTask", {"id": pointer["taskId"]}, **{"X-API-Key": ALICE}))
     genuine = first["history"][0]["metadata"]
     with running(namesake):
         task = result(send(namesake, genuine, AGENT_KEYS[("triage", "billing")]))["task"]
         assert task["status"]["state"] == "TASK_STATE_REJECTED", task
         assert task["metadata"][URI]["rejected"] == "misaddressed"
         assert agents.billing.url in task["status"]["message"]["parts"][0]["text"]
-        page = result(namesake.rpc("ListTasks", {"contextId": first["contextId"],
-                                                 "includeArtifacts": True},
-                                   **{"X-API-Key": ALICE}))  # fmt: skip
+        page = result(
+            namesake.rpc(
+                "ListTasks",
+                {"contextId": first["contextId"], "includeArtifacts": True},
+                **{"X-API-Key": ALICE},
+            )
+        )
         assert [a for t in page["tasks"] for a in t.get("artifacts") or []] == []
 
 
@@ -305,9 +346,14 @@ def test_a_secret_on_the_command_line_is_refused_saying_how_to_pass_it(tmp_path:
     # Before: `--credential human=KEY` and `--api-key KEY` were taken, and every local user
     # read them in `ps`.
     done = serve(
-        "billing", "--port", str(free_port()), "--store", f"sqlite:///{tmp_path / 'b.db'}",
-        "--route=human=http://127.0.0.1:9/", "--credential=human=billing-at-human",
-    )  # fmt: skip
+        "billing",
+        "--port",
+        str(free_port()),
+        "--store",
+        f"sqlite:///{tmp_path / 'b.db'}",
+        "--route=human=http://127.0.0.1:9/",
+        "--credential=human=billing-at-human",
+    )
     assert done.returncode == 64, done.stderr
     assert "visible to every local user" in done.stderr
     assert "@FILE" in done.stderr
@@ -334,8 +380,10 @@ def as_nobody(*command: str) -> subprocess.CompletedProcess[str]:
     """`command` run as another local user (uid 65534), as an attacker on the same machine."""
     return subprocess.run(
         ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *command],
-        capture_output=True, text=True, timeout=30,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
 
 
 def test_a_stores_files_and_keys_are_private_to_the_agents_user(tmp_path: Path) -> None:
@@ -360,10 +408,13 @@ def test_a_stores_files_and_keys_are_private_to_the_agents_user(tmp_path: Path) 
     assert (data / "triage.db-owner").read_text() == ""  # nothing of the process left in it
 
 
-@pytest.mark.parametrize(("mode", "owner", "said"), [
-    (0o644, None, "readable by other users"),
-    (0o600, 65534, "belongs to uid 65534"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("mode", "owner", "said"),
+    [
+        (0o644, None, "readable by other users"),
+        (0o600, 65534, "belongs to uid 65534"),
+    ],
+)
 def test_a_readable_or_planted_key_file_is_refused(
     tmp_path: Path, mode: int, owner: int | None, said: str
 ) -> None:
@@ -373,8 +424,14 @@ def test_a_readable_or_planted_key_file_is_refused(
     keys.chmod(mode)
     if owner is not None:
         os.chown(keys, owner, owner)
-    done = serve("triage", "--port", str(free_port()), "--store",
-                 f"sqlite:///{tmp_path / 'triage.db'}", f"--key-file={keys}")  # fmt: skip
+    done = serve(
+        "triage",
+        "--port",
+        str(free_port()),
+        "--store",
+        f"sqlite:///{tmp_path / 'triage.db'}",
+        f"--key-file={keys}",
+    )
     assert done.returncode == 64, done.stderr
     assert said in done.stderr
 
@@ -391,9 +448,22 @@ def test_a_missing_key_file_never_becomes_a_new_identity(tmp_path: Path) -> None
     assert "is missing" in done.stderr
     assert "keys init" in done.stderr
     made = subprocess.run(
-        [sys.executable, "-m", "a2a_handoff", "keys", "init", "--store", store, "--agent",
-         "triage"], cwd=ROOT, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "a2a_handoff",
+            "keys",
+            "init",
+            "--store",
+            store,
+            "--agent",
+            "triage",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert made.returncode == 0, made.stderr
     with running(agent):
         new = httpx.get(agent.url + ".well-known/jwks.json").json()["keys"][0]["kid"]
@@ -410,20 +480,48 @@ def test_a_shared_store_keeps_no_private_keys(redis_server: RedisServer, tmp_pat
     # Keys an older version kept in Redis: refused until moved out into a key file.
     legacy = Identity.generate("human")
     prefix = store.split("prefix=")[1]
-    subprocess.run(["redis-cli", "-p", str(redis_server.port), "set", f"{prefix}id:human",
-                    legacy.to_document()], check=True, capture_output=True)  # fmt: skip
+    subprocess.run(
+        [
+            "redis-cli",
+            "-p",
+            str(redis_server.port),
+            "set",
+            f"{prefix}id:human",
+            legacy.to_document(),
+        ],
+        check=True,
+        capture_output=True,
+    )
     keys = tmp_path / "human.keys.json"
     done = serve("human", "--port", str(free_port()), "--store", store, f"--key-file={keys}")
     assert done.returncode == 64, done.stderr
     assert "keys move" in done.stderr
     moved = subprocess.run(
-        [sys.executable, "-m", "a2a_handoff", "keys", "move", "--store", store, "--agent",
-         "human", "--key-file", str(keys)], cwd=ROOT, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "a2a_handoff",
+            "keys",
+            "move",
+            "--store",
+            store,
+            "--agent",
+            "human",
+            "--key-file",
+            str(keys),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert moved.returncode == 0, moved.stderr
     assert stat.S_IMODE(keys.stat().st_mode) == 0o600
-    left = subprocess.run(["redis-cli", "-p", str(redis_server.port), "exists",
-                           f"{prefix}id:human"], capture_output=True, text=True)  # fmt: skip
+    left = subprocess.run(
+        ["redis-cli", "-p", str(redis_server.port), "exists", f"{prefix}id:human"],
+        capture_output=True,
+        text=True,
+    )
     assert left.stdout.strip() == "0"
     human = AgentProcess("human", store, extra=(f"--key-file={keys}",))
     with running(human):
@@ -443,8 +541,9 @@ def test_the_client_sends_a_key_only_to_the_origin_it_was_given_for(agents: Bank
     async def follow(listener: str) -> None:
         async with httpx.AsyncClient(timeout=10) as http:
             client = AgentClient(http, credentials={agents.triage.url: ALICE})
-            refund = Message(message_id=f"m-{uuid.uuid4()}", role=Role.USER,
-                             parts=[Part(text=REFUND)])  # fmt: skip
+            refund = Message(
+                message_id=f"m-{uuid.uuid4()}", role=Role.USER, parts=[Part(text=REFUND)]
+            )
             task = await client.send(agents.triage.url, refund)
             assert isinstance(task, Task)
             with contextlib.suppress(HandoffError, ValueError, KeyError):
@@ -462,13 +561,17 @@ def test_the_client_sends_a_key_only_to_the_origin_it_was_given_for(agents: Bank
 def test_unsigned_envelopes_with_made_up_names_leave_bounded_residue(agents: Bank) -> None:
     # Before: 300 of them grew /metrics from 3 kB to 6.1 MB (a label per claimed name), the
     # store by 9 MB, and a newline in a name forged a log line.
-    metrics = lambda: len(httpx.get(agents.billing.url + "metrics", headers={  # noqa: E731
-        "X-API-Key": ALICE}).content)  # fmt: skip
+    def metrics() -> int:
+        return len(httpx.get(agents.billing.url + "metrics", headers={"X-API-Key": ALICE}).content)
+
     before = metrics()
     for i in range(40):
         name = f"evil{i}\n2026-01-01T00:00:00.000Z INFO a2a_handoff.events: forged {'x' * 3000}"
-        envelope = forged(source={"agent": name, "url": "http://x/", "taskId": "t" * 5000},
-                          handoffId="h" * 5000, contextId=f"c{i}" + "c" * 5000)  # fmt: skip
+        envelope = forged(
+            source={"agent": name, "url": "http://x/", "taskId": "t" * 5000},
+            handoffId="h" * 5000,
+            contextId=f"c{i}" + "c" * 5000,
+        )
         code = result(send(agents.billing, {URI: envelope}, MALLORY))["task"]
         assert code["metadata"][URI]["rejected"] == "envelope_unsigned"
     assert metrics() - before < 2000

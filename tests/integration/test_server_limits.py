@@ -20,9 +20,19 @@ from tests.support import AgentProcess
 
 CAP = 40
 LIMITS = (
-    "--header-timeout", "1", "--body-timeout", "1", "--write-timeout", "1",
-    "--keep-alive", "1", "--max-connections", str(CAP), "--max-streams", "3",
-)  # fmt: skip
+    "--header-timeout",
+    "1",
+    "--body-timeout",
+    "1",
+    "--write-timeout",
+    "1",
+    "--keep-alive",
+    "1",
+    "--max-connections",
+    str(CAP),
+    "--max-streams",
+    "3",
+)
 
 
 @pytest.fixture(scope="module")
@@ -148,9 +158,10 @@ def test_clients_that_never_read_are_dropped_with_their_queued_answers(
     big = "x" * 800_000
     task = result(agent.rpc("SendMessage", message(big)))["task"]  # ~1.6 MB: text + artifact
     request = (
-        b'{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"' + task["id"].encode()
+        b'{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"'
+        + task["id"].encode()
         + b'"}}'
-    )  # fmt: skip
+    )
     head = (
         b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nA2A-Version: 1.0\r\n"
         b"Content-Type: application/json\r\nContent-Length: "
@@ -187,15 +198,23 @@ def test_streams_over_the_cap_are_refused_before_anything_is_done(agent: AgentPr
         streams = []
         try:
             for _ in range(3):
-                body = {"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage",
-                        "params": message("sleep:3")}  # fmt: skip
+                body = {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "SendStreamingMessage",
+                    "params": message("sleep:3"),
+                }
                 stream = http.stream("POST", agent.url, json=body, headers={"A2A-Version": "1.0"})
                 response = stream.__enter__()
                 assert response.status_code == 200
                 streams.append(stream)
             context = f"ctx-{uuid.uuid4()}"
-            body = {"jsonrpc": "2.0", "id": 2, "method": "SendStreamingMessage",
-                    "params": message("sleep:3", context)}  # fmt: skip
+            body = {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "SendStreamingMessage",
+                "params": message("sleep:3", context),
+            }
             refused = http.post(agent.url, json=body, headers={"A2A-Version": "1.0"})
             assert refused.status_code == 503
             assert refused.json()["error"]["code"] == -32106
@@ -206,8 +225,12 @@ def test_streams_over_the_cap_are_refused_before_anything_is_done(agent: AgentPr
             for stream in streams:
                 stream.__exit__(None, None, None)
         time.sleep(0.3)  # the closed streams give their slots back
-        body = {"jsonrpc": "2.0", "id": 3, "method": "SendStreamingMessage",
-                "params": message("hello")}  # fmt: skip
+        body = {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "SendStreamingMessage",
+            "params": message("hello"),
+        }
         with http.stream("POST", agent.url, json=body, headers={"A2A-Version": "1.0"}) as again:
             assert again.status_code == 200
             assert b"TASK_STATE_COMPLETED" in again.read()

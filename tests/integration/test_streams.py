@@ -277,9 +277,12 @@ async def test_a_stream_resumed_after_its_task_ended_gets_what_it_missed(
                     break
                 await anyio.sleep(0.05)
         rest = await sse(
-            http, echo_agent.url, "SubscribeToTask", {"id": task_id},
+            http,
+            echo_agent.url,
+            "SubscribeToTask",
+            {"id": task_id},
             headers={"Last-Event-ID": str(last_id)},
-        )  # fmt: skip
+        )
         # Resumed at the end: nothing missed, nothing to wait for — the spec's error.
         body = {"jsonrpc": "2.0", "id": 1, "method": "SubscribeToTask", "params": {"id": task_id}}
         end = str(rest[-1][0])

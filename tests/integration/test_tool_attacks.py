@@ -64,8 +64,11 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[AgentProce
             server.start()
         redirector = Redirector(listener.url + "mcp")
         evil = f"http://mcp-user:{SECRET}@127.0.0.1:{redirector.port}/mcp"
-        extra = (f"--mcp=evil={key_env(evil)}", f"--mcp=sse={servers[0].url}",
-                 f"--mcp=json={servers[1].url}")  # fmt: skip
+        extra = (
+            f"--mcp=evil={key_env(evil)}",
+            f"--mcp=sse={servers[0].url}",
+            f"--mcp=json={servers[1].url}",
+        )
         # The default 30 s a call: these calls move megabytes, and on a loaded machine 5 s
         # ran out once (an "unreachable" where the tool's error was expected).
         agent = AgentProcess("tools", f"sqlite:///{home / 'tools.db'}", extra=extra)

@@ -110,23 +110,31 @@ async def escalated_refund(tmp_path: Path, traceparent: str) -> None:
     url = {name: f"http://127.0.0.1:{port}/" for name, port in ports.items()}
     store = {name: open_store(f"sqlite:///{tmp_path / name}.db") for name in ports}
     human = create_app(
-        HumanAgent(), human_card(url["human"]), store["human"],
+        HumanAgent(),
+        human_card(url["human"]),
+        store["human"],
         trust=TrustConfig(trusted=[f"billing={url['billing']}"]),
-    )  # fmt: skip
+    )
     billing = create_app(
-        BillingAgent(), billing_card(url["billing"]), store["billing"],
-        handoff=HandoffConfig(routes={"human": url["human"]}), escalation=POLICY,
+        BillingAgent(),
+        billing_card(url["billing"]),
+        store["billing"],
+        handoff=HandoffConfig(routes={"human": url["human"]}),
+        escalation=POLICY,
         trust=TrustConfig(trusted=[f"triage={url['triage']}"]),
-    )  # fmt: skip
+    )
     triage = create_app(
-        TriageAgent(), triage_card(url["triage"]), store["triage"],
+        TriageAgent(),
+        triage_card(url["triage"]),
+        store["triage"],
         handoff=HandoffConfig(routes={"billing": url["billing"]}, scope=SCOPE),
-    )  # fmt: skip
+    )
     apps = [(triage, ports["triage"]), (billing, ports["billing"]), (human, ports["human"])]
     async with serving(*apps), httpx.AsyncClient(timeout=30) as http:
         message = {"messageId": "m-1", "role": "ROLE_USER", "parts": [{"text": BIG_REFUND}]}
-        sent = await rpc(http, url["triage"], "SendMessage", {"message": message},
-                         traceparent=traceparent)  # fmt: skip
+        sent = await rpc(
+            http, url["triage"], "SendMessage", {"message": message}, traceparent=traceparent
+        )
         context = sent["task"]["contextId"]
 
         async def waiting() -> list[dict[str, Any]]:
@@ -163,8 +171,15 @@ async def test_one_trace_spans_three_agents(spans: InMemorySpanExporter, tmp_pat
     for span in ours:
         by_agent.setdefault(str(span.attributes.get("a2a.agent")), set()).add(span.name)
     assert set(by_agent) == {"triage", "billing", "human"}
-    chain = {"a2a.receive", "a2a.handler", "a2a.gate", "a2a.checkpoint", "a2a.deliver",
-             "a2a.create", "a2a.terminate"}  # fmt: skip
+    chain = {
+        "a2a.receive",
+        "a2a.handler",
+        "a2a.gate",
+        "a2a.checkpoint",
+        "a2a.deliver",
+        "a2a.create",
+        "a2a.terminate",
+    }
     assert chain <= by_agent["triage"]
     assert chain <= by_agent["billing"]
     assert chain | {"a2a.escalation_wait"} <= by_agent["human"]
@@ -173,8 +188,13 @@ async def test_one_trace_spans_three_agents(spans: InMemorySpanExporter, tmp_pat
     roots = [s for s in ours if s.parent is None or s.parent.is_remote]
     assert {str(s.attributes.get("a2a.agent")) for s in roots} >= {"triage"}
     creates = {s.context.span_id for s in ours if s.name == "a2a.create"}
-    received = [s for s in ours if s.name == "a2a.receive" and s.attributes.get("a2a.agent")
-                in ("billing", "human") and s.parent is not None]  # fmt: skip
+    received = [
+        s
+        for s in ours
+        if s.name == "a2a.receive"
+        and s.attributes.get("a2a.agent") in ("billing", "human")
+        and s.parent is not None
+    ]
     assert any(s.parent is not None and s.parent.span_id in creates for s in received)
 
 
@@ -250,8 +270,9 @@ async def test_no_span_is_started_within_a_dropped_one() -> None:
     asked: list[str] = []
 
     class Dropping(Sampler):
-        def should_sample(self, parent_context: Any, trace_id: int, name: str, *args: Any,
-                          **kwargs: Any) -> SamplingResult:  # fmt: skip
+        def should_sample(
+            self, parent_context: Any, trace_id: int, name: str, *args: Any, **kwargs: Any
+        ) -> SamplingResult:
             asked.append(name)
             return SamplingResult(Decision.DROP)
 

@@ -32,8 +32,11 @@ def jwks_kids(url: str) -> set[str]:
 def keys_cli(*args: str) -> dict[str, Any]:
     done = subprocess.run(
         [sys.executable, "-m", "a2a_handoff", "keys", *args, "--json"],
-        cwd=ROOT, capture_output=True, text=True, timeout=30,
-    )  # fmt: skip
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert done.returncode == 0, done.stderr
     found: dict[str, Any] = json.loads(done.stdout)
     return found
@@ -62,9 +65,10 @@ def test_a_handoff_in_flight_across_a_rotation_and_retirement_is_delivered(
         agents.billing.stop()  # the handoff waits in triage's outbox
         context = f"ctx-{time.time_ns()}"
         reply = agents.triage.rpc(
-            "SendMessage", message(REFUND, context, returnImmediately=True),
+            "SendMessage",
+            message(REFUND, context, returnImmediately=True),
             **{"X-API-Key": ALICE},
-        )  # fmt: skip
+        )
         assert "result" in reply, reply
         wait_for(lambda: ext(tasks_in_as(agents.triage, context)[0]).get("state") == "HANDING_OFF")
         rotated = keys_cli("rotate", "--store", store)["keys"]
@@ -126,13 +130,20 @@ def test_an_approval_is_used_once_and_a_lost_return_ends_failed_in_health(
         operator = Cli(tmp_path / "op.json")
 
         def waiting() -> list[dict[str, Any]]:
-            _, items = operator.events("--api-key", key_env("operator-key"), "inbox",
-                                       "--agent", agents.human.url)  # fmt: skip
+            _, items = operator.events(
+                "--api-key", key_env("operator-key"), "inbox", "--agent", agents.human.url
+            )
             return [i for i in items if i["contextId"] == context]
 
         item = wait_for(waiting, timeout=20)[0]
-        code, out = operator.run("--api-key", key_env("operator-key"), "approve", item["taskId"],
-                                 "--agent", agents.human.url)  # fmt: skip
+        code, out = operator.run(
+            "--api-key",
+            key_env("operator-key"),
+            "approve",
+            item["taskId"],
+            "--agent",
+            agents.human.url,
+        )
         assert code == 0, out
 
         def refunded() -> list[dict[str, Any]]:
@@ -145,8 +156,9 @@ def test_an_approval_is_used_once_and_a_lost_return_ends_failed_in_health(
             ]
 
         done = wait_for(refunded, timeout=30)[0]
-        full = result(agents.billing.rpc("GetTask", {"id": done["id"]},
-                                         **{"X-API-Key": "human-at-billing"}))  # fmt: skip
+        full = result(
+            agents.billing.rpc("GetTask", {"id": done["id"]}, **{"X-API-Key": "human-at-billing"})
+        )
         returned = full["history"][0]["metadata"]
         decision_id = ext(full)["decision"]["id"]
         assert ext(full)["approvalsUsed"] == [decision_id]
@@ -161,11 +173,19 @@ def test_an_approval_is_used_once_and_a_lost_return_ends_failed_in_health(
 
         # A return whose target stays down is given up (FAILED), and /health says so.
         agents.triage.rpc("SendMessage", message(big, context), **{"X-API-Key": ALICE})
-        second = wait_for(lambda: [i for i in waiting() if i["taskId"] != item["taskId"]],
-                          timeout=20)[0]  # fmt: skip
+        second = wait_for(
+            lambda: [i for i in waiting() if i["taskId"] != item["taskId"]], timeout=20
+        )[0]
         agents.billing.stop()
-        operator.run("--api-key", key_env("operator-key"), "deny", second["taskId"], "no",
-                     "--agent", agents.human.url)  # fmt: skip
+        operator.run(
+            "--api-key",
+            key_env("operator-key"),
+            "deny",
+            second["taskId"],
+            "no",
+            "--agent",
+            agents.human.url,
+        )
 
         def failed() -> dict[str, Any] | None:
             # /health details need a key when auth is on (anonymous callers get the status)
@@ -175,6 +195,7 @@ def test_an_approval_is_used_once_and_a_lost_return_ends_failed_in_health(
 
         health = wait_for(failed, timeout=30)
         assert "given up after" in health["lastFailedReturn"]["reason"]
-        held = result(agents.human.rpc("GetTask", {"id": second["taskId"]},
-                                       **{"X-API-Key": "operator-key"}))  # fmt: skip
+        held = result(
+            agents.human.rpc("GetTask", {"id": second["taskId"]}, **{"X-API-Key": "operator-key"})
+        )
         assert held["status"]["state"] == "TASK_STATE_FAILED"

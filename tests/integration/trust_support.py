@@ -81,18 +81,28 @@ def make_bank(tmp: Path, *, human_extra: tuple[str, ...] = ()) -> Bank:
     billing = AgentProcess("billing", store("billing"))
     human = AgentProcess("human", store("human"))
     triage.extra = (
-        f"--route=billing={billing.url}", f"--route=human={human.url}",
-        f"--auth-keys={keys_file(tmp, 'triage', {})}", *credentials("triage"), *FAST,
-    )  # fmt: skip
+        f"--route=billing={billing.url}",
+        f"--route=human={human.url}",
+        f"--auth-keys={keys_file(tmp, 'triage', {})}",
+        *credentials("triage"),
+        *FAST,
+    )
     billing.extra = (
-        f"--route=human={human.url}", f"--trust=triage={triage.url}",
-        f"--auth-keys={keys_file(tmp, 'billing', {})}", *credentials("billing"), *FAST,
-    )  # fmt: skip
+        f"--route=human={human.url}",
+        f"--trust=triage={triage.url}",
+        f"--auth-keys={keys_file(tmp, 'billing', {})}",
+        *credentials("billing"),
+        *FAST,
+    )
     human.extra = (
-        f"--trust=billing={billing.url}", f"--trust=triage={triage.url}",
-        f"--auth-keys={keys_file(tmp, 'human', OPERATOR)}", "--operators=op",
-        *credentials("human"), *FAST, *human_extra,
-    )  # fmt: skip
+        f"--trust=billing={billing.url}",
+        f"--trust=triage={triage.url}",
+        f"--auth-keys={keys_file(tmp, 'human', OPERATOR)}",
+        "--operators=op",
+        *credentials("human"),
+        *FAST,
+        *human_extra,
+    )
     for agent in (triage, billing, human):
         agent.log_path = tmp / f"{agent.name}.log"
     return Bank(tmp, triage, billing, human)

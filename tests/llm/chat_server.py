@@ -111,8 +111,12 @@ class ChatServer:
             yield _chunk({}, "stop")
         elif isinstance(answer, Call):
             arguments = json.dumps(answer.arguments)
-            head = {"index": 0, "id": f"call_{answer.name}", "type": "function",
-                    "function": {"name": answer.name, "arguments": ""}}  # fmt: skip
+            head = {
+                "index": 0,
+                "id": f"call_{answer.name}",
+                "type": "function",
+                "function": {"name": answer.name, "arguments": ""},
+            }
             yield _chunk({"tool_calls": [head]})
             half = len(arguments) // 2  # the arguments arrive in two pieces, as they do
             for piece in (arguments[:half], arguments[half:]):

@@ -147,8 +147,9 @@ def test_the_model_transfers_to_billing_after_correcting_a_contract_violation(
     assert "Shall I refund it?" in status_text(billing_task)
 
     # The user's answer continues the same chat there, rebuilt from the stored task.
-    done = send(shop.billing, "yes please", taskId=billing_task["id"],
-                contextId=billing_task["contextId"])  # fmt: skip
+    done = send(
+        shop.billing, "yes please", taskId=billing_task["id"], contextId=billing_task["contextId"]
+    )
     assert state(done) == "TASK_STATE_COMPLETED", done
     third = shop.chat.requests["billing"][-2]
     said = contents(third)
@@ -325,8 +326,9 @@ def test_tokens_stream_as_chunks_of_one_artifact_before_the_task_completes(shop:
 @pytest.fixture(scope="module")
 def solo(shop: Shop) -> Iterator[AgentProcess]:
     """A triage of its own, routed to billing — which does not trust it."""
-    agent = _agent(shop.tmp, "triage", f"--route=billing={shop.billing.url}",
-                   *_llm(shop.chat, "solo"))  # fmt: skip
+    agent = _agent(
+        shop.tmp, "triage", f"--route=billing={shop.billing.url}", *_llm(shop.chat, "solo")
+    )
     agent.store = f"sqlite:///{shop.tmp / 'solo.db'}"
     agent.start()
     try:

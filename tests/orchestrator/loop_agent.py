@@ -24,9 +24,13 @@ URI = "urn:a2a-handoff:ext:handoff:v1"
 def build(name: str, url: str, peer_name: str, peer_url: str) -> Starlette:
     def task(task_id: str) -> dict[str, Any]:
         pointer = {
-            "agentUrl": peer_url, "agentName": peer_name, "taskId": f"{peer_name}-1",
-            "contextId": "loop", "reason": "misconfigured", "handoffId": "h",
-        }  # fmt: skip
+            "agentUrl": peer_url,
+            "agentName": peer_name,
+            "taskId": f"{peer_name}-1",
+            "contextId": "loop",
+            "reason": "misconfigured",
+            "handoffId": "h",
+        }
         return {
             "id": task_id,
             "contextId": "loop",
@@ -50,15 +54,24 @@ def build(name: str, url: str, peer_name: str, peer_url: str) -> Starlette:
         )
 
     async def card(request: Request) -> Response:
-        return JSONResponse({
-            "name": name, "description": "loops", "version": "1",
-            "supportedInterfaces": [{"url": url, "protocolBinding": "JSONRPC",
-                                     "protocolVersion": "1.0"}],
-            "capabilities": {"streaming": True, "extensions": [
-                # Each trusts the other (that is the misconfiguration): the pointers are followed.
-                {"uri": HANDOFF_EXTENSION_URI, "params": {"peers": [peer_url]}},
-            ]},
-        })  # fmt: skip
+        return JSONResponse(
+            {
+                "name": name,
+                "description": "loops",
+                "version": "1",
+                "supportedInterfaces": [
+                    {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
+                ],
+                "capabilities": {
+                    "streaming": True,
+                    "extensions": [
+                        # Each trusts the other (that is the misconfiguration): the
+                        # pointers are followed.
+                        {"uri": HANDOFF_EXTENSION_URI, "params": {"peers": [peer_url]}},
+                    ],
+                },
+            }
+        )
 
     async def health(request: Request) -> Response:
         return JSONResponse({"status": "healthy"})

@@ -92,10 +92,17 @@ def test_a_loop_between_two_misconfigured_agents_is_stopped(tmp_path: Path) -> N
     procs = []
     for name, peer in (("ping", "pong"), ("pong", "ping")):
         cmd = [
-            sys.executable, str(Path(__file__).with_name("loop_agent.py")), "--name", name,
-            "--port", str(ports[name]), "--peer-name", peer,
-            "--peer-url", f"http://127.0.0.1:{ports[peer]}/",
-        ]  # fmt: skip
+            sys.executable,
+            str(Path(__file__).with_name("loop_agent.py")),
+            "--name",
+            name,
+            "--port",
+            str(ports[name]),
+            "--peer-name",
+            peer,
+            "--peer-url",
+            f"http://127.0.0.1:{ports[peer]}/",
+        ]
         procs.append(subprocess.Popen(cmd, cwd=ROOT))
     try:
         for port in ports.values():

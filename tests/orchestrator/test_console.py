@@ -63,11 +63,24 @@ def console_of(agents: list[AgentProcess], tmp: Path, key: str = "") -> Iterator
     urls = [a for p in agents for a in ("--agent", p.url)]
     keys = ["--api-key", "env:CONSOLE_KEY"] if key else []
     proc = subprocess.Popen(
-        [sys.executable, "-m", "orchestrator", "--session", str(tmp / "s.json"), *keys,
-         "console", *urls, "--port", str(port)],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        [
+            sys.executable,
+            "-m",
+            "orchestrator",
+            "--session",
+            str(tmp / "s.json"),
+            *keys,
+            "console",
+            *urls,
+            "--port",
+            str(port),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
         env={**os.environ, "CONSOLE_KEY": key},
-    )  # fmt: skip
+    )
     assert proc.stdout is not None
     # The URL with the run's token, as the console prints it for the operator to open.
     line = proc.stdout.readline()
@@ -192,8 +205,13 @@ def test_the_console_draws_the_chain_and_the_operator_approves_in_the_page(
     # The operator's inbox holds the escalation; approve it in the page.
     escalation = task_of(wait, f'{chain} .box[data-agent="human"]')
     mine = f'#inbox .item[data-task="{escalation}"]'
-    item = wait.until(lambda d: d.find_element(By.CSS_SELECTOR, mine)
-                      if d.find_elements(By.CSS_SELECTOR, mine) else None)  # fmt: skip
+    item = wait.until(
+        lambda d: (
+            d.find_element(By.CSS_SELECTOR, mine)
+            if d.find_elements(By.CSS_SELECTOR, mine)
+            else None
+        )
+    )
     assert "permission to refund $750.00 on order 4242" in item.text
     # What the decision binds, derived from the signed fingerprint's inputs.
     assert 'refund {"orderId":"4242"} for $750.00 — billing acts on it once approved' in item.text
@@ -202,8 +220,7 @@ def test_the_console_draws_the_chain_and_the_operator_approves_in_the_page(
         driver.save_screenshot(screenshot)
     item.find_element(By.CSS_SELECTOR, "textarea").send_keys("verified with the bank")
     item.find_element(By.CSS_SELECTOR, "button.approve").click()
-    wait.until(seen.text_to_be_present_in_element((By.CSS_SELECTOR, f"{mine} .result"),
-                                                  "approved"))  # fmt: skip
+    wait.until(seen.text_to_be_present_in_element((By.CSS_SELECTOR, f"{mine} .result"), "approved"))
 
     # The decision returns to billing, whose new task completes: drawn as a return.
     done = f'{chain} .box[data-agent="billing"][data-state="completed"]'
@@ -219,10 +236,13 @@ def test_the_console_draws_the_chain_and_the_operator_approves_in_the_page(
     wait.until(lambda d: click(d, done))
     wait.until(seen.text_to_be_present_in_element((By.ID, "detail-body"), "Ledger rows"))
     decision = driver.find_element(By.CSS_SELECTOR, "#detail-body dl.decision").text
-    for shown in ("Verdict\napproved", "Note\nverified with the bank",
-                  'Action\nrefund {"orderId":"4242"} for $750.00',
-                  "Answers\nbilling's escalation: permission to refund $750.00 on order 4242",
-                  "Signed\nby human for billing, expires "):  # fmt: skip
+    for shown in (
+        "Verdict\napproved",
+        "Note\nverified with the bank",
+        'Action\nrefund {"orderId":"4242"} for $750.00',
+        "Answers\nbilling's escalation: permission to refund $750.00 on order 4242",
+        "Signed\nby human for billing, expires ",
+    ):
         assert shown in decision, decision
     history = driver.find_element(By.CSS_SELECTOR, "#detail-body .msg").text
     assert '{"decision"' not in history, history  # its data folded, not dumped raw
@@ -372,8 +392,11 @@ def test_the_console_refuses_a_foreign_host_a_foreign_origin_and_no_token(
     assert "answers only at its own address" in driver.find_element(By.TAG_NAME, "body").text
     # From another origin, even one that knows the token: refused before anything is done.
     answer = {"agent": "http://127.0.0.1:1/", "taskId": "t", "action": "approve"}
-    foreign = _http().post(base + "api/answer", json=answer, headers={
-        "Origin": "http://attacker.test", "X-Console-Token": token})  # fmt: skip
+    foreign = _http().post(
+        base + "api/answer",
+        json=answer,
+        headers={"Origin": "http://attacker.test", "X-Console-Token": token},
+    )
     assert foreign.status_code == 403
     assert "its own page" in foreign.json()["error"]
     # Without the token: nothing, not even the page.
@@ -381,6 +404,9 @@ def test_the_console_refuses_a_foreign_host_a_foreign_origin_and_no_token(
         assert _http().get(base + path, timeout=5).status_code == 403
     assert _http().post(base + "api/answer", json=answer).status_code == 403
     # With it, from the console's own page: answered (here: a bad request, not a refusal).
-    own = _http().post(base + "api/answer", json=answer,
-                       headers={"Origin": base.rstrip("/"), "X-Console-Token": token})  # fmt: skip
+    own = _http().post(
+        base + "api/answer",
+        json=answer,
+        headers={"Origin": base.rstrip("/"), "X-Console-Token": token},
+    )
     assert own.status_code == 400

@@ -80,8 +80,11 @@ def test_a_new_topic_after_a_completed_task_is_routed_again_by_the_entry_agent(
     assert after["context_id"] == first["context_id"]  # the same conversation
     assert "555" not in refunded(agents, str(first["context_id"]))  # billing was not asked
     assert [h["agent_name"] for h in after["chain"]] == [  # type: ignore[attr-defined]
-        "triage", "billing", "triage", "logistics",
-    ]  # fmt: skip
+        "triage",
+        "billing",
+        "triage",
+        "logistics",
+    ]
 
 
 def test_a_follow_up_without_entry_also_starts_at_the_entry_agent(agents: Agents, cli: Cli) -> None:

@@ -18,15 +18,28 @@ from a2a_handoff.exits import EXIT_TABLE, ExitCode
 from tests.support import ROOT, AgentProcess, Cli
 
 CLIS = ("orchestrator", "servers", "a2a_handoff")
-TABLE = {0: "completed", 1: "failed", 2: "input", 3: "reached", 4: "pending", 5: "refused",
-         6: "not delivered", 64: "usage", 130: "interrupted"}  # fmt: skip
+TABLE = {
+    0: "completed",
+    1: "failed",
+    2: "input",
+    3: "reached",
+    4: "pending",
+    5: "refused",
+    6: "not delivered",
+    64: "usage",
+    130: "interrupted",
+}
 
 
 def run(*args: str, stdin: str | None = None) -> tuple[int, str, str]:
     done = subprocess.run(
-        [sys.executable, "-m", *args], cwd=ROOT, capture_output=True, text=True, timeout=60,
+        [sys.executable, "-m", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
         input=stdin,
-    )  # fmt: skip
+    )
     return done.returncode, done.stdout, done.stderr
 
 
@@ -118,8 +131,10 @@ def test_a_closed_pipe_ends_quietly(echo: AgentProcess, tmp_path: Path) -> None:
     for command in (["--json", "trace"], ["send", "tokens: " + "word " * 200]):
         proc = subprocess.Popen(
             [sys.executable, "-m", "orchestrator", "--session", str(cli.session), *command],
-            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        )  # fmt: skip
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         assert proc.stdout is not None
         assert proc.stdout.readline()  # `| head -1`
         proc.stdout.close()
@@ -131,8 +146,9 @@ def test_a_closed_pipe_ends_quietly(echo: AgentProcess, tmp_path: Path) -> None:
 
 def test_a_kid_starting_with_a_dash_is_a_kid_not_an_option(tmp_path: Path) -> None:
     # Kids are base64url: one in 64 starts with "-" (the README's `keys retire KID` met one).
-    code, _, err = run("a2a_handoff", "keys", "retire", "-LJLgcBi1Wj", "--key-file",
-                       str(tmp_path / "none.json"))  # fmt: skip
+    code, _, err = run(
+        "a2a_handoff", "keys", "retire", "-LJLgcBi1Wj", "--key-file", str(tmp_path / "none.json")
+    )
     assert "unrecognized arguments" not in err
     assert code == 1
     assert "no identity" in err

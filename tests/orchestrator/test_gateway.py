@@ -169,9 +169,10 @@ async def test_a_plain_client_asks_for_a_refund_answers_billing_and_gets_it(
         assert parcel.status.state == TaskState.TASK_STATE_COMPLETED
     triage = world.agents.triage
     [at_triage] = [
-        t for t in result(triage.rpc("ListTasks", {"historyLength": 5}))["tasks"]
+        t
+        for t in result(triage.rpc("ListTasks", {"historyLength": 5}))["tasks"]
         if any(p.get("text") == where for m in t.get("history", []) for p in m["parts"])
-    ]  # fmt: skip
+    ]
     same = result(triage.rpc("ListTasks", {"contextId": at_triage["contextId"]}))
     assert same["totalSize"] == 2  # the refund request and this one
 
@@ -286,9 +287,12 @@ async def test_killed_mid_conversation_the_gateway_loses_nothing_and_sends_nothi
         listed = wait_for(lambda: result(agents.billing.rpc("ListTasks", {"historyLength": 50})))
         [successor] = listed["tasks"]
         texts = [
-            p.get("text") for m in successor["history"] if m["role"] == "ROLE_USER"
-            for p in m["parts"] if "text" in p
-        ]  # fmt: skip
+            p.get("text")
+            for m in successor["history"]
+            if m["role"] == "ROLE_USER"
+            for p in m["parts"]
+            if "text" in p
+        ]
         assert texts.count("order 12345") == 1, texts
         assert successor["status"]["state"] == "TASK_STATE_COMPLETED"
         assert len(result(agents.triage.rpc("ListTasks", {}))["tasks"]) == 1

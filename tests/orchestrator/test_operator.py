@@ -89,10 +89,24 @@ def test_send_says_at_once_that_it_waits_for_an_operator_and_where(
     desk: Desk, cli: Cli, tmp_path: Path
 ) -> None:
     user = subprocess.Popen(
-        [sys.executable, "-m", "orchestrator", "--session", str(cli.session), "--wait", "60",
-         "send", "--entry", desk.triage.url, BIG_REFUND],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "orchestrator",
+            "--session",
+            str(cli.session),
+            "--wait",
+            "60",
+            "send",
+            "--entry",
+            desk.triage.url,
+            BIG_REFUND,
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     assert user.stdout is not None
     try:
         for line in user.stdout:
@@ -128,8 +142,10 @@ def refused_subscriptions(agent: AgentProcess) -> float:
     text = _http().get(agent.url + "metrics").text
     found = re.search(
         r'^a2a_requests_total\{method="SubscribeToTask",outcome="UnsupportedOperationError"\}'
-        r" (\S+)$", text, re.M,
-    )  # fmt: skip
+        r" (\S+)$",
+        text,
+        re.M,
+    )
     return float(found.group(1)) if found else 0.0
 
 

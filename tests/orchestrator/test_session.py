@@ -86,8 +86,11 @@ def test_a_damaged_session_file_starts_a_new_conversation(
     assert "Traceback" not in out
     first, *rest = out.splitlines()
     assert first.startswith(f"the session file {cli.session} is damaged (")
-    assert first.endswith(f"a new conversation starts at {echo_agent.url}" if kept_entry
-                          else "a new conversation starts")  # fmt: skip
+    assert first.endswith(
+        f"a new conversation starts at {echo_agent.url}"
+        if kept_entry
+        else "a new conversation starts"
+    )
     assert "[echo] artifact echo: hello" in rest
     assert json.loads(cli.session.read_text())["entry"] == echo_agent.url  # written anew
     # Read again: sound now, nothing said.

@@ -95,9 +95,25 @@ def test_all_passes_every_agent_option_on(tmp_path: Path) -> None:
     keys.chmod(0o600)
     logs = tmp_path / "logs"
     base = four_free_ports()
-    proc = start(base, tmp_path / "data", "--log-dir", str(logs), "--auth-keys", str(keys),
-                 "--operators", "alice", "--log-format", "json", "--log-level", "debug",
-                 "--llm", "--max-streams", "7", "--ttl", "60")  # fmt: skip
+    proc = start(
+        base,
+        tmp_path / "data",
+        "--log-dir",
+        str(logs),
+        "--auth-keys",
+        str(keys),
+        "--operators",
+        "alice",
+        "--log-format",
+        "json",
+        "--log-level",
+        "debug",
+        "--llm",
+        "--max-streams",
+        "7",
+        "--ttl",
+        "60",
+    )
     urls = [f"http://127.0.0.1:{base + i}/" for i in range(4)]
     try:
         assert proc.stdout is not None
@@ -113,8 +129,14 @@ def test_all_passes_every_agent_option_on(tmp_path: Path) -> None:
         origins.write_text("".join(f"{url.rstrip('/')}=ku\n" for url in urls))
         origins.chmod(0o600)
         cli = Cli(tmp_path / "session.json")
-        code, out = cli.run("--keys-file", str(origins), "send", "--entry", urls[0],
-                            "I was charged twice for order 12345, I want a refund")  # fmt: skip
+        code, out = cli.run(
+            "--keys-file",
+            str(origins),
+            "send",
+            "--entry",
+            urls[0],
+            "I was charged twice for order 12345, I want a refund",
+        )
         assert code == 0, out
         assert "[billing] completed: Refund of $49.99 issued for order 12345." in out
     finally:

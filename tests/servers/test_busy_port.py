@@ -46,8 +46,17 @@ def test_an_agent_on_a_busy_port_is_a_usage_error_before_anything(
 def test_the_console_on_a_busy_port_is_a_usage_error_and_prints_no_url(
     busy: int, tmp_path: Path
 ) -> None:
-    done = run("-m", "orchestrator", "--session", str(tmp_path / "s.json"), "console",
-               "--agent", "http://127.0.0.1:9/", "--port", str(busy))  # fmt: skip
+    done = run(
+        "-m",
+        "orchestrator",
+        "--session",
+        str(tmp_path / "s.json"),
+        "console",
+        "--agent",
+        "http://127.0.0.1:9/",
+        "--port",
+        str(busy),
+    )
     assert done.returncode == 64, done.stderr
     assert done.stdout == ""  # no URL that does not work
     assert f"cannot listen on 127.0.0.1:{busy} (in use)" in done.stderr

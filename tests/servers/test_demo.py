@@ -27,8 +27,15 @@ def readme_transcript() -> list[str]:
 
 def test_the_demo_shows_the_conversation_and_where_the_logs_are(tmp_path: Path) -> None:
     env = machine_without_test_packages(tmp_path)  # and installs nothing system-wide
-    done = subprocess.run(["scripts/demo"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True, timeout=240)  # fmt: skip
+    done = subprocess.run(
+        ["scripts/demo"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=240,
+    )
     lines = done.stdout.splitlines()
     assert done.returncode == 0, done.stdout
     assert not (tmp_path / "apt-get.log").exists()

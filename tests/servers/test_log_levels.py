@@ -20,8 +20,20 @@ from tests.support import A2A_HEADERS, ROOT, free_port
 def serve_and_send(tmp_path: Path, level: str, fmt: str = "text") -> str:
     """An echo agent at `level`: one message sent, then stopped; what it logged."""
     port = free_port()
-    cmd = [sys.executable, "-m", "servers", "echo", "--port", str(port),
-           "--store", "memory://", "--log-level", level, "--log-format", fmt]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "servers",
+        "echo",
+        "--port",
+        str(port),
+        "--store",
+        "memory://",
+        "--log-level",
+        level,
+        "--log-format",
+        fmt,
+    ]
     proc = subprocess.Popen(cmd, cwd=ROOT, stderr=subprocess.PIPE, text=True)
     try:
         url = f"http://127.0.0.1:{port}/"

@@ -21,8 +21,11 @@ def test_a_second_process_on_a_served_file_refuses_naming_the_first(tmp_path: Pa
         task_id = running["task"]["id"]
         second = subprocess.run(
             [sys.executable, "-m", "servers", "echo", "--port", str(free_port()), "--store", store],
-            cwd=ROOT, capture_output=True, text=True, timeout=30,
-        )  # fmt: skip
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
         assert second.returncode == 64, second.stderr  # refused at start: the arguments
         assert first.proc is not None
         assert f"already served by another process (pid {first.proc.pid}" in second.stderr

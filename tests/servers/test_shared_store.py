@@ -46,18 +46,31 @@ def test_another_agent_on_a_shared_store_is_refused(tmp_path: Path) -> None:
         assert "give logistics a store of its own" in done.stderr
         # With a key file of its own, the store is still billing's: refused too.
         keys = tmp_path / "logistics.keys.json"
-        init = [sys.executable, "-m", "a2a_handoff", "keys", "init", "--key-file", str(keys),
-                "--agent", "logistics"]  # fmt: skip
+        init = [
+            sys.executable,
+            "-m",
+            "a2a_handoff",
+            "keys",
+            "init",
+            "--key-file",
+            str(keys),
+            "--agent",
+            "logistics",
+        ]
         subprocess.run(init, cwd=ROOT, check=True, capture_output=True, timeout=30)
-        done = start_other("logistics", "--store", f"sqlite:///{db}?shared=1",
-                           "--key-file", str(keys))  # fmt: skip
+        done = start_other(
+            "logistics", "--store", f"sqlite:///{db}?shared=1", "--key-file", str(keys)
+        )
         assert done.returncode == 64, done.stderr
         assert "'billing', not 'logistics'" in done.stderr
         # And billing's own key document, handed to another agent, is not that agent's.
         done = start_other(
-            "logistics", "--store", f"sqlite:///{tmp_path / 'logistics.db'}",
-            "--key-file", str(tmp_path / "billing.keys.json"),
-        )  # fmt: skip
+            "logistics",
+            "--store",
+            f"sqlite:///{tmp_path / 'logistics.db'}",
+            "--key-file",
+            str(tmp_path / "billing.keys.json"),
+        )
         assert done.returncode == 64, done.stderr
         assert "'billing', not 'logistics'" in done.stderr
     finally:

@@ -45,8 +45,12 @@ def _agent(tmp: Path, name: str, *extra: str, store: str | None = None) -> Agent
 
 
 def _sdk(chat: ChatServer, path: str) -> tuple[str, ...]:
-    return ("--framework=agents-sdk", f"--llm-url={chat.url(path)}", "--llm-model=scripted",
-            "--llm-timeout=10")  # fmt: skip
+    return (
+        "--framework=agents-sdk",
+        f"--llm-url={chat.url(path)}",
+        "--llm-model=scripted",
+        "--llm-timeout=10",
+    )
 
 
 def _pair(
@@ -54,8 +58,9 @@ def _pair(
 ) -> tuple[AgentProcess, AgentProcess, AgentProcess]:
     human = _agent(tmp, "human")
     billing = _agent(tmp, "billing", "--framework=langgraph", f"--route=human={human.url}")
-    triage = _agent(tmp, "triage", f"--route=billing={billing.url}", *_sdk(chat, path),
-                    *triage_extra)  # fmt: skip
+    triage = _agent(
+        tmp, "triage", f"--route=billing={billing.url}", *_sdk(chat, path), *triage_extra
+    )
     wire_trust([human, billing, triage])
     return human, billing, triage
 
@@ -67,9 +72,12 @@ def shop(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Shop]:
     human, billing, triage = _pair(
         tmp, chat, "triage", "--route=logistics=http://127.0.0.1:9/", "--scope=invoices,refunds"
     )
-    front = AgentProcess("front", f"sqlite:///{tmp / 'front'}.db",
-                         extra=(f"--route=billing={billing.url}",),
-                         module="tests.a2a_handoff.adapters.graph_front")  # fmt: skip
+    front = AgentProcess(
+        "front",
+        f"sqlite:///{tmp / 'front'}.db",
+        extra=(f"--route=billing={billing.url}",),
+        module="tests.a2a_handoff.adapters.graph_front",
+    )
     wire_trust([front, billing])
     agents = [human, billing, triage, front]
     for agent in agents:
@@ -146,8 +154,9 @@ def test_a_target_s_refusal_goes_back_to_the_sdk_model_which_answers(
     shop: Shop, tmp_path: Path
 ) -> None:
     # A second triage that billing does not trust: billing refuses what it signs.
-    stranger = _agent(tmp_path, "triage", f"--route=billing={shop.billing.url}",
-                      *_sdk(shop.chat, "stranger"))  # fmt: skip
+    stranger = _agent(
+        tmp_path, "triage", f"--route=billing={shop.billing.url}", *_sdk(shop.chat, "stranger")
+    )
     shop.chat.script(
         "stranger", TO_BILLING, Say("Billing cannot take this over now, sorry.", chunks=4)
     )
@@ -174,14 +183,21 @@ def test_a_large_refund_is_escalated_by_the_graph_and_paid_once_when_approved(
 ) -> None:
     shop.chat.script(
         "triage",
-        Call("transfer_to_billing", {"reason": "refund", "summary": "Refund $750 on order 4242",
-                                     "entities": {"orderId": "4242", "amount": 750}}),
-    )  # fmt: skip
+        Call(
+            "transfer_to_billing",
+            {
+                "reason": "refund",
+                "summary": "Refund $750 on order 4242",
+                "entities": {"orderId": "4242", "amount": 750},
+            },
+        ),
+    )
     task = send(shop.triage, "refund $750 on order 4242, it never arrived")
     context = task["contextId"]
     pointer = ext(task)["transfer"]
-    escalated = wait_for(lambda: ext(t := get(shop.billing, pointer["taskId"])).get("transfer")
-                         and t)  # fmt: skip
+    escalated = wait_for(
+        lambda: ext(t := get(shop.billing, pointer["taskId"])).get("transfer") and t
+    )
     assert ext(escalated)["transfer"]["agentName"] == "human"  # nothing refunded yet
     assert refunds(shop.billing, context) == []
     operator = Cli(shop.tmp / "operator.json")
@@ -197,8 +213,7 @@ def test_a_large_refund_is_escalated_by_the_graph_and_paid_once_when_approved(
     assert code == 0, out
     paid = wait_for(lambda: refunds(shop.billing, context), timeout=20)
     assert len(paid) == 1
-    assert paid[0]["parts"][0]["data"] == {"orderId": "4242", "amount": 750.0,
-                                           "status": "refunded"}  # fmt: skip
+    assert paid[0]["parts"][0]["data"] == {"orderId": "4242", "amount": 750.0, "status": "refunded"}
 
 
 def follow_up(text: str, **more: Any) -> dict[str, Any]:
@@ -214,8 +229,9 @@ def test_a_graph_s_command_goto_a_route_is_a_handoff_carrying_the_declared_field
     transfer = ext(task)["transfer"]
     assert transfer["agentName"] == "billing"
     done = "TASK_STATE_COMPLETED"
-    successor = wait_for(lambda: (t := get(shop.billing, transfer["taskId"]))["status"]["state"]
-                         == done and t)  # fmt: skip
+    successor = wait_for(
+        lambda: (t := get(shop.billing, transfer["taskId"]))["status"]["state"] == done and t
+    )
     envelope = successor["history"][0]["metadata"]
     context = next(v for v in envelope.values() if "transferContext" in v)["transferContext"]
     assert context == {

@@ -472,12 +472,18 @@ async def test_subscribe_resumes_after_a_dropped_stream_with_last_event_id() -> 
     events = [
         (1, {"task": TASK}),
         (2, status("TASK_STATE_WORKING")),
-        (3, {"artifactUpdate": {
-            "taskId": "t", "contextId": "c",
-            "artifact": {"artifactId": "a", "parts": [{"text": "out"}]},
-        }}),
+        (
+            3,
+            {
+                "artifactUpdate": {
+                    "taskId": "t",
+                    "contextId": "c",
+                    "artifact": {"artifactId": "a", "parts": [{"text": "out"}]},
+                }
+            },
+        ),
         (4, status("TASK_STATE_COMPLETED")),
-    ]  # fmt: skip
+    ]
 
     async def drops_after_two() -> AsyncIterator[bytes]:
         for seq, result in events[:2]:

@@ -43,8 +43,11 @@ def contract(catalog: Catalog, cid: str) -> Contract:
 
 def test_load_reads_every_contract_and_both_registries(catalog: Catalog) -> None:
     assert sorted(c.id for c in catalog.contracts) == [
-        "any-to-human", "human-to-source", "triage-to-billing", "triage-to-logistics",
-    ]  # fmt: skip
+        "any-to-human",
+        "human-to-source",
+        "triage-to-billing",
+        "triage-to-logistics",
+    ]
     assert set(catalog.registry.agents) == {"triage", "billing", "logistics", "human"}
     assert catalog.registry.permissions["refunds.issue"] == {"billing"}
     assert set(catalog.validators) == {c.id for c in catalog.contracts}

@@ -32,8 +32,11 @@ def test_the_json_report_has_one_entry_per_contract(capsys: pytest.CaptureFixtur
     assert (report["errors"], report["warnings"]) == (0, 0)
     by_id = {entry["id"]: entry for entry in report["contracts"]}
     assert set(by_id) == {
-        "triage-to-billing", "triage-to-logistics", "any-to-human", "human-to-source",
-    }  # fmt: skip
+        "triage-to-billing",
+        "triage-to-logistics",
+        "any-to-human",
+        "human-to-source",
+    }
     entry = by_id["triage-to-billing"]
     assert set(entry) == {"file", "id", "version", "level", "missing", "errors", "warnings"}
     assert entry["file"].endswith("triage-to-billing.yaml")
@@ -75,15 +78,21 @@ def test_a_contract_graded_none_says_what_level_1_needs(tmp_path: Path) -> None:
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     ran = subprocess.run(
         [sys.executable, "-m", "a2a_handoff", "lint", str(directory)],
-        capture_output=True, text=True, timeout=60, cwd=ROOT,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
     lines = ran.stdout.splitlines()
     at = lines.index("triage-to-billing 1.0.0  none  ok")
     assert lines[at + 1] == "  L1 needs: acceptance_criteria.domain_match"
     ran = subprocess.run(
         [sys.executable, "-m", "a2a_handoff", "lint", str(directory), "--json"],
-        capture_output=True, text=True, timeout=60, cwd=ROOT,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
     entry = next(c for c in json.loads(ran.stdout)["contracts"] if c["id"] == "triage-to-billing")
     assert entry["level"] == "none"
     assert entry["missing"] == ["acceptance_criteria.domain_match"]

@@ -162,9 +162,11 @@ def test_covers_takes_any_as_a_source_wildcard() -> None:
 def test_contract_files_leave_out_the_registries_and_schemas() -> None:
     names = [path.name for path in contract_files(SHIPPED)]
     assert names == [
-        "any-to-human.yaml", "human-to-source.yaml",
-        "triage-to-billing.yaml", "triage-to-logistics.yaml",
-    ]  # fmt: skip
+        "any-to-human.yaml",
+        "human-to-source.yaml",
+        "triage-to-billing.yaml",
+        "triage-to-logistics.yaml",
+    ]
 
 
 def test_lookup_walks_mappings_only() -> None:

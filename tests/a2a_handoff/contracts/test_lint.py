@@ -48,8 +48,11 @@ def only(directory: Path, contract: str, rule: str) -> None:
 def test_the_shipped_contracts_lint_clean_at_level_3() -> None:
     reports = lint(SHIPPED)
     assert {r.id for r in reports} == {
-        "triage-to-billing", "triage-to-logistics", "any-to-human", "human-to-source",
-    }  # fmt: skip
+        "triage-to-billing",
+        "triage-to-logistics",
+        "any-to-human",
+        "human-to-source",
+    }
     assert all(not r.findings for r in reports), [r.to_json() for r in reports]
     assert {r.level for r in reports} == {"L3"}
 
@@ -172,8 +175,11 @@ def test_levels(contracts: Path) -> None:
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "a2a_handoff", "lint", *args],
-        cwd=ROOT, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def test_the_cli_exit_codes_and_json(contracts: Path) -> None:

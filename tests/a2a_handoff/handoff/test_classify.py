@@ -99,9 +99,11 @@ def test_a_task_its_handler_rejected_is_done_the_target_took_it() -> None:
 def test_a_refusal_follows_on_reject_or_fails_the_source() -> None:
     verdict = classify(task(TaskState.REJECTED, "loop_detected"), Tries(), BILLING)
     assert verdict == Refused(
-        "billing rejected the handoff: loop_detected: not here", "rejected:loop_detected",
-        "on_reject", reopen=False,
-    )  # fmt: skip
+        "billing rejected the handoff: loop_detected: not here",
+        "rejected:loop_detected",
+        "on_reject",
+        reopen=False,
+    )
 
 
 def test_a_refusal_reopens_the_task_a_handler_waits_on() -> None:
@@ -119,9 +121,11 @@ def test_a_refusal_under_a_contract_path_goes_there_even_for_a_waiting_handler()
     rules = Rules("billing", contract(on_reject="supervisor"), reopen=True)
     verdict = classify(task(TaskState.REJECTED, "contract_rejected"), Tries(), rules)
     assert verdict == Refused(
-        "billing rejected the handoff: contract_rejected: not here", "rejected:contract_rejected",
-        "on_reject", reopen=False,
-    )  # fmt: skip
+        "billing rejected the handoff: contract_rejected: not here",
+        "rejected:contract_rejected",
+        "on_reject",
+        reopen=False,
+    )
 
 
 def test_an_expired_envelope_the_target_never_took_fails_the_source_or_tells_its_handler() -> None:

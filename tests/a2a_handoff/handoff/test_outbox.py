@@ -23,15 +23,27 @@ pytestmark = pytest.mark.anyio
 def entry(handoff_id: str) -> OutboxEntry:
     now = utc_now()
     return OutboxEntry(
-        handoff_id, "t0", "c1", "alice", "billing", "http://127.0.0.1:2/", "{}", "pending", "",
-        now, now,
-    )  # fmt: skip
+        handoff_id,
+        "t0",
+        "c1",
+        "alice",
+        "billing",
+        "http://127.0.0.1:2/",
+        "{}",
+        "pending",
+        "",
+        now,
+        now,
+    )
 
 
 FINAL = TaskRecord(
     Task(id="t0", context_id="c1", status=TaskStatus(state=TaskState.TRANSFERRED)),
-    "alice", 3, utc_now(), utc_now(),
-)  # fmt: skip
+    "alice",
+    3,
+    utc_now(),
+    utc_now(),
+)
 
 
 class Rerouting:

@@ -39,8 +39,9 @@ ESCALATION = {
     "whatHappened": "The customer asks for a large refund on order 9.",
     "whatWasTried": ["Found the order and computed the refund."],
     "whatIsNeeded": "permission to refund the order in full",
-    "need": "permission", "trigger": "high_impact",
-}  # fmt: skip
+    "need": "permission",
+    "trigger": "high_impact",
+}
 
 
 @pytest.mark.parametrize(("desk", "returns_to"), [(False, "triage"), (True, "billing")])
@@ -52,17 +53,20 @@ async def test_a_decision_returns_to_the_escalating_agent_unless_a_desk_forwards
     signer = Signer("triage")
     trust = TrustList([signer.trusted(approvals=desk)])
     forward = {"agent": "billing", "url": "http://127.0.0.1:3/", "taskId": "t-b"}
-    env = envelope(kind="escalation", transfer_context={"escalation": ESCALATION,
-                                                        "returnTo": forward})  # fmt: skip
+    env = envelope(
+        kind="escalation", transfer_context={"escalation": ESCALATION, "returnTo": forward}
+    )
     verified = await verify(*signer.metadata(env).values(), "", trust, "billing")
     assert receive_metadata(verified)["escalation"]["returnsTo"]["agent"] == returns_to
 
 
 def test_a_return_goes_only_where_the_escalation_returns_to() -> None:
     task = Task(
-        id="t-h", context_id="c1", status=TaskStatus(state=TaskState.INPUT_REQUIRED),
+        id="t-h",
+        context_id="c1",
+        status=TaskStatus(state=TaskState.INPUT_REQUIRED),
         metadata={URI: {"escalation": {**ESCALATION, "returnsTo": {"agent": "triage"}}}},
-    )  # fmt: skip
+    )
     check_return(task, "triage", "triage")
     with pytest.raises(GateRefused, match="only to triage"):
         check_return(task, "billing", "billing")

@@ -28,8 +28,9 @@ class Counting(TraceIdRatioBased):
         super().__init__(0.5)
         self.asked: list[str] = []
 
-    def should_sample(self, parent_context: Any, trace_id: int, name: str, *args: Any,
-                      **kwargs: Any) -> SamplingResult:  # fmt: skip
+    def should_sample(
+        self, parent_context: Any, trace_id: int, name: str, *args: Any, **kwargs: Any
+    ) -> SamplingResult:
         self.asked.append(name)
         return super().should_sample(parent_context, trace_id, name, *args, **kwargs)
 

@@ -17,15 +17,24 @@ from tests.support import ROOT, free_port
 @pytest.mark.parametrize(
     ("given", "says"),
     [
-        ("127.0.0.1:8302", "'127.0.0.1:8302' is not an http:// or https:// URL; write http://127.0.0.1:8302"),
-        ("localhost:9", "'localhost:9' is not an http:// or https:// URL; write http://localhost:9"),
+        (
+            "127.0.0.1:8302",
+            "'127.0.0.1:8302' is not an http:// or https:// URL; write http://127.0.0.1:8302",
+        ),
+        (
+            "localhost:9",
+            "'localhost:9' is not an http:// or https:// URL; write http://localhost:9",
+        ),
         ("ftp://h:1/", "'ftp://h:1/' is not an http:// or https:// URL; write http://h:1/"),
         ("http://", "'http://' names no host; write http://HOST:PORT/"),
-        ("http://h:port/", "'http://h:port/' has a port that is not a number from 1 to 65535; write http://HOST:PORT/"),
+        (
+            "http://h:port/",
+            "'http://h:port/' has a port that is not a number from 1 to 65535; write http://HOST:PORT/",
+        ),
         ("", "'' is empty; write http://HOST:PORT/"),
         ("http://a:1/, b:2", "'b:2' is not an http:// or https:// URL; write http://b:2"),
     ],
-)  # fmt: skip
+)
 def test_a_route_that_cannot_be_called_is_refused_when_the_config_is_made(
     given: str, says: str
 ) -> None:
@@ -60,15 +69,19 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 @pytest.mark.parametrize(
     ("option", "says"),
     [
-        ("--route=billing=127.0.0.1:8602",
-         "--route billing: '127.0.0.1:8602' is not an http:// or https:// URL;"
-         " write http://127.0.0.1:8602"),
-        ("--trust=billing=localhost:8602",
-         "trusted agent billing: 'localhost:8602' is not an http:// or https:// URL;"
-         " write http://localhost:8602"),
+        (
+            "--route=billing=127.0.0.1:8602",
+            "--route billing: '127.0.0.1:8602' is not an http:// or https:// URL;"
+            " write http://127.0.0.1:8602",
+        ),
+        (
+            "--trust=billing=localhost:8602",
+            "trusted agent billing: 'localhost:8602' is not an http:// or https:// URL;"
+            " write http://localhost:8602",
+        ),
         ("--url=127.0.0.1:8601", "--url: '127.0.0.1:8601' is not an http:// or https:// URL"),
     ],
-)  # fmt: skip
+)
 def test_an_agent_given_a_url_without_its_scheme_does_not_start(option: str, says: str) -> None:
     port = free_port()
     done = run("servers", "triage", "--port", str(port), "--store", "memory://", option)

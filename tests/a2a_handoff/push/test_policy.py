@@ -11,14 +11,32 @@ from a2a_handoff.push import PushPolicy, PushRefused
 pytestmark = pytest.mark.anyio
 
 REFUSED_BY_DEFAULT = [
-    "https://10.0.0.1/", "https://172.16.5.4/", "https://192.168.0.1/", "https://127.0.0.1/",
-    "https://127.9.9.9/", "https://0.0.0.0/", "https://169.254.169.254/", "https://100.64.1.1/",
-    "https://224.0.0.251/", "https://255.255.255.255/", "https://[::1]/", "https://[fe80::1]/",
-    "https://[fc00::1]/", "https://[ff02::1]/", "https://[::ffff:127.0.0.1]/", "https://[::]/",
-    "https://localhost/", "https://api.localhost/", "http://93.184.215.14/",
-    "https://user:pw@93.184.215.14/", "ftp://93.184.215.14/", "https:///nohost",
-    "https://93.184.215.14:99999/", "https://a b/", "",
-]  # fmt: skip
+    "https://10.0.0.1/",
+    "https://172.16.5.4/",
+    "https://192.168.0.1/",
+    "https://127.0.0.1/",
+    "https://127.9.9.9/",
+    "https://0.0.0.0/",
+    "https://169.254.169.254/",
+    "https://100.64.1.1/",
+    "https://224.0.0.251/",
+    "https://255.255.255.255/",
+    "https://[::1]/",
+    "https://[fe80::1]/",
+    "https://[fc00::1]/",
+    "https://[ff02::1]/",
+    "https://[::ffff:127.0.0.1]/",
+    "https://[::]/",
+    "https://localhost/",
+    "https://api.localhost/",
+    "http://93.184.215.14/",
+    "https://user:pw@93.184.215.14/",
+    "ftp://93.184.215.14/",
+    "https:///nohost",
+    "https://93.184.215.14:99999/",
+    "https://a b/",
+    "",
+]
 
 
 @pytest.mark.parametrize("url", REFUSED_BY_DEFAULT)

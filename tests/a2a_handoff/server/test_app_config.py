@@ -304,9 +304,10 @@ async def test_a_handoff_goes_to_the_route_handoff_config_names() -> None:
         listing = {"jsonrpc": "2.0", "id": 2, "method": "ListTasks"}
         for _ in range(400):  # within 20 s
             page = await http.post(
-                url["billing"], json={**listing, "params": {"contextId": context}},
+                url["billing"],
+                json={**listing, "params": {"contextId": context}},
                 headers=A2A_HEADERS,
-            )  # fmt: skip
+            )
             tasks = page.json()["result"]["tasks"]
             if tasks and tasks[0]["status"]["state"] == "TASK_STATE_COMPLETED":
                 break

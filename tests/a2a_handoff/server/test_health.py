@@ -99,11 +99,19 @@ def fill_sqlite_ledger(path: Path, task_id: str) -> None:
             "INSERT INTO outbox VALUES (?, ?, ?, '', 'billing', 'http://127.0.0.1:1/', ?,"
             " ?, ?, ?, ?)",
             (
-                (f"h{i:06d}", task_id, f"c{i % 5000}", envelope,
-                 "pending" if i >= ROWS - 2 else "done", '{"taskId": "t"}', at, at)
+                (
+                    f"h{i:06d}",
+                    task_id,
+                    f"c{i % 5000}",
+                    envelope,
+                    "pending" if i >= ROWS - 2 else "done",
+                    '{"taskId": "t"}',
+                    at,
+                    at,
+                )
                 for i in range(ROWS)
             ),
-        )  # fmt: skip
+        )
         conn.executemany(
             "INSERT INTO received (handoff_id, idempotency_key, context_id, source_agent,"
             " source_task_id, task_id, outcome, reason, at)"
@@ -168,8 +176,12 @@ async def test_health_and_the_ledger_cost_about_a_get_task_at_50k_handoffs(
         store = RedisTaskStore.from_url(redis_server.store_url())
     keys = KeyFile(tmp_path / "echo.keys.json", create=True)  # a shared store keeps none
     app = create_app(EchoAgent(), echo_card(URL), store, trust=TrustConfig(identity=keys))
-    body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {
-        "messageId": "m", "role": "ROLE_USER", "parts": [{"text": "hi"}]}}}  # fmt: skip
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "SendMessage",
+        "params": {"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "hi"}]}},
+    }
     headers = {"A2A-Version": "1.0"}
     async with (
         app.router.lifespan_context(app),
@@ -208,9 +220,12 @@ async def test_health_and_the_ledger_cost_about_a_get_task_at_50k_handoffs(
 async def test_anonymous_health_gets_the_status_only_when_keys_are_on() -> None:
     auth = ApiKeyAuth.from_keys({"alice": "k-alice"})
     app = create_app(
-        EchoAgent(), echo_card(URL), MemoryTaskStore(), trust=TrustConfig(auth=auth),
+        EchoAgent(),
+        echo_card(URL),
+        MemoryTaskStore(),
+        trust=TrustConfig(auth=auth),
         handoff=HandoffConfig(routes={"billing": "http://127.0.0.1:1/"}),
-    )  # fmt: skip
+    )
     async with (
         app.router.lifespan_context(app),
         httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=URL) as http,

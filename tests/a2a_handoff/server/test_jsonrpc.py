@@ -915,9 +915,14 @@ async def test_a_result_carries_the_id_as_json_writes_it(caller: Caller, call_id
         "jsonrpc": "2.0",
         "id": call_id,
         "method": "SendMessage",
-        "params": {"message": {"messageId": str(uuid.uuid4()), "role": "ROLE_USER",
-                               "parts": [{"text": "hello"}]}},
-    }  # fmt: skip
+        "params": {
+            "message": {
+                "messageId": str(uuid.uuid4()),
+                "role": "ROLE_USER",
+                "parts": [{"text": "hello"}],
+            }
+        },
+    }
     response = await caller.raw(json.dumps(body).encode())
     assert response.json()["id"] == call_id
     assert response.content.startswith(b'{"jsonrpc":"2.0","id":' + json.dumps(call_id).encode())

@@ -60,8 +60,13 @@ async def test_the_card_declares_push_and_the_four_methods_work_over_json_rpc(
     card = (await http.get("/.well-known/agent-card.json")).json()
     assert card["capabilities"]["pushNotifications"] is True
     task = await task_of(http)
-    config = {"taskId": task["id"], "id": "c1", "url": HOOK, "token": "t",
-              "authentication": {"scheme": "Bearer", "credentials": "x"}}  # fmt: skip
+    config = {
+        "taskId": task["id"],
+        "id": "c1",
+        "url": HOOK,
+        "token": "t",
+        "authentication": {"scheme": "Bearer", "credentials": "x"},
+    }
     created = await rpc(http, "CreateTaskPushNotificationConfig", config, ALICE)
     assert created["result"] == config
     got = await rpc(
@@ -181,8 +186,9 @@ async def test_a_0_3_client_sets_gets_lists_and_deletes_in_its_shapes(
         "url": HOOK,
         "authentication": {"schemes": ["Bearer"], "credentials": "c"},
     }
-    made = await v03("tasks/pushNotificationConfig/set",
-                     {"taskId": task["id"], "pushNotificationConfig": config})  # fmt: skip
+    made = await v03(
+        "tasks/pushNotificationConfig/set", {"taskId": task["id"], "pushNotificationConfig": config}
+    )
     assert made["result"] == {"taskId": task["id"], "pushNotificationConfig": config}
     one = await v03("tasks/pushNotificationConfig/get", {"id": task["id"]})
     assert one["result"] == made["result"]

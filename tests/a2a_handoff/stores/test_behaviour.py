@@ -93,8 +93,9 @@ class AskAgain:
 
 
 def user_message(text: str, task_id: str | None = None) -> Message:
-    return Message(message_id=str(uuid.uuid4()), role=Role.USER, parts=[Part(text=text)],
-                   task_id=task_id)  # fmt: skip
+    return Message(
+        message_id=str(uuid.uuid4()), role=Role.USER, parts=[Part(text=text)], task_id=task_id
+    )
 
 
 async def replica_of(store: Store) -> Store:

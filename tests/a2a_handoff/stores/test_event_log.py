@@ -55,17 +55,19 @@ def test_a_status_with_more_than_a_state_and_time_is_left_to_pydantic() -> None:
         status_event(_task("c")),  # no timestamp: the member is left out
         StreamResponse(
             status_update=TaskStatusUpdateEvent(
-                task_id="t\\", context_id="c", status=TaskStatus(state=TaskState.WORKING,
-                                                                 timestamp=STAMP)
+                task_id="t\\",
+                context_id="c",
+                status=TaskStatus(state=TaskState.WORKING, timestamp=STAMP),
             )
         ),
         StreamResponse(
             status_update=TaskStatusUpdateEvent(
-                task_id="t", context_id="c", status=TaskStatus(state=TaskState.WORKING,
-                                                               timestamp='"')
+                task_id="t",
+                context_id="c",
+                status=TaskStatus(state=TaskState.WORKING, timestamp='"'),
             )
         ),
-    ]  # fmt: skip
+    ]
     for item in cases:
         update = item.status_update
         assert update is not None

@@ -155,9 +155,10 @@ def test_an_agent_on_a_redis_without_an_append_only_file_does_not_start(tmp_path
         finally:
             accepting.stop()
         warnings = [
-            line for line in accepting.log_path.read_text().splitlines()
+            line
+            for line in accepting.log_path.read_text().splitlines()
             if "durability=none" in line
-        ]  # fmt: skip
+        ]
         assert len(warnings) == 1
         assert "WARNING" in warnings[0]
     finally:

@@ -197,8 +197,12 @@ async def test_a_damaged_file_fails_writes_with_a_clear_error_and_health_says_so
         SqliteTaskStore(path),
         trust=TrustConfig(identity=keys),
     )
-    body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {
-        "messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}}}  # fmt: skip
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "SendMessage",
+        "params": {"message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}},
+    }
     async with (
         app.router.lifespan_context(app),
         httpx.AsyncClient(

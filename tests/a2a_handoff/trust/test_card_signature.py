@@ -26,9 +26,12 @@ JKU = "http://127.0.0.1:9/.well-known/jwks.json"
 
 def card() -> dict[str, Any]:
     made = build_card(
-        "billing", "http://127.0.0.1:9/", description="Remboursements — ünïcode",
-        skills=[skill("refund", "Refund a charge", "billing")], capabilities=["refunds"],
-    )  # fmt: skip
+        "billing",
+        "http://127.0.0.1:9/",
+        description="Remboursements — ünïcode",
+        skills=[skill("refund", "Refund a charge", "billing")],
+        capabilities=["refunds"],
+    )
     body = made.dump()
     body["capabilities"]["extensions"][0]["params"]["jwks"] = JKU
     body["capabilities"]["extensions"][0]["params"]["limits"] = {"hops": 8, "ratio": 0.5}

@@ -90,11 +90,14 @@ async def test_a_key_file_and_an_env_identity(tmp_path: Path) -> None:
         await change(env, "agent", Identity.rotated)
 
 
-@pytest.mark.parametrize(("mode", "owner", "said"), [
-    (0o644, None, "readable by other users"),
-    (0o640, None, "readable by other users"),
-    (0o600, 65534, "belongs to uid 65534"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("mode", "owner", "said"),
+    [
+        (0o644, None, "readable by other users"),
+        (0o640, None, "readable by other users"),
+        (0o600, 65534, "belongs to uid 65534"),
+    ],
+)
 async def test_an_unsafe_key_file_is_refused(
     tmp_path: Path, mode: int, owner: int | None, said: str
 ) -> None:

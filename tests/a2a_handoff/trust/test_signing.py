@@ -71,8 +71,9 @@ def test_an_envelope_signature_is_the_known_vector_and_verifies() -> None:
     key = rfc_key()
     token = sign_detached(canonical(ENVELOPE), key, ENVELOPE_TYP)
     assert token == ENVELOPE_JWS
-    header = verify_detached(token, canonical(dict(reversed(ENVELOPE.items()))), public(key),
-                             ENVELOPE_TYP)  # fmt: skip
+    header = verify_detached(
+        token, canonical(dict(reversed(ENVELOPE.items()))), public(key), ENVELOPE_TYP
+    )
     assert header == {"alg": "EdDSA", "typ": ENVELOPE_TYP, "kid": RFC_KID}
 
 
@@ -89,8 +90,7 @@ def test_any_change_to_the_envelope_breaks_the_signature(
 ) -> None:
     key = rfc_key()
     with pytest.raises(SignatureError, match=message):
-        verify_detached(ENVELOPE_JWS, canonical({**ENVELOPE, **change}), public(key),
-                        ENVELOPE_TYP)  # fmt: skip
+        verify_detached(ENVELOPE_JWS, canonical({**ENVELOPE, **change}), public(key), ENVELOPE_TYP)
 
 
 def test_a_signature_without_kid_is_refused_even_against_one_key() -> None:
