@@ -229,7 +229,9 @@ def test_an_approval_goes_back_only_to_the_agent_that_escalated(
         task = result(
             agents.human.rpc("GetTask", {"id": item["taskId"]}, **{"X-API-Key": "operator-key"})
         )
-        return task if task["status"]["state"] != "TASK_STATE_INPUT_REQUIRED" else None
+        # Past the decision and past the handoff it starts ("Handing off to triage…").
+        waiting = ("TASK_STATE_INPUT_REQUIRED", "TASK_STATE_WORKING", "TASK_STATE_SUBMITTED")
+        return task if task["status"]["state"] not in waiting else None
 
     # The decision went back to triage, which escalated (and which refuses it: it escalated
     # nothing from that task) — never to billing, which pays nothing.
