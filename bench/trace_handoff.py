@@ -54,8 +54,7 @@ def report(*_: Any) -> None:
 
 def main() -> int:
     JsonRpcEndpoint.rpc = timed("rpc", JsonRpcEndpoint.rpc)  # type: ignore[method-assign]
-    for method in ("create", "update", "checkpoint", "terminate"):
-        setattr(SqliteTaskStore, method, timed(f"store.{method}", getattr(SqliteTaskStore, method)))
+    SqliteTaskStore.commit = timed("store.commit", SqliteTaskStore.commit)  # type: ignore[method-assign]
     GroupCommit._commit = timed("sqlite.batch", GroupCommit._commit)  # type: ignore[method-assign]
     AgentClient.call_json = timed("client.call", AgentClient.call_json)  # type: ignore[method-assign]
     Delivery.deliver = timed("handoff.deliver", Delivery.deliver)  # type: ignore[method-assign]

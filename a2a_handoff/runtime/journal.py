@@ -1,9 +1,9 @@
 """A task's journal: the events its handler emitted and not yet written, and their writes.
 
 Invariants:
-- what a handler emits before it next yields is one store write (the events of one step go
-  in one transaction); the first write creates the task — with its dedupe key, and with the
-  ledger row of the handoff that created it, in the same transaction;
+- what a handler emits before it next yields is one store write, one `Commit` (the events of
+  one step go in one transaction); the first write creates the task — with its dedupe key,
+  and with the ledger row of the handoff that created it, in the same commit;
 - callers are answered only from committed records (`created`, `settled`), so what a client
   saw is never lost by a crash;
 - a write that loses a check-and-set ends the run with the state another process gave the
@@ -38,7 +38,7 @@ from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.protocol.steps import status_event, with_status
 from a2a_handoff.runtime.outage import retried
 from a2a_handoff.runtime.submission import Replied, Submission
-from a2a_handoff.stores.base import ReceivedEntry, Store, TaskRecord
+from a2a_handoff.stores.base import Commit, ReceivedEntry, Store, TaskRecord
 
 log = logging.getLogger("a2a_handoff.runtime")
 
@@ -194,7 +194,7 @@ class Journal:
             previous = self.committed
             before = previous.task.status.state
             record = previous.advanced(task, len(items), utc_now(), task.dump_json())
-            await self.host.store.update(record, items, expected_version=previous.version)
+            await self.host.store.commit(Commit(record, items, expected_version=previous.version))
         self.wrote(record)
         events.committed_items(task.id, task.context_id, items, before)
         return True
@@ -214,12 +214,14 @@ class Journal:
         message's task first — the run is then answered with that one."""
         now = utc_now()
         record = TaskRecord(task, self.owner, len(items), now, now, self.delegate, task.dump_json())
-        stored = await self.host.store.create(
-            record,
-            items,
-            dedupe_key=self.dedupe_key,
-            dedupe_ttl=self.dedupe_ttl,
-            received=self.received,
+        stored = await self.host.store.commit(
+            Commit(
+                record,
+                items,
+                dedupe_key=self.dedupe_key,
+                dedupe_ttl=self.dedupe_ttl,
+                received=self.received,
+            )
         )
         if stored.id != record.id:
             self.abort(None, answer=stored)
@@ -331,6 +333,6 @@ async def write_state(
     """Move a task that no handler is running, with check-and-set (ConflictError if moved)."""
     task = with_status(record.task, state, message)
     updated = record.advanced(task, 1, utc_now())
-    await store.update(updated, [status_event(task)], expected_version=record.version)
+    await store.commit(Commit(updated, [status_event(task)], expected_version=record.version))
     events.transitions(task.id, task.context_id, [state])
     return updated
