@@ -181,23 +181,36 @@ class Journal:
     async def write_once(self, task: Task, items: list[StreamResponse]) -> bool:
         """One write of `items`, the task left as `task` (the first creates it); False when
         another process created this message's task first (the run answered with that one)."""
-        before: str | None = None
         if self.committed is None:
             await pausepoint("task.before_create")
-            created = await self._create(task, items)
-            if created is None:
-                return False
-            record = created
-        else:
-            if not self.created.done():
-                await pausepoint("task.before_accept")
-            previous = self.committed
-            before = previous.task.status.state
-            record = previous.advanced(task, len(items), utc_now(), task.dump_json())
-            await self.host.store.commit(Commit(record, items, expected_version=previous.version))
-        self.wrote(record)
+        elif not self.created.done():
+            await pausepoint("task.before_accept")
+        before = self.committed.state if self.committed is not None else None
+        unit = self.commit_of(task, items)
+        stored = await self.host.store.commit(unit)
+        if unit.creates and not self._created(unit, stored):
+            return False
+        self.wrote(unit.record)
         events.committed_items(task.id, task.context_id, items, before)
         return True
+
+    def commit_of(self, task: Task, items: list[StreamResponse]) -> Commit:
+        """The step's writes as one value: the task left as `task` with its events `items` —
+        created (with its dedupe key and window, and the ledger row of the handoff that made
+        it) or moved from the record last committed (check-and-set on its version)."""
+        now, json = utc_now(), task.dump_json()
+        previous = self.committed
+        if previous is not None:
+            record = previous.advanced(task, len(items), now, json)
+            return Commit(record, items, expected_version=previous.version)
+        record = TaskRecord(task, self.owner, len(items), now, now, self.delegate, json)
+        return Commit(
+            record,
+            items,
+            dedupe_key=self.dedupe_key,
+            dedupe_ttl=self.dedupe_ttl,
+            received=self.received,
+        )
 
     def wrote(self, record: TaskRecord) -> None:
         self.committed = record
@@ -209,28 +222,17 @@ class Journal:
         if (state.terminal or state.interrupted) and not self.pending:
             self.settle(record)
 
-    async def _create(self, task: Task, items: list[StreamResponse]) -> TaskRecord | None:
-        """The first write: the task and its events; None if another process created this
-        message's task first — the run is then answered with that one."""
-        now = utc_now()
-        record = TaskRecord(task, self.owner, len(items), now, now, self.delegate, task.dump_json())
-        stored = await self.host.store.commit(
-            Commit(
-                record,
-                items,
-                dedupe_key=self.dedupe_key,
-                dedupe_ttl=self.dedupe_ttl,
-                received=self.received,
-            )
-        )
-        if stored.id != record.id:
+    def _created(self, unit: Commit, stored: TaskRecord) -> bool:
+        """After the first write: whether it created the task; False (the run is then
+        answered with that one) when another process created this message's task first."""
+        if stored.id != unit.record.id:
             self.abort(None, answer=stored)
-            return None
+            return False
         if self.first_written is not None:
-            self.first_written.extend(items)
+            self.first_written.extend(unit.events)
         if self.envelope is not None:
             failpoint("receive.after_create")
-        return record
+        return True
 
     async def write_now(self) -> None:
         """Write what is pending in the caller's own task — the run's driver, at its step's

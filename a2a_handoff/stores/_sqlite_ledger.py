@@ -1,9 +1,9 @@
 """The SQLite store's outbox and ledger: handoffs sent and received, and what /health reads.
 
 A commit's outbox and ledger rows are written in its task's transaction (`ledger_writes`,
-run by `SqliteTaskStore.commit`). Ledger pages go by
-rowid, and /health's figures come from one index (`outbox_by_status_time`): every read here
-is O(log n + rows returned), whatever the ledger's size.
+run by `SqliteTaskStore.commit`). Ledger pages go by rowid, and /health's figures come from
+one index (`outbox_by_status_time`): every read here is O(log n + rows returned), whatever
+the ledger's size.
 """
 
 from __future__ import annotations
