@@ -21,7 +21,7 @@ from a2a_handoff.handoff.sender import FAILED, HandoffSender
 from a2a_handoff.outcomes import Handoff
 from a2a_handoff.protocol.extension import ext_metadata, with_ext_metadata
 from a2a_handoff.protocol.models import utc_now
-from a2a_handoff.stores.base import OutboxEntry, Store, TaskRecord
+from a2a_handoff.stores.base import Closing, Commit, OutboxEntry, Store, TaskRecord
 
 MAX_RECOVERIES = 3  # recovery paths followed per task
 
@@ -79,12 +79,14 @@ async def reroute(
     updated = record.advanced(task, 1, utc_now())
     detail = f"{reason} ({contract.id}: {which} → {target})"
     try:
-        await store.checkpoint(
-            updated,
-            [event],
-            expected_version=record.version,
-            entry=new_entry,
-            close=(entry.handoff_id, FAILED, detail),
+        await store.commit(
+            Commit(
+                updated,
+                [event],
+                expected_version=record.version,
+                outbox=new_entry,
+                close=Closing(entry.handoff_id, FAILED, detail),
+            )
         )
     except ConflictError:
         return await store.get(entry.task_id)  # someone else moved it: theirs

@@ -24,7 +24,7 @@ from a2a_handoff.handoff.terminate import delayed
 from a2a_handoff.ids import new_id
 from a2a_handoff.protocol.extension import ext_metadata
 from a2a_handoff.protocol.models import utc_now
-from a2a_handoff.stores.base import OutboxEntry, Store, TaskRecord
+from a2a_handoff.stores.base import Closing, Commit, OutboxEntry, Store, TaskRecord
 
 
 def said_of(record: TaskRecord | None) -> bool | None:
@@ -107,12 +107,14 @@ async def readdressed(
     updated = record.advanced(task, 1, utc_now())
     detail = f"re-addressed: {entry.target_name} is now routed to {url}"
     try:
-        await store.checkpoint(
-            updated,
-            [event],
-            expected_version=record.version,
-            entry=new_entry,
-            close=(entry.handoff_id, FAILED, detail),
+        await store.commit(
+            Commit(
+                updated,
+                [event],
+                expected_version=record.version,
+                outbox=new_entry,
+                close=Closing(entry.handoff_id, FAILED, detail),
+            )
         )
     except ConflictError:
         return None

@@ -43,7 +43,7 @@ from a2a_handoff.protocol.models import (
 from a2a_handoff.protocol.shallow import copied
 from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.protocol.steps import agent_message, status_event, with_status
-from a2a_handoff.stores.base import ReceivedEntry, Store, TaskRecord
+from a2a_handoff.stores.base import Commit, ReceivedEntry, Store, TaskRecord
 from a2a_handoff.trust.trustlist import TrustList
 
 
@@ -300,11 +300,13 @@ class HandoffReceiver:
         rejected = with_status(task, TaskState.REJECTED, agent_message(f"{code}: {reason}", task))
         now = utc_now()
         record = TaskRecord(rejected, owner, 2, now, now, envelope.shared_with)
-        stored = await self.store.create(
-            record,
-            [StreamResponse(task=task), status_event(rejected)],
-            dedupe_key=key,
-            received=received_entry(envelope, task_id, "rejected", code),
+        stored = await self.store.commit(
+            Commit(
+                record,
+                [StreamResponse(task=task), status_event(rejected)],
+                dedupe_key=key,
+                received=received_entry(envelope, task_id, "rejected", code),
+            )
         )
         return stored, stored.id != record.id
 

@@ -44,7 +44,7 @@ from a2a_handoff.protocol.extension import (
 from a2a_handoff.protocol.models import StreamResponse, Task, TaskStatus, utc_now
 from a2a_handoff.protocol.states import TaskState, transition
 from a2a_handoff.protocol.steps import agent_message, status_event
-from a2a_handoff.stores.base import OutboxEntry, Store, TaskRecord
+from a2a_handoff.stores.base import Commit, OutboxEntry, Store, TaskRecord
 from a2a_handoff.trust.agent_trust import AgentTrust
 from a2a_handoff.trust.signing import DECISION_TYP, sign_claims
 
@@ -319,7 +319,9 @@ class HandoffSender:
         """ONE transaction: the outbox entry and the task marked as handing off."""
         task, event, entry = self.handing_off(record.task, envelope, envelope_json, record.owner)
         updated = record.advanced(task, 1, utc_now())
-        await self.store.checkpoint(updated, [event], expected_version=record.version, entry=entry)
+        await self.store.commit(
+            Commit(updated, [event], expected_version=record.version, outbox=entry)
+        )
         failpoint("handoff.after_checkpoint")
         events.committed_items(task.id, task.context_id, [event], record.task.status.state)
         return updated, entry

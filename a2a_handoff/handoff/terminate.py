@@ -24,7 +24,7 @@ from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI, ext_metadata
 from a2a_handoff.protocol.models import Task, TaskStatus, utc_now
 from a2a_handoff.protocol.states import TaskState, transition
 from a2a_handoff.protocol.steps import agent_message, status_event
-from a2a_handoff.stores.base import OutboxEntry, Store, TaskRecord
+from a2a_handoff.stores.base import Closing, Commit, OutboxEntry, Store, TaskRecord
 
 log = logging.getLogger("a2a_handoff.handoff")
 
@@ -122,10 +122,12 @@ async def delayed(
         said = {k: ext[k] for k in ("state", "handoffId", "delivery") if k in ext}
         updated = record.advanced(task, 1, now)
         try:
-            await store.update(
-                updated,
-                [status_event(task, {HANDOFF_EXTENSION_URI: said})],
-                expected_version=record.version,
+            await store.commit(
+                Commit(
+                    updated,
+                    [status_event(task, {HANDOFF_EXTENSION_URI: said})],
+                    expected_version=record.version,
+                )
             )
         except ConflictError:
             record = None
@@ -221,12 +223,12 @@ async def close_once(
     )
     updated = record.advanced(task, 1, now)
     told = dict(members) if said is None else said
-    await store.terminate(
-        updated,
-        [status_event(task, {HANDOFF_EXTENSION_URI: told})],
-        expected_version=record.version,
-        handoff_id=entry.handoff_id,
-        status=status,
-        detail=detail,
+    await store.commit(
+        Commit(
+            updated,
+            [status_event(task, {HANDOFF_EXTENSION_URI: told})],
+            expected_version=record.version,
+            close=Closing(entry.handoff_id, status, detail),
+        )
     )
     return updated

@@ -21,7 +21,7 @@ from a2a_handoff.protocol.steps import agent_message, status_event, with_status
 from a2a_handoff.runtime.delegation_record import recorded
 from a2a_handoff.runtime.journal import Journal
 from a2a_handoff.runtime.phases import Phase
-from a2a_handoff.stores.base import OutboxEntry, TaskRecord
+from a2a_handoff.stores.base import Closing, Commit, OutboxEntry, TaskRecord
 
 
 class Delegator(Protocol):
@@ -75,10 +75,10 @@ class DelegationWrites:
         said: str,
         *,
         entry: OutboxEntry | None = None,
-        close: tuple[str, str] | None = None,
+        close: Closing | None = None,
     ) -> None:
-        """One write of the task: its delegation `ident` changed, a WORKING status saying
-        `said`; with the outbox entry added (`entry`) or closed (`close`: id, detail)."""
+        """One write of the task, one commit: its delegation `ident` changed, a WORKING
+        status saying `said`; with the outbox entry added (`entry`) or closed (`close`)."""
         journal, store = self.run.journal, self.handoffs.outbox.store
         async with self.lock:
             record = await self._drained()
@@ -88,22 +88,10 @@ class DelegationWrites:
             task = with_status(task, TaskState.WORKING, agent_message(said, task))
             updated = record.advanced(task, 1, utc_now())
             event = status_event(task, {HANDOFF_EXTENSION_URI: {"delegation": ident}})
-            if entry is not None:
-                await store.checkpoint(
-                    updated, [event], expected_version=record.version, entry=entry
-                )
-            elif close is not None:
-                handoff_id, detail = close
-                await store.terminate(
-                    updated,
-                    [event],
-                    expected_version=record.version,
-                    handoff_id=handoff_id,
-                    status="done",
-                    detail=detail,
-                )
-            else:
-                await store.update(updated, [event], expected_version=record.version)
+            unit = Commit(
+                updated, [event], expected_version=record.version, outbox=entry, close=close
+            )
+            await store.commit(unit)
             journal.adopt(updated)
             events.committed_items(task.id, task.context_id, [event], record.state)
 
@@ -139,5 +127,6 @@ class DelegationWrites:
         known = recorded(self.run.journal.task)[ident]
         rounds = [*(known.get("rounds") or []), {**outcome.to_stored(), "step": self.step}]
         said = f"{outcome.agent} answered ({outcome.state.name.lower()}): {outcome.text[:300]}"
-        close = (handoff_id, outcome.state.name.lower()) if handoff_id else None
+        state = outcome.state.name.lower()
+        close = Closing(handoff_id, "done", state) if handoff_id else None
         await self._write(ident, {"rounds": rounds}, said, close=close)

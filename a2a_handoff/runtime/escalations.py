@@ -27,7 +27,7 @@ from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.protocol.steps import agent_message, status_event, status_text
 from a2a_handoff.runtime.journal import Journal
 from a2a_handoff.runtime.replay import Replay
-from a2a_handoff.stores.base import Store, TaskQuery, TaskRecord
+from a2a_handoff.stores.base import Commit, Store, TaskQuery, TaskRecord
 
 log = logging.getLogger("a2a_handoff.runtime")
 
@@ -166,6 +166,6 @@ async def add_note(store: Store, record: TaskRecord, message: Message, by: str) 
     status = task.status.model_copy(update={"message": shown, "timestamp": utc_now()})
     noted = task.model_copy(update={"history": [*(task.history or []), note], "status": status})
     updated = record.advanced(noted, 1, utc_now())
-    await store.update(updated, [status_event(noted)], expected_version=record.version)
+    await store.commit(Commit(updated, [status_event(noted)], expected_version=record.version))
     log.info("a note on escalation %s from %r (not an operator)", task.id, by)
     return updated

@@ -1,9 +1,9 @@
 """A task's journal: the events its handler emitted and not yet written, and their writes.
 
 Invariants:
-- what a handler emits before it next yields is one store write (the events of one step go
-  in one transaction); the first write creates the task — with its dedupe key, and with the
-  ledger row of the handoff that created it, in the same transaction;
+- what a handler emits before it next yields is one store write, one `Commit` (the events of
+  one step go in one transaction); the first write creates the task — with its dedupe key,
+  and with the ledger row of the handoff that created it, in the same commit;
 - callers are answered only from committed records (`created`, `settled`), so what a client
   saw is never lost by a crash;
 - a write that loses a check-and-set ends the run with the state another process gave the
@@ -38,7 +38,7 @@ from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.protocol.steps import status_event, with_status
 from a2a_handoff.runtime.outage import retried
 from a2a_handoff.runtime.submission import Replied, Submission
-from a2a_handoff.stores.base import ReceivedEntry, Store, TaskRecord
+from a2a_handoff.stores.base import Commit, ReceivedEntry, Store, TaskRecord
 
 log = logging.getLogger("a2a_handoff.runtime")
 
@@ -181,23 +181,36 @@ class Journal:
     async def write_once(self, task: Task, items: list[StreamResponse]) -> bool:
         """One write of `items`, the task left as `task` (the first creates it); False when
         another process created this message's task first (the run answered with that one)."""
-        before: str | None = None
         if self.committed is None:
             await pausepoint("task.before_create")
-            created = await self._create(task, items)
-            if created is None:
-                return False
-            record = created
-        else:
-            if not self.created.done():
-                await pausepoint("task.before_accept")
-            previous = self.committed
-            before = previous.task.status.state
-            record = previous.advanced(task, len(items), utc_now(), task.dump_json())
-            await self.host.store.update(record, items, expected_version=previous.version)
-        self.wrote(record)
+        elif not self.created.done():
+            await pausepoint("task.before_accept")
+        before = self.committed.state if self.committed is not None else None
+        unit = self.commit_of(task, items)
+        stored = await self.host.store.commit(unit)
+        if unit.creates and not self._created(unit, stored):
+            return False
+        self.wrote(unit.record)
         events.committed_items(task.id, task.context_id, items, before)
         return True
+
+    def commit_of(self, task: Task, items: list[StreamResponse]) -> Commit:
+        """The step's writes as one value: the task left as `task` with its events `items` —
+        created (with its dedupe key and window, and the ledger row of the handoff that made
+        it) or moved from the record last committed (check-and-set on its version)."""
+        now, json = utc_now(), task.dump_json()
+        previous = self.committed
+        if previous is not None:
+            record = previous.advanced(task, len(items), now, json)
+            return Commit(record, items, expected_version=previous.version)
+        record = TaskRecord(task, self.owner, len(items), now, now, self.delegate, json)
+        return Commit(
+            record,
+            items,
+            dedupe_key=self.dedupe_key,
+            dedupe_ttl=self.dedupe_ttl,
+            received=self.received,
+        )
 
     def wrote(self, record: TaskRecord) -> None:
         self.committed = record
@@ -209,26 +222,17 @@ class Journal:
         if (state.terminal or state.interrupted) and not self.pending:
             self.settle(record)
 
-    async def _create(self, task: Task, items: list[StreamResponse]) -> TaskRecord | None:
-        """The first write: the task and its events; None if another process created this
-        message's task first — the run is then answered with that one."""
-        now = utc_now()
-        record = TaskRecord(task, self.owner, len(items), now, now, self.delegate, task.dump_json())
-        stored = await self.host.store.create(
-            record,
-            items,
-            dedupe_key=self.dedupe_key,
-            dedupe_ttl=self.dedupe_ttl,
-            received=self.received,
-        )
-        if stored.id != record.id:
+    def _created(self, unit: Commit, stored: TaskRecord) -> bool:
+        """After the first write: whether it created the task; False (the run is then
+        answered with that one) when another process created this message's task first."""
+        if stored.id != unit.record.id:
             self.abort(None, answer=stored)
-            return None
+            return False
         if self.first_written is not None:
-            self.first_written.extend(items)
+            self.first_written.extend(unit.events)
         if self.envelope is not None:
             failpoint("receive.after_create")
-        return record
+        return True
 
     async def write_now(self) -> None:
         """Write what is pending in the caller's own task — the run's driver, at its step's
@@ -331,6 +335,6 @@ async def write_state(
     """Move a task that no handler is running, with check-and-set (ConflictError if moved)."""
     task = with_status(record.task, state, message)
     updated = record.advanced(task, 1, utc_now())
-    await store.update(updated, [status_event(task)], expected_version=record.version)
+    await store.commit(Commit(updated, [status_event(task)], expected_version=record.version))
     events.transitions(task.id, task.context_id, [state])
     return updated

@@ -2,15 +2,18 @@
 `postgresql://user@host:port/db`, or a scheme a third-party backend registered
 (`register_scheme`).
 
-The contract a backend fulfils is `stores.base`'s: a small core (`TaskStore`) and the
-capabilities it declares (`Capabilities`); the behaviour tests every backend passes are the
-kit `stores.conformance` (imported by tests only: it needs pytest).
+The contract a backend fulfils is `stores.base`'s: a small core (`TaskStore`, whose one write
+is `commit`, of a step's `Commit`) and the capabilities it declares (`Capabilities`); the
+behaviour tests every backend passes are the kit `stores.conformance` (imported by tests only:
+it needs pytest).
 """
 
 from __future__ import annotations
 
 from a2a_handoff.stores.base import (
     Capabilities,
+    Closing,
+    Commit,
     FileStore,
     IdentityStore,
     LedgerStore,
@@ -38,6 +41,8 @@ from a2a_handoff.stores.sqlite import SqliteTaskStore
 
 __all__ = [
     "Capabilities",
+    "Closing",
+    "Commit",
     "FileStore",
     "IdentityStore",
     "LeaseStore",

@@ -30,7 +30,7 @@ from a2a_handoff.stores._hub import EventHub
 from a2a_handoff.stores._sqlite_owner import OwnerLock
 from a2a_handoff.stores._sqlite_schema import prepare
 from a2a_handoff.stores._sqlite_writer import GroupCommit, Publish
-from a2a_handoff.stores.base import TaskEvent, TaskRecord, check_update
+from a2a_handoff.stores.base import TaskEvent, TaskRecord
 from a2a_handoff.stores.leasing import LocalLeases
 
 
@@ -151,8 +151,8 @@ class SqliteFile(LocalLeases):
         expected_version: int,
         also: Callable[[sqlite3.Connection], None] | None = None,
     ) -> None:
-        """Check-and-set the task and append its events; `also` runs in the same transaction."""
-        check_update(record, events, expected_version)
+        """Check-and-set the task and append its events; `also` runs in the same transaction.
+        (`records.Commit` checked the version arithmetic.)"""
         logged = [
             TaskEvent(seq, item) for seq, item in enumerate(events, start=expected_version + 1)
         ]

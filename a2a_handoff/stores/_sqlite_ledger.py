@@ -1,18 +1,18 @@
 """The SQLite store's outbox and ledger: handoffs sent and received, and what /health reads.
 
-Each outbox step is atomic with its task's update (`_update` with `also`). Ledger pages go by
-rowid, and /health's figures come from one index (`outbox_by_status_time`): every read here
-is O(log n + rows returned), whatever the ledger's size.
+A commit's outbox and ledger rows are written in its task's transaction (`ledger_writes`,
+run by `SqliteTaskStore.commit`). Ledger pages go by rowid, and /health's figures come from
+one index (`outbox_by_status_time`): every read here is O(log n + rows returned), whatever
+the ledger's size.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable
 from typing import Any
 
 from a2a_handoff.errors import ConflictError
-from a2a_handoff.protocol.models import StreamResponse
 from a2a_handoff.stores._sqlite_file import SqliteFile
 from a2a_handoff.stores._sqlite_schema import (
     INSERT_OUTBOX,
@@ -21,7 +21,7 @@ from a2a_handoff.stores._sqlite_schema import (
     RECEIVED_COLUMNS,
     row_of,
 )
-from a2a_handoff.stores.base import HandoffStats, OutboxEntry, ReceivedEntry, TaskRecord
+from a2a_handoff.stores.base import Commit, HandoffStats, OutboxEntry, ReceivedEntry
 
 _CLOSE_ENTRY = (
     "UPDATE outbox SET status = ?, detail = ?, updated_at = ?"
@@ -29,48 +29,36 @@ _CLOSE_ENTRY = (
 )
 
 
+def ledger_writes(unit: Commit) -> Callable[[sqlite3.Connection], None] | None:
+    """The outbox and ledger part of a commit — the entry it closes, the one it adds, the
+    handoff received — as statements run in the commit's transaction (None: it has none).
+    ConflictError, so that nothing of the commit is written, when the entry to close is no
+    longer pending or the one to add exists."""
+    close, entry, received = unit.close, unit.outbox, unit.received
+    if close is None and entry is None and received is None:
+        return None
+    closing = (
+        (close.status, close.detail, unit.record.updated_at, close.handoff_id) if close else ()
+    )
+    entry_row = row_of(entry) if entry is not None else None
+    received_row = row_of(received) if received is not None else None
+
+    def write(conn: sqlite3.Connection) -> None:
+        if close is not None and conn.execute(_CLOSE_ENTRY, closing).rowcount != 1:
+            raise ConflictError(f"handoff {close.handoff_id} is not pending")
+        if entry_row is not None:
+            try:
+                conn.execute(INSERT_OUTBOX, entry_row)
+            except sqlite3.IntegrityError as exc:
+                raise ConflictError(f"handoff {entry_row[0]} already checkpointed") from exc
+        if received_row is not None:
+            conn.execute(INSERT_RECEIVED, received_row)
+
+    return write
+
+
 class SqliteLedger(SqliteFile):
     """The outbox (handoffs sent) and the ledger of handoffs received, in the file."""
-
-    async def checkpoint(
-        self,
-        record: TaskRecord,
-        events: Sequence[StreamResponse],
-        *,
-        expected_version: int,
-        entry: OutboxEntry,
-        close: tuple[str, str, str] | None = None,
-    ) -> None:
-        row = row_of(entry)
-
-        def add_entry(conn: sqlite3.Connection) -> None:
-            if close is not None:
-                closing = (close[1], close[2], record.updated_at, close[0])
-                if conn.execute(_CLOSE_ENTRY, closing).rowcount != 1:
-                    raise ConflictError(f"handoff {close[0]} is not pending")
-            try:
-                conn.execute(INSERT_OUTBOX, row)
-            except sqlite3.IntegrityError as exc:
-                raise ConflictError(f"handoff {entry.handoff_id} already checkpointed") from exc
-
-        await self._update(record, events, expected_version, add_entry)
-
-    async def terminate(
-        self,
-        record: TaskRecord,
-        events: Sequence[StreamResponse],
-        *,
-        expected_version: int,
-        handoff_id: str,
-        status: str,
-        detail: str,
-    ) -> None:
-        def close_entry(conn: sqlite3.Connection) -> None:
-            closing = (status, detail, record.updated_at, handoff_id)
-            if conn.execute(_CLOSE_ENTRY, closing).rowcount != 1:
-                raise ConflictError(f"handoff {handoff_id} is not pending")
-
-        await self._update(record, events, expected_version, close_entry)
 
     async def outbox(
         self, *, status: str | None = None, context_id: str | None = None

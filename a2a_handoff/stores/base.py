@@ -1,7 +1,9 @@
 """The store contract: a small core every backend implements, and named capabilities a
 backend declares when it has them.
 
-The core (`TaskStore`) keeps tasks and their event logs (as the values of `stores.records`).
+The core (`TaskStore`) keeps tasks and their event logs (as the values of `stores.records`),
+and writes each step of a task as one value, a `Commit` (task, events, idempotency key,
+outbox and ledger rows), in one transaction: `commit` is the only write of a step.
 Beyond it a store declares, in `capabilities`, what else it offers: each part is the object
 that does it (the store itself, mostly) or None. Code that needs a part asks for it there,
 typed, never by probing the store's attributes or its class:
@@ -27,15 +29,16 @@ leases (each declared too). The behaviour every backend must show is a test kit'
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from a2a_handoff.protocol.models import StreamResponse
 from a2a_handoff.stores.leasing import LeaseStore as LeaseStore
 from a2a_handoff.stores.leasing import LocalLeases as LocalLeases
 from a2a_handoff.stores.records import PAGE_BYTES as PAGE_BYTES
+from a2a_handoff.stores.records import Closing as Closing
+from a2a_handoff.stores.records import Commit as Commit
 from a2a_handoff.stores.records import HandoffStats as HandoffStats
 from a2a_handoff.stores.records import OutboxEntry as OutboxEntry
 from a2a_handoff.stores.records import PushConfigRecord as PushConfigRecord
@@ -44,8 +47,7 @@ from a2a_handoff.stores.records import TaskEvent as TaskEvent
 from a2a_handoff.stores.records import TaskPage as TaskPage
 from a2a_handoff.stores.records import TaskQuery as TaskQuery
 from a2a_handoff.stores.records import TaskRecord as TaskRecord
-from a2a_handoff.stores.records import check_create as check_create
-from a2a_handoff.stores.records import check_update as check_update
+from a2a_handoff.stores.records import check_ledger as check_ledger
 from a2a_handoff.trust.keys import IdentityStore as IdentityStore
 
 
@@ -68,35 +70,19 @@ class TaskStore(Protocol):
         """Connect and create what is missing; idempotent. Returns the store."""
         ...
 
-    async def create(
-        self,
-        record: TaskRecord,
-        events: Sequence[StreamResponse],
-        *,
-        dedupe_key: str | None = None,
-        outbox: OutboxEntry | None = None,
-        dedupe_ttl: float | None = None,
-        received: ReceivedEntry | None = None,
-    ) -> TaskRecord:
-        """Insert a task and its first events atomically.
+    async def commit(self, unit: Commit) -> TaskRecord:
+        """Write one step — `unit`'s task record, its events, and the idempotency key, outbox
+        entry, closed entry and ledger row it carries — in ONE transaction; the record as
+        stored.
 
-        With a `dedupe_key` already taken, nothing is written and the task that key names is
-        returned instead: compare ids to tell. Event seqs are 1…len(events); `record.version`
-        must equal len(events). With `outbox`, that pending handoff entry is added in the
-        same transaction: a task created and checkpointed at once. With `dedupe_ttl`, the key
-        deduplicates for that many seconds only (a replay window); after it, `find` no longer
-        names the task and the key may be taken by a new one. With `received`, that ledger
-        row (the handoff that created the task) is added in the same transaction.
-        """
-        ...
-
-    async def update(
-        self, record: TaskRecord, events: Sequence[StreamResponse], *, expected_version: int
-    ) -> None:
-        """Replace the snapshot and append events, if the stored version is `expected_version`.
-
-        Raises ConflictError otherwise. `record.version` must be
-        `expected_version + len(events)`.
+        A new task (`unit.creates`) whose dedupe key is taken (and not expired) is not
+        written, nor is anything else of the commit: the task that key names is returned
+        instead, so compare ids to tell. ConflictError, nothing written, when the task to
+        move is not at `expected_version` (or a new one's id exists), the entry to add
+        exists already or the entry to close is no longer pending. StoreError, nothing
+        written, for an outbox, close or received part on a store whose `capabilities`
+        declare no ledger (`records.check_ledger`). Event seqs continue the task's log:
+        `unit.first_seq`, … . A caller is answered only once the commit is durable.
         """
         ...
 
@@ -139,40 +125,9 @@ class TaskStore(Protocol):
 
 
 class LedgerStore(Protocol):
-    """The outbox of handoffs sent and the ledger of handoffs received."""
-
-    async def checkpoint(
-        self,
-        record: TaskRecord,
-        events: Sequence[StreamResponse],
-        *,
-        expected_version: int,
-        entry: OutboxEntry,
-        close: tuple[str, str, str] | None = None,
-    ) -> None:
-        """In one transaction: update the task (check-and-set) and add a pending entry.
-
-        `close` = (handoff id, status, detail) closes that pending entry in the same
-        transaction (a handoff redirected by its contract's recovery path); ConflictError
-        when it is no longer pending.
-        """
-        ...
-
-    async def terminate(
-        self,
-        record: TaskRecord,
-        events: Sequence[StreamResponse],
-        *,
-        expected_version: int,
-        handoff_id: str,
-        status: str,
-        detail: str,
-    ) -> None:
-        """In one transaction: update the task (check-and-set) and close its pending entry.
-
-        Raises ConflictError when the task moved or the entry is no longer pending.
-        """
-        ...
+    """The outbox of handoffs sent and the ledger of handoffs received, read; written by a
+    step's `TaskStore.commit` (an entry added or closed, a handoff received, with the task),
+    or, for a handoff refused or replayed (no task written), by `record_received`."""
 
     async def outbox(
         self, *, status: str | None = None, context_id: str | None = None
@@ -180,7 +135,9 @@ class LedgerStore(Protocol):
         """Entries sent, oldest first."""
         ...
 
-    async def record_received(self, entry: ReceivedEntry) -> None: ...
+    async def record_received(self, entry: ReceivedEntry) -> None:
+        """Add a ledger row alone: a handoff refused or replayed, which writes no task."""
+        ...
 
     async def received(self, context_id: str | None = None) -> list[ReceivedEntry]:
         """Handoffs received, oldest first."""

@@ -6,15 +6,15 @@ Scans where the other backends use indexes: it never holds much.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator
 from dataclasses import replace
 
 from a2a_handoff.errors import ConflictError
-from a2a_handoff.protocol.models import StreamResponse
 from a2a_handoff.stores._hub import EventHub, follow
 from a2a_handoff.stores._pages import ledger_page, page_of
 from a2a_handoff.stores.base import (
     Capabilities,
+    Commit,
     HandoffStats,
     OutboxEntry,
     PushConfigRecord,
@@ -23,8 +23,7 @@ from a2a_handoff.stores.base import (
     TaskPage,
     TaskQuery,
     TaskRecord,
-    check_create,
-    check_update,
+    check_ledger,
 )
 from a2a_handoff.stores.leasing import LocalLeases
 
@@ -45,61 +44,48 @@ class MemoryTaskStore(LocalLeases):
         # Beyond the core (`stores.base`): everything, the agent's keys in memory too.
         self.capabilities = Capabilities(ledger=self, push=self, leases=self, identity=self)
 
-    async def create(
-        self,
-        record: TaskRecord,
-        events: Sequence[StreamResponse],
-        *,
-        dedupe_key: str | None = None,
-        outbox: OutboxEntry | None = None,
-        dedupe_ttl: float | None = None,
-        received: ReceivedEntry | None = None,
-    ) -> TaskRecord:
-        check_create(record, events)
-        if dedupe_key is not None:
-            existing = await self.find(dedupe_key)
-            if existing is not None:
-                return self._records[existing]
-        if record.id in self._records:
-            raise ConflictError(f"task {record.id} already exists")
-        if outbox is not None:
-            if outbox.handoff_id in self._outbox:
-                raise ConflictError(f"handoff {outbox.handoff_id} already checkpointed")
-            self._outbox[outbox.handoff_id] = outbox
-        if received is not None:
-            self._received.append(received)
+    async def commit(self, unit: Commit) -> TaskRecord:
+        check_ledger(unit, self.capabilities.ledger)
+        record = unit.record
+        # Every check before any write: a refused commit leaves nothing behind.
+        if unit.creates:
+            if unit.dedupe_key is not None:
+                existing = await self.find(unit.dedupe_key)
+                if existing is not None:
+                    return self._records[existing]
+            if record.id in self._records:
+                raise ConflictError(f"task {record.id} already exists")
+        else:
+            current = self._records.get(record.id)
+            if current is None or current.version != unit.expected_version:
+                raise ConflictError(
+                    f"task {record.id} changed since version {unit.expected_version}"
+                )
+        if unit.outbox is not None and unit.outbox.handoff_id in self._outbox:
+            raise ConflictError(f"handoff {unit.outbox.handoff_id} already checkpointed")
+        closed = None
+        if (close := unit.close) is not None:
+            pending = self._outbox.get(close.handoff_id)
+            if pending is None or pending.status != "pending":
+                raise ConflictError(f"handoff {close.handoff_id} is not pending")
+            closed = replace(
+                pending, status=close.status, detail=close.detail, updated_at=record.updated_at
+            )
+        if closed is not None:
+            self._outbox[closed.handoff_id] = closed
+        if unit.outbox is not None:
+            self._outbox[unit.outbox.handoff_id] = unit.outbox
+        if unit.received is not None:
+            self._received.append(unit.received)
         self._records[record.id] = record
-        logged = [TaskEvent(seq, item) for seq, item in enumerate(events, start=1)]
-        self._events[record.id] = logged
-        if dedupe_key is not None:
-            expires = time.monotonic() + dedupe_ttl if dedupe_ttl is not None else None
-            self._dedupe[dedupe_key] = (record.id, expires)
+        logged = [TaskEvent(seq, item) for seq, item in enumerate(unit.events, unit.first_seq)]
+        self._events.setdefault(record.id, []).extend(logged)
+        if unit.dedupe_key is not None:
+            ttl = unit.dedupe_ttl
+            expires = time.monotonic() + ttl if ttl is not None else None
+            self._dedupe[unit.dedupe_key] = (record.id, expires)
         self._hub.publish(record.id, logged)
         return record
-
-    async def update(
-        self, record: TaskRecord, events: Sequence[StreamResponse], *, expected_version: int
-    ) -> None:
-        self._check_version(record, events, expected_version)
-        self._apply(record, events, expected_version)
-
-    def _check_version(
-        self, record: TaskRecord, events: Sequence[StreamResponse], expected_version: int
-    ) -> None:
-        check_update(record, events, expected_version)
-        current = self._records.get(record.id)
-        if current is None or current.version != expected_version:
-            raise ConflictError(f"task {record.id} changed since version {expected_version}")
-
-    def _apply(
-        self, record: TaskRecord, events: Sequence[StreamResponse], expected_version: int
-    ) -> None:
-        self._records[record.id] = record
-        logged = [
-            TaskEvent(seq, item) for seq, item in enumerate(events, start=expected_version + 1)
-        ]
-        self._events[record.id].extend(logged)
-        self._hub.publish(record.id, logged)
 
     async def get(self, task_id: str) -> TaskRecord | None:
         return self._records.get(task_id)
@@ -118,47 +104,6 @@ class MemoryTaskStore(LocalLeases):
 
     def follow(self, task_id: str, after: int = 0) -> AsyncGenerator[TaskEvent, None]:
         return follow(self._hub, task_id, after, self.events, self.get)
-
-    async def checkpoint(
-        self,
-        record: TaskRecord,
-        events: Sequence[StreamResponse],
-        *,
-        expected_version: int,
-        entry: OutboxEntry,
-        close: tuple[str, str, str] | None = None,
-    ) -> None:
-        self._check_version(record, events, expected_version)
-        if entry.handoff_id in self._outbox:
-            raise ConflictError(f"handoff {entry.handoff_id} already checkpointed")
-        if close is not None:
-            closing = self._outbox.get(close[0])
-            if closing is None or closing.status != "pending":
-                raise ConflictError(f"handoff {close[0]} is not pending")
-            self._outbox[close[0]] = replace(
-                closing, status=close[1], detail=close[2], updated_at=record.updated_at
-            )
-        self._outbox[entry.handoff_id] = entry
-        self._apply(record, events, expected_version)
-
-    async def terminate(
-        self,
-        record: TaskRecord,
-        events: Sequence[StreamResponse],
-        *,
-        expected_version: int,
-        handoff_id: str,
-        status: str,
-        detail: str,
-    ) -> None:
-        self._check_version(record, events, expected_version)
-        entry = self._outbox.get(handoff_id)
-        if entry is None or entry.status != "pending":
-            raise ConflictError(f"handoff {handoff_id} is not pending")
-        self._outbox[handoff_id] = replace(
-            entry, status=status, detail=detail, updated_at=record.updated_at
-        )
-        self._apply(record, events, expected_version)
 
     async def outbox(
         self, *, status: str | None = None, context_id: str | None = None

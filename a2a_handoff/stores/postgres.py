@@ -34,7 +34,7 @@ from functools import cached_property
 from typing import Any
 
 from a2a_handoff.errors import ConflictError, StoreError
-from a2a_handoff.protocol.models import StreamResponse, Task
+from a2a_handoff.protocol.models import Task
 from a2a_handoff.stores._event_log import from_log, log_json, needs_snapshot
 from a2a_handoff.stores._pages import decode_page_token, encode_page_token
 from a2a_handoff.stores._postgres_pool import guarded
@@ -42,14 +42,12 @@ from a2a_handoff.stores._postgres_push import PostgresPush
 from a2a_handoff.stores._postgres_schema import OUTBOX_COLUMNS, RECEIVED_COLUMNS
 from a2a_handoff.stores.base import (
     Capabilities,
-    OutboxEntry,
-    ReceivedEntry,
+    Commit,
     TaskEvent,
     TaskPage,
     TaskQuery,
     TaskRecord,
-    check_create,
-    check_update,
+    check_ledger,
 )
 
 try:
@@ -83,18 +81,16 @@ class PostgresTaskStore(PostgresPush):
 
     # -- tasks ------------------------------------------------------------------------------
 
+    async def commit(self, unit: Commit) -> TaskRecord:
+        check_ledger(unit, self.capabilities.ledger)
+        if unit.expected_version is None:  # a new task: `create_task`
+            return await self._create(unit)
+        await self._update(unit, unit.expected_version)
+        return unit.record
+
     @guarded
-    async def create(
-        self,
-        record: TaskRecord,
-        events: Sequence[StreamResponse],
-        *,
-        dedupe_key: str | None = None,
-        outbox: OutboxEntry | None = None,
-        dedupe_ttl: float | None = None,
-        received: ReceivedEntry | None = None,
-    ) -> TaskRecord:
-        check_create(record, events)
+    async def _create(self, unit: Commit) -> TaskRecord:
+        record, outbox, received = unit.record, unit.outbox, unit.received
         task = record.task
         entry = [getattr(outbox, c) for c in OUTBOX_COLUMNS] if outbox is not None else None
         ledger = [getattr(received, c) for c in RECEIVED_COLUMNS] if received else None
@@ -113,9 +109,9 @@ class PostgresTaskStore(PostgresPush):
                     record.created_at,
                     record.updated_at,
                     record.task_json(),
-                    [log_json(item, task) for item in events],
-                    dedupe_key,
-                    dedupe_ttl,
+                    [log_json(item, task) for item in unit.events],
+                    unit.dedupe_key,
+                    unit.dedupe_ttl,
                     entry,
                     ledger,
                     self.channel,
@@ -132,18 +128,14 @@ class PostgresTaskStore(PostgresPush):
         return _record(row)
 
     @guarded
-    async def _update(
-        self,
-        record: TaskRecord,
-        events: Sequence[StreamResponse],
-        expected_version: int,
-        entry: OutboxEntry | None = None,
-        close: tuple[str, str, str] | None = None,
-    ) -> None:
-        check_update(record, events, expected_version)
+    async def _update(self, unit: Commit, expected_version: int) -> None:
+        """A move of a stored task, with the entry added and the one closed: `update_task`."""
+        record, entry, close = unit.record, unit.outbox, unit.close
         task = record.task
         row = [getattr(entry, c) for c in OUTBOX_COLUMNS] if entry is not None else None
-        closed_id, status, detail = close or (None, None, None)
+        closed_id, status, detail = (
+            (close.handoff_id, close.status, close.detail) if close else (None, None, None)
+        )
         async with self._conn() as conn:
             try:
                 outcome = await conn.fetchval(
@@ -156,7 +148,7 @@ class PostgresTaskStore(PostgresPush):
                     task.status.timestamp or "",
                     record.updated_at,
                     record.task_json(),
-                    [log_json(item, task) for item in events],
+                    [log_json(item, task) for item in unit.events],
                     row,
                     closed_id,
                     status,
@@ -170,11 +162,6 @@ class PostgresTaskStore(PostgresPush):
         if outcome == "conflict":
             raise ConflictError(f"task {record.id} changed since version {expected_version}")
         raise ConflictError(f"handoff {closed_id} is not pending")
-
-    async def update(
-        self, record: TaskRecord, events: Sequence[StreamResponse], *, expected_version: int
-    ) -> None:
-        await self._update(record, events, expected_version)
 
     @guarded
     async def get(self, task_id: str) -> TaskRecord | None:
@@ -260,31 +247,6 @@ class PostgresTaskStore(PostgresPush):
 
     def follow(self, task_id: str, after: int = 0) -> AsyncGenerator[TaskEvent, None]:
         return self.followers.follow(task_id, after, self.events, self.get)
-
-    # -- outbox steps (atomic with the task) ------------------------------------------
-
-    async def checkpoint(
-        self,
-        record: TaskRecord,
-        events: Sequence[StreamResponse],
-        *,
-        expected_version: int,
-        entry: OutboxEntry,
-        close: tuple[str, str, str] | None = None,
-    ) -> None:
-        await self._update(record, events, expected_version, entry, close)
-
-    async def terminate(
-        self,
-        record: TaskRecord,
-        events: Sequence[StreamResponse],
-        *,
-        expected_version: int,
-        handoff_id: str,
-        status: str,
-        detail: str,
-    ) -> None:
-        await self._update(record, events, expected_version, None, (handoff_id, status, detail))
 
 
 def _page_sql(s: str, filters: str, page_where: str, limit: str, budget: str) -> str:

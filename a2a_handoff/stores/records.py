@@ -1,18 +1,20 @@
 """What a store keeps, as values: a task's record and events, a page of them, outbox and ledger
-entries, push configs; and the checks every backend makes of a write.
+entries, push configs; and what one step writes (`Commit`), which checks itself.
 
 A task is stored as a `TaskRecord` (the task snapshot plus its owner and version) and an
-append-only event log. Every write is one atomic step: the new snapshot and the events it
-produced go together, and the version is the sequence number of the task's last event, so
-`version` doubles as the check-and-set token and as the `Last-Event-ID` of streams. The
-interfaces that keep them are `stores.base`'s.
+append-only event log. Every write is one atomic step, a `Commit`: the new snapshot, the
+events it produced and the outbox and ledger rows of the step go together, and the version
+is the sequence number of the task's last event, so `version` doubles as the check-and-set
+token and as the `Last-Event-ID` of streams. The interfaces that keep them are
+`stores.base`'s.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 
+from a2a_handoff.errors import StoreError
 from a2a_handoff.protocol.models import StreamResponse, Task
 from a2a_handoff.protocol.states import TaskState
 
@@ -172,16 +174,96 @@ class PushConfigRecord:
     updated_at: str = ""
 
 
-# -- checks every backend makes of a write --------------------------------------------------
+# -- a step's writes, as one value ---------------------------------------------------------
 
 
-def check_create(record: TaskRecord, events: Sequence[StreamResponse]) -> None:
-    if record.version != len(events):
-        raise ValueError("a created task's version must equal its number of events")
+@dataclass(frozen=True, slots=True)
+class Closing:
+    """A pending outbox entry a commit closes: the handoff, the status it ends in (`done`,
+    `failed`), and why."""
+
+    handoff_id: str
+    status: str
+    detail: str = ""
 
 
-def check_update(
-    record: TaskRecord, events: Sequence[StreamResponse], expected_version: int
-) -> None:
-    if record.version != expected_version + len(events):
-        raise ValueError("an update's version must be expected_version + len(events)")
+@dataclass(frozen=True, slots=True)
+class Commit:
+    """Everything one step writes, committed by the store in one call (`TaskStore.commit`):
+    all of it, or — on any refusal — none of it.
+
+    `record` is the task as the step leaves it and `events` what the step emitted. With
+    `expected_version` None the commit creates the task (its events are 1…n, so
+    `record.version` is their number), under `dedupe_key` when given — for `dedupe_ttl`
+    seconds only when given (a replay window) — and with the ledger row of the handoff that
+    created it (`received`). With `expected_version` it moves a stored task by check-and-set
+    (`record.version` is `expected_version` plus the number of events). Either may add a
+    pending `outbox` entry (a handoff or delegation checkpointed with the step); a move may
+    also close one (`close`: a handoff that ended, or one redirected by a new entry).
+
+    The combinations are checked as the value is made, so no backend sees a commit that
+    cannot be written as one transaction: ValueError names what is wrong.
+    """
+
+    record: TaskRecord
+    events: Sequence[StreamResponse]
+    _: KW_ONLY
+    expected_version: int | None = None
+    dedupe_key: str | None = None
+    dedupe_ttl: float | None = None
+    outbox: OutboxEntry | None = None
+    close: Closing | None = None
+    received: ReceivedEntry | None = None
+
+    def __post_init__(self) -> None:
+        record, events = self.record, self.events
+        if self.expected_version is None:
+            if record.version != len(events):
+                raise ValueError("a created task's version must equal its number of events")
+            if self.close is not None:
+                raise ValueError("a new task has no pending entry to close")
+        else:
+            if record.version != self.expected_version + len(events):
+                raise ValueError("an update's version must be expected_version + len(events)")
+            if self.dedupe_key is not None:
+                raise ValueError("a dedupe key is taken by a new task only")
+            if self.received is not None:
+                raise ValueError("a received handoff's ledger row goes with the task it creates")
+        if self.dedupe_ttl is not None:
+            if self.dedupe_key is None:
+                raise ValueError("a dedupe TTL needs a dedupe key")
+            if not self.dedupe_ttl > 0:
+                raise ValueError("a dedupe TTL must be a positive number of seconds")
+        if self.outbox is not None:
+            if self.outbox.task_id != record.id:
+                raise ValueError("an outbox entry added by a commit must be its task's")
+            if self.close is not None and self.close.handoff_id == self.outbox.handoff_id:
+                raise ValueError("a commit cannot close the entry it adds")
+        if self.received is not None and self.received.task_id != record.id:
+            raise ValueError("a received handoff's ledger row must name the task it creates")
+
+    @property
+    def creates(self) -> bool:
+        """Whether the commit creates its task (else it moves a stored one)."""
+        return self.expected_version is None
+
+    @property
+    def ledger_parts(self) -> list[str]:
+        """The parts of the commit only a store with a ledger can write, by name."""
+        parts = (("outbox", self.outbox), ("close", self.close), ("received", self.received))
+        return [name for name, part in parts if part is not None]
+
+    @property
+    def first_seq(self) -> int:
+        """The seq of the commit's first event."""
+        return (self.expected_version or 0) + 1
+
+
+def check_ledger(unit: Commit, ledger: object | None) -> None:
+    """StoreError when `unit` writes the outbox or the ledger of a store that declares none
+    (`ledger`: the store's `capabilities.ledger`); nothing is written then."""
+    if ledger is None and (parts := unit.ledger_parts):
+        raise StoreError(
+            f"this store declares no ledger (capabilities.ledger): a commit with"
+            f" {' and '.join(parts)} cannot be written to it"
+        )

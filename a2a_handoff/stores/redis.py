@@ -44,21 +44,19 @@ from typing import Any
 from urllib.parse import parse_qs, parse_qsl, urlencode, urlsplit
 
 from a2a_handoff.errors import ConflictError, StoreError
-from a2a_handoff.protocol.models import StreamResponse, Task
+from a2a_handoff.protocol.models import Task
 from a2a_handoff.stores._event_log import from_log, log_json, needs_snapshot
 from a2a_handoff.stores._pages import Summary, encode_page_token, fitting, summary_page
 from a2a_handoff.stores._redis_ledger import guarded, guarded_read, score
 from a2a_handoff.stores._redis_push import RedisPush
 from a2a_handoff.stores.base import (
     Capabilities,
-    OutboxEntry,
-    ReceivedEntry,
+    Commit,
     TaskEvent,
     TaskPage,
     TaskQuery,
     TaskRecord,
-    check_create,
-    check_update,
+    check_ledger,
 )
 
 DEFAULT_IDEMPOTENCY_TTL = 24 * 3600.0
@@ -127,19 +125,18 @@ class RedisTaskStore(RedisPush):
             self._key(f"i:s:{record.state.value}"),
         )
 
+    async def commit(self, unit: Commit) -> TaskRecord:
+        check_ledger(unit, self.capabilities.ledger)
+        if unit.expected_version is None:  # a new task: the `create` script
+            return await self._create(unit)
+        await self._update(unit, unit.expected_version)
+        return unit.record
+
     @guarded
-    async def create(
-        self,
-        record: TaskRecord,
-        events: Sequence[StreamResponse],
-        *,
-        dedupe_key: str | None = None,
-        outbox: OutboxEntry | None = None,
-        dedupe_ttl: float | None = None,
-        received: ReceivedEntry | None = None,
-    ) -> TaskRecord:
-        check_create(record, events)
-        ttl = self.idempotency_ttl if dedupe_ttl is None else dedupe_ttl
+    async def _create(self, unit: Commit) -> TaskRecord:
+        record, events, dedupe_key = unit.record, unit.events, unit.dedupe_key
+        outbox, received = unit.outbox, unit.received
+        ttl = self.idempotency_ttl if unit.dedupe_ttl is None else unit.dedupe_ttl
         owner_key, delegate_key, context_key, state_key = self._index_keys(record)
         keys = [
             self._key(f"t:{record.id}"),
@@ -191,16 +188,21 @@ class RedisTaskStore(RedisPush):
         return record
 
     @guarded
-    async def _update(
-        self,
-        record: TaskRecord,
-        events: Sequence[StreamResponse],
-        expected_version: int,
-        extra: Sequence[Any] = (),
-        outbox_key: str = "",
-        closed_key: str = "",
-    ) -> None:
-        check_update(record, events, expected_version)
+    async def _update(self, unit: Commit, expected_version: int) -> None:
+        """A move of a stored task: the `update` script, in its mode for the commit's outbox
+        part — an entry added (`checkpoint`, and one closed with it), or one closed
+        (`terminate`)."""
+        record, events, entry, close = unit.record, unit.events, unit.outbox, unit.close
+        extra: list[Any] = []
+        outbox_key = closed_key = ""
+        if entry is not None:
+            closing = (close.handoff_id, close.status, close.detail) if close else ("", "", "")
+            extra = ["checkpoint", json.dumps(asdict(entry)), score(entry.created_at), *closing]
+            outbox_key = self._key(f"ob:{entry.handoff_id}")
+            closed_key = self._key(f"ob:{close.handoff_id}") if close else ""
+        elif close is not None:
+            extra = ["terminate", close.status, close.detail, close.handoff_id]
+            outbox_key = self._key(f"ob:{close.handoff_id}")
         keys = [
             self._key(f"t:{record.id}"),
             self._key(f"ev:{record.id}"),
@@ -236,11 +238,6 @@ class RedisTaskStore(RedisPush):
         if outcome == "entry":
             raise ConflictError("handoff already checkpointed")
         raise ConflictError("handoff is not pending")
-
-    async def update(
-        self, record: TaskRecord, events: Sequence[StreamResponse], *, expected_version: int
-    ) -> None:
-        await self._update(record, events, expected_version)
 
     @guarded
     async def get(self, task_id: str) -> TaskRecord | None:
@@ -305,48 +302,6 @@ class RedisTaskStore(RedisPush):
 
     def follow(self, task_id: str, after: int = 0) -> AsyncGenerator[TaskEvent, None]:
         return self.followers.follow(task_id, after, self.events, self.get)
-
-    # -- outbox steps (atomic with the task) ------------------------------------------
-
-    async def checkpoint(
-        self,
-        record: TaskRecord,
-        events: Sequence[StreamResponse],
-        *,
-        expected_version: int,
-        entry: OutboxEntry,
-        close: tuple[str, str, str] | None = None,
-    ) -> None:
-        closed_id, status, detail = close or ("", "", "")
-        extra = [
-            "checkpoint",
-            json.dumps(asdict(entry)),
-            score(entry.created_at),
-            closed_id,
-            status,
-            detail,
-        ]
-        await self._update(
-            record,
-            events,
-            expected_version,
-            extra,
-            self._key(f"ob:{entry.handoff_id}"),
-            self._key(f"ob:{closed_id}") if closed_id else "",
-        )
-
-    async def terminate(
-        self,
-        record: TaskRecord,
-        events: Sequence[StreamResponse],
-        *,
-        expected_version: int,
-        handoff_id: str,
-        status: str,
-        detail: str,
-    ) -> None:
-        extra = ["terminate", status, detail, handoff_id]
-        await self._update(record, events, expected_version, extra, self._key(f"ob:{handoff_id}"))
 
 
 async def _summaries(store: RedisTaskStore, ids: Sequence[str]) -> list[Summary]:

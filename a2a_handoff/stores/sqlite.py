@@ -7,7 +7,7 @@ in-process followers in commit order. The file's layout and migrations are
 `stores._sqlite_schema`'s.
 
 The rooms: `stores._sqlite_file` (connections, where reads run, the check-and-set step,
-leases when shared), `stores._sqlite_ledger` (outbox and ledger), this module (tasks: create,
+leases when shared), `stores._sqlite_ledger` (outbox and ledger), this module (tasks: commit,
 read, list, events, follow).
 
 One file, one owner (`stores._sqlite_owner`): a second process is refused at `open()`, unless
@@ -19,29 +19,28 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from functools import cached_property, partial
 from pathlib import Path
 from typing import Any, cast
 from urllib.parse import parse_qs
 
 from a2a_handoff.errors import ConflictError, StoreError
-from a2a_handoff.protocol.models import StreamResponse, Task
+from a2a_handoff.protocol.models import Task
 from a2a_handoff.stores._event_log import from_log, log_json, needs_snapshot
 from a2a_handoff.stores._hub import follow
 from a2a_handoff.stores._pages import decode_page_token, encode_page_token, fitting
-from a2a_handoff.stores._sqlite_ledger import SqliteLedger
+from a2a_handoff.stores._sqlite_ledger import SqliteLedger, ledger_writes
 from a2a_handoff.stores._sqlite_push import SqlitePush
-from a2a_handoff.stores._sqlite_schema import INSERT_OUTBOX, INSERT_RECEIVED, TASK_COLUMNS, row_of
+from a2a_handoff.stores._sqlite_schema import TASK_COLUMNS
 from a2a_handoff.stores.base import (
     Capabilities,
-    OutboxEntry,
-    ReceivedEntry,
+    Commit,
     TaskEvent,
     TaskPage,
     TaskQuery,
     TaskRecord,
-    check_create,
+    check_ledger,
 )
 from a2a_handoff.trust.keys import KeyFile
 
@@ -111,22 +110,23 @@ class SqliteTaskStore(SqliteLedger, SqlitePush):
 
     # -- TaskStore ------------------------------------------------------------------------
 
-    async def create(
-        self,
-        record: TaskRecord,
-        events: Sequence[StreamResponse],
-        *,
-        dedupe_key: str | None = None,
-        outbox: OutboxEntry | None = None,
-        dedupe_ttl: float | None = None,
-        received: ReceivedEntry | None = None,
+    async def commit(self, unit: Commit) -> TaskRecord:
+        check_ledger(unit, self.capabilities.ledger)
+        also = ledger_writes(unit)
+        if unit.expected_version is None:  # a new task
+            return await self._create(unit, also)
+        await self._update(unit.record, unit.events, unit.expected_version, also)
+        return unit.record
+
+    async def _create(
+        self, unit: Commit, also: Callable[[sqlite3.Connection], None] | None
     ) -> TaskRecord:
-        check_create(record, events)
-        logged = [TaskEvent(seq, item) for seq, item in enumerate(events, start=1)]
+        """A new task, its events and key; `also` (its outbox and ledger rows) in the same
+        transaction. A taken key: nothing written, the task the key names returned."""
+        record, dedupe_key, dedupe_ttl = unit.record, unit.dedupe_key, unit.dedupe_ttl
+        logged = [TaskEvent(seq, item) for seq, item in enumerate(unit.events, start=1)]
         task_row = _task_row(record)
         event_rows = [(record.id, e.seq, log_json(e.item, record.task)) for e in logged]
-        entry_row = row_of(outbox) if outbox is not None else None
-        received_row = row_of(received) if received is not None else None
 
         def apply(conn: sqlite3.Connection) -> str | None:
             if dedupe_key is not None:
@@ -155,13 +155,8 @@ class SqliteTaskStore(SqliteLedger, SqlitePush):
             except sqlite3.IntegrityError as exc:
                 raise ConflictError(f"task {record.id} already exists") from exc
             conn.executemany("INSERT INTO task_events VALUES (?, ?, ?)", event_rows)
-            if entry_row is not None:
-                try:
-                    conn.execute(INSERT_OUTBOX, entry_row)
-                except sqlite3.IntegrityError as exc:
-                    raise ConflictError(f"handoff {entry_row[0]} already checkpointed") from exc
-            if received_row is not None:
-                conn.execute(INSERT_RECEIVED, received_row)
+            if also is not None:
+                also(conn)
             return None
 
         existing_id = await self._submit(apply, partial(self._hub.publish, record.id, logged))
@@ -171,11 +166,6 @@ class SqliteTaskStore(SqliteLedger, SqlitePush):
         if existing is None:  # pragma: no cover - the dedupe row and the task commit together
             raise StoreError(f"dedupe key names a missing task {existing_id}")
         return existing
-
-    async def update(
-        self, record: TaskRecord, events: Sequence[StreamResponse], *, expected_version: int
-    ) -> None:
-        await self._update(record, events, expected_version)
 
     async def get(self, task_id: str) -> TaskRecord | None:
         row = self._point(f"SELECT {TASK_COLUMNS} FROM tasks WHERE id = ?", (task_id,))

@@ -29,7 +29,6 @@ import asyncio
 import re
 import sys
 from pathlib import Path
-from typing import Any
 
 import uvicorn
 
@@ -49,7 +48,7 @@ from a2a_handoff import (
 )
 from a2a_handoff.contracts import Catalog
 from a2a_handoff.secrets import read_secret
-from a2a_handoff.stores.base import Store, TaskRecord
+from a2a_handoff.stores.base import Commit, Store, TaskRecord
 from a2a_handoff.trust.keys import KeyFile
 
 
@@ -134,15 +133,15 @@ class DelegatingAgent:
 
 def hold(store: Store, path: Path) -> None:
     """A task created while `path` exists is answered once it is gone (test-only)."""
-    create = store.create
+    commit = store.commit
 
-    async def held(*args: Any, **kwargs: Any) -> TaskRecord:
-        stored = await create(*args, **kwargs)
-        while path.exists():  # noqa: ASYNC110, ASYNC240 (a test's gate: polled)
+    async def held(unit: Commit) -> TaskRecord:
+        stored = await commit(unit)
+        while unit.creates and path.exists():  # noqa: ASYNC110, ASYNC240 (a test's gate: polled)
             await asyncio.sleep(0.02)
         return stored
 
-    setattr(store, "create", held)  # noqa: B010
+    setattr(store, "commit", held)  # noqa: B010
 
 
 def main() -> int:

@@ -12,8 +12,9 @@ backend's store, opened and empty for each test, closed after it:
 The core (`TaskStore`) is tested on every store; a capability's tests run only on a store
 that declares it in its `capabilities` (on another they are skipped, saying which part it
 does not declare), and a declared part is checked against its protocol. The suites may also
-be taken one by one: `TaskSuite`, `ListingSuite`, `LedgerSuite`, `PushSuite`, `LeaseSuite`,
-`IdentitySuite`. The tests are async, run by anyio's pytest plugin (anyio comes with
+be taken one by one: `TaskSuite`, `CommitSuite` (`TaskStore.commit` in each shape a step
+takes, and that a refused one writes nothing), `ListingSuite`, `LedgerSuite`, `PushSuite`,
+`LeaseSuite`, `IdentitySuite`. The tests are async, run by anyio's pytest plugin (anyio comes with
 Starlette) on asyncio.
 
 A test module, not a part of the library: it imports pytest, which the library does not
@@ -31,6 +32,7 @@ pytest.register_assert_rewrite(
         for name in (
             "samples",
             "task_suite",
+            "commit_suite",
             "listing_suite",
             "ledger_suite",
             "push_suite",
@@ -40,6 +42,7 @@ pytest.register_assert_rewrite(
     )
 )
 
+from a2a_handoff.stores.conformance.commit_suite import CommitSuite  # noqa: E402
 from a2a_handoff.stores.conformance.identity_suite import IdentitySuite  # noqa: E402
 from a2a_handoff.stores.conformance.lease_suite import LeaseSuite  # noqa: E402
 from a2a_handoff.stores.conformance.ledger_suite import LedgerSuite  # noqa: E402
@@ -48,6 +51,7 @@ from a2a_handoff.stores.conformance.push_suite import PushSuite  # noqa: E402
 from a2a_handoff.stores.conformance.task_suite import TaskSuite  # noqa: E402
 
 __all__ = [
+    "CommitSuite",
     "IdentitySuite",
     "LeaseSuite",
     "LedgerSuite",
@@ -58,5 +62,7 @@ __all__ = [
 ]
 
 
-class StoreConformance(TaskSuite, ListingSuite, LedgerSuite, PushSuite, LeaseSuite, IdentitySuite):
+class StoreConformance(
+    TaskSuite, CommitSuite, ListingSuite, LedgerSuite, PushSuite, LeaseSuite, IdentitySuite
+):
     """Every suite: a backend's test class subclasses it and gives it a `store` fixture."""

@@ -17,7 +17,7 @@ from a2a_handoff.protocol.models import (
     TaskStatus,
 )
 from a2a_handoff.protocol.states import TaskState
-from a2a_handoff.stores.base import TaskQuery, TaskRecord, TaskStore
+from a2a_handoff.stores.base import Commit, TaskQuery, TaskRecord, TaskStore
 from a2a_handoff.stores.conformance.samples import Suite, advance, collect, create, new_task, status
 
 
@@ -79,7 +79,7 @@ class ListingSuite(Suite):
                 update={"status": TaskStatus(state=TaskState.WORKING, timestamp=at(1))}
             )
             record = TaskRecord(task, owner, 1, at(1), at(1), delegate)
-            return await store.create(record, [StreamResponse(task=task)])
+            return await store.commit(Commit(record, [StreamResponse(task=task)]))
 
         old = await made("alice")
         # Updated later without a status change (an artifact): its status is still old.
@@ -91,9 +91,8 @@ class ListingSuite(Suite):
                 artifact=Artifact(artifact_id="a", parts=[Part(text="more")]),
             )
         )
-        await store.update(
-            TaskRecord(quiet.task, "alice", 2, at(1), at(5)), [artifact], expected_version=1
-        )
+        quieter = TaskRecord(quiet.task, "alice", 2, at(1), at(5))
+        await store.commit(Commit(quieter, [artifact], expected_version=1))
         moved_ids = []
         for owner, delegate in (("alice", ""), ("alice", ""), ("triage", "alice"), ("bob", "")):
             record = await made(owner, delegate)
@@ -101,7 +100,7 @@ class ListingSuite(Suite):
                 update={"status": TaskStatus(state=TaskState.COMPLETED, timestamp=at(4))}
             )
             later = TaskRecord(task, owner, 2, at(1), at(4), delegate)
-            await store.update(later, [status(task)], expected_version=1)
+            await store.commit(Commit(later, [status(task)], expected_version=1))
             moved_ids.append(record.id)
         alices = set(moved_ids[:3])
         query = TaskQuery(owner="alice", status_after=at(3), page_size=2)

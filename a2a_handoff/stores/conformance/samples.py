@@ -1,12 +1,12 @@
 """What the suites share: their base (`Suite`), what they write (tasks made and moved as a
-server would, their events, an outbox entry) and the part of the contract a test needs, or
-the test skipped."""
+server would, their events, the commits that write them, outbox and ledger rows) and the part
+of the contract a test needs, or the test skipped."""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import pytest
 
@@ -21,7 +21,14 @@ from a2a_handoff.protocol.models import (
     utc_now,
 )
 from a2a_handoff.protocol.states import TaskState
-from a2a_handoff.stores.base import OutboxEntry, TaskEvent, TaskRecord, TaskStore
+from a2a_handoff.stores.base import (
+    Commit,
+    OutboxEntry,
+    ReceivedEntry,
+    TaskEvent,
+    TaskRecord,
+    TaskStore,
+)
 
 T = TypeVar("T")
 
@@ -74,15 +81,23 @@ def status(task: Task) -> StreamResponse:
     )
 
 
+def new_record(owner: str = "alice", context_id: str = "ctx") -> TaskRecord:
+    """A new task of `owner`, not stored: version 1, its first event the Task."""
+    now = utc_now()
+    return TaskRecord(new_task(context_id), owner, 1, now, now)
+
+
+def creating(record: TaskRecord, **parts: Any) -> Commit:
+    """The commit that creates `record`'s task with its first event, and `parts` (a dedupe
+    key, an outbox entry, a received row, …)."""
+    return Commit(record, [StreamResponse(task=record.task)], **parts)
+
+
 async def create(
     store: TaskStore, owner: str = "alice", context_id: str = "ctx", key: str | None = None
 ) -> TaskRecord:
     """A new task of `owner`, created with its first event (under `key`, when given)."""
-    task = new_task(context_id)
-    now = utc_now()
-    return await store.create(
-        TaskRecord(task, owner, 1, now, now), [StreamResponse(task=task)], dedupe_key=key
-    )
+    return await store.commit(creating(new_record(owner, context_id), dedupe_key=key))
 
 
 async def advance(store: TaskStore, record: TaskRecord, *states: TaskState) -> TaskRecord:
@@ -95,7 +110,7 @@ async def advance(store: TaskStore, record: TaskRecord, *states: TaskState) -> T
     updated = TaskRecord(
         task, record.owner, record.version + len(events), record.created_at, utc_now()
     )
-    await store.update(updated, events, expected_version=record.version)
+    await store.commit(Commit(updated, events, expected_version=record.version))
     return updated
 
 
@@ -132,3 +147,33 @@ def step(record: TaskRecord, state: TaskState) -> tuple[TaskRecord, list[StreamR
     """The record one status event later, and that event."""
     task = moved(record.task, state)
     return record.advanced(task, 1, utc_now()), [status(task)]
+
+
+def moving(record: TaskRecord, state: TaskState, **parts: Any) -> tuple[TaskRecord, Commit]:
+    """The record one status event later, and the commit that moves it there from `record`
+    with `parts` (an outbox entry to add, one to close)."""
+    later, events = step(record, state)
+    return later, Commit(later, events, expected_version=record.version, **parts)
+
+
+def received(record: TaskRecord, handoff_id: str = "h") -> ReceivedEntry:
+    """The ledger row of a handoff accepted as `record`'s task."""
+    return ReceivedEntry(
+        handoff_id,
+        "k" * 16,
+        record.task.context_id,
+        "triage",
+        "t0",
+        record.id,
+        "accepted",
+        "",
+        utc_now(),
+    )
+
+
+async def unchanged(store: TaskStore, record: TaskRecord) -> None:
+    """The store holds `record`'s task as `record` is, with its events and no more: what a
+    refused commit must leave."""
+    got = await stored(store, record.id)
+    assert (got.version, got.state) == (record.version, record.state)
+    assert [e.seq for e in await store.events(record.id)] == list(range(1, record.version + 1))

@@ -1,5 +1,6 @@
-"""The core every store has: tasks created once per key, updated check-and-set, their events
-numbered 1, 2, 3 … and read back as written; and the store's declaration itself."""
+"""The core every store has: tasks created once per key even when raced, their events
+numbered 1, 2, 3 … and read back as written; and the store's declaration itself. The shapes
+of a commit, one by one, are `commit_suite`'s."""
 
 from __future__ import annotations
 
@@ -8,9 +9,6 @@ import inspect
 import typing
 from dataclasses import fields
 
-import pytest
-
-from a2a_handoff.errors import ConflictError
 from a2a_handoff.protocol.models import (
     Artifact,
     Part,
@@ -19,10 +17,9 @@ from a2a_handoff.protocol.models import (
     utc_now,
 )
 from a2a_handoff.protocol.states import TaskState
-from a2a_handoff.stores.base import Capabilities, TaskQuery, TaskRecord, TaskStore
+from a2a_handoff.stores.base import Capabilities, Commit, TaskQuery, TaskRecord, TaskStore
 from a2a_handoff.stores.conformance.samples import (
     Suite,
-    advance,
     create,
     moved,
     new_task,
@@ -77,61 +74,10 @@ class TaskSuite(Suite):
         assert (got.owner, got.version) == ("alice", 1)
         assert await store.get("nope") is None
 
-    async def test_dedupe_key_returns_the_first_task(self, store: TaskStore) -> None:
-        first = await create(store, key="k1")
-        second = await create(store, key="k1")
-        assert second.id == first.id
-        assert await store.find("k1") == first.id
-        page = await store.list_tasks(TaskQuery(owner="alice"))
-        assert page.total_size == 1
-
     async def test_concurrent_creates_with_one_key_make_one_task(self, store: TaskStore) -> None:
         results = await asyncio.gather(*(create(store, key="same") for _ in range(20)))
         assert len({r.id for r in results}) == 1
         assert (await store.list_tasks(TaskQuery(owner="alice"))).total_size == 1
-
-    async def test_a_dedupe_key_with_a_window_frees_itself_when_the_window_ends(
-        self, store: TaskStore
-    ) -> None:
-        async def make(key: str) -> TaskRecord:
-            task = new_task()
-            now = utc_now()
-            record = TaskRecord(task, "alice", 1, now, now)
-            return await store.create(
-                record, [StreamResponse(task=task)], dedupe_key=key, dedupe_ttl=0.4
-            )
-
-        first = await make("order-77")
-        assert await store.find("order-77") == first.id
-        assert (await make("order-77")).id == first.id  # within the window: the same task
-        await asyncio.sleep(0.6)
-        assert await store.find("order-77") is None
-        later = await make("order-77")
-        assert later.id != first.id
-        assert await store.find("order-77") == later.id
-        assert await store.get(first.id) is not None
-
-    async def test_update_appends_events_with_next_seqs(self, store: TaskStore) -> None:
-        record = await create(store)
-        updated = await advance(store, record, TaskState.WORKING, TaskState.COMPLETED)
-        got = await stored(store, record.id)
-        assert got.version == 3
-        assert got.state is TaskState.COMPLETED
-        events = await store.events(record.id)
-        assert [e.seq for e in events] == [1, 2, 3]
-        assert events[0].item.task is not None
-        assert events[-1].final
-        assert [e.seq for e in await store.events(record.id, after=2)] == [3]
-        assert updated.version == 3
-
-    async def test_stale_update_conflicts_and_changes_nothing(self, store: TaskStore) -> None:
-        record = await create(store)
-        await advance(store, record, TaskState.WORKING)
-        with pytest.raises(ConflictError):
-            await advance(store, record, TaskState.FAILED)
-        got = await stored(store, record.id)
-        assert (got.version, got.state) == (2, TaskState.WORKING)
-        assert len(await store.events(record.id)) == 2
 
     async def test_logged_events_read_back_as_emitted_though_stored_once(
         self, store: TaskStore
@@ -139,7 +85,7 @@ class TaskSuite(Suite):
         task = new_task()
         now = utc_now()
         first = StreamResponse(task=task)
-        record = await store.create(TaskRecord(task, "alice", 1, now, now), [first])
+        record = await store.commit(Commit(TaskRecord(task, "alice", 1, now, now), [first]))
         events: list[StreamResponse] = []
         for i in range(3):  # artifacts added one a step, as a handler's would be
             artifact = Artifact(artifact_id=f"a{i}", parts=[Part(text="x" * 1000 + str(i))])
@@ -149,10 +95,11 @@ class TaskSuite(Suite):
             )
             events.append(StreamResponse(artifact_update=update))
             next_step = record.advanced(task, 1, utc_now())
-            await store.update(next_step, [events[-1]], expected_version=record.version)
+            await store.commit(Commit(next_step, [events[-1]], expected_version=record.version))
             record = next_step
         done = moved(task, TaskState.COMPLETED)
-        await store.update(record.advanced(done, 1, utc_now()), [status(done)], expected_version=4)
+        finished = record.advanced(done, 1, utc_now())
+        await store.commit(Commit(finished, [status(done)], expected_version=4))
         logged = [e.item for e in await store.events(task.id)]
         assert logged == [first, *events, status(done)]
         assert logged[0].task is not None

@@ -21,7 +21,7 @@ from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI as URI
 from a2a_handoff.protocol.extension import SIGNATURE_KEY
 from a2a_handoff.protocol.models import StreamResponse, Task, TaskStatus, utc_now
 from a2a_handoff.protocol.states import TaskState
-from a2a_handoff.stores.base import TaskRecord
+from a2a_handoff.stores.base import Commit, TaskRecord
 from a2a_handoff.stores.memory import MemoryTaskStore
 from a2a_handoff.trust.trustlist import TrustList
 from tests.a2a_handoff.handoff.test_delivery import envelope
@@ -56,7 +56,7 @@ async def taken(store: MemoryTaskStore, verified: VerifiedEnvelope, key: str) ->
     )
     now = utc_now()
     record = TaskRecord(task, "triage", 1, now, now)
-    return await store.create(record, [StreamResponse(task=task)], dedupe_key=key)
+    return await store.commit(Commit(record, [StreamResponse(task=task)], dedupe_key=key))
 
 
 async def test_a_new_handoff_is_accepted_under_its_key_with_only_its_signed_parts() -> None:

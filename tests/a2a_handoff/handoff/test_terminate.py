@@ -12,7 +12,7 @@ from a2a_handoff.protocol.extension import ext_metadata
 from a2a_handoff.protocol.models import StreamResponse, Task, TaskStatus, utc_now
 from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.protocol.steps import status_event
-from a2a_handoff.stores.base import TaskRecord
+from a2a_handoff.stores.base import Commit, TaskRecord
 from a2a_handoff.stores.memory import MemoryTaskStore
 from tests.a2a_handoff.handoff.test_delivery import envelope
 
@@ -27,7 +27,7 @@ async def _handing_off(store: MemoryTaskStore) -> tuple[TaskRecord, str]:
     )
     now = utc_now()
     record = TaskRecord(marked, "alice", 2, now, now)
-    await store.create(record, [StreamResponse(task=task), event], outbox=entry)
+    await store.commit(Commit(record, [StreamResponse(task=task), event], outbox=entry))
     return record, entry.handoff_id
 
 
@@ -61,7 +61,7 @@ async def test_a_task_that_ended_meanwhile_is_not_reopened() -> None:
     (entry,) = await store.outbox(status="pending")
     task = record.task.model_copy(update={"status": TaskStatus(state=TaskState.FAILED)})
     failed = record.advanced(task, 1, utc_now())
-    await store.update(failed, [status_event(task)], expected_version=record.version)
+    await store.commit(Commit(failed, [status_event(task)], expected_version=record.version))
 
     assert await reopened(store, entry, "too late") == failed
     assert (await store.get("t0")) == failed

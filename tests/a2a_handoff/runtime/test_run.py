@@ -35,7 +35,7 @@ from a2a_handoff.runtime.run import TaskRun
 from a2a_handoff.runtime.submission import Replied
 from a2a_handoff.runtime.tasks import TaskManager
 from a2a_handoff.stores import MemoryTaskStore
-from a2a_handoff.stores.base import Store, TaskRecord
+from a2a_handoff.stores.base import Commit, Store, TaskRecord
 from a2a_handoff.trust.agent_trust import AgentTrust
 from a2a_handoff.trust.trustlist import TrustList
 
@@ -182,9 +182,10 @@ class HeldStore(MemoryTaskStore):
         super().__init__()
         self.release = asyncio.Event()
 
-    async def create(self, *args: Any, **kwargs: Any) -> TaskRecord:
-        await self.release.wait()
-        return await super().create(*args, **kwargs)
+    async def commit(self, unit: Commit) -> TaskRecord:
+        if unit.creates:
+            await self.release.wait()
+        return await super().commit(unit)
 
 
 @pytest.mark.parametrize("defer", [False, True])

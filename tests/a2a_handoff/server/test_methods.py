@@ -27,7 +27,7 @@ from a2a_handoff import (
 from a2a_handoff.protocol.models import StreamResponse, TaskStatus, utc_now
 from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.runtime.orphans import RESTART_REASON
-from a2a_handoff.stores.base import TaskRecord
+from a2a_handoff.stores.base import Commit, TaskRecord
 from a2a_handoff.trust.keys import KeyFile
 from servers.echo import EchoAgent, echo_card
 from tests.a2a_handoff.stores.test_behaviour import new_task
@@ -265,7 +265,7 @@ async def test_tasks_left_running_are_failed_at_start(tmp_path: Path) -> None:
     orphan = new_task()
     orphan = orphan.model_copy(update={"status": TaskStatus(state=TaskState.WORKING)})
     now = utc_now()
-    await store.create(TaskRecord(orphan, "", 1, now, now), [StreamResponse(task=orphan)])
+    await store.commit(Commit(TaskRecord(orphan, "", 1, now, now), [StreamResponse(task=orphan)]))
     await store.aclose()
     keys = KeyFile(tmp_path / "echo.keys.json", create=True)  # the file was used keyless
     async for client in serve(  # an agent that does not say it resumes its tasks

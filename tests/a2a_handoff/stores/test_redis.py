@@ -12,7 +12,7 @@ import pytest
 from a2a_handoff.errors import StoreError
 from a2a_handoff.protocol.models import StreamResponse, utc_now
 from a2a_handoff.protocol.states import TaskState
-from a2a_handoff.stores.base import TaskQuery, TaskRecord
+from a2a_handoff.stores.base import Commit, TaskQuery, TaskRecord
 from a2a_handoff.stores.conformance.samples import advance, create, new_task
 from a2a_handoff.stores.redis import RedisTaskStore
 from tests.integration.handoff_support import message
@@ -97,7 +97,7 @@ async def test_a_redis_restart_loses_nothing_acknowledged(tmp_path: Path) -> Non
             task = new_task()
             now = utc_now()
             fresh = TaskRecord(task, "alice", 1, now, now)
-            await store.create(fresh, [StreamResponse(task=task)])  # it still takes writes
+            await store.commit(Commit(fresh, [StreamResponse(task=task)]))  # it takes writes
     finally:
         server.stop()
 

@@ -17,7 +17,7 @@ from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.stores import Store
 from a2a_handoff.stores._owner import prefix_for, schema_for
 from a2a_handoff.stores._postgres_schema import MIGRATIONS
-from a2a_handoff.stores.base import TaskQuery, TaskRecord
+from a2a_handoff.stores.base import Commit, TaskQuery, TaskRecord
 from a2a_handoff.stores.conformance.samples import create, new_task, status
 from a2a_handoff.stores.postgres import PostgresTaskStore
 from a2a_handoff.stores.redis import RedisTaskStore
@@ -164,7 +164,7 @@ async def test_postgres_a_slow_statement_fails_its_call_alone(
                 )
                 later = TaskRecord(task, "alice", 2, record.created_at, record.updated_at)
                 with pytest.raises(StoreTimeoutError, match="limit") as slow:
-                    await store.update(later, [status(task)], expected_version=1)
+                    await store.commit(Commit(later, [status(task)], expected_version=1))
                 assert not isinstance(slow.value, StoreDownError)
                 # The store is not down: other calls go on, /health says so.
                 assert not store.guard.down
@@ -172,7 +172,7 @@ async def test_postgres_a_slow_statement_fails_its_call_alone(
                 assert await store.get(other.id) is not None
         finally:
             await blocker.close()
-        await store.update(later, [status(task)], expected_version=1)  # and it goes through
+        await store.commit(Commit(later, [status(task)], expected_version=1))  # it goes through
 
 
 async def test_postgres_a_schema_of_version_2_gets_the_status_time_of_its_tasks(
