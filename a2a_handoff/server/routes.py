@@ -72,11 +72,12 @@ class JsonRpcRoute:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         use(self.observer)
-        refusal = self.guard.refusal(scope)
+        headers = dict(scope["headers"])  # each name's last value: one pass, in C
+        refusal = self.guard.refusal_of(headers.get(b"host"), headers.get(b"origin"), scope)
         if refusal is not None:
             await refused(refusal, jsonrpc=True)(scope, receive, send)
             return
-        response = await self.endpoint.serve(Request(scope, receive))
+        response = await self.endpoint.serve(Request(scope, receive), headers)
         await response(scope, receive, send)
 
 

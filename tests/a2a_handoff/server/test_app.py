@@ -110,3 +110,21 @@ async def test_an_error_escaping_the_route_is_an_http_500(monkeypatch: pytest.Mo
     assert app._rpc is not None  # type: ignore[attr-defined]
     assert response.status_code == 500
     assert response.text == "Internal Server Error"
+
+
+async def test_a_header_sent_twice_counts_by_its_first_value() -> None:
+    async with http_to(app_of()) as http:
+        # A2A-Version, Content-Type: the first value is the one read, as before.
+        headers = [
+            ("A2A-Version", "1.0"),
+            ("A2A-Version", "0.3"),
+            ("Content-Type", "application/json"),
+            ("Content-Type", "text/plain"),
+        ]
+        body = httpx.Request("POST", URL, json=send_body()).content
+        response = await http.post("/", content=body, headers=headers)
+        assert response.json()["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+        # The other way round: an A2A 0.3 call of a 1.0 method, and a browser's body type.
+        headers.reverse()
+        response = await http.post("/", content=body, headers=headers)
+        assert response.json()["error"]["code"] == -32005
