@@ -25,6 +25,7 @@ from a2a_handoff.protocol.extension import (
     with_ext_metadata,
 )
 from a2a_handoff.protocol.models import Message, StreamResponse, Task
+from a2a_handoff.protocol.shallow import copied
 from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.runtime.submission import Replied, Submission
 
@@ -52,7 +53,7 @@ def trim_history(task: Task, history_length: int | None) -> Task:
     if history_length is None or task.history is None:
         return task
     history = task.history[-history_length:] if history_length else []
-    return task.model_copy(update={"history": history or None})
+    return copied(task, {"history": history or None})
 
 
 class TaskView:
