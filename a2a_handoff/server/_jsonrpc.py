@@ -335,7 +335,7 @@ def _parse_json(body: bytes, request: Request) -> Any:
     refused for its content type (-32005): the header is read only then, so a valid JSON
     body is served whatever it says."""
     try:  # json.loads(body, …) as it decodes bytes, without making a decoder every call
-        return _DECODER.decode(body.decode(json.detect_encoding(body), "surrogatepass"))
+        return _DECODER.decode(body.decode(_encoding(body), "surrogatepass"))
     except RecursionError:
         raise ParseError("Parse error: the JSON is nested too deeply") from None
     except (ValueError, UnicodeDecodeError) as exc:
@@ -346,6 +346,14 @@ def _parse_json(body: bytes, request: Request) -> Any:
             ) from None
         detail = str(exc) if "not JSON" in str(exc) else "the body is not valid JSON"
         raise ParseError(f"Parse error: {detail}") from None
+
+
+def _encoding(body: bytes) -> str:
+    """`json.detect_encoding(body)`: UTF-8 at once for an object whose second byte is not 0
+    (no BOM starts with `{`, and UTF-16 and UTF-32 put a 0 byte beside an ASCII one)."""
+    if body[:1] == b"{" and body[1:2] != b"\x00":
+        return "utf-8"
+    return json.detect_encoding(body)
 
 
 def _call_id(payload: Any) -> str | int | None:
