@@ -295,7 +295,7 @@ class HandoffReceiver:
         `key`, and whether it is another's (a concurrent receiver stored first)."""
         envelope = verified.envelope
         task_id = new_id()
-        bound = message.model_copy(update={"task_id": task_id})
+        bound = copied(message, {"task_id": task_id})
         metadata = {HANDOFF_EXTENSION_URI: {**receive_metadata(verified), "rejected": code}}
         task = Task(
             id=task_id,

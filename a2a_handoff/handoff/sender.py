@@ -42,6 +42,7 @@ from a2a_handoff.protocol.extension import (
     ext_metadata,
 )
 from a2a_handoff.protocol.models import StreamResponse, Task, TaskStatus, utc_now
+from a2a_handoff.protocol.shallow import copied
 from a2a_handoff.protocol.states import TaskState, transition
 from a2a_handoff.protocol.steps import agent_message, status_event
 from a2a_handoff.stores.base import OutboxEntry, Store, TaskRecord
@@ -288,13 +289,14 @@ class HandoffSender:
         # merge, written out.
         ext = {k: v for k, v in ext_metadata(task).items() if k != "delivery"}  # a former try's
         ext = {**ext, "state": HANDING_OFF, "handoffId": envelope.handoff_id}
-        task = task.model_copy(
-            update={
+        task = copied(
+            task,
+            {
                 "history": [*(task.history or []), note],
                 "metadata": {**(task.metadata or {}), HANDOFF_EXTENSION_URI: ext},
                 # Every member new: built, not copied (a third of the instructions).
                 "status": TaskStatus(state=TaskState.WORKING, message=note, timestamp=utc_now()),
-            }
+            },
         )
         now = utc_now()
         entry = OutboxEntry(

@@ -75,7 +75,7 @@ def appended(artifact: Artifact, chunk: Artifact) -> Artifact:
     for part in chunk.parts:
         last = parts[-1] if parts else None
         if last is not None and _plain_text(last) and _plain_text(part):
-            parts[-1] = last.model_copy(update={"text": (last.text or "") + (part.text or "")})
+            parts[-1] = copied(last, {"text": (last.text or "") + (part.text or "")})
         else:
             parts.append(part)
-    return artifact.model_copy(update={"parts": parts})
+    return copied(artifact, {"parts": parts})

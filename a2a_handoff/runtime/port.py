@@ -88,7 +88,7 @@ class RunPort:
             artifacts.append(chunk)
         else:
             artifacts[index] = appended(artifacts[index], chunk) if append else chunk
-        task = run.journal.task.model_copy(update={"artifacts": artifacts})
+        task = copied(run.journal.task, {"artifacts": artifacts})
         run.emit(
             task,
             StreamResponse(
