@@ -49,6 +49,8 @@ from a2a_handoff.stores.base import OutboxEntry, Store, TaskRecord
 from a2a_handoff.trust.agent_trust import AgentTrust
 from a2a_handoff.trust.signing import DECISION_TYP, sign_claims
 
+_status = TaskStatus.__pydantic_validator__.validate_python  # from one dict (`protocol.steps`)
+
 PENDING, DONE, FAILED = "pending", "done", "failed"
 
 
@@ -295,7 +297,9 @@ class HandoffSender:
                 "history": [*(task.history or []), note],
                 "metadata": {**(task.metadata or {}), HANDOFF_EXTENSION_URI: ext},
                 # Every member new: built, not copied (a third of the instructions).
-                "status": TaskStatus(state=TaskState.WORKING, message=note, timestamp=utc_now()),
+                "status": _status(
+                    {"state": TaskState.WORKING, "message": note, "timestamp": utc_now()}
+                ),
             },
         )
         now = utc_now()

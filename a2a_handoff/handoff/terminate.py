@@ -27,6 +27,8 @@ from a2a_handoff.protocol.states import TaskState, transition
 from a2a_handoff.protocol.steps import agent_message, status_event
 from a2a_handoff.stores.base import OutboxEntry, Store, TaskRecord
 
+_status = TaskStatus.__pydantic_validator__.validate_python  # from one dict (`protocol.steps`)
+
 log = logging.getLogger("a2a_handoff.handoff")
 
 
@@ -118,7 +120,9 @@ async def delayed(
             record.task,
             {
                 "metadata": {**(record.task.metadata or {}), HANDOFF_EXTENSION_URI: ext},
-                "status": TaskStatus(state=TaskState.WORKING, message=message, timestamp=now),
+                "status": _status(
+                    {"state": TaskState.WORKING, "message": message, "timestamp": now}
+                ),
             },
         )
         said = {k: ext[k] for k in ("state", "handoffId", "delivery") if k in ext}
@@ -219,7 +223,7 @@ async def close_once(
         {
             "metadata": {**(record.task.metadata or {}), HANDOFF_EXTENSION_URI: members},
             "history": [*(record.task.history or []), message],
-            "status": TaskStatus(state=state, message=message, timestamp=now),
+            "status": _status({"state": state, "message": message, "timestamp": now}),
         },
     )
     updated = record.advanced(task, 1, now)
