@@ -95,7 +95,9 @@ M = TypeVar("M", bound=BaseModel)
 def validate(model: type[M], params: dict[str, Any]) -> M:
     """Params as `model`, or -32602 naming the first offending field."""
     try:
-        return model.model_validate(params)
+        # `model_validate`, its validator called directly (no Python frame between).
+        validated: M = model.__pydantic_validator__.validate_python(params)
+        return validated
     except ValidationError as exc:
         first = exc.errors(include_url=False, include_context=False, include_input=False)[0]
         field = ".".join(str(part) for part in first["loc"]) or "params"
