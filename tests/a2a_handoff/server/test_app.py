@@ -13,7 +13,7 @@ import httpx
 import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import PlainTextResponse
+from starlette.responses import PlainTextResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from a2a_handoff import MemoryTaskStore, create_app
@@ -100,10 +100,10 @@ async def test_an_exception_handler_added_keeps_the_whole_stack() -> None:
 
 
 async def test_an_error_escaping_the_route_is_an_http_500(monkeypatch: pytest.MonkeyPatch) -> None:
-    async def broken(self: JsonRpcRoute, scope: Scope, receive: Receive, send: Send) -> None:
+    async def broken(self: JsonRpcRoute, scope: Scope, receive: Receive) -> Response:
         raise RuntimeError("broken")
 
-    monkeypatch.setattr(JsonRpcRoute, "__call__", broken)
+    monkeypatch.setattr(JsonRpcRoute, "answer", broken)
     app = app_of()
     async with http_to(app) as http:
         response = await http.post("/", json=send_body(), headers=HEADERS)
@@ -128,3 +128,37 @@ async def test_a_header_sent_twice_counts_by_its_first_value() -> None:
         headers.reverse()
         response = await http.post("/", content=body, headers=headers)
         assert response.json()["error"]["code"] == -32005
+
+
+async def test_the_apps_500_handler_answers_an_error_escaping_the_route(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async def broken(self: JsonRpcRoute, scope: Scope, receive: Receive) -> Response:
+        raise RuntimeError("broken")
+
+    async def handler(request: Request, exc: Exception) -> PlainTextResponse:
+        return PlainTextResponse(f"ours: {exc}", status_code=500)
+
+    monkeypatch.setattr(JsonRpcRoute, "answer", broken)
+    app = app_of()
+    app.add_exception_handler(500, handler)
+    async with http_to(app) as http:
+        response = await http.post("/", json=send_body(), headers=HEADERS)
+    assert app._rpc is not None  # type: ignore[attr-defined]
+    assert (response.status_code, response.text) == (500, "ours: broken")
+
+
+async def test_a_failure_while_a_held_answer_is_sent_is_the_servers_500(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    class Broken(Response):  # not a plain Response: sent under the server error middleware
+        async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+            raise RuntimeError("broken")
+
+    async def answer(self: JsonRpcRoute, scope: Scope, receive: Receive) -> Response:
+        return Broken()
+
+    monkeypatch.setattr(JsonRpcRoute, "answer", answer)
+    async with http_to(app_of()) as http:
+        response = await http.post("/", json=send_body(), headers=HEADERS)
+    assert (response.status_code, response.text) == (500, "Internal Server Error")
