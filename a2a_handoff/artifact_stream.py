@@ -12,6 +12,8 @@ from typing import Any, Protocol
 
 from a2a_handoff.protocol.models import Artifact, Part
 
+_artifact = Artifact.__pydantic_validator__.validate_python  # from one dict, parts and all
+
 
 def artifact_of(
     artifact_id: str,
@@ -23,14 +25,17 @@ def artifact_of(
 ) -> Artifact:
     """The artifact `artifact_id` made of `parts`, then a text and a data part when given;
     ValueError when it has no part."""
-    all_parts = list(parts)
+    all_parts: list[Part | dict[str, Any]] = list(parts)
     if text is not None:
-        all_parts.append(Part(text=text))
+        all_parts.append({"text": text})
     if data is not None:
-        all_parts.append(Part(data=data))  # validated: bounded depth
+        all_parts.append({"data": data})  # validated: bounded depth
     if not all_parts:
         raise ValueError("an artifact needs at least one part")
-    return Artifact(artifact_id=artifact_id, parts=all_parts, name=name, description=description)
+    artifact: Artifact = _artifact(
+        {"artifact_id": artifact_id, "parts": all_parts, "name": name, "description": description}
+    )
+    return artifact
 
 
 class ArtifactSink(Protocol):

@@ -180,6 +180,10 @@ class AgentClient:
 
     async def card(self, url: str, *, fresh: bool = False, retry: bool = True) -> AgentCard:
         """The agent card at `url`, cached for `card_ttl` seconds; `retry=False`: one try."""
+        if not fresh and replicas(url) == [url]:  # one replica: its cached card, if fresh
+            cached = self._cards.get(url)
+            if cached and self._breaker_args[2]() - cached[0] < self.card_ttl:
+                return cached[1]
         return await failover(
             url, self._preferred, lambda one: self._card(one, fresh, retry), idempotent=True
         )

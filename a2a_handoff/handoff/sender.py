@@ -42,11 +42,15 @@ from a2a_handoff.protocol.extension import (
     ext_metadata,
 )
 from a2a_handoff.protocol.models import StreamResponse, Task, TaskStatus, utc_now
+from a2a_handoff.protocol.shallow import copied
 from a2a_handoff.protocol.states import TaskState, transition
 from a2a_handoff.protocol.steps import agent_message, status_event
 from a2a_handoff.stores.base import Commit, OutboxEntry, Store, TaskRecord
 from a2a_handoff.trust.agent_trust import AgentTrust
 from a2a_handoff.trust.signing import DECISION_TYP, sign_claims
+
+_status = TaskStatus.__pydantic_validator__.validate_python  # from one dict (`protocol.steps`)
+_validated_envelope = HandoffEnvelope.__pydantic_validator__.validate_python
 
 PENDING, DONE, FAILED = "pending", "done", "failed"
 
@@ -213,7 +217,7 @@ class HandoffSender:
         root = str(incoming.get("rootKey") or root_key_for(self.settings.agent_url, task.id))
         # Validated from a dict, the source's members too: a quarter fewer instructions than
         # the same models built by their constructors.
-        return HandoffEnvelope.model_validate(
+        envelope: HandoffEnvelope = _validated_envelope(
             {
                 "handoff_id": new_id(),
                 "idempotency_key": derive_key(root, hop, key_salt),
@@ -242,6 +246,7 @@ class HandoffSender:
                 "contract": self._contract_for(target.agent, decision),
             }
         )
+        return envelope
 
     def _signed_decision(
         self, decision: dict[str, Any], task: Task, audience: str
@@ -288,13 +293,16 @@ class HandoffSender:
         # merge, written out.
         ext = {k: v for k, v in ext_metadata(task).items() if k != "delivery"}  # a former try's
         ext = {**ext, "state": HANDING_OFF, "handoffId": envelope.handoff_id}
-        task = task.model_copy(
-            update={
+        task = copied(
+            task,
+            {
                 "history": [*(task.history or []), note],
                 "metadata": {**(task.metadata or {}), HANDOFF_EXTENSION_URI: ext},
                 # Every member new: built, not copied (a third of the instructions).
-                "status": TaskStatus(state=TaskState.WORKING, message=note, timestamp=utc_now()),
-            }
+                "status": _status(
+                    {"state": TaskState.WORKING, "message": note, "timestamp": utc_now()}
+                ),
+            },
         )
         now = utc_now()
         entry = OutboxEntry(

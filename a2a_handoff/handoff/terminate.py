@@ -22,9 +22,12 @@ from a2a_handoff.handoff.sender import DONE, FAILED
 from a2a_handoff.observe import events
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI, ext_metadata
 from a2a_handoff.protocol.models import Task, TaskStatus, utc_now
+from a2a_handoff.protocol.shallow import copied
 from a2a_handoff.protocol.states import TaskState, transition
 from a2a_handoff.protocol.steps import agent_message, status_event
 from a2a_handoff.stores.base import Closing, Commit, OutboxEntry, Store, TaskRecord
+
+_status = TaskStatus.__pydantic_validator__.validate_python  # from one dict (`protocol.steps`)
 
 log = logging.getLogger("a2a_handoff.handoff")
 
@@ -113,11 +116,14 @@ async def delayed(
             note["reached"] = reached
         ext = {**ext_metadata(record.task), "delivery": note}
         message = agent_message(text, record.task)
-        task = record.task.model_copy(
-            update={
+        task = copied(
+            record.task,
+            {
                 "metadata": {**(record.task.metadata or {}), HANDOFF_EXTENSION_URI: ext},
-                "status": TaskStatus(state=TaskState.WORKING, message=message, timestamp=now),
-            }
+                "status": _status(
+                    {"state": TaskState.WORKING, "message": message, "timestamp": now}
+                ),
+            },
         )
         said = {k: ext[k] for k in ("state", "handoffId", "delivery") if k in ext}
         updated = record.advanced(task, 1, now)
@@ -214,12 +220,13 @@ async def close_once(
     transition(record.state, state)
     message = agent_message(text, record.task)
     now = utc_now()
-    task = record.task.model_copy(
-        update={
+    task = copied(
+        record.task,
+        {
             "metadata": {**(record.task.metadata or {}), HANDOFF_EXTENSION_URI: members},
             "history": [*(record.task.history or []), message],
-            "status": TaskStatus(state=state, message=message, timestamp=now),
-        }
+            "status": _status({"state": state, "message": message, "timestamp": now}),
+        },
     )
     updated = record.advanced(task, 1, now)
     told = dict(members) if said is None else said

@@ -72,7 +72,8 @@ class VerifiedEnvelope:
 def parse(raw: Any) -> HandoffEnvelope:
     """The envelope a message carries; -32602 naming the first bad field when it is not one."""
     try:
-        return HandoffEnvelope.model_validate(raw)
+        envelope: HandoffEnvelope = HandoffEnvelope.__pydantic_validator__.validate_python(raw)
+        return envelope
     except ValidationError as exc:
         first = exc.errors(include_url=False, include_input=False)[0]
         where = ".".join(str(p) for p in first["loc"])

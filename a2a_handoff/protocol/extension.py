@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from a2a_handoff.protocol.models import StreamResponse, Task, TaskStatusUpdateEvent
+from a2a_handoff.protocol.shallow import copied
 from a2a_handoff.protocol.states import TaskState
 
 HANDOFF_EXTENSION_URI = "urn:a2a-handoff:ext:handoff:v1"
@@ -41,7 +42,7 @@ def with_ext_metadata(task: Task, **members: Any) -> Task:
     """A copy of `task` with `members` merged into the extension's metadata."""
     merged = {**ext_metadata(task), **members}
     metadata = {**(task.metadata or {}), HANDOFF_EXTENSION_URI: merged}
-    return task.model_copy(update={"metadata": metadata})
+    return copied(task, {"metadata": metadata})
 
 
 def parse_extensions(header: str | None) -> frozenset[str]:
@@ -55,8 +56,8 @@ def render_task(task: Task, extension_active: bool) -> Task:
     """The task as this client may see it: TRANSFERRED becomes COMPLETED without the extension."""
     if extension_active or task.status.state is not TaskState.TRANSFERRED:
         return task
-    status = task.status.model_copy(update={"state": TaskState.COMPLETED})
-    return task.model_copy(update={"status": status})
+    status = copied(task.status, {"state": TaskState.COMPLETED})
+    return copied(task, {"status": status})
 
 
 def render_item(item: StreamResponse, extension_active: bool) -> StreamResponse:
@@ -67,7 +68,7 @@ def render_item(item: StreamResponse, extension_active: bool) -> StreamResponse:
         return StreamResponse(task=render_task(item.task, False))
     update = item.status_update
     if update is not None and update.status.state is TaskState.TRANSFERRED:
-        status = update.status.model_copy(update={"state": TaskState.COMPLETED})
+        status = copied(update.status, {"state": TaskState.COMPLETED})
         return StreamResponse(
             status_update=TaskStatusUpdateEvent(
                 task_id=update.task_id,

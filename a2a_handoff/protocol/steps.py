@@ -17,32 +17,46 @@ from a2a_handoff.protocol.models import (
     StreamResponse,
     Task,
     TaskStatus,
-    TaskStatusUpdateEvent,
     utc_now,
 )
 from a2a_handoff.protocol.shallow import copied
 from a2a_handoff.protocol.states import TaskState, transition
 
+# Models built from one dict by their validator: the members' models made in the same call,
+# and no Python `__init__` in between (a quarter fewer instructions than constructors).
+_message = Message.__pydantic_validator__.validate_python
+_event = StreamResponse.__pydantic_validator__.validate_python
+_status = TaskStatus.__pydantic_validator__.validate_python
+
 
 def agent_message(text: str, task: Task | None = None, **metadata: Any) -> Message:
     """A message from the agent, bound to a task when given."""
-    return Message(
-        message_id=new_id(),
-        role=Role.AGENT,
-        parts=[Part(text=text)],
-        task_id=task.id if task else None,
-        context_id=task.context_id if task else None,
-        metadata=metadata or None,
+    message: Message = _message(
+        {
+            "message_id": new_id(),
+            "role": Role.AGENT,
+            "parts": [{"text": text}],
+            "task_id": task.id if task else None,
+            "context_id": task.context_id if task else None,
+            "metadata": metadata or None,
+        }
     )
+    return message
 
 
 def status_event(task: Task, metadata: dict[str, Any] | None = None) -> StreamResponse:
     """The stream event announcing the task's current status."""
-    return StreamResponse(
-        status_update=TaskStatusUpdateEvent(
-            task_id=task.id, context_id=task.context_id, status=task.status, metadata=metadata
-        )
+    event: StreamResponse = _event(
+        {
+            "status_update": {
+                "task_id": task.id,
+                "context_id": task.context_id,
+                "status": task.status,
+                "metadata": metadata,
+            }
+        }
     )
+    return event
 
 
 def with_status(task: Task, state: TaskState, message: Message | None = None) -> Task:
@@ -51,7 +65,7 @@ def with_status(task: Task, state: TaskState, message: Message | None = None) ->
     history = task.history or []
     if message is not None:
         history = [*history, message]
-    status = TaskStatus(state=state, message=message, timestamp=utc_now())
+    status = _status({"state": state, "message": message, "timestamp": utc_now()})
     return copied(task, {"status": status, "history": history})
 
 
@@ -75,7 +89,7 @@ def appended(artifact: Artifact, chunk: Artifact) -> Artifact:
     for part in chunk.parts:
         last = parts[-1] if parts else None
         if last is not None and _plain_text(last) and _plain_text(part):
-            parts[-1] = last.model_copy(update={"text": (last.text or "") + (part.text or "")})
+            parts[-1] = copied(last, {"text": (last.text or "") + (part.text or "")})
         else:
             parts.append(part)
-    return artifact.model_copy(update={"parts": parts})
+    return copied(artifact, {"parts": parts})

@@ -12,6 +12,7 @@ from __future__ import annotations
 from a2a_handoff.errors import InvalidParamsError, TaskBusyError, UnsupportedOperationError
 from a2a_handoff.protocol.extension import ext_metadata
 from a2a_handoff.protocol.models import Message, Task
+from a2a_handoff.protocol.shallow import copied
 from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.protocol.steps import status_event, with_status
 from a2a_handoff.runtime.escalations import add_note
@@ -54,11 +55,11 @@ class FollowUps:
                 " this one when it asks for input"
             )
         self._check_waiting(task)
-        bound = message.model_copy(update={"context_id": task.context_id})
+        bound = copied(message, {"context_id": task.context_id})
         if noting:  # a note on an escalation: kept, never a decision, no handler runs
             return resolved(await add_note(self.host.store, record, bound, owner))
         resumed = with_status(
-            task.model_copy(update={"history": [*(task.history or []), bound]}),
+            copied(task, {"history": [*(task.history or []), bound]}),
             TaskState.WORKING,
         )
         run = TaskRun(

@@ -10,12 +10,16 @@ from __future__ import annotations
 from a2a_handoff.handoff.receiver import Accept
 from a2a_handoff.ids import new_id
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI
-from a2a_handoff.protocol.models import Message, StreamResponse, Task, TaskStatus, utc_now
+from a2a_handoff.protocol.models import Message, StreamResponse, Task, utc_now
 from a2a_handoff.protocol.shallow import copied
 from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.runtime.run import Answer, RunHost, TaskRun
 from a2a_handoff.runtime.running import Runs
 from a2a_handoff.runtime.submission import Submission, resolved
+
+# A new task and its first event, each built from one dict (`protocol.steps`).
+_task = Task.__pydantic_validator__.validate_python
+_event = StreamResponse.__pydantic_validator__.validate_python
 
 
 def dedupe_key(owner: str, message: Message) -> str:
@@ -62,12 +66,14 @@ class TaskCreator:
         task_id = new_id()
         context_id = message.context_id or new_id()
         bound = copied(message, {"task_id": task_id, "context_id": context_id})
-        task = Task(
-            id=task_id,
-            context_id=context_id,
-            status=TaskStatus(state=TaskState.SUBMITTED, timestamp=utc_now()),
-            history=[bound],
-            metadata={HANDOFF_EXTENSION_URI: accepted.metadata} if accepted else None,
+        task: Task = _task(
+            {
+                "id": task_id,
+                "context_id": context_id,
+                "status": {"state": TaskState.SUBMITTED, "timestamp": utc_now()},
+                "history": [bound],
+                "metadata": {HANDOFF_EXTENSION_URI: accepted.metadata} if accepted else None,
+            }
         )
         run = TaskRun(
             self.host,
@@ -75,7 +81,7 @@ class TaskCreator:
             owner,
             committed=None,
             dedupe_key=key,
-            first=StreamResponse(task=task),
+            first=_event({"task": task}),
             envelope=accepted.verified if accepted else None,
             dedupe_ttl=accepted.window if accepted else None,
             received=accepted.for_task(task_id) if accepted else None,

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from functools import cached_property
 from typing import Any, Protocol
 
-from a2a_handoff.protocol.models import Artifact, StreamResponse, TaskArtifactUpdateEvent
+from a2a_handoff.protocol.models import Artifact, StreamResponse
 from a2a_handoff.protocol.shallow import copied
 from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.protocol.steps import agent_message, appended
@@ -23,6 +23,8 @@ from a2a_handoff.runtime.escalations import Asking, RunEscalation
 from a2a_handoff.runtime.handing import Handing, RunHandoffs
 from a2a_handoff.runtime.step_journal import checkpoint, journaled_step
 from a2a_handoff.runtime.tool_journal import Caller, RunTools
+
+_event = StreamResponse.__pydantic_validator__.validate_python  # from one dict (`steps`)
 
 
 class Speaker(Handing, Delegator, Caller, Asking, Protocol):
@@ -64,14 +66,8 @@ class RunPort:
         run.speak()
         task = run.journal.task
         task = copied(task, {"artifacts": [*(task.artifacts or []), artifact]})
-        run.emit(
-            task,
-            StreamResponse(
-                artifact_update=TaskArtifactUpdateEvent(
-                    task_id=task.id, context_id=task.context_id, artifact=artifact
-                )
-            ),
-        )
+        update = {"task_id": task.id, "context_id": task.context_id, "artifact": artifact}
+        run.emit(task, _event({"artifact_update": update}))
 
     async def chunk(self, chunk: Artifact, append: bool, last_chunk: bool) -> None:
         """An artifact (or a piece of one) with an id the handler chose: appended to the
@@ -88,19 +84,15 @@ class RunPort:
             artifacts.append(chunk)
         else:
             artifacts[index] = appended(artifacts[index], chunk) if append else chunk
-        task = run.journal.task.model_copy(update={"artifacts": artifacts})
-        run.emit(
-            task,
-            StreamResponse(
-                artifact_update=TaskArtifactUpdateEvent(
-                    task_id=task.id,
-                    context_id=task.context_id,
-                    artifact=chunk,
-                    append=append or None,
-                    last_chunk=last_chunk,
-                )
-            ),
-        )
+        task = copied(run.journal.task, {"artifacts": artifacts})
+        update = {
+            "task_id": task.id,
+            "context_id": task.context_id,
+            "artifact": chunk,
+            "append": append or None,
+            "last_chunk": last_chunk,
+        }
+        run.emit(task, _event({"artifact_update": update}))
 
     async def step(self, name: str, fn: Callable[[str], Awaitable[Any]]) -> Any:
         """`ctx.step`: done once per task, its result recorded in the task's journal before

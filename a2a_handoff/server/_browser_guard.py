@@ -72,6 +72,13 @@ class BrowserGuard:
                 host = value
             elif name == b"origin":
                 origin = value
+        return self.refusal_of(host, origin, scope)
+
+    def refusal_of(
+        self, host: bytes | None, origin: bytes | None, scope: Scope
+    ) -> ForeignRequestError | None:
+        """`refusal`, the request's `Host` and `Origin` (the last value of each) already
+        read."""
         if host is not None and host not in self._accepted and not self.any_host:
             if not self._own_host(host):
                 shown = host.decode("latin-1")[:100]

@@ -95,7 +95,9 @@ M = TypeVar("M", bound=BaseModel)
 def validate(model: type[M], params: dict[str, Any]) -> M:
     """Params as `model`, or -32602 naming the first offending field."""
     try:
-        return model.model_validate(params)
+        # `model_validate`, its validator called directly (no Python frame between).
+        validated: M = model.__pydantic_validator__.validate_python(params)
+        return validated
     except ValidationError as exc:
         first = exc.errors(include_url=False, include_context=False, include_input=False)[0]
         field = ".".join(str(part) for part in first["loc"]) or "params"
@@ -114,6 +116,8 @@ def protocol_headers(extensions: frozenset[str]) -> dict[str, str]:
 
 def supported_version(version: str) -> bool:
     """Whether an `A2A-Version` value names 1.0 (`1.0`, `1.0.x`)."""
+    if version == PROTOCOL_VERSION:  # what nearly every call sends
+        return True
     parts = version.strip().split(".")
     return len(parts) >= 2 and parts[0] == "1" and parts[1] == "0"
 
@@ -144,6 +148,8 @@ def browser_content_type(content_type: str | None) -> bool:
     make an agent act on them (see `server._browser_guard`)."""
     if content_type is None:
         return True
+    if content_type == "application/json":  # what nearly every call sends
+        return False
     return content_type.split(";", 1)[0].strip().lower() in _SIMPLE_TYPES
 
 

@@ -12,7 +12,6 @@ notifications are on; `ListHandoffs` and `ListPushDeliveries` are ours.
 from __future__ import annotations
 
 import json
-from functools import partial
 from typing import Any
 
 from starlette.requests import Request
@@ -29,7 +28,7 @@ from a2a_handoff.protocol.models import (
 from a2a_handoff.server._call import Call, Handler, validate
 from a2a_handoff.server._handoff_ledger import ListHandoffsRequest
 from a2a_handoff.server._operations import A2AOperations
-from a2a_handoff.server._patience import patiently
+from a2a_handoff.server._patience import done_within, held
 from a2a_handoff.server._push import PUSH_METHODS, ConfigRef, PushConfigs, TaskRef
 from a2a_handoff.server._streams import sse_answer
 from a2a_handoff.server.results import Sent
@@ -64,11 +63,13 @@ class HttpMethods:
     async def send_message(self, call: Call) -> Response:
         request = validate(SendMessageRequest, call.params)
         sent = await self.service.sending(request, call.caller)
-        answer = partial(_sent_answer, call, sent)
-        if sent.ready is None:
-            return await answer()
+        ready = sent.ready
+        if ready is None:
+            return await _sent_answer(call, sent)
         # A long wait (an operator deciding) keeps the caller's read timeout from firing.
-        return await patiently(call, sent.ready, answer, self.sse_ping)
+        if not await done_within(ready, self.sse_ping):
+            return held(call, _sent_answer(call, sent), self.sse_ping)
+        return call.binding.sent(call, sent.settled_result())
 
     async def send_streaming_message(self, call: Call) -> Response:
         request = validate(SendMessageRequest, call.params)

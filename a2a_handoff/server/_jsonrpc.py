@@ -163,12 +163,17 @@ class JsonRpcEndpoint:
         self.legacy = legacy
         self.admission = admission or TraceAdmission(auth, frozenset())
 
-    def serve(self, request: Request) -> Awaitable[Response]:
+    def serve(
+        self, request: Request, headers: Mapping[bytes, bytes] | None = None
+    ) -> Awaitable[Response]:
         """`rpc`, without a coroutine of its own in between when there is no trace to take
-        part in (tracing off, no `traceparent`): the hot path."""
-        if tracing.enabled() or tracing.traceparent_in(request.scope["headers"]):
+        part in (tracing off, no `traceparent`): the hot path. `headers`: the request's raw
+        headers as a dict (each name's last value), when the caller made one."""
+        if headers is None:
+            headers = dict(request.scope["headers"])
+        if tracing.enabled() or b"traceparent" in headers:
             return self.rpc(request)
-        return self._rpc(request)
+        return self._rpc(request, headers)
 
     async def rpc(self, request: Request) -> Response:
         # A caller's trace context (its sampled flag: whether we record and export spans) is
@@ -185,10 +190,12 @@ class JsonRpcEndpoint:
         finally:
             tracing.leave(token)
 
-    async def _rpc(self, request: Request) -> Response:
+    async def _rpc(
+        self, request: Request, headers: Mapping[bytes, bytes] | None = None
+    ) -> Response:
         call_id: str | int | None = None
         method = "?"
-        asked, content_type, version, length = _headers_of(request.scope["headers"])
+        asked, content_type, version, length = _headers_of(request.scope["headers"], headers)
         extensions = SUPPORTED_EXTENSIONS & parse_extensions(asked) if asked else _NONE
         try:
             body = await read_declared_body(request, self.max_body, length)
@@ -245,25 +252,20 @@ _NONE: frozenset[str] = frozenset()
 
 
 def _headers_of(
-    raw: list[tuple[bytes, bytes]],
+    raw: list[tuple[bytes, bytes]], last: Mapping[bytes, bytes] | None = None
 ) -> tuple[str | None, str | None, str | None, str | None]:
     """(`A2A-Extensions`, `Content-Type`, `A2A-Version`, `Content-Length`) of a request, each
-    its first value, read in one pass over the raw headers (a look-up each would walk them,
-    and raise inside for a header not sent)."""
-    extensions = content_type = version = length = None
-    for name, value in raw:
-        if name == b"content-length":
-            if length is None:
-                length = value.decode("latin-1")
-        elif name == b"a2a-version":
-            if version is None:
-                version = value.decode("latin-1")
-        elif name == b"content-type":
-            if content_type is None:
-                content_type = value.decode("latin-1")
-        elif name == b"a2a-extensions" and extensions is None:
-            extensions = value.decode("latin-1")
-    return extensions, content_type, version, length
+    its first value. `last`: the raw headers as a dict (each name's last value), when made
+    already: the first values too when no name came twice."""
+    first = last if last is not None and len(last) == len(raw) else dict(reversed(raw))
+    extensions, content_type = first.get(b"a2a-extensions"), first.get(b"content-type")
+    version, length = first.get(b"a2a-version"), first.get(b"content-length")
+    return (
+        None if extensions is None else extensions.decode("latin-1"),
+        None if content_type is None else content_type.decode("latin-1"),
+        None if version is None else version.decode("latin-1"),
+        None if length is None else length.decode("latin-1"),
+    )
 
 
 def _known(method: str, methods: Mapping[str, Handler]) -> str:
@@ -333,7 +335,7 @@ def _parse_json(body: bytes, request: Request) -> Any:
     refused for its content type (-32005): the header is read only then, so a valid JSON
     body is served whatever it says."""
     try:  # json.loads(body, …) as it decodes bytes, without making a decoder every call
-        return _DECODER.decode(body.decode(json.detect_encoding(body), "surrogatepass"))
+        return _DECODER.decode(body.decode(_encoding(body), "surrogatepass"))
     except RecursionError:
         raise ParseError("Parse error: the JSON is nested too deeply") from None
     except (ValueError, UnicodeDecodeError) as exc:
@@ -344,6 +346,14 @@ def _parse_json(body: bytes, request: Request) -> Any:
             ) from None
         detail = str(exc) if "not JSON" in str(exc) else "the body is not valid JSON"
         raise ParseError(f"Parse error: {detail}") from None
+
+
+def _encoding(body: bytes) -> str:
+    """`json.detect_encoding(body)`: UTF-8 at once for an object whose second byte is not 0
+    (no BOM starts with `{`, and UTF-16 and UTF-32 put a 0 byte beside an ASCII one)."""
+    if body[:1] == b"{" and body[1:2] != b"\x00":
+        return "utf-8"
+    return json.detect_encoding(body)
 
 
 def _call_id(payload: Any) -> str | int | None:

@@ -46,13 +46,18 @@ async def patiently(
     body when it comes (`HeldAnswer`).
 
     Waiting costs one future and one timer, no task: most answers are ready in time, and
-    this is every blocking SendMessage's path."""
-    if await _done_within(settled, ping):
+    this is every blocking SendMessage's path (which calls the two steps itself)."""
+    if await done_within(settled, ping):
         return await answer()
-    return HeldAnswer(call, asyncio.ensure_future(answer()), ping)
+    return held(call, answer(), ping)
 
 
-async def _done_within(future: asyncio.Future[Any], seconds: float) -> bool:
+def held(call: Call, answer: Answer, ping: float) -> HeldAnswer:
+    """The `HeldAnswer` whose body is what the coroutine `answer` makes (run from now)."""
+    return HeldAnswer(call, asyncio.ensure_future(answer), ping)
+
+
+async def done_within(future: asyncio.Future[Any], seconds: float) -> bool:
     """Whether `future` is done within `seconds`; it is never cancelled (others await it)."""
     if future.done():
         return True

@@ -17,12 +17,19 @@ its trust entry names (its name by default): the key another agent presents to t
 
 from __future__ import annotations
 
+from typing import Any
+
 from starlette.applications import Starlette
+from starlette.middleware.errors import ServerErrorMiddleware
+from starlette.responses import Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from a2a_handoff.agent import Agent
 from a2a_handoff.escalation import EscalationPolicy
 from a2a_handoff.protocol.agent_card import AgentCard
 from a2a_handoff.push import PushSettings
+from a2a_handoff.server._jsonrpc import JsonAnswer
 from a2a_handoff.server._rest import not_found
 from a2a_handoff.server.app_config import (
     HandoffConfig,
@@ -31,7 +38,7 @@ from a2a_handoff.server.app_config import (
     ToolsConfig,
     TrustConfig,
 )
-from a2a_handoff.server.routes import agent_routes
+from a2a_handoff.server.routes import JsonRpcRoute, agent_routes
 from a2a_handoff.server.service import AgentService
 from a2a_handoff.stores.base import Store
 
@@ -90,10 +97,84 @@ def create_app(
     routes = agent_routes(
         service, observability=observability, card_v03_fields=card_v03_fields, mcp=mcp_server
     )
-    app = Starlette(
+    app = AgentApp(
         routes=routes,
         exception_handlers={404: not_found, 405: not_found},
         lifespan=service.lifespan,
     )
     app.state.a2a = service
+    return app
+
+
+class AgentApp(Starlette):
+    """The agent's Starlette app, whose `POST /` (every SendMessage) goes straight to the
+    JSON-RPC route: the exception middleware, the router's walk and the route's method check
+    do nothing for it (the route answers every call itself, errors included). Only while
+    nothing was added to the app that could see the call: no middleware, no exception handler
+    but the not-found ones, no body limit; under a root path, and for anything else, the
+    whole stack as ever.
+
+    The server error middleware stays in front of it, as it was: an error raised while the
+    answer is made is its 500 (or the app's 500 handler's); an answer sent whole by a
+    Starlette `Response` is sent without its watch on the sends — it counts a response
+    started from its first send, which is that answer's first step — and anything else
+    (a stream, a held answer) under it."""
+
+    _rpc: JsonRpcRoute | None = None
+    _error_handler: Any = None
+
+    def build_middleware_stack(self) -> ASGIApp:
+        stack = super().build_middleware_stack()
+        first = self.routes[0] if self.routes else None  # what the router would match first
+        route = getattr(first, "endpoint", None)
+        handlers = self.exception_handlers
+        if (
+            isinstance(first, Route)
+            and first.path == "/"
+            and first.methods == {"POST"}
+            and isinstance(route, JsonRpcRoute)
+            and not self.user_middleware
+            and self.max_body_size is None
+            and handlers.keys() <= {404, 405, 500, Exception}
+        ):
+            self._error_handler = handlers.get(500, handlers.get(Exception))
+            self._rpc = route
+        return stack
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.middleware_stack is None:
+            self.middleware_stack = self.build_middleware_stack()
+        rpc = self._rpc
+        if (
+            rpc is not None
+            and scope["type"] == "http"
+            and scope["path"] == "/"
+            and scope["method"] == "POST"
+            and not scope.get("root_path")
+        ):
+            scope["app"] = self
+            try:
+                answer = await rpc.answer(scope, receive)
+            except Exception as exc:
+                await self._errors(_raising(exc))(scope, receive, send)  # its 500, re-raised
+                return  # (not reached: the middleware raises it again)
+            if type(answer) in _WHOLE:
+                await answer(scope, receive, send)
+            else:
+                await self._errors(answer)(scope, receive, send)
+            return
+        await super().__call__(scope, receive, send)
+
+    def _errors(self, app: ASGIApp) -> ServerErrorMiddleware:
+        return ServerErrorMiddleware(app, handler=self._error_handler, debug=self.debug)
+
+
+# Answers whose `__call__` is Starlette's `Response.__call__`: two sends, nothing before.
+_WHOLE = frozenset({Response, JsonAnswer})
+
+
+def _raising(exc: Exception) -> ASGIApp:
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        raise exc
+
     return app

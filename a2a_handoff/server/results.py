@@ -14,6 +14,7 @@ that encodes the task otherwise — A2A 0.3, the MCP tools — never makes it).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,6 +26,7 @@ from a2a_handoff.protocol.extension import (
     with_ext_metadata,
 )
 from a2a_handoff.protocol.models import Message, StreamResponse, Task
+from a2a_handoff.protocol.shallow import copied
 from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.runtime.submission import Replied, Submission
 
@@ -52,7 +54,7 @@ def trim_history(task: Task, history_length: int | None) -> Task:
     if history_length is None or task.history is None:
         return task
     history = task.history[-history_length:] if history_length else []
-    return task.model_copy(update={"history": history or None})
+    return copied(task, {"history": history or None})
 
 
 class TaskView:
@@ -126,12 +128,22 @@ class Sent:
 
     async def result(self) -> TaskView | Message:
         submission = self._submission
+        if submission is not None:
+            waiting = submission.created if self.ready is None else self.ready
+            if not waiting.done():
+                with contextlib.suppress(Replied):  # answered by `settled_result`
+                    await asyncio.shield(waiting)
+        return self.settled_result()
+
+    def settled_result(self) -> TaskView | Message:
+        """`result()`, once what it waits for is done (`ready`, when there is one)."""
+        submission = self._submission
         if submission is None:
             assert self._reply is not None
             return self._reply
         waiting = submission.created if self.ready is None else self.ready
         try:
-            record = await asyncio.shield(waiting)
+            record = waiting.result()
         except Replied as replied:
             return replied.message
         if submission.duplicate:

@@ -21,6 +21,7 @@ from typing import Any
 
 from starlette.middleware import Middleware
 from starlette.requests import Request
+from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -71,13 +72,17 @@ class JsonRpcRoute:
         self.observer = observer
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        use(self.observer)
-        refusal = self.guard.refusal(scope)
-        if refusal is not None:
-            await refused(refusal, jsonrpc=True)(scope, receive, send)
-            return
-        response = await self.endpoint.serve(Request(scope, receive))
+        response = await self.answer(scope, receive)
         await response(scope, receive, send)
+
+    async def answer(self, scope: Scope, receive: Receive) -> Response:
+        """The answer to the call, not sent yet."""
+        use(self.observer)
+        headers = dict(scope["headers"])  # each name's last value: one pass, in C
+        refusal = self.guard.refusal_of(headers.get(b"host"), headers.get(b"origin"), scope)
+        if refusal is not None:
+            return refused(refusal, jsonrpc=True)
+        return await self.endpoint.serve(Request(scope, receive), headers)
 
 
 def agent_routes(

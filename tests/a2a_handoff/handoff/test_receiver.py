@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 
 import pytest
 
 from a2a_handoff.canonical import canonical
 from a2a_handoff.errors import GateRefused
-from a2a_handoff.handoff.receiver import receive_metadata
+from a2a_handoff.handoff.ledger import received_entry
+from a2a_handoff.handoff.receiver import Accept, receive_metadata
 from a2a_handoff.handoff.sender import check_return
 from a2a_handoff.handoff.verified import verify
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI as URI
-from a2a_handoff.protocol.models import Task, TaskStatus
+from a2a_handoff.protocol.models import Message, Part, Role, Task, TaskStatus
 from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.trust.trustlist import TrustList
 from tests.a2a_handoff.handoff.test_delivery import envelope
@@ -73,3 +75,15 @@ def test_a_return_goes_only_where_the_escalation_returns_to() -> None:
     bare = task.model_copy(update={"metadata": None})
     with pytest.raises(GateRefused, match="holds no escalation"):
         check_return(bare, "triage", "triage")
+
+
+async def test_an_accepted_handoffs_ledger_row_names_its_task() -> None:
+    signer = Signer("triage")
+    verified = await verify(
+        *signer.metadata(envelope()).values(), "", TrustList([signer.trusted()]), "billing"
+    )
+    row = received_entry(verified.envelope, "", "accepted", "")
+    message = Message(message_id="m-1", role=Role.USER, parts=[Part(text="refund")])
+    accept = Accept("key", None, message, verified, {}, row)
+    assert accept.for_task("t-1") == dataclasses.replace(row, task_id="t-1")
+    assert accept.for_task("t-1").task_id == "t-1"
