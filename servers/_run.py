@@ -21,6 +21,7 @@ from a2a_handoff import (
     Agent,
     AgentCard,
     ApiKeyAuth,
+    GrpcConfig,
     HandoffConfig,
     HandoffError,
     LimitsConfig,
@@ -114,6 +115,11 @@ def serve(name: str, example: Example, args: argparse.Namespace) -> int:
         taken = port_taken(args.host, [f"{args.port} ({name})"], "--port")
         print(f"error: {taken}", file=sys.stderr)
         return int(ExitCode.USAGE)
+    grpc_port = getattr(args, "grpc_port", None)
+    if grpc_port is not None and not port_free(args.host, grpc_port):
+        taken = port_taken(args.host, [f"{grpc_port} ({name}, gRPC)"], "--grpc-port")
+        print(f"error: {taken}", file=sys.stderr)
+        return int(ExitCode.USAGE)
     if args.allow_insecure_files:
         accept_insecure_files()
     try:
@@ -197,6 +203,7 @@ def serve(name: str, example: Example, args: argparse.Namespace) -> int:
             card_v03_fields=args.card_v03,
             mcp_server=args.mcp_server,
             push=push_settings(args),
+            grpc=None if grpc_port is None else GrpcConfig(port=grpc_port, host=args.host),
         )
     except (ValueError, HandoffError) as exc:  # unsafe or impossible: say so, do not start
         print(f"error: {exc}", file=sys.stderr)

@@ -199,6 +199,36 @@ class ToolsConfig:
         _seconds("breaker_cooldown", self.breaker_cooldown, zero=True)
 
 
+@dataclass(frozen=True, slots=True)
+class GrpcConfig:
+    """The A2A gRPC binding, served beside HTTP on a port of its own (the `grpc` extra).
+
+    `port`: where it listens (0: any free port, for tests); `host`: the address it binds
+    (loopback by default). `url`: what the card's `GRPC` interface says (default
+    `host:port`, the bare address gRPC clients dial). Plaintext: keep it on loopback, or
+    behind a proxy that terminates TLS.
+    """
+
+    port: int
+    host: str = "127.0.0.1"
+    url: str | None = None
+
+    def __post_init__(self) -> None:
+        _count("port", self.port, 0)
+        if self.port > 65535:
+            raise ConfigError(f"port must be at most 65535, not {self.port}")
+        if not isinstance(self.host, str) or not self.host.strip():
+            raise ConfigError(f"host must be an address or a host name, not {self.host!r}")
+
+    @property
+    def address(self) -> str:
+        """The card's `GRPC` interface URL: `url`, or `host:port`."""
+        if self.url:
+            return self.url
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{host}:{self.port}"
+
+
 def _count(name: str, value: int, least: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < least:
         raise ConfigError(f"{name} must be a whole number of at least {least}, not {value!r}")
