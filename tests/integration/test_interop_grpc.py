@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio
 import grpc
 import grpc.aio
 import httpx
@@ -403,3 +404,34 @@ async def test_an_extension_client_sees_completed_and_the_transferred_pointer(
         assert told.HasField("message")
         moved = json_format.MessageToDict(told.message.metadata)[URI]
         assert moved["transfer"]["agentName"] == "billing"
+
+
+# -- a quiet minute ---------------------------------------------------------------------
+
+QUIET = 65.0
+"""Seconds a subscriber waits with nothing sent to it: past a minute."""
+
+
+@pytest.mark.timeout(QUIET + 60)
+async def test_a_stock_client_waits_out_a_quiet_minute_on_a_stream(echo: AgentProcess) -> None:
+    """The SDK's client on a channel with every gRPC default, subscribed to a task waiting
+    for input: nothing comes for over a minute (the server's pings keep the connection), then
+    the answer arrives and the stream ends as over SSE, after the terminal event."""
+    async with connect(echo, streaming=False) as client:
+        asked = await send_for_task(client, "ask: Name?")
+    assert asked.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+    events: list[Any] = []
+    async with connect(echo, streaming=True) as client, anyio.create_task_group() as group:
+
+        async def follow() -> None:
+            async for event in client.subscribe(SubscribeToTaskRequest(id=asked.id)):
+                events.append(event)
+
+        group.start_soon(follow)
+        await anyio.sleep(QUIET)
+        assert [e.task.id for e in events] == [asked.id]  # the task, then nothing
+        async with connect(echo, streaming=False) as answering:
+            answer = user_message("Ada", task_id=asked.id, context_id=asked.context_id)
+            await send(answering, answer)
+    assert event_state(events[-1]) == TaskState.TASK_STATE_COMPLETED
+    assert all(event_state(e) not in TERMINAL for e in events[:-1])
