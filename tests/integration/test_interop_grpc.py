@@ -261,6 +261,12 @@ async def test_errors_carry_the_specification_status_and_their_error_info(
         assert invalid.value.code() == grpc.StatusCode.INVALID_ARGUMENT
         assert "message" in (invalid.value.details() or "")
 
+        # Over the agent's body limit (1 MiB), refused before it is read.
+        large = SendMessageRequest(message=user_message("x" * (1 << 20)))
+        with pytest.raises(grpc.aio.AioRpcError) as too_large:
+            await a2a.SendMessage(large)
+        assert too_large.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+
 
 async def test_push_config_methods(echo: AgentProcess) -> None:
     async with connect(echo, streaming=False, polling=True) as client:
