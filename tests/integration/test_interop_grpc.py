@@ -441,3 +441,29 @@ async def test_a_stock_client_waits_out_a_quiet_minute_on_a_stream(echo: AgentPr
             await send(answering, answer)
     assert event_state(events[-1]) == TaskState.TASK_STATE_COMPLETED
     assert all(event_state(e) not in TERMINAL for e in events[:-1])
+
+
+async def test_a_stream_the_client_drops_gives_its_place_back(echo: AgentProcess) -> None:
+    """A subscriber that goes away mid-stream: its stream is closed and its slot among the
+    agent's open streams given back (`a2a_open_streams`), as for an SSE client."""
+    async with connect(echo, streaming=False, polling=True) as client:
+        started = await send_for_task(client, "sleep:5")
+    async with httpx.AsyncClient(timeout=10.0) as http:
+
+        async def open_streams() -> str:
+            text = (await http.get(echo.url + "metrics")).text
+            return next(line for line in text.splitlines() if line.startswith("a2a_open_streams"))
+
+        async with stub(echo) as a2a:
+            call = a2a.SubscribeToTask(SubscribeToTaskRequest(id=started.id))
+            first = await call.read()
+            assert first.task.id == started.id
+            assert await open_streams() == "a2a_open_streams 1.0"
+            call.cancel()
+        shown = ""
+        for _ in range(100):  # up to 5 s
+            shown = await open_streams()
+            if shown == "a2a_open_streams 0.0":
+                break
+            await anyio.sleep(0.05)
+        assert shown == "a2a_open_streams 0.0"
