@@ -170,6 +170,16 @@ def agent_options(parser: argparse.ArgumentParser, examples: bool = True) -> Non
         " a2a-handoff[grpc])",
     )
     parser.add_argument(
+        "--grpc-tls-cert",
+        type=Path,
+        default=None,
+        metavar="PEM",
+        help="serve gRPC over TLS with this certificate (chain) and --grpc-tls-key",
+    )
+    parser.add_argument(
+        "--grpc-tls-key", type=Path, default=None, metavar="PEM", help="its private key"
+    )
+    parser.add_argument(
         "--mcp-server",
         action="store_true",
         help="also serve this agent as an MCP server at /mcp (needs a2a-handoff[mcp])",

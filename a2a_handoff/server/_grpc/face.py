@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 try:
@@ -84,6 +85,10 @@ class GrpcFace:
         self.config = config
         self.auth = service.trust_config.auth
         self.port = config.port  # the port bound, once running (config.port 0: any free)
+        self.credentials: grpc.ServerCredentials | None = None  # TLS: read now, a missing file here
+        if config.tls_cert is not None and config.tls_key is not None:
+            pair = (Path(config.tls_key).read_bytes(), Path(config.tls_cert).read_bytes())
+            self.credentials = grpc.ssl_server_credentials([pair])
         unary: dict[str, Unary] = {
             "SendMessage": self.send_message,
             "GetTask": self.get_task,
@@ -133,9 +138,14 @@ class GrpcFace:
         )
         server.add_generic_rpc_handlers((self.handler,))
         host = f"[{self.config.host}]" if ":" in self.config.host else self.config.host
-        self.port = server.add_insecure_port(f"{host}:{self.config.port}")
+        address = f"{host}:{self.config.port}"
+        if self.credentials is not None:
+            self.port = server.add_secure_port(address, self.credentials)
+        else:
+            self.port = server.add_insecure_port(address)
         await server.start()
-        log.info("gRPC (A2A 1.0) on %s:%d", host, self.port)
+        tls = "plaintext" if self.credentials is None else "TLS"
+        log.info("gRPC (A2A 1.0, %s) on %s:%d", tls, host, self.port)
         try:
             yield
         finally:
