@@ -9,6 +9,7 @@ loads nothing of gRPC.
 
 from __future__ import annotations
 
+from a2a_handoff.errors import ConfigError
 from a2a_handoff.protocol.agent_card import AgentCard, AgentInterface
 from a2a_handoff.server.app_config import GrpcConfig
 from a2a_handoff.server.service import AgentService
@@ -28,7 +29,13 @@ def with_grpc_interface(card: AgentCard, config: GrpcConfig) -> AgentCard:
 def serve_grpc(service: AgentService, config: GrpcConfig) -> None:
     """Serve `service` over gRPC too, on `config`'s port, while the service serves (call it
     before entering the service; `create_app(grpc=…)` does). Its card should list the
-    interface (`with_grpc_interface`). Needs the `grpc` extra."""
-    from a2a_handoff.server._grpc.face import GrpcFace
+    interface (`with_grpc_interface`). Needs the `grpc` extra (ConfigError without it)."""
+    try:
+        from a2a_handoff.server._grpc.face import GrpcFace
+    except ImportError as exc:  # the extra is missing: said before anything is served
+        raise ConfigError(
+            "the gRPC face needs grpcio and protobuf: pip install '.[grpc]' in the"
+            " a2a-handoff clone"
+        ) from exc
 
     service.while_serving(GrpcFace(service, config).running)
