@@ -174,7 +174,7 @@ def main() -> int:
     med: dict[tuple[str, int], dict[str, float]] = {}
     total_errors = 0
 
-    print("SendMessage (wrk; median over rounds; errors summed)")
+    print("SendMessage (wrk; ours-grpc: bench/grpc_load.py; median over rounds; errors summed)")
     print(
         f"{'server':<14}{'conns':>6}{'rounds':>7}{'req/s':>10}{'p50 ms':>10}{'p99 ms':>10}"
         f"{'errors':>8}  first error"

@@ -162,6 +162,24 @@ def agent_options(parser: argparse.ArgumentParser, examples: bool = True) -> Non
     )
     seen.add_argument("--log-format", default="text", choices=["text", "json"])
     parser.add_argument(
+        "--grpc-port",
+        type=int,
+        default=None,
+        metavar="G",
+        help="also serve the A2A gRPC binding on port G of --host, listed in the card (needs"
+        " a2a-handoff[grpc])",
+    )
+    parser.add_argument(
+        "--grpc-tls-cert",
+        type=Path,
+        default=None,
+        metavar="PEM",
+        help="serve gRPC over TLS with this certificate (chain) and --grpc-tls-key",
+    )
+    parser.add_argument(
+        "--grpc-tls-key", type=Path, default=None, metavar="PEM", help="its private key"
+    )
+    parser.add_argument(
         "--mcp-server",
         action="store_true",
         help="also serve this agent as an MCP server at /mcp (needs a2a-handoff[mcp])",

@@ -21,6 +21,7 @@ from a2a_handoff import (
     Agent,
     AgentCard,
     ApiKeyAuth,
+    GrpcConfig,
     HandoffConfig,
     HandoffError,
     LimitsConfig,
@@ -30,7 +31,7 @@ from a2a_handoff import (
     open_store,
 )
 from a2a_handoff.contracts import Catalog
-from a2a_handoff.errors import TrustError
+from a2a_handoff.errors import ConfigError, TrustError
 from a2a_handoff.escalation import EscalationPolicy
 from a2a_handoff.exits import ExitCode
 from a2a_handoff.protocol import check_agent_url
@@ -112,6 +113,11 @@ def serve(name: str, example: Example, args: argparse.Namespace) -> int:
     url = args.url or f"http://{args.host}:{args.port}/"
     if not port_free(args.host, args.port):  # a usage error, said before anything else
         taken = port_taken(args.host, [f"{args.port} ({name})"], "--port")
+        print(f"error: {taken}", file=sys.stderr)
+        return int(ExitCode.USAGE)
+    grpc_port = getattr(args, "grpc_port", None)
+    if grpc_port is not None and not port_free(args.host, grpc_port):
+        taken = port_taken(args.host, [f"{grpc_port} ({name}, gRPC)"], "--grpc-port")
         print(f"error: {taken}", file=sys.stderr)
         return int(ExitCode.USAGE)
     if args.allow_insecure_files:
@@ -197,6 +203,7 @@ def serve(name: str, example: Example, args: argparse.Namespace) -> int:
             card_v03_fields=args.card_v03,
             mcp_server=args.mcp_server,
             push=push_settings(args),
+            grpc=_grpc_config(args),
         )
     except (ValueError, HandoffError) as exc:  # unsafe or impossible: say so, do not start
         print(f"error: {exc}", file=sys.stderr)
@@ -231,6 +238,21 @@ def serve(name: str, example: Example, args: argparse.Namespace) -> int:
         timeout_graceful_shutdown=5,
     )
     return 0
+
+
+def _grpc_config(args: argparse.Namespace) -> GrpcConfig | None:
+    """The gRPC face as the flags say (None without --grpc-port); ConfigError for TLS files
+    given without the port, or one without the other."""
+    port = getattr(args, "grpc_port", None)
+    cert, key = getattr(args, "grpc_tls_cert", None), getattr(args, "grpc_tls_key", None)
+    if port is None:
+        if cert is not None or key is not None:
+            raise ConfigError("--grpc-tls-cert and --grpc-tls-key need --grpc-port")
+        return None
+    for flag, path in (("--grpc-tls-cert", cert), ("--grpc-tls-key", key)):
+        if path is not None and not path.is_file():
+            raise ConfigError(f"{flag}: no file at {path}")
+    return GrpcConfig(port=port, host=args.host, tls_cert=cert, tls_key=key)
 
 
 def port_free(host: str, port: int) -> bool:

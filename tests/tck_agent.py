@@ -19,7 +19,7 @@ starts with `tck-artifact-file`:
 The kit reuses each scenario's messageId for a whole run, so the app is made with
 `dedupe_message_ids=False` (our agents otherwise answer a repeated id with its first task).
 
-    python -m tests.tck_agent --port P [--store URL]
+    python -m tests.tck_agent --port P [--store URL] [--grpc-port G]
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from starlette.applications import Starlette
 
 from a2a_handoff import (
     Completed,
+    GrpcConfig,
     InputRequired,
     Outcome,
     Part,
@@ -106,7 +107,7 @@ class TckAgent:
         return Completed(f"Unhandled messageId prefix: {mid}")
 
 
-def tck_app(url: str, store: str = "memory://") -> Starlette:
+def tck_app(url: str, store: str = "memory://", grpc_port: int | None = None) -> Starlette:
     card = build_card(
         "tck-sut",
         url,
@@ -124,6 +125,7 @@ def tck_app(url: str, store: str = "memory://") -> Starlette:
         dedupe_message_ids=False,
         extended_card=extended,
         push=push,
+        grpc=None if grpc_port is None else GrpcConfig(port=grpc_port),
     )
 
 
@@ -131,8 +133,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--store", default="memory://")
+    parser.add_argument("--grpc-port", type=int, default=None, help="serve gRPC too")
     args = parser.parse_args()
-    app = tck_app(f"http://127.0.0.1:{args.port}/", args.store)
+    app = tck_app(f"http://127.0.0.1:{args.port}/", args.store, args.grpc_port)
     uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning")
 
 

@@ -1,8 +1,10 @@
 """Serving an agent: its service (lifecycle and the A2A operations), the faces over it
-(JSON-RPC, HTTP+JSON, A2A 0.3, MCP) as routes, the app and its settings."""
+(JSON-RPC, HTTP+JSON, A2A 0.3, MCP) as routes, gRPC beside them, the app and its settings."""
 
+from a2a_handoff.server._grpc import serve_grpc
 from a2a_handoff.server.app import create_app
 from a2a_handoff.server.app_config import (
+    GrpcConfig,
     HandoffConfig,
     LimitsConfig,
     ObservabilityConfig,
@@ -18,6 +20,7 @@ __all__ = [
     "AgentService",
     "Caller",
     "EventStream",
+    "GrpcConfig",
     "HandoffConfig",
     "LimitsConfig",
     "ObservabilityConfig",
@@ -30,4 +33,5 @@ __all__ = [
     "agent_routes",
     "create_app",
     "return_freed_memory",
+    "serve_grpc",
 ]

@@ -29,9 +29,11 @@ from a2a_handoff.agent import Agent
 from a2a_handoff.escalation import EscalationPolicy
 from a2a_handoff.protocol.agent_card import AgentCard
 from a2a_handoff.push import PushSettings
+from a2a_handoff.server._grpc import serve_grpc, with_grpc_interface
 from a2a_handoff.server._jsonrpc import JsonAnswer
 from a2a_handoff.server._rest import not_found
 from a2a_handoff.server.app_config import (
+    GrpcConfig,
     HandoffConfig,
     LimitsConfig,
     ObservabilityConfig,
@@ -66,6 +68,7 @@ def create_app(
     mcp_server: bool = False,
     dedupe_message_ids: bool = True,
     push: PushSettings | None = None,
+    grpc: GrpcConfig | None = None,
 ) -> Starlette:
     """Serve `agent` over A2A; the app opens and closes `store` in its lifespan.
 
@@ -78,9 +81,12 @@ def create_app(
     see `server._mcp`); `push` (a `PushSettings`) turns push notifications on;
     `dedupe_message_ids=False` runs a message whose id was seen before as new (for clients
     that reuse ids, such as the conformance kit; a retried send must not start the work twice
-    anywhere else). Connection limits are the HTTP server's (`server.limits`). The agent's
-    service is `app.state.a2a`.
+    anywhere else). `grpc` (a `GrpcConfig`) serves the A2A gRPC binding too, on a port of
+    its own while the app serves, listed last in the card (the `grpc` extra). Connection
+    limits are the HTTP server's (`server.limits`). The agent's service is `app.state.a2a`.
     """
+    if grpc is not None:
+        card = with_grpc_interface(card, grpc)
     service = AgentService(
         agent,
         card,
@@ -94,6 +100,8 @@ def create_app(
         push=push,
         dedupe_message_ids=dedupe_message_ids,
     )
+    if grpc is not None:
+        serve_grpc(service, grpc)
     routes = agent_routes(
         service, observability=observability, card_v03_fields=card_v03_fields, mcp=mcp_server
     )

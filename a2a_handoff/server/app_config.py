@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
@@ -197,6 +198,41 @@ class ToolsConfig:
         _count("attempts", self.attempts, 1)
         _count("breaker_threshold", self.breaker_threshold, 1)
         _seconds("breaker_cooldown", self.breaker_cooldown, zero=True)
+
+
+@dataclass(frozen=True, slots=True)
+class GrpcConfig:
+    """The A2A gRPC binding, served beside HTTP on a port of its own (the `grpc` extra).
+
+    `port`: where it listens (0: any free port, for tests); `host`: the address it binds
+    (loopback by default). `url`: what the card's `GRPC` interface says (default
+    `host:port`, the bare address gRPC clients dial). `tls_cert` and `tls_key` (PEM files,
+    both or neither): TLS; without them plaintext, for loopback or behind a proxy that
+    terminates TLS. The files are read when the app is made.
+    """
+
+    port: int
+    host: str = "127.0.0.1"
+    url: str | None = None
+    tls_cert: str | Path | None = None
+    tls_key: str | Path | None = None
+
+    def __post_init__(self) -> None:
+        _count("port", self.port, 0)
+        if self.port > 65535:
+            raise ConfigError(f"port must be at most 65535, not {self.port}")
+        if not isinstance(self.host, str) or not self.host.strip():
+            raise ConfigError(f"host must be an address or a host name, not {self.host!r}")
+        if (self.tls_cert is None) != (self.tls_key is None):
+            raise ConfigError("tls_cert and tls_key go together: give both, or neither")
+
+    @property
+    def address(self) -> str:
+        """The card's `GRPC` interface URL: `url`, or `host:port`."""
+        if self.url:
+            return self.url
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{host}:{self.port}"
 
 
 def _count(name: str, value: int, least: int) -> None:

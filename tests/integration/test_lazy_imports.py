@@ -1,7 +1,8 @@
 """What is not loaded until it is used: importing the library, and an agent started with the
 default options serving requests, load none of OpenTelemetry, prometheus-client, jsonschema,
-openai or mcp (start-up time and idle memory); joserfc only where keys sign or verify (an
-agent signs its card when it starts, so there it is loaded; the bare import has no key)."""
+openai, mcp, grpc or protobuf (`google`) (start-up time and idle memory); joserfc only where
+keys sign or verify (an agent signs its card when it starts, so there it is loaded; the bare
+import has no key)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import pytest
 
 from tests.support import ROOT, AgentProcess
 
-LAZY = ("opentelemetry", "prometheus_client", "jsonschema", "openai", "mcp")
+LAZY = ("opentelemetry", "prometheus_client", "jsonschema", "openai", "mcp", "grpc", "google")
 
 
 def test_importing_the_library_loads_none_of_them() -> None:

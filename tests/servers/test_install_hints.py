@@ -28,6 +28,8 @@ sys.exit(main(sys.argv[1:]))
         (["asyncpg"], ["--store", "postgresql://127.0.0.1:1/db"], "postgres"),
         (["redis"], ["--store", "redis://127.0.0.1:1/0"], "redis"),
         (["opentelemetry.sdk"], ["--otlp-endpoint", "http://127.0.0.1:1"], "otel"),
+        (["grpc"], ["--grpc-port", "0"], "grpc"),
+        (["google.protobuf"], ["--grpc-port", "0"], "grpc"),
     ],
 )
 def test_a_missing_extra_says_how_to_install_it_from_the_clone(
