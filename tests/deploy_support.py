@@ -12,6 +12,8 @@ import io
 import json
 import re
 import shlex
+import subprocess
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -601,3 +603,31 @@ def shell_commands(page: Path = ROOT / "docs" / "deploy.md") -> list[list[str]]:
             if words:
                 out.append(words)
     return out
+
+
+# -- what other branches add ---------------------------------------------------------------
+
+
+def without_pending(argv: list[str]) -> list[str]:
+    """An agent's command without the flags of PENDING_FLAGS its parser does not know yet
+    (they are contracts of the issue, added by other branches); unchanged once it knows
+    them. Only for running the commands here: the checks above parse them all."""
+    if argv[2:3] != ["servers"]:
+        return argv
+    parser = argparse.ArgumentParser(add_help=False)
+    agent_options(parser)
+    known = {option for action in parser._actions for option in action.option_strings}
+    missing = tuple(f"{flag}=" for flag in PENDING_FLAGS if flag not in known)
+    return [word for word in argv if not (missing and word.startswith(missing))]
+
+
+def migrations_exist() -> bool:
+    """Whether `python -m a2a_handoff db` is a command yet (another branch adds it)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "a2a_handoff", "db", "upgrade", "--help"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    return done.returncode == 0 and "--store" in done.stdout
