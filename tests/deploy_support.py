@@ -12,8 +12,6 @@ import io
 import json
 import re
 import shlex
-import subprocess
-import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -622,12 +620,14 @@ def without_pending(argv: list[str]) -> list[str]:
 
 
 def migrations_exist() -> bool:
-    """Whether `python -m a2a_handoff db` is a command yet (another branch adds it)."""
-    done = subprocess.run(
-        [sys.executable, "-m", "a2a_handoff", "db", "upgrade", "--help"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    return done.returncode == 0 and "--store" in done.stdout
+    """Whether `python -m a2a_handoff db upgrade --store URL` is a command yet (another
+    branch adds it): its help, asked of the CLI's own parser."""
+    from a2a_handoff.__main__ import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        try:
+            main(["db", "upgrade", "--help"])
+        except SystemExit as exc:
+            return exc.code == 0 and "--store" in out.getvalue()
+    return False

@@ -97,7 +97,7 @@ class Host:
 
     def wait_serving(self, instance: str, proc: subprocess.Popen[bytes]) -> None:
         url = f"http://127.0.0.1:{self.ports[instance]}{CARD_PATH}"
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 90  # started together, on a machine that may be busy
         while time.monotonic() < deadline:
             assert proc.poll() is None, f"{instance} exited:\n{self.log(instance)[-3000:]}"
             with contextlib.suppress(httpx.HTTPError):
@@ -142,6 +142,7 @@ def host(tmp_path: Path) -> Iterator[Host]:
         database.drop()
 
 
+@pytest.mark.timeout(240)  # six processes of the package started, on a busy machine too
 def test_the_compose_services_serve_a_refund_through_the_gateway(host: Host) -> None:
     services = d.load_compose()["services"]
     for name, service in services.items():
@@ -167,18 +168,20 @@ def test_the_compose_services_serve_a_refund_through_the_gateway(host: Host) -> 
         "@deploy/secrets/": f"@{host.made}/",
     }
     env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_STATE_HOME": str(host.tmp / "state")}
-    answers = {}
-    for command, argv in shown.items():
+    running = {}
+    for command, argv in shown.items():  # the client's and the operator's, side by side
         words = [sys.executable, *argv[1:]]
         for compose_name, here in local.items():
             words = [w.replace(compose_name, here) for w in words]
-        answers[command] = subprocess.run(
-            words, cwd=host.tmp, env=env, capture_output=True, text=True, timeout=60
+        running[command] = subprocess.Popen(
+            words, cwd=host.tmp, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
         )
-    send, inbox = answers["send"], answers["inbox"]
-    assert send.returncode == 0, send.stdout + send.stderr
-    assert "Refund of $49.99 issued for order 12345" in send.stdout
-    assert inbox.returncode == 0, inbox.stdout + inbox.stderr
+    answers = {
+        command: proc.communicate(timeout=60)[0].decode() for command, proc in running.items()
+    }
+    assert running["send"].returncode == 0, answers["send"]
+    assert "Refund of $49.99 issued for order 12345" in answers["send"]
+    assert running["inbox"].returncode == 0, answers["inbox"]
     for instance in host.ports:  # every secret read from the entrypoint's private copies
         copies = host.tmp / "run" / instance
         assert all(p.stat().st_mode & 0o777 == 0o600 for p in copies.iterdir() if p.is_file())
