@@ -21,6 +21,7 @@ import pytest
 from a2a_handoff.client import AgentClient, RetryPolicy
 from a2a_handoff.client.replicas import never_arrived
 from a2a_handoff.errors import (
+    AuthenticationError,
     RemoteError,
     TaskNotCancelableError,
     TaskNotFoundError,
@@ -70,12 +71,15 @@ def card_only(card: bytes) -> httpx.MockTransport:
 
 
 @asynccontextmanager
-async def reading(card: bytes) -> AsyncIterator[AgentClient]:
-    """A client that has read `card` at CARD_URL."""
+async def reading(
+    card: bytes, at: str = CARD_URL, credentials: dict[str, str] | None = None
+) -> AsyncIterator[AgentClient]:
+    """A client that has read `card` at `at`."""
     http = httpx.AsyncClient(transport=card_only(card), timeout=10.0)
-    agent = AgentClient(http, retry=RetryPolicy(attempts=2, wait=False))
+    retry = RetryPolicy(attempts=2, wait=False)
+    agent = AgentClient(http, retry=retry, credentials=credentials)
     try:
-        await agent.card(CARD_URL)
+        await agent.card(at)
         yield agent
     finally:
         await agent.aclose()
@@ -175,3 +179,45 @@ async def test_without_the_grpc_extra_the_call_says_what_to_install(
             await client.send(CARD_URL, message("no grpcio"))
     assert "a2a-handoff[grpc]" in str(missing.value)
     assert echo.grpc in str(missing.value)  # type: ignore[attr-defined]
+
+
+KEY = "alice-key-0123456789"
+
+
+@pytest.fixture(scope="module")
+def guarded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AgentProcess]:
+    """The echo agent under API-key auth (alice), over HTTP and gRPC."""
+    tmp = tmp_path_factory.mktemp("grpc-client-auth")
+    keys = tmp / "keys"
+    keys.write_text(f"alice={KEY}\n")
+    keys.chmod(0o600)
+    port = free_port()
+    agent = AgentProcess(
+        "echo",
+        f"sqlite:///{tmp / 'echo.db'}",
+        extra=(f"--grpc-port={port}", f"--auth-keys={keys}"),
+    )
+    agent.grpc = f"127.0.0.1:{port}"  # type: ignore[attr-defined]
+    agent.log_path = tmp / "echo.log"
+    agent.start()
+    try:
+        yield agent
+    finally:
+        agent.stop()
+
+
+async def test_the_agent_s_key_goes_in_the_metadata_to_its_own_host_only(
+    guarded: AgentProcess,
+) -> None:
+    card = grpc_only_card(guarded)
+    same_host = "http://127.0.0.1:9/"  # the card's address (only read through the mock)
+    async with reading(card, same_host, {same_host: KEY}) as client:
+        sent = await client.send(same_host, message("with alice's key"))
+        assert isinstance(sent, Task)
+        assert sent.status.state is TaskState.COMPLETED
+        assert (await client.get_task(same_host, sent.id)).id == sent.id  # alice's own
+    # A card read at another host naming 127.0.0.1 for gRPC: the key is not sent there.
+    async with reading(card, CARD_URL, {CARD_URL: KEY}) as client:
+        with pytest.raises(RemoteError) as refused:
+            await client.send(CARD_URL, message("without"))
+    assert refused.value.code == AuthenticationError.code
