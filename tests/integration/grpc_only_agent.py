@@ -2,11 +2,13 @@
 
 python -m tests.integration.grpc_only_agent NAME --port P --grpc-port G [python -m servers' flags]
 
-It is `python -m servers NAME …` with two changes to its HTTP side: the card it serves lists
+It is `python -m servers NAME …` with two changes (`GrpcAlone`, which other test agents wrap
+their app in too) to its HTTP side: the card it serves lists
 its gRPC interface alone (unsigned: the signature covered the interfaces it drops), and a
-message sent over HTTP — JSON-RPC `SendMessage` or `SendStreamingMessage`, REST
-`/message:*` — is refused (JSON-RPC -32601), so a message it takes came over gRPC. Reads
-(GetTask, ListTasks, ListHandoffs, the card, health) stay on HTTP for the tests.
+message, a cancel or a subscription over HTTP — JSON-RPC `SendMessage`,
+`SendStreamingMessage`, `CancelTask`, `SubscribeToTask`, and their REST routes — is refused
+(JSON-RPC -32601), so what it takes came over gRPC. Reads (GetTask, ListTasks,
+ListHandoffs, the card, health) stay on HTTP for the tests.
 """
 
 from __future__ import annotations
@@ -26,8 +28,8 @@ Send = Callable[[Message], Awaitable[None]]
 App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 CARD_PATH = "/.well-known/agent-card.json"
-SENDING = {"SendMessage", "SendStreamingMessage"}
-REFUSED = {"code": -32601, "message": "this agent takes messages over gRPC alone"}
+SENDING = {"SendMessage", "SendStreamingMessage", "SubscribeToTask", "CancelTask"}
+REFUSED = {"code": -32601, "message": "this agent takes this call over gRPC alone"}
 
 
 class GrpcAlone:
@@ -44,8 +46,8 @@ class GrpcAlone:
         if method == "GET" and path == CARD_PATH:
             await self._card(scope, receive, send)
             return
-        if method == "POST" and path.startswith("/message"):
-            await _refuse(send, None)
+        if (method == "POST" and path != "/") or path.endswith(":subscribe"):
+            await _refuse(send, None)  # REST: messages, cancels, subscriptions
             return
         if method == "POST" and path == "/":
             body = await _body(receive)
@@ -114,12 +116,16 @@ async def _refuse(send: Send, call_id: Any) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-def _create_app(*args: Any, **kwargs: Any) -> GrpcAlone:
-    return GrpcAlone(_made(*args, **kwargs))
+def serve_grpc_alone(argv: list[str]) -> int:
+    """`python -m servers` with its app wrapped in `GrpcAlone`."""
+    made = run.create_app
 
+    def create_app(*args: Any, **kwargs: Any) -> GrpcAlone:
+        return GrpcAlone(made(*args, **kwargs))
 
-_made = run.create_app
-run.create_app = _create_app  # type: ignore[assignment]
+    run.create_app = create_app  # type: ignore[assignment]
+    return main(argv)
+
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(serve_grpc_alone(sys.argv[1:]))
