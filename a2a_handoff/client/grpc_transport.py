@@ -179,8 +179,9 @@ class GrpcTransport:
             raise httpx.ConnectError("the gRPC transport is closed")
         channel = self._channels.get(endpoint)
         if channel is not None and channel.get_state(try_to_connect=True) in (_FAILURE, _SHUTDOWN):
-            await channel.close()
-            channel = None
+            del self._channels[endpoint]  # before the await: a call beside this one sees it gone
+            await channel.close()  # no call runs on it: they failed as the connection did
+            channel = self._channels.get(endpoint)  # one such call may have made the next
         if channel is None:
             channel = self._channel(endpoint)
             self._channels[endpoint] = channel
