@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import itertools
 import json
+import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -96,13 +97,23 @@ def _result(url: str, answer: Answer) -> Any:
 
 
 def grpc_address(card: AgentCard) -> str | None:
-    """The `host:port` of the card's gRPC interface when it offers no JSON-RPC one (else
-    None: JSON-RPC, preferred)."""
+    """The URL of the card's gRPC interface when it offers no JSON-RPC one (else None:
+    JSON-RPC, preferred). Dialed only when it is a `host:port` (`dialable`)."""
     bindings = [i.protocol_binding.upper() for i in card.supported_interfaces]
     if "JSONRPC" in bindings or "GRPC" not in bindings:
         return None
-    url = card.supported_interfaces[bindings.index("GRPC")].url.strip()
-    return urlsplit(url).netloc if "://" in url else url
+    return card.supported_interfaces[bindings.index("GRPC")].url
+
+
+_HOST_PORT = re.compile(r"(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):([0-9]{1,5})")
+
+
+def dialable(address: str) -> bool:
+    """Whether a card's gRPC address is a bare `host:port` — not one of gRPC's other target
+    forms (`unix:…`, `dns:///…`, `ipv4:…`), which would have a card choose a local socket or
+    a resolver for this agent to dial."""
+    found = _HOST_PORT.fullmatch(address)
+    return found is not None and 0 < int(found.group(1)) < 65536
 
 
 def _kid_of(signature: Any) -> str | None:
@@ -201,6 +212,10 @@ class AgentClient:
         target = self._grpc_only.get(url)
         if target is None:
             return None
+        if not dialable(target):
+            raise UnavailableError(
+                f"{url} offers gRPC alone, at {target!r}: not a host:port, so not dialed"
+            )
         if self.grpc is None:
             try:
                 from a2a_handoff.client.grpc_transport import GrpcTransport

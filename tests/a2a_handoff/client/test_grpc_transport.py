@@ -12,7 +12,7 @@ import grpc.aio
 import httpx
 import pytest
 
-from a2a_handoff.client.client import grpc_address
+from a2a_handoff.client.client import AgentClient, dialable, grpc_address
 from a2a_handoff.client.grpc_transport import _rendered, answer_of
 from a2a_handoff.errors import (
     AuthenticationError,
@@ -24,6 +24,7 @@ from a2a_handoff.errors import (
     TaskNotCancelableError,
     TaskNotFoundError,
     TooManyStreamsError,
+    UnavailableError,
 )
 from a2a_handoff.protocol.agent_card import AgentInterface, build_card
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI as URI
@@ -116,5 +117,45 @@ def test_calls_go_over_grpc_only_when_the_card_offers_no_json_rpc() -> None:
     assert grpc_address(card) is None  # JSON-RPC (and HTTP+JSON)
     assert grpc_address(offering(*card.supported_interfaces, grpc_interface)) is None
     assert grpc_address(offering(grpc_interface)) == "127.0.0.1:50051"
-    schemed = AgentInterface(url="grpc://[::1]:50051", protocol_binding="GRPC")
-    assert grpc_address(offering(schemed)) == "[::1]:50051"
+    assert dialable("127.0.0.1:50051")
+    assert dialable("[::1]:50051")
+    assert dialable("billing.example.com:443")
+    assert not dialable("grpc://[::1]:50051")  # the card names a bare host:port
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        "unix:///var/run/docker.sock",
+        "unix-abstract:agent",
+        "dns:///10.0.0.5:6379",
+        "127.0.0.1",  # no port
+        "127.0.0.1:0",
+        "127.0.0.1:99999",
+        "user@127.0.0.1:50051",
+        "127.0.0.1:50051,127.0.0.2:50051",
+        "127.0.0.1:50051/path",
+        "",
+    ],
+)
+@pytest.mark.anyio
+async def test_a_card_naming_no_host_and_port_for_grpc_is_never_dialed(address: str) -> None:
+    card = build_card("billing", "http://127.0.0.1:8102/").model_copy(
+        update={"supported_interfaces": [AgentInterface(url=address, protocol_binding="GRPC")]}
+    )
+    body = card.dump_json().encode()
+
+    def serve(request: httpx.Request) -> httpx.Response:
+        assert request.url.path == "/.well-known/agent-card.json"  # nothing else is asked
+        return httpx.Response(200, content=body)
+
+    url = "http://127.0.0.1:8102/"
+    client = AgentClient(httpx.AsyncClient(transport=httpx.MockTransport(serve)))
+    try:
+        await client.card(url)
+        with pytest.raises(UnavailableError) as refused:
+            await client.call(url, "GetTask", {"id": "t"}, idempotent=True)
+        assert "host:port" in str(refused.value)
+        assert client.grpc is None  # no transport made, nothing dialed
+    finally:
+        await client.aclose()
