@@ -412,12 +412,12 @@ class AgentClient:
         urls = ordered(address, self._preferred)
         for i, url in enumerate(urls):
             started = False
-            endpoint = self._grpc_endpoint(url) if self._grpc_only else None
-            if endpoint is not None:
-                events = _grpc_stream(self, url, endpoint, method, params, last_event_id)
-            else:
-                events = _sse_one(self, url, method, params, last_event_id)
             try:
+                endpoint = self._grpc_endpoint(url) if self._grpc_only else None
+                if endpoint is not None:
+                    events = _grpc_stream(self, url, endpoint, method, params, last_event_id)
+                else:
+                    events = _sse_one(self, url, method, params, last_event_id)
                 async for event in events:
                     if not started and len(urls) > 1:
                         self._preferred[address] = url
