@@ -26,6 +26,7 @@ from a2a_handoff import (
     HandoffError,
     LimitsConfig,
     ObservabilityConfig,
+    OidcConfig,
     TrustConfig,
     create_app,
     open_store,
@@ -128,6 +129,11 @@ def serve(name: str, example: Example, args: argparse.Namespace) -> int:
             auth = ApiKeyAuth.from_file(args.auth_keys)
         elif args.auth_env:
             auth = ApiKeyAuth.from_env()
+        oidc = None
+        if args.oidc_issuer:
+            oidc = OidcConfig(args.oidc_issuer, args.oidc_audience, retry=args.oidc_retry)
+        elif args.oidc_audience:
+            raise HandoffError("--oidc-audience needs --oidc-issuer")
         if args.url:
             check_agent_url(args.url, "--url", replicas=False)
         routes = {
@@ -187,6 +193,7 @@ def serve(name: str, example: Example, args: argparse.Namespace) -> int:
             ),
             trust=TrustConfig(
                 auth=auth,
+                oidc=oidc,
                 trusted=trusted,
                 identity=identity,
                 operators=args.operators.split(",") if args.operators else (),
