@@ -102,8 +102,8 @@ def header_of(token: str) -> dict[str, Any]:
     if len(token) > MAX_TOKEN_BYTES:
         raise TokenError("the token is too long")
     parts = token.split(".")
-    if len(parts) != 3 or not all(parts):
-        raise TokenError("not a signed JWT (header.payload.signature)")
+    if len(parts) != 3 or not parts[0] or not parts[1]:
+        raise TokenError("not a JWT (header.payload.signature)")
     try:
         header = json.loads(urlsafe_b64decode(parts[0].encode("ascii")))
     except (ValueError, UnicodeError) as exc:
@@ -120,6 +120,8 @@ def header_of(token: str) -> dict[str, Any]:
         raise TokenError(f"token type {str(header.get('typ'))[:30]!r} is not accepted")
     if not isinstance(header.get("kid"), str):
         raise TokenError("the token names no key id (kid)")
+    if not parts[2]:
+        raise TokenError("the token is not signed")
     return header
 
 
