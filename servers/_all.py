@@ -28,6 +28,8 @@ PASSED_ON = (
     "recovery_interval",
     "auth_keys",
     "auth_env",
+    "oidc_issuer",
+    "oidc_retry",
     "escalate_over",
     "repeated_failures",
     "answer_within",

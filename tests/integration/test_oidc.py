@@ -17,8 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import grpc
+import grpc.aio
 import httpx
 import pytest
+from a2a.types import a2a_pb2_grpc
+from a2a.types.a2a_pb2 import Message, Part, Role, SendMessageRequest, TaskState
 from joserfc.jwk import RSAKey
 
 from tests.oidc_support import OidcProvider, new_key
@@ -251,6 +255,39 @@ def test_an_issuer_down_at_start_up_gives_503_until_it_answers(tmp_path: Path) -
         assert httpx.get(agent.url + "health").status_code == 200  # the agent itself is up
         provider.start()
         assert send(agent, provider.token("alice")).status_code == 200
+    finally:
+        agent.stop()
+        provider.stop()
+
+
+@pytest.mark.anyio
+async def test_grpc_takes_the_token_from_its_metadata(tmp_path: Path) -> None:
+    port, grpc_port = free_port(), free_port()
+    agent = start_agent(tmp_path, f"http://127.0.0.1:{port}", f"--grpc-port={grpc_port}")
+    provider = OidcProvider(tmp_path, jsonrpc_url(agent), CLIENTS, port=port)
+    try:
+        provider.start()
+
+        def request() -> SendMessageRequest:
+            parts = [Part(text="over grpc")]
+            message = Message(message_id=str(uuid.uuid4()), role=Role.ROLE_USER, parts=parts)
+            return SendMessageRequest(message=message)
+
+        def bearer(token: str) -> tuple[tuple[str, str], ...]:
+            return (("authorization", f"Bearer {token}"), ("a2a-version", "1.0"))
+
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{grpc_port}") as channel:
+            stub = a2a_pb2_grpc.A2AServiceStub(channel)
+            sent = await stub.SendMessage(request(), metadata=bearer(provider.token("alice")))
+            assert sent.task.status.state == TaskState.TASK_STATE_COMPLETED
+            with pytest.raises(grpc.aio.AioRpcError) as refused:
+                await stub.SendMessage(request(), metadata=bearer(_forged(provider, "expired")))
+            assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
+            assert "the token has expired" in (refused.value.details() or "")
+        bob = call(agent, "ListTasks", {}, provider.token("bob")).json()
+        assert bob["result"]["tasks"] == []  # alice's task is hers
+        mine = call(agent, "ListTasks", {}, provider.token("alice")).json()["result"]["tasks"]
+        assert [t["id"] for t in mine] == [sent.task.id]
     finally:
         agent.stop()
         provider.stop()
