@@ -11,6 +11,8 @@ import base64
 import hashlib
 import hmac
 import json
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -26,7 +28,7 @@ from a2a.types.a2a_pb2 import Message, Part, Role, SendMessageRequest, TaskState
 from joserfc.jwk import RSAKey
 
 from tests.oidc_support import OidcProvider, new_key
-from tests.support import A2A_HEADERS, AgentProcess, free_port
+from tests.support import A2A_HEADERS, ROOT, AgentProcess, free_port
 
 OPERATOR = "ops-console"
 CLIENTS = ["alice", "bob", OPERATOR]
@@ -291,3 +293,43 @@ async def test_grpc_takes_the_token_from_its_metadata(tmp_path: Path) -> None:
     finally:
         agent.stop()
         provider.stop()
+
+
+def test_a2a_handoff_serve_takes_the_issuer_and_an_audience_of_ones_choosing(
+    stack: Stack, tmp_path: Path
+) -> None:
+    agent = AgentProcess("serve", f"sqlite:///{tmp_path / 'served.db'}", module="a2a_handoff")
+    agent.extra = (
+        "tests.servers.served_agent:agent",
+        f"--oidc-issuer={stack.provider.issuer}",
+        f"--oidc-audience={stack.audience}",  # the tokens the stack's provider issues
+    )
+    agent.start()
+    try:
+        assert send(agent, stack.provider.token("alice")).status_code == 200
+        body = {"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}}
+        assert httpx.post(agent.url, json=body, headers=A2A_HEADERS).status_code == 401
+    finally:
+        agent.stop()
+
+
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        (["--oidc-audience=https://a.example/"], "--oidc-audience needs --oidc-issuer"),
+        (["--oidc-issuer=http://login.example.com"], "must be an https URL"),
+        (["--oidc-issuer=https://login.example.com", "--oidc-retry=600"], "at most 60"),
+    ],
+)
+def test_wrong_oidc_flags_are_a_usage_error(tmp_path: Path, flags: list[str], said: str) -> None:
+    store = f"sqlite:///{tmp_path / 'echo.db'}"
+    command = [sys.executable, "-m", "servers", "echo", f"--port={free_port()}"]
+    done = subprocess.run(
+        [*command, f"--store={store}", *flags],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 64, done.stderr
+    assert said in done.stderr
