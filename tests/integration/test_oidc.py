@@ -105,6 +105,13 @@ def test_a_token_owns_its_task_by_subject_and_the_operator_is_named_by_subject(
     assert foreign["error"]["code"] == -32001  # bob's token: as if absent
     operator = call(stack.agent, "GetTask", get, stack.provider.token(OPERATOR)).json()
     assert operator["result"]["id"] == sent["id"]
+    # The HTTP+JSON binding takes the same token.
+    rest = httpx.get(
+        stack.agent.url + f"tasks/{sent['id']}",
+        headers={"A2A-Version": "1.0", "Authorization": f"Bearer {alice}"},
+    )
+    assert rest.status_code == 200
+    assert rest.json()["id"] == sent["id"]
 
 
 def test_a_repeated_token_is_answered_again(stack: Stack) -> None:
@@ -255,6 +262,8 @@ def test_an_issuer_down_at_start_up_gives_503_until_it_answers(tmp_path: Path) -
         assert error["data"][0]["reason"] == "ISSUER_UNAVAILABLE"
         assert "has not answered yet" in error["message"]
         assert httpx.get(agent.url + "health").status_code == 200  # the agent itself is up
+        card = httpx.get(agent.url + ".well-known/agent-card.json").json()
+        assert list(card["securitySchemes"]) == ["oidc"]  # no API keys here: tokens only
         provider.start()
         assert send(agent, provider.token("alice")).status_code == 200
     finally:
