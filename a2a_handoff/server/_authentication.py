@@ -9,6 +9,8 @@ token's its subject (`sub`): one namespace, so name keys and subjects apart.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Mapping
 
 from a2a_handoff.auth import API_KEY_HEADER, ApiKeyAuth
@@ -28,6 +30,7 @@ class Authentication:
             raise ValueError("authentication needs API keys, an issuer, or both")
         self.keys = keys
         self.tokens = tokens
+        self._fetching: asyncio.Task[None] | None = None
 
     async def principal(self, headers: Mapping[str, str]) -> str:
         """The caller's principal. Raises AuthenticationError (HTTP 401) without valid
@@ -91,7 +94,17 @@ class Authentication:
             requirements.append(SecurityRequirement(schemes={OIDC_SCHEME: StringList()}))
         return requirements
 
+    def start(self) -> None:
+        """The issuer's keys fetched in the background (its answer awaited by no one)."""
+        if self.tokens is not None and self._fetching is None:
+            self._fetching = asyncio.get_running_loop().create_task(self.tokens.keep_trying())
+
     async def aclose(self) -> None:
+        if self._fetching is not None:
+            self._fetching.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._fetching
+            self._fetching = None
         if self.tokens is not None:
             await self.tokens.aclose()
 

@@ -2,13 +2,15 @@
 token's verification kept until it expires.
 
 The issuer's discovery document (`ISSUER/.well-known/openid-configuration`) names its keys
-(`jwks_uri`); it must name the configured issuer exactly. Keys are fetched at the first token
-and again, at most once per `retry` seconds, when a token names a key they do not hold — a
-rotation needs no restart, and a flood of forged key ids costs the issuer one request per
-interval. An issuer that has not answered yet does not stop the agent: a token is then
-answered 503 (`IssuerUnavailableError`) and the issuer asked again, at most once per `retry`
-seconds, by a later call. A token verified once is answered from a bounded dict keyed by the
-token until its `exp`: a repeated token costs a lookup, not a signature check.
+(`jwks_uri`); it must name the configured issuer exactly. The keys are fetched when the agent
+starts (`keep_trying`, in the background: again every `retry` seconds, at least one, until
+the issuer answered), and again, at most once per `retry` seconds, when a token names a key
+they do not hold — a rotation needs no restart, and a flood of forged key ids costs the
+issuer one request per interval. An issuer that has not answered yet does not stop the agent:
+a token is then answered 503 (`IssuerUnavailableError`), and a call asks the issuer again too
+once `retry` seconds have passed since it was last asked. A token verified once is
+answered from a bounded dict keyed by the token until its `exp`: a repeated token costs a
+lookup, not a signature check.
 """
 
 from __future__ import annotations
@@ -114,6 +116,15 @@ class OidcVerifier:
 
     def _due(self) -> bool:
         return self._asked is None or self._clock() - self._asked >= self.retry
+
+    async def keep_trying(self) -> None:
+        """Ask the issuer for its keys until it answered: at start-up, in the background, so
+        that the first token finds them and an issuer that is down is said at once."""
+        while self._keys is None:
+            try:
+                await self._current_keys()
+            except IssuerUnavailableError:
+                await asyncio.sleep(max(self.retry, 1.0))
 
     async def _current_keys(self) -> IssuerKeys:
         if self._keys is not None:

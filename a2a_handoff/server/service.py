@@ -193,6 +193,8 @@ class AgentService(A2AOperations):
         except StoreError as exc:
             log.error("start-up recovery failed, serving degraded: %s", exc)
         self.manager.serve()
+        if self.auth is not None:
+            self.auth.start()  # the token issuer's keys, fetched meanwhile
         if self.pusher is not None:
             self.pusher.start()  # its first sweep resumes what a previous process left
 

@@ -44,10 +44,12 @@ class Issuer:
         self.keys = [RSAKey.generate_key(2048, parameters={"kid": "k1"})]
         self.up = True
         self.asked: list[str] = []
+        self.asked_once = anyio.Event()
         self.discovery: dict[str, Any] = {"issuer": ISSUER, "jwks_uri": JWKS}
 
     async def fetch(self, url: str) -> Any:
         self.asked.append(url)
+        self.asked_once.set()
         await anyio.lowlevel.checkpoint()  # a request takes a while: other calls run meanwhile
         if not self.up:
             raise httpx.ConnectError("connection refused")
@@ -174,3 +176,19 @@ async def test_concurrent_first_calls_ask_the_issuer_once() -> None:
             group.start_soon(one, n)
     assert sorted(subjects) == sorted(f"u{n}" for n in range(20))
     assert issuer.asked == [DISCOVERY, JWKS]
+
+
+async def test_started_it_keeps_asking_a_down_issuer_until_it_answers() -> None:
+    issuer, clock = Issuer(), Clock(1000.0)
+    issuer.up = False
+    tokens = verifier(issuer, clock, Clock(NOW), retry=0)  # asked every second at least
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as group:
+            group.start_soon(tokens.keep_trying)
+            await issuer.asked_once.wait()
+            issuer.up = True  # the next try finds it: no call was needed
+    assert issuer.asked[-2:] == [DISCOVERY, JWKS]
+    assert issuer.asked.count(DISCOVERY) >= 2
+    before = len(issuer.asked)
+    assert await tokens.principal(issuer.token()) == "alice"
+    assert len(issuer.asked) == before  # the keys were there already
