@@ -49,8 +49,8 @@ class Issuer:
 
     async def fetch(self, url: str) -> Any:
         self.asked.append(url)
-        self.asked_once.set()
         await anyio.lowlevel.checkpoint()  # a request takes a while: other calls run meanwhile
+        self.asked_once.set()  # answered (or refused) as `up` says now
         if not self.up:
             raise httpx.ConnectError("connection refused")
         if url == DISCOVERY:
