@@ -18,6 +18,7 @@
     │   ├── VersionNotSupportedError  -32009
     │   ├── PayloadTooLargeError      -32100  (ours: -32100 and below)
     │   ├── AuthenticationError       -32101  sent with HTTP 401
+    │   │   └── IssuerUnavailableError -32101  a token's issuer not answering yet (HTTP 503)
     │   ├── HandoffProcessingError    -32102  that handoff is still being created: retry
     │   ├── IdempotencyConflictError  -32103  one key, two different envelopes
     │   ├── TaskBusyError             -32104  another message to the task is being processed
@@ -240,6 +241,16 @@ class AuthenticationError(RpcError):
     status = "UNAUTHENTICATED"
     reason = "UNAUTHENTICATED"
     domain = OUR_ERROR_DOMAIN
+
+
+class IssuerUnavailableError(AuthenticationError):
+    """A bearer token that cannot be checked yet: its issuer's keys have not been fetched
+    (the issuer has not answered). The caller may retry; the agent asks the issuer again."""
+
+    default_message = "the token issuer cannot be reached yet: the token cannot be checked; retry"
+    http_status = 503
+    status = "UNAVAILABLE"
+    reason = "ISSUER_UNAVAILABLE"
 
 
 class HandoffProcessingError(RpcError):

@@ -8,6 +8,7 @@ from a2a_handoff.server.app_config import (
     HandoffConfig,
     LimitsConfig,
     ObservabilityConfig,
+    OidcConfig,
     ToolsConfig,
     TrustConfig,
 )
@@ -24,6 +25,7 @@ __all__ = [
     "HandoffConfig",
     "LimitsConfig",
     "ObservabilityConfig",
+    "OidcConfig",
     "Sent",
     "ServerLimits",
     "TaskPage",

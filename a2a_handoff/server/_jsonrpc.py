@@ -26,13 +26,13 @@ from typing import Any
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
-from a2a_handoff.auth import ApiKeyAuth
 from a2a_handoff.errors import (
     AuthenticationError,
     ContentTypeNotSupportedError,
     InternalError,
     InvalidParamsError,
     InvalidRequestError,
+    IssuerUnavailableError,
     MethodNotFoundError,
     ParseError,
     PayloadTooLargeError,
@@ -47,6 +47,7 @@ from a2a_handoff.observe import events, tracing
 from a2a_handoff.protocol.extension import parse_extensions
 from a2a_handoff.protocol.models import StreamResponse
 from a2a_handoff.protocol.sse import frame
+from a2a_handoff.server._authentication import Authentication
 from a2a_handoff.server._call import (
     PROTOCOL_VERSION,
     SUPPORTED_EXTENSIONS,
@@ -152,7 +153,7 @@ class JsonRpcEndpoint:
     def __init__(
         self,
         methods: Mapping[str, Handler],
-        auth: ApiKeyAuth | None,
+        auth: Authentication | None,
         max_body: int,
         legacy: Legacy | None = None,
         admission: TraceAdmission | None = None,
@@ -199,7 +200,7 @@ class JsonRpcEndpoint:
         extensions = SUPPORTED_EXTENSIONS & parse_extensions(asked) if asked else _NONE
         try:
             body = await read_declared_body(request, self.max_body, length)
-            principal = principal_of(self.auth, request)
+            principal = await principal_of(self.auth, request)
             payload = _parse_json(body, request)
             call_id = _call_id(payload)
             if browser_content_type(content_type):
@@ -300,12 +301,12 @@ def error_response(
     status: a 503 tells clients and proxies to retry later)."""
     status = 200
     headers = protocol_headers(extensions)
-    if isinstance(error, AuthenticationError):
+    if isinstance(error, AuthenticationError) and error.http_status == 401:
         status = 401
         headers["WWW-Authenticate"] = 'Bearer realm="a2a"'
     elif isinstance(error, PayloadTooLargeError):
         status = 413
-    elif isinstance(error, StoreUnavailableError | TooManyStreamsError):
+    elif isinstance(error, StoreUnavailableError | TooManyStreamsError | IssuerUnavailableError):
         status = 503
         headers["Retry-After"] = "1"
     # ensure_ascii: an id holding a lone surrogate still encodes (as an escape).

@@ -21,7 +21,7 @@ DEFAULT_PER_SECOND = 10.0
 
 
 class _Auth(Protocol):
-    def authenticate(self, headers: Headers) -> str | None: ...
+    def recognised(self, headers: Headers) -> str | None: ...
 
 
 class TraceAdmission:
@@ -43,7 +43,7 @@ class TraceAdmission:
 
     def admits(self, headers: Headers) -> bool:
         if self.auth is not None:
-            principal = self.auth.authenticate(headers)
+            principal = self.auth.recognised(headers)
             if principal is None:
                 return False  # an unproven caller never chooses what is recorded
             if principal in self.trusted:

@@ -53,13 +53,16 @@ from a2a_handoff.protocol.agent_card import AgentCard
 from a2a_handoff.push import Pusher, PushSettings
 from a2a_handoff.runtime.tasks import TaskManager
 from a2a_handoff.server._app_trust import agent_trust_of, operators_of
+from a2a_handoff.server._authentication import Authentication
 from a2a_handoff.server._card_route import CardRoute
 from a2a_handoff.server._cards import served_cards
+from a2a_handoff.server._oidc import OidcVerifier
 from a2a_handoff.server._operations import A2AOperations
 from a2a_handoff.server._push import PushConfigs
 from a2a_handoff.server._wiring import default_client, handoff_settings, mcp_tools
 from a2a_handoff.server.app_config import HandoffConfig, LimitsConfig, ToolsConfig, TrustConfig
 from a2a_handoff.stores.base import Store
+from a2a_handoff.trust.tokens import TokenRules
 
 log = logging.getLogger("a2a_handoff.server")
 
@@ -95,7 +98,8 @@ class AgentService(A2AOperations):
         handoff, trust = handoff or HandoffConfig(), trust or TrustConfig()
         self.limits = limits or LimitsConfig()
         self.trust_config = trust  # who is trusted, who decides; its hosts for the faces
-        card, extended = served_cards(card, extended_card, trust.auth, handoff.contracts, push)
+        self.auth = _authentication(trust, card)  # who calls: API keys, tokens
+        card, extended = served_cards(card, extended_card, self.auth, handoff.contracts, push)
         self.agent, self.card, self.store = agent, card, store
         self.own_client = handoff.client is None  # built here: closed with the service
         client = handoff.client
@@ -108,7 +112,7 @@ class AgentService(A2AOperations):
             client,
             self.trust,
             escalation,
-            operators_of(card, trust.auth, trust.operators),
+            operators_of(card, self.auth, trust.operators),
             dedupe_message_ids=dedupe_message_ids,
             tools=mcp_tools(tools or ToolsConfig()),
         )
@@ -189,6 +193,8 @@ class AgentService(A2AOperations):
         except StoreError as exc:
             log.error("start-up recovery failed, serving degraded: %s", exc)
         self.manager.serve()
+        if self.auth is not None:
+            self.auth.start()  # the token issuer's keys, fetched meanwhile
         if self.pusher is not None:
             self.pusher.start()  # its first sweep resumes what a previous process left
 
@@ -210,4 +216,20 @@ class AgentService(A2AOperations):
         await self.trust.aclose()
         if self.own_client:
             await self.client.aclose()
+        if self.auth is not None:
+            await self.auth.aclose()
         await self.store.aclose()
+
+
+def _authentication(trust: TrustConfig, card: AgentCard) -> Authentication | None:
+    """Who may call: API keys, an issuer's tokens, both (None: anyone). A token's audience
+    is the one configured, or the card's JSON-RPC URL exactly as the card writes it."""
+    oidc = trust.oidc
+    if oidc is None:
+        return None if trust.auth is None else Authentication(trust.auth, None)
+    audience = oidc.audience or next(
+        (i.url for i in card.supported_interfaces if i.protocol_binding == "JSONRPC"), card.url
+    )
+    rules = TokenRules(oidc.issuer, audience, oidc.leeway)
+    tokens = OidcVerifier(rules, retry=oidc.retry, cache_size=oidc.cache_size)
+    return Authentication(trust.auth, tokens)

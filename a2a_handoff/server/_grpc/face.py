@@ -41,7 +41,6 @@ except ImportError as exc:  # pragma: no cover - the extra is missing
     ) from exc
 
 from a2a_handoff.errors import (
-    AuthenticationError,
     InternalError,
     InvalidParamsError,
     PushNotificationNotSupportedError,
@@ -84,7 +83,7 @@ class GrpcFace:
     def __init__(self, service: AgentService, config: GrpcConfig) -> None:
         self.service = service
         self.config = config
-        self.auth = service.trust_config.auth
+        self.auth = service.auth
         self.port = config.port  # the port bound, once running (config.port 0: any free)
         self.credentials: grpc.ServerCredentials | None = None  # TLS: read now, a missing file here
         if config.tls_cert is not None and config.tls_key is not None:
@@ -154,7 +153,7 @@ class GrpcFace:
 
     # -- framing ----------------------------------------------------------------------------
 
-    def _caller(self, context: grpc.aio.ServicerContext[Any, Any]) -> Caller:
+    async def _caller(self, context: grpc.aio.ServicerContext[Any, Any]) -> Caller:
         """Who calls (`x-api-key`, `authorization`), with which extensions; the version
         checked. Raises the RpcError to answer."""
         metadata = _metadata(context)
@@ -163,12 +162,7 @@ class GrpcFace:
             raise VersionNotSupportedError(
                 f"A2A-Version {version!r} is not supported; this service speaks {PROTOCOL_VERSION}"
             )
-        principal = ""
-        if self.auth is not None:
-            found = self.auth.authenticate(metadata)
-            if found is None:
-                raise AuthenticationError()
-            principal = found
+        principal = "" if self.auth is None else await self.auth.principal(metadata)
         extensions = SUPPORTED_EXTENSIONS & parse_extensions(metadata.get("a2a-extensions"))
         return Caller(principal, extensions)
 
@@ -178,7 +172,7 @@ class GrpcFace:
         async def call(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
             use(observer)
             try:
-                caller = self._caller(context)
+                caller = await self._caller(context)
                 await _echo(context, caller)
                 return await operation(request, caller)
             except Exception as exc:
@@ -195,7 +189,7 @@ class GrpcFace:
             use(observer)
             stream: EventStream | None = None
             try:
-                caller = self._caller(context)
+                caller = await self._caller(context)
                 stream = await operation(request, caller, context)
                 await _echo(context, caller)
                 async for _seq, item in stream:
