@@ -2,6 +2,7 @@
 
 from a2a_handoff.client.breaker import BreakerState, CircuitBreaker
 from a2a_handoff.client.client import CARD_PATH, AgentClient
+from a2a_handoff.client.oauth import ClientCredentials, OAuth2Tokens, TokenSource, read_credential
 from a2a_handoff.client.reasons import reason
 from a2a_handoff.client.replicas import replicas
 from a2a_handoff.client.retry import RetryPolicy
@@ -12,8 +13,12 @@ __all__ = [
     "AgentClient",
     "BreakerState",
     "CircuitBreaker",
+    "ClientCredentials",
     "Http11Transport",
+    "OAuth2Tokens",
     "RetryPolicy",
+    "TokenSource",
+    "read_credential",
     "reason",
     "replicas",
 ]

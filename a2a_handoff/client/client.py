@@ -20,6 +20,7 @@ import httpx
 from pydantic_core import from_json
 
 from a2a_handoff.client.breaker import CircuitBreaker
+from a2a_handoff.client.oauth import TokenSource
 from a2a_handoff.client.reasons import unreachable
 from a2a_handoff.client.replicas import endpoint_of, failover, ordered, replicas
 from a2a_handoff.client.retry import (
@@ -32,6 +33,7 @@ from a2a_handoff.client.retry import (
 )
 from a2a_handoff.client.transport import Http11Transport
 from a2a_handoff.errors import (
+    AuthenticationError,
     CircuitOpenError,
     RemoteError,
     SignatureError,
@@ -101,10 +103,11 @@ class AgentClient:
     `direct`: JSON-RPC calls to plain-http URLs go straight to this transport, past httpx's
     client layer (with `http`'s timeouts); cards and streams still go through `http`.
     `credentials` maps agent URLs (or origins, `scheme://host:port`) to the key presented to
-    them, and to nothing else: a key never reaches an origin it was not given for (there is
-    no key for every URL — following a transfer pointer would hand it to whoever the pointer
-    names). `trust`: the card of an agent on this trust list whose keys are known must carry
-    a signature by one of them.
+    them (`X-API-Key`) or to a `TokenSource` (`oauth.OAuth2Tokens`: its bearer token, replaced
+    once when a target answers 401), and to nothing else: a credential never reaches an
+    origin it was not given for (there is none for every URL — following a transfer pointer
+    would hand it to whoever the pointer names). `trust`: the card of an agent on this trust
+    list whose keys are known must carry a signature by one of them.
     """
 
     def __init__(
@@ -112,7 +115,7 @@ class AgentClient:
         http: httpx.AsyncClient,
         *,
         direct: Http11Transport | None = None,
-        credentials: Mapping[str, str] | None = None,
+        credentials: Mapping[str, str | TokenSource] | None = None,
         retry: RetryPolicy | None = None,
         card_ttl: float = 60.0,
         breaker_threshold: int = 5,
@@ -125,9 +128,13 @@ class AgentClient:
         self.trust = trust
         self.direct = direct
         self.credentials: dict[str, str] = {}
+        self.tokens: dict[str, TokenSource] = {}
         for address, key in (credentials or {}).items():
             for url in replicas(address):
-                self.credentials[url] = key
+                if isinstance(key, str):
+                    self.credentials[url] = key
+                else:
+                    self.tokens[url] = key
         self.retry = retry or RetryPolicy()
         self.card_ttl = card_ttl
         self.extensions = tuple(extensions)
@@ -165,6 +172,32 @@ class AgentClient:
         tracing.outgoing(headers)  # the current trace goes on every call to an agent
         return headers
 
+    def _token_source(self, url: str) -> TokenSource | None:
+        return self.tokens.get(url) or self.tokens.get(endpoint_of(url))
+
+    async def _authorized(
+        self,
+        url: str,
+        source: TokenSource,
+        headers: dict[str, str],
+        send: Callable[[dict[str, str]], Awaitable[Answer]],
+    ) -> Answer:
+        """`send(headers)` with the source's bearer token; a 401 replaces the token once."""
+        token = await source.token()
+        answer = await send({**headers, "Authorization": f"Bearer {token}"})
+        if answer[0] != 401:
+            return answer
+        token = await source.refresh(token)
+        answer = await send({**headers, "Authorization": f"Bearer {token}"})
+        if answer[0] == 401:
+            raise RemoteError(
+                AuthenticationError.code,
+                "refused a fresh OAuth2 token as well: does it trust the token's issuer,"
+                " and is the token's audience this agent?",
+                url=url,
+            )
+        return answer
+
     def _post(self, url: str, body: bytes, headers: dict[str, str]) -> Awaitable[Answer]:
         # Direct: plain http without credentials in the URL (httpx turns those into Basic auth).
         if self.direct is not None and url.startswith("http://") and "@" not in url:
@@ -196,11 +229,18 @@ class AgentClient:
         card_url = url.rstrip("/") + "/" + CARD_PATH
         headers = self._headers(url)
 
-        async def get() -> Answer:
-            response = await self.http.get(card_url, headers=headers)
-            return response.status_code, response.content
+        def get(headers: dict[str, str]) -> Awaitable[Answer]:
+            async def one() -> Answer:
+                response = await self.http.get(card_url, headers=headers)
+                return response.status_code, response.content
 
-        status, content = await request(self.breaker(url), self.retry, url, get, idempotent=retry)
+            return request(self.breaker(url), self.retry, url, one, idempotent=retry)
+
+        source = self._token_source(url) if self.tokens else None
+        if source is None:
+            status, content = await get(headers)
+        else:
+            status, content = await self._authorized(url, source, headers, get)
         if status != 200:
             raise UnavailableError(f"{url}: agent card answered HTTP {status}")
         card = AgentCard.model_validate_json(content)
@@ -260,15 +300,20 @@ class AgentClient:
         ).encode()
 
         async def attempt(one: str) -> Any:
+            def send(headers: dict[str, str]) -> Awaitable[Answer]:
+                return request(
+                    self.breaker(one),
+                    self.retry,
+                    one,
+                    lambda: self._post(one, body, headers),
+                    idempotent=idempotent,
+                )
+
+            source = self._token_source(one) if self.tokens else None
             headers = self._headers(one, extensions)
-            answer = await request(
-                self.breaker(one),
-                self.retry,
-                one,
-                lambda: self._post(one, body, headers),
-                idempotent=idempotent,
-            )
-            return read(one, answer)
+            if source is None:
+                return read(one, await send(headers))
+            return read(one, await self._authorized(one, source, headers, send))
 
         return await failover(url, self._preferred, attempt, idempotent=idempotent)
 
@@ -342,6 +387,9 @@ class AgentClient:
                     raise
 
     async def aclose(self) -> None:
+        """Close the HTTP client and the token sources given."""
+        for source in {id(s): s for s in self.tokens.values()}.values():
+            await source.aclose()
         await self.http.aclose()
 
 
@@ -381,10 +429,15 @@ async def _sse_one(
     headers = {**client._headers(url), "Accept": "text/event-stream"}
     if last_event_id is not None:
         headers["Last-Event-ID"] = str(last_event_id)
+    source = client._token_source(url) if client.tokens else None
+    token = None if source is None else await source.token()
     try:
         async with client.breaker(url).guard():
-            request = client.http.build_request("POST", url, json=body, headers=headers)
-            response = await client.http.send(request, stream=True)
+            response = await _open(client, url, body, headers, token)
+            if response.status_code == 401 and source is not None and token is not None:
+                await response.aclose()  # the token replaced once, as for a call
+                token = await source.refresh(token)
+                response = await _open(client, url, body, headers, token)
             if response.status_code in RETRYABLE_STATUS:
                 await response.aclose()
                 raise RetryableStatus(response.status_code)
@@ -405,3 +458,13 @@ async def _sse_one(
         raise UnavailableError(f"cannot reach {url} (HTTP {exc.status_code})") from exc
     except httpx.TransportError as exc:
         raise UnavailableError(unreachable(url, exc)) from exc
+
+
+async def _open(
+    client: AgentClient, url: str, body: Any, headers: dict[str, str], token: str | None
+) -> httpx.Response:
+    """A stream's response, its body not read yet."""
+    if token is not None:
+        headers = {**headers, "Authorization": f"Bearer {token}"}
+    request = client.http.build_request("POST", url, json=body, headers=headers)
+    return await client.http.send(request, stream=True)
