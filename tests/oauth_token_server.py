@@ -2,10 +2,12 @@
 real process (`python -m tests.oauth_token_server --port P …`).
 
 One client (`--client-id`, `--client-secret`), authenticated with HTTP Basic. Tokens are
-opaque and deterministic: the n-th token issued is `token-n`, valid `--expires-in` seconds. A
-request is answered as RFC 6749 §5.2 says: 401 `invalid_client` for a wrong client or secret,
-400 `unsupported_grant_type`, 400 `invalid_target` without an audience. `GET /requests` tells
-what it was asked: every token request (issued or refused), its form without secrets.
+opaque and deterministic: the n-th token issued is `PREFIXtoken-n`, valid `expires_in`
+seconds. A request is answered as RFC 6749 §5.2 says: 401 `invalid_client` for a wrong client
+or secret, 400 `unsupported_grant_type`, 400 `invalid_target` without an audience. `GET
+/requests` tells what it was asked: every token request (issued or refused), its form without
+secrets. `POST /reset` (JSON `prefix`, `expires_in`) forgets them and starts the count again,
+so one process serves several tests, each with tokens of its own.
 """
 
 from __future__ import annotations
@@ -22,9 +24,10 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 
-def make_app(client_id: str, client_secret: str, expires_in: int) -> Starlette:
+def make_app(client_id: str, client_secret: str) -> Starlette:
     asked: list[dict[str, Any]] = []
     issued: list[str] = []
+    settings: dict[str, Any] = {"prefix": "", "expires_in": 3600}
 
     def refuse(status: int, error: str) -> JSONResponse:
         return JSONResponse(
@@ -46,14 +49,21 @@ def make_app(client_id: str, client_secret: str, expires_in: int) -> Starlette:
             return refuse(400, "unsupported_grant_type")
         if not form.get("audience"):
             return refuse(400, "invalid_target")
-        issued.append(f"token-{len(issued) + 1}")
+        issued.append(f"{settings['prefix']}token-{len(issued) + 1}")
+        lifetime = settings["expires_in"]
         return JSONResponse(
-            {"access_token": issued[-1], "token_type": "Bearer", "expires_in": expires_in},
+            {"access_token": issued[-1], "token_type": "Bearer", "expires_in": lifetime},
             headers={"Cache-Control": "no-store"},
         )
 
     async def requests(request: Request) -> JSONResponse:
         return JSONResponse({"requests": asked, "issued": issued})
+
+    async def reset(request: Request) -> JSONResponse:
+        asked.clear()
+        issued.clear()
+        settings.update(await request.json())
+        return JSONResponse(settings)
 
     async def health(request: Request) -> JSONResponse:
         return JSONResponse({"status": "ok"})
@@ -62,6 +72,7 @@ def make_app(client_id: str, client_secret: str, expires_in: int) -> Starlette:
         routes=[
             Route("/token", token, methods=["POST"]),
             Route("/requests", requests),
+            Route("/reset", reset, methods=["POST"]),
             Route("/health", health),
         ]
     )
@@ -72,9 +83,8 @@ def main() -> None:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--client-id", required=True)
     parser.add_argument("--client-secret", required=True)
-    parser.add_argument("--expires-in", type=int, default=3600)
     args = parser.parse_args()
-    app = make_app(args.client_id, args.client_secret, args.expires_in)
+    app = make_app(args.client_id, args.client_secret)
     uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning")
 
 

@@ -35,6 +35,11 @@ class TokenServer:
     def token_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/token"
 
+    def reset(self, prefix: str, expires_in: int = 3600) -> None:
+        """Forget what it was asked; issue `PREFIXtoken-1`, `PREFIXtoken-2`, … from now on."""
+        body = {"prefix": prefix, "expires_in": expires_in}
+        httpx.post(f"http://127.0.0.1:{self.port}/reset", json=body, timeout=5)
+
     def requests(self) -> list[dict[str, Any]]:
         """Every token request made to it so far (issued or refused)."""
         answer = httpx.get(f"http://127.0.0.1:{self.port}/requests", timeout=5)
@@ -43,7 +48,7 @@ class TokenServer:
 
 
 @contextmanager
-def token_server(expires_in: int = 3600) -> Iterator[TokenServer]:
+def token_server() -> Iterator[TokenServer]:
     """The token endpoint on 127.0.0.1, started and stopped: tokens `token-1`, `token-2`, …"""
     port = free_port()
     cmd = [
@@ -53,7 +58,6 @@ def token_server(expires_in: int = 3600) -> Iterator[TokenServer]:
         f"--port={port}",
         f"--client-id={CLIENT_ID}",
         f"--client-secret={CLIENT_SECRET}",
-        f"--expires-in={expires_in}",
     ]
     with tempfile.TemporaryFile() as log:
         proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=log)

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -38,17 +38,38 @@ from tests.support import ROOT, AgentProcess, Cli, free_port
 pytestmark = pytest.mark.anyio
 
 
-@contextmanager
-def peer(tmp_path: Path, name: str = "echo", **accepted: str) -> Iterator[AgentProcess]:
-    """An agent that requires one of the `accepted` tokens (principal=token)."""
-    keys = auth_keys(tmp_path / f"{name}.auth", **accepted)
-    agent = AgentProcess(name, f"sqlite:///{tmp_path / name}.db", extra=(f"--auth-keys={keys}",))
-    agent.log_path = tmp_path / f"{name}.log"
-    agent.start()
-    try:
-        yield agent
-    finally:
-        agent.stop()
+# The tokens the shared peer takes, as `PREFIXtoken-N`: each test has the token server issue
+# tokens with its own prefix; a token the peer does not list is refused, as a revoked one is.
+ACCEPTED = {
+    "many-": [1],
+    "expiry-": [1, 2, 3, 4],
+    "revoked-": [2],
+    "stream-": [2],
+    "cli-": [1],
+}
+
+
+@dataclass
+class Network:
+    """The token endpoint, and a peer that takes only the tokens of ACCEPTED."""
+
+    server: TokenServer
+    agent: AgentProcess
+
+
+@pytest.fixture(scope="module")
+def network(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Network]:
+    tmp = tmp_path_factory.mktemp("oauth")
+    tokens = [f"{prefix}token-{n}" for prefix, ns in ACCEPTED.items() for n in ns]
+    keys = auth_keys(tmp / "echo.auth", **{f"caller-{t}": t for t in tokens})
+    agent = AgentProcess("echo", f"sqlite:///{tmp / 'echo'}.db", extra=(f"--auth-keys={keys}",))
+    agent.log_path = tmp / "echo.log"
+    with token_server() as server:
+        agent.start()
+        try:
+            yield Network(server, agent)
+        finally:
+            agent.stop()
 
 
 def hello(text: str = "hello") -> Message:
@@ -67,141 +88,160 @@ def client_for(
     return AgentClient(httpx.AsyncClient(timeout=10), credentials={agent.url: OAuth2Tokens(grant)})
 
 
-async def test_one_token_request_serves_many_calls(tmp_path: Path) -> None:
-    with token_server(expires_in=3600) as server, peer(tmp_path, caller="token-1") as agent:
-        client = client_for(agent, server)
-        try:
-            concurrent = await asyncio.gather(*(client.send(agent.url, hello()) for _ in range(20)))
-            after = [await client.send(agent.url, hello()) for _ in range(5)]
-            card = await client.card(agent.url)
-        finally:
-            await client.aclose()
-        assert all(task.status.state.value == "TASK_STATE_COMPLETED" for task in concurrent + after)
-        assert card.name == "echo"
-        asked = server.requests()
-        assert len(asked) == 1
-        form = asked[0]["form"]
-        assert form == {
-            "grant_type": "client_credentials",
-            "audience": agent.url,
-            "resource": agent.url,
-        }
-        assert asked[0]["basic"]
-        assert asked[0]["client"] == CLIENT_ID
+async def test_one_token_request_serves_many_calls(network: Network) -> None:
+    server, agent = network.server, network.agent
+    server.reset("many-")
+    client = client_for(agent, server)
+    try:
+        concurrent = await asyncio.gather(*(client.send(agent.url, hello()) for _ in range(20)))
+        after = [await client.send(agent.url, hello()) for _ in range(5)]
+        card = await client.card(agent.url)
+    finally:
+        await client.aclose()
+    assert all(task.status.state.value == "TASK_STATE_COMPLETED" for task in concurrent + after)
+    assert card.name == "echo"
+    asked = server.requests()
+    assert len(asked) == 1
+    form = asked[0]["form"]
+    assert form == {
+        "grant_type": "client_credentials",
+        "audience": agent.url,
+        "resource": agent.url,
+    }
+    assert asked[0]["basic"]
+    assert asked[0]["client"] == CLIENT_ID
 
 
-async def test_a_token_within_the_margin_of_its_expiry_is_replaced(tmp_path: Path) -> None:
+async def test_a_token_within_the_margin_of_its_expiry_is_replaced(network: Network) -> None:
     # 60 s to live: within the 60 s margin at once, so each new call asks for a new token —
     # while calls that waited for one request share its token.
-    accepted = {f"caller{n}": f"token-{n}" for n in range(1, 5)}
-    with token_server(expires_in=60) as server, peer(tmp_path, **accepted) as agent:
-        client = client_for(agent, server)
-        try:
-            for _ in range(3):
+    server, agent = network.server, network.agent
+    server.reset("expiry-", expires_in=60)
+    client = client_for(agent, server)
+    try:
+        for _ in range(3):
+            await client.send(agent.url, hello())
+        assert len(server.requests()) == 3
+        await asyncio.gather(*(client.send(agent.url, hello()) for _ in range(10)))
+    finally:
+        await client.aclose()
+    assert len(server.requests()) == 4
+
+
+async def test_a_401_replaces_the_token_once(network: Network) -> None:
+    # The peer does not take the first token (as if revoked): the call gets the second.
+    server, agent = network.server, network.agent
+    server.reset("revoked-")
+    client = client_for(agent, server)
+    try:
+        task = await client.send(agent.url, hello())
+        again = await asyncio.gather(*(client.send(agent.url, hello()) for _ in range(5)))
+    finally:
+        await client.aclose()
+    assert task.status.state.value == "TASK_STATE_COMPLETED"
+    assert all(t.status.state.value == "TASK_STATE_COMPLETED" for t in again)
+    assert len(server.requests()) == 2
+
+
+async def test_a_401_on_a_stream_replaces_the_token_once(network: Network) -> None:
+    server, agent = network.server, network.agent
+    server.reset("stream-")
+    client = client_for(agent, server)
+    try:
+        events = [item async for _, item in client.stream(agent.url, hello("tokens: a b"))]
+    finally:
+        await client.aclose()
+    assert events[-1].status_update is not None
+    assert events[-1].status_update.status.state.value == "TASK_STATE_COMPLETED"
+    assert len(server.requests()) == 2
+
+
+async def test_a_fresh_token_refused_too_fails_the_call_clearly(network: Network) -> None:
+    server, agent = network.server, network.agent
+    server.reset("unknown-")
+    client = client_for(agent, server)
+    try:
+        with pytest.raises(RemoteError) as refused:
+            await client.send(agent.url, hello())
+    finally:
+        await client.aclose()
+    assert refused.value.code == -32101
+    assert "refused a fresh OAuth2 token as well" in str(refused.value)
+    assert len(server.requests()) == 2  # one token, one replacement: no more
+
+
+async def test_a_wrong_secret_is_one_refused_request(network: Network) -> None:
+    server, agent = network.server, network.agent
+    server.reset("many-")
+    client = client_for(agent, server, secret="not-the-secret")
+    try:
+        errors = []
+        for _ in range(5):
+            with pytest.raises(TokenError) as failed:
                 await client.send(agent.url, hello())
-            assert len(server.requests()) == 3
-            await asyncio.gather(*(client.send(agent.url, hello()) for _ in range(10)))
-        finally:
-            await client.aclose()
-        assert len(server.requests()) == 4
+            errors.append(str(failed.value))
+        concurrent = await asyncio.gather(
+            *(client.send(agent.url, hello()) for _ in range(5)), return_exceptions=True
+        )
+    finally:
+        await client.aclose()
+    assert "refused: HTTP 401 (invalid_client" in errors[0]
+    assert CLIENT_ID in errors[0]
+    assert server.token_url in errors[0]
+    assert "not-the-secret" not in errors[0]
+    assert all(isinstance(e, TokenError) for e in concurrent)
+    assert len(server.requests()) == 1  # remembered: no request per call
 
 
-async def test_a_401_replaces_the_token_once(tmp_path: Path) -> None:
-    # The peer does not take token-1 (as if revoked): the call gets token-2 and succeeds.
-    with token_server() as server, peer(tmp_path, caller="token-2") as agent:
-        client = client_for(agent, server)
-        try:
-            task = await client.send(agent.url, hello())
-            again = await asyncio.gather(*(client.send(agent.url, hello()) for _ in range(5)))
-        finally:
-            await client.aclose()
-        assert task.status.state.value == "TASK_STATE_COMPLETED"
-        assert all(t.status.state.value == "TASK_STATE_COMPLETED" for t in again)
-        assert len(server.requests()) == 2
-
-
-async def test_a_fresh_token_refused_too_fails_the_call_clearly(tmp_path: Path) -> None:
-    with token_server() as server, peer(tmp_path, caller="token-99") as agent:
-        client = client_for(agent, server)
-        try:
-            with pytest.raises(RemoteError) as refused:
-                await client.send(agent.url, hello())
-        finally:
-            await client.aclose()
-        assert refused.value.code == -32101
-        assert "refused a fresh OAuth2 token as well" in str(refused.value)
-        assert len(server.requests()) == 2  # one token, one replacement: no more
-
-
-async def test_a_wrong_secret_is_one_refused_request(tmp_path: Path) -> None:
-    with token_server() as server, peer(tmp_path, caller="token-1") as agent:
-        client = client_for(agent, server, secret="not-the-secret")
-        try:
-            errors = []
-            for _ in range(5):
-                with pytest.raises(TokenError) as failed:
-                    await client.send(agent.url, hello())
-                errors.append(str(failed.value))
-            concurrent = await asyncio.gather(
-                *(client.send(agent.url, hello()) for _ in range(5)), return_exceptions=True
-            )
-        finally:
-            await client.aclose()
-        assert "refused: HTTP 401 (invalid_client" in errors[0]
-        assert CLIENT_ID in errors[0]
-        assert server.token_url in errors[0]
-        assert "not-the-secret" not in errors[0]
-        assert all(isinstance(e, TokenError) for e in concurrent)
-        assert len(server.requests()) == 1  # remembered: no request per call
-
-
-def test_an_agent_hands_off_with_its_token(tmp_path: Path) -> None:
+def test_an_agent_hands_off_with_its_token(network: Network, tmp_path: Path) -> None:
     # triage → billing, billing requiring a bearer token: triage's handoffs carry the token
     # its client file's client gets, one token request for all of them.
-    with token_server() as server:
-        store = lambda name: f"sqlite:///{tmp_path / name}.db"  # noqa: E731
-        triage = AgentProcess("triage", store("triage"), log_path=tmp_path / "triage.log")
-        billing = AgentProcess("billing", store("billing"), log_path=tmp_path / "billing.log")
-        keys = auth_keys(tmp_path / "billing.auth", triage="token-1", alice="alice-key")
-        billing.extra = (f"--trust=triage={triage.url}", f"--auth-keys={keys}")
-        credential = client_file(tmp_path / "triage-oauth.json", server.token_url, billing.url)
-        triage.extra = (
-            f"--route=billing={billing.url}",
-            f"--credential=billing=oauth2:@{credential}",
-            "--recovery-interval=0.3",
-        )
-        billing.start()
-        triage.start()
-        try:
-            for _ in range(3):
-                source = result(triage.rpc("SendMessage", message(REFUND)))["task"]
-                pointer = ext(source)["transfer"]
-                assert pointer["agentName"] == "billing"
-                # The successor is triage's at billing: the principal its token maps to.
-                as_triage = {"Authorization": "Bearer token-1"}
-                made = result(billing.rpc("GetTask", {"id": pointer["taskId"]}, **as_triage))
-                assert made["history"][0]["referenceTaskIds"] == [source["id"]]
-        finally:
-            triage.stop()
-            billing.stop()
-        assert len(server.requests()) == 1
-        logs = (tmp_path / "triage.log").read_text()
-        assert CLIENT_SECRET not in logs
-        assert "token-1" not in logs
+    server = network.server
+    server.reset("handoff-")
+    store = lambda name: f"sqlite:///{tmp_path / name}.db"  # noqa: E731
+    triage = AgentProcess("triage", store("triage"), log_path=tmp_path / "triage.log")
+    billing = AgentProcess("billing", store("billing"), log_path=tmp_path / "billing.log")
+    keys = auth_keys(tmp_path / "billing.auth", triage="handoff-token-1")
+    billing.extra = (f"--trust=triage={triage.url}", f"--auth-keys={keys}")
+    credential = client_file(tmp_path / "triage-oauth.json", server.token_url, billing.url)
+    triage.extra = (
+        f"--route=billing={billing.url}",
+        f"--credential=billing=oauth2:@{credential}",
+        "--recovery-interval=0.3",
+    )
+    billing.start()
+    triage.start()
+    try:
+        for _ in range(3):
+            source = result(triage.rpc("SendMessage", message(REFUND)))["task"]
+            pointer = ext(source)["transfer"]
+            assert pointer["agentName"] == "billing"
+            # The successor is triage's at billing: the principal its token maps to.
+            as_triage = {"Authorization": "Bearer handoff-token-1"}
+            made = result(billing.rpc("GetTask", {"id": pointer["taskId"]}, **as_triage))
+            assert made["history"][0]["referenceTaskIds"] == [source["id"]]
+    finally:
+        triage.stop()
+        billing.stop()
+    assert len(server.requests()) == 1
+    logs = (tmp_path / "triage.log").read_text()
+    assert CLIENT_SECRET not in logs
+    assert "handoff-token-1" not in logs
 
 
-def test_the_orchestrator_presents_its_token(tmp_path: Path) -> None:
-    with token_server() as server, peer(tmp_path, user="token-1") as agent:
-        origin = agent.url.rstrip("/")
-        credential = client_file(tmp_path / "cli-oauth.json", server.token_url, agent.url)
-        cli = Cli(tmp_path / "session.json")
-        code, out = cli.run(
-            "send", "--entry", agent.url, f"--credential={origin}=oauth2:@{credential}", "hi"
-        )
-        assert code == 0, out
-        assert len(server.requests()) == 1
-        assert CLIENT_SECRET not in out
-        assert "token-1" not in out
+def test_the_orchestrator_presents_its_token(network: Network, tmp_path: Path) -> None:
+    server, agent = network.server, network.agent
+    server.reset("cli-")
+    origin = agent.url.rstrip("/")
+    credential = client_file(tmp_path / "cli-oauth.json", server.token_url, agent.url)
+    cli = Cli(tmp_path / "session.json")
+    code, out = cli.run(
+        "send", "--entry", agent.url, f"--credential={origin}=oauth2:@{credential}", "hi"
+    )
+    assert code == 0, out
+    assert len(server.requests()) == 1
+    assert CLIENT_SECRET not in out
+    assert "cli-token-1" not in out
 
 
 def serve_with(tmp_path: Path, credential: Path, *extra: str) -> subprocess.CompletedProcess[str]:
