@@ -409,3 +409,19 @@ class SignatureError(TrustError, ValueError):
     def __init__(self, message: str, *, unknown_kid: str | None = None) -> None:
         super().__init__(message)
         self.unknown_kid = unknown_kid
+
+
+def _every(cls: type[RpcError]) -> list[type[RpcError]]:
+    found = [cls]
+    for sub in cls.__subclasses__():
+        found += _every(sub)
+    return found
+
+
+_BY_REASON = {(c.domain, c.reason): c for c in _every(RpcError) if c.reason}
+
+
+def rpc_error_named(domain: str, reason: str) -> type[RpcError] | None:
+    """The error class a `google.rpc.ErrorInfo` names by its domain and reason (a gRPC
+    status's details, read back), or None for one this library does not know."""
+    return _BY_REASON.get((domain, reason))

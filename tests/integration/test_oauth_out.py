@@ -21,7 +21,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from a2a_handoff import AgentClient, Message, Role
+from a2a_handoff import AgentClient, Message, Role, Task
 from a2a_handoff.client import ClientCredentials, OAuth2Tokens
 from a2a_handoff.errors import RemoteError, TokenError
 from tests.integration.handoff_support import REFUND, ext, message, result
@@ -46,6 +46,7 @@ ACCEPTED = {
     "revoked-": [2],
     "stream-": [2],
     "cli-": [1],
+    "grpc-": [2],
 }
 
 
@@ -62,7 +63,13 @@ def network(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Network]:
     tmp = tmp_path_factory.mktemp("oauth")
     tokens = [f"{prefix}token-{n}" for prefix, ns in ACCEPTED.items() for n in ns]
     keys = auth_keys(tmp / "echo.auth", **{f"caller-{t}": t for t in tokens})
-    agent = AgentProcess("echo", f"sqlite:///{tmp / 'echo'}.db", extra=(f"--auth-keys={keys}",))
+    grpc_port = free_port()
+    agent = AgentProcess(
+        "echo",
+        f"sqlite:///{tmp / 'echo'}.db",
+        extra=(f"--auth-keys={keys}", f"--grpc-port={grpc_port}"),
+    )
+    agent.grpc = f"127.0.0.1:{grpc_port}"  # type: ignore[attr-defined]
     agent.log_path = tmp / "echo.log"
     with token_server() as server:
         agent.start()
@@ -153,6 +160,43 @@ async def test_a_401_on_a_stream_replaces_the_token_once(network: Network) -> No
         await client.aclose()
     assert events[-1].status_update is not None
     assert events[-1].status_update.status.state.value == "TASK_STATE_COMPLETED"
+    assert len(server.requests()) == 2
+
+
+def grpc_only(agent: AgentProcess) -> httpx.MockTransport:
+    """HTTP serving the agent's own card offering its gRPC interface alone, and nothing else:
+    the calls go over gRPC to the real process."""
+    card = httpx.get(agent.url + ".well-known/agent-card.json", timeout=10.0).json()
+    card["supportedInterfaces"] = [{"url": agent.grpc, "protocolBinding": "GRPC"}]  # type: ignore[attr-defined]
+    card.pop("signatures", None)
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/.well-known/agent-card.json":
+            return httpx.Response(200, json=card)
+        return httpx.Response(404)
+
+    return httpx.MockTransport(answer)
+
+
+async def test_over_grpc_the_token_goes_in_the_metadata_and_is_replaced_once(
+    network: Network,
+) -> None:
+    server, agent = network.server, network.agent
+    server.reset("grpc-")
+    grant = ClientCredentials(server.token_url, CLIENT_ID, CLIENT_SECRET, agent.url)
+    address = "http://127.0.0.1:9/"  # the card's address (read through the mock): same host
+    http = httpx.AsyncClient(transport=grpc_only(agent), timeout=10)
+    client = AgentClient(http, credentials={address: OAuth2Tokens(grant)})
+    try:
+        card = await client.card(address)
+        assert [i.protocol_binding for i in card.supported_interfaces] == ["GRPC"]
+        first = await client.send(address, hello())  # grpc-token-1 refused, then -2
+        second = await client.send(address, hello())
+    finally:
+        await client.aclose()
+    assert isinstance(first, Task)
+    assert isinstance(second, Task)
+    assert second.status.state.value == "TASK_STATE_COMPLETED"
     assert len(server.requests()) == 2
 
 

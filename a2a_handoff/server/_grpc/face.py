@@ -59,8 +59,9 @@ from a2a_handoff.protocol.models import (
     SendMessageRequest,
     SubscribeToTaskRequest,
 )
+from a2a_handoff.protocol.protobuf import proto
 from a2a_handoff.server._call import PROTOCOL_VERSION, SUPPORTED_EXTENSIONS, supported_version
-from a2a_handoff.server._grpc import codec, proto
+from a2a_handoff.server._grpc import codec
 from a2a_handoff.server._push import ConfigRef, PushConfigs, TaskRef
 from a2a_handoff.server.app_config import GrpcConfig
 from a2a_handoff.server.results import Caller, EventStream
