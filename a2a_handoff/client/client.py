@@ -384,6 +384,15 @@ class AgentClient:
             if endpoint is None:
                 headers = self._headers(one, extensions)
                 source = self._token_source(one) if self.tokens else None
+                if source is None:  # the usual call: as lean as it can be
+                    answer = await request(
+                        self.breaker(one),
+                        self.retry,
+                        one,
+                        lambda: self._post(one, body, headers),
+                        idempotent=idempotent,
+                    )
+                    return read(one, answer)
 
                 def post(headers: dict[str, str]) -> Awaitable[Answer]:
                     return self._post(one, body, headers)
