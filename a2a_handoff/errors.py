@@ -27,6 +27,7 @@
     │   └── ForeignRequestError       -32107  a Host or Origin not the agent's (HTTP 403)
     ├── RemoteError                   another agent answered with a JSON-RPC error
     ├── UnavailableError (ConnectionError)  another agent could not be reached
+    │   └── TokenError                no OAuth2 token to present: the call was not made
     ├── CircuitOpenError (ConnectionError)  its breaker is open: the call was not made
     ├── GateRefused                   the capability gate or a contract refused a handoff
     ├── ModelError                    a language model's endpoint failed or answered nonsense
@@ -349,6 +350,16 @@ class UnavailableError(HandoffError, ConnectionError):
     whatever the last one's error says."""
 
     may_have_arrived = False
+
+
+class TokenError(UnavailableError):
+    """No access token to present to the target (its token endpoint refused or could not be
+    reached): the call was not made. `refused`: the endpoint answered no (a wrong secret, an
+    unknown client or audience) — asking again at once would get the same answer."""
+
+    def __init__(self, message: str, *, refused: bool) -> None:
+        super().__init__(message)
+        self.refused = refused
 
 
 class CircuitOpenError(HandoffError, ConnectionError):

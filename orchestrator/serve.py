@@ -15,7 +15,7 @@ import argparse
 import asyncio
 import logging
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 
 import uvicorn
@@ -128,7 +128,7 @@ async def _read_card(make_client: Callable[[], AgentClient], entry: str) -> Agen
 
 
 def serve(
-    args: argparse.Namespace, make_client: Callable[[], AgentClient], keys: dict[str, str]
+    args: argparse.Namespace, make_client: Callable[[], AgentClient], keys: Collection[str]
 ) -> int:
     """Run the gateway until stopped."""
     logs.configure(args.log_level, "text")

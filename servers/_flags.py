@@ -61,9 +61,11 @@ def agent_options(parser: argparse.ArgumentParser, examples: bool = True) -> Non
         "--credential",
         action="append",
         default=[],
-        metavar="NAME=@FILE|NAME=env:VAR",
+        metavar="NAME=@FILE|NAME=env:VAR|NAME=oauth2:@FILE",
         help="the API key presented to agent NAME (a route or a trusted agent), read from FILE"
-        " or from $VAR: never on the command line",
+        " or from $VAR: never on the command line; oauth2:@FILE: bearer tokens by the OAuth2"
+        " client-credentials grant, the client in FILE (JSON: token_url, client_id,"
+        " client_secret, audience, scope)",
     )
     trust = parser.add_argument_group("trust")
     trust.add_argument(

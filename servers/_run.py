@@ -30,12 +30,13 @@ from a2a_handoff import (
     create_app,
     open_store,
 )
+from a2a_handoff.client import read_credential
 from a2a_handoff.contracts import Catalog
 from a2a_handoff.errors import ConfigError, TrustError
 from a2a_handoff.escalation import EscalationPolicy
 from a2a_handoff.exits import ExitCode
 from a2a_handoff.protocol import check_agent_url
-from a2a_handoff.secrets import SecretError, accept_insecure_files, private_dir, read_secret
+from a2a_handoff.secrets import SecretError, accept_insecure_files, private_dir
 from a2a_handoff.server import OidcConfig, return_freed_memory
 from a2a_handoff.stores import Store
 from a2a_handoff.trust import ENV_VAR as KEY_ENV_VAR
@@ -158,13 +159,14 @@ def serve(name: str, example: Example, args: argparse.Namespace) -> int:
             identity, store, store_url, name
         )  # before anything listens: refused, or made
         # --credential NAME=KEY: the key presented to the agent NAME (a route, or an agent
-        # on the trust list: the human agent returns decisions to those).
+        # on the trust list: the human agent returns decisions to those), or the OAuth2
+        # client whose tokens are (oauth2:@FILE).
         known = {**{t.name: t.url for t in trusted}, **routes}
         unknown = sorted(set(keys) - set(known))
         if unknown:
             raise HandoffError(f"--credential names no route or trusted agent: {unknown}")
         credentials = {
-            known[n]: read_secret(where, f"--credential {n}") for n, where in keys.items()
+            known[n]: read_credential(where, f"--credential {n}") for n, where in keys.items()
         }
     except (HandoffError, OSError, SecretError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -5,6 +5,7 @@ needs the `grpc` extra, and the client imports it when a card asks for it."""
 
 from a2a_handoff.client.breaker import BreakerState, CircuitBreaker
 from a2a_handoff.client.client import CARD_PATH, AgentClient
+from a2a_handoff.client.oauth import ClientCredentials, OAuth2Tokens, TokenSource, read_credential
 from a2a_handoff.client.reasons import reason
 from a2a_handoff.client.replicas import replicas
 from a2a_handoff.client.retry import RetryPolicy
@@ -15,8 +16,12 @@ __all__ = [
     "AgentClient",
     "BreakerState",
     "CircuitBreaker",
+    "ClientCredentials",
     "Http11Transport",
+    "OAuth2Tokens",
     "RetryPolicy",
+    "TokenSource",
+    "read_credential",
     "reason",
     "replicas",
 ]

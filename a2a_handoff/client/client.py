@@ -28,6 +28,7 @@ import httpx
 from pydantic_core import from_json
 
 from a2a_handoff.client.breaker import CircuitBreaker
+from a2a_handoff.client.oauth import TokenSource
 from a2a_handoff.client.reasons import unreachable
 from a2a_handoff.client.replicas import endpoint_of, failover, ordered, replicas
 from a2a_handoff.client.retry import (
@@ -40,6 +41,7 @@ from a2a_handoff.client.retry import (
 )
 from a2a_handoff.client.transport import Http11Transport
 from a2a_handoff.errors import (
+    AuthenticationError,
     CircuitOpenError,
     RemoteError,
     SignatureError,
@@ -133,11 +135,13 @@ class AgentClient:
     `direct`: JSON-RPC calls to plain-http URLs go straight to this transport, past httpx's
     client layer (with `http`'s timeouts); cards and streams still go through `http`.
     `credentials` maps agent URLs (or origins, `scheme://host:port`) to the key presented to
-    them, and to nothing else: a key never reaches an origin it was not given for (there is
-    no key for every URL — following a transfer pointer would hand it to whoever the pointer
-    names); over gRPC, only to a gRPC address on the same host. `trust`: the card of an agent
-    on this trust list whose keys are known must carry a signature by one of them. `grpc`:
-    the transport for agents whose card offers gRPC alone (made when first needed).
+    them (`X-API-Key`) or to a `TokenSource` (`oauth.OAuth2Tokens`: its bearer token, replaced
+    once when a target answers 401), and to nothing else: a credential never reaches an
+    origin it was not given for (there is none for every URL — following a transfer pointer
+    would hand it to whoever the pointer names); over gRPC, only to a gRPC address on the
+    same host. `trust`: the card of an agent on this trust list whose keys are known must
+    carry a signature by one of them. `grpc`: the transport for agents whose card offers
+    gRPC alone (made when first needed).
     """
 
     def __init__(
@@ -145,7 +149,7 @@ class AgentClient:
         http: httpx.AsyncClient,
         *,
         direct: Http11Transport | None = None,
-        credentials: Mapping[str, str] | None = None,
+        credentials: Mapping[str, str | TokenSource] | None = None,
         retry: RetryPolicy | None = None,
         card_ttl: float = 60.0,
         breaker_threshold: int = 5,
@@ -160,9 +164,13 @@ class AgentClient:
         self.trust = trust
         self.direct = direct
         self.credentials: dict[str, str] = {}
+        self.tokens: dict[str, TokenSource] = {}
         for address, key in (credentials or {}).items():
             for url in replicas(address):
-                self.credentials[url] = key
+                if isinstance(key, str):
+                    self.credentials[url] = key
+                else:
+                    self.tokens[url] = key
         self.retry = retry or RetryPolicy()
         self.card_ttl = card_ttl
         self.extensions = tuple(extensions)
@@ -201,6 +209,32 @@ class AgentClient:
         tracing.outgoing(headers)  # the current trace goes on every call to an agent
         return headers
 
+    def _token_source(self, url: str) -> TokenSource | None:
+        return self.tokens.get(url) or self.tokens.get(endpoint_of(url))
+
+    async def _authorized(
+        self,
+        url: str,
+        source: TokenSource,
+        headers: dict[str, str],
+        send: Callable[[dict[str, str]], Awaitable[Answer]],
+    ) -> Answer:
+        """`send(headers)` with the source's bearer token; a 401 replaces the token once."""
+        token = await source.token()
+        answer = await send({**headers, "Authorization": f"Bearer {token}"})
+        if answer[0] != 401:
+            return answer
+        token = await source.refresh(token)
+        answer = await send({**headers, "Authorization": f"Bearer {token}"})
+        if answer[0] == 401:
+            raise RemoteError(
+                AuthenticationError.code,
+                "refused a fresh OAuth2 token as well: does it trust the token's issuer,"
+                " and is the token's audience this agent?",
+                url=url,
+            )
+        return answer
+
     def _post(self, url: str, body: bytes, headers: dict[str, str]) -> Awaitable[Answer]:
         # Direct: plain http without credentials in the URL (httpx turns those into Basic auth).
         if self.direct is not None and url.startswith("http://") and "@" not in url:
@@ -229,13 +263,19 @@ class AgentClient:
 
         return Endpoint(target, secure=url.startswith("https://"))
 
+    def _grpc_token_source(self, url: str, endpoint: Endpoint) -> TokenSource | None:
+        """The token source for `url` when its gRPC address is on the same host (as a key)."""
+        if not self.tokens or not _same_host(url, endpoint):
+            return None
+        return self._token_source(url)
+
     def _grpc_metadata(
         self, url: str, endpoint: Endpoint, extensions: Iterable[str] = ()
     ) -> list[tuple[str, str]]:
         """The headers of a call to `url` as gRPC metadata (lower-case keys); its key only
         to a gRPC address on the host it was given for."""
         headers = self._headers(url, extensions)
-        if urlsplit("//" + endpoint.target).hostname != urlsplit(url).hostname:
+        if not _same_host(url, endpoint):
             headers.pop("X-API-Key", None)
         return [(name.lower(), value) for name, value in headers.items()]
 
@@ -264,11 +304,18 @@ class AgentClient:
         card_url = url.rstrip("/") + "/" + CARD_PATH
         headers = self._headers(url)
 
-        async def get() -> Answer:
-            response = await self.http.get(card_url, headers=headers)
-            return response.status_code, response.content
+        def get(headers: dict[str, str]) -> Awaitable[Answer]:
+            async def one() -> Answer:
+                response = await self.http.get(card_url, headers=headers)
+                return response.status_code, response.content
 
-        status, content = await request(self.breaker(url), self.retry, url, get, idempotent=retry)
+            return request(self.breaker(url), self.retry, url, one, idempotent=retry)
+
+        source = self._token_source(url) if self.tokens else None
+        if source is None:
+            status, content = await get(headers)
+        else:
+            status, content = await self._authorized(url, source, headers, get)
         if status != 200:
             raise UnavailableError(f"{url}: agent card answered HTTP {status}")
         card = AgentCard.model_validate_json(content)
@@ -334,23 +381,48 @@ class AgentClient:
 
         async def attempt(one: str) -> Any:
             endpoint = self._grpc_endpoint(one) if self._grpc_only else None
-            if endpoint is not None:
+            if endpoint is None:
+                headers = self._headers(one, extensions)
+                source = self._token_source(one) if self.tokens else None
+                if source is None:  # the usual call: as lean as it can be
+                    answer = await request(
+                        self.breaker(one),
+                        self.retry,
+                        one,
+                        lambda: self._post(one, body, headers),
+                        idempotent=idempotent,
+                    )
+                    return read(one, answer)
+
+                def post(headers: dict[str, str]) -> Awaitable[Answer]:
+                    return self._post(one, body, headers)
+
+                send = post
+            else:
                 assert self.grpc is not None
-                metadata = self._grpc_metadata(one, endpoint, extensions)
+                headers = dict(self._grpc_metadata(one, endpoint, extensions))
+                source = self._grpc_token_source(one, endpoint)
                 call = self.grpc.call
                 timeout = self.http.timeout
 
-                def send() -> Awaitable[Answer]:
+                def grpc_call(headers: dict[str, str]) -> Awaitable[Answer]:
+                    metadata = [(name.lower(), value) for name, value in headers.items()]
                     return call(endpoint, method, params_json, metadata, timeout)
 
-            else:
-                headers = self._headers(one, extensions)
+                send = grpc_call
 
-                def send() -> Awaitable[Answer]:
-                    return self._post(one, body, headers)
+            def attempts(headers: dict[str, str]) -> Awaitable[Answer]:
+                return request(
+                    self.breaker(one),
+                    self.retry,
+                    one,
+                    lambda: send(headers),
+                    idempotent=idempotent,
+                )
 
-            answer = await request(self.breaker(one), self.retry, one, send, idempotent=idempotent)
-            return read(one, answer)
+            if source is None:
+                return read(one, await attempts(headers))
+            return read(one, await self._authorized(one, source, headers, attempts))
 
         return await failover(url, self._preferred, attempt, idempotent=idempotent)
 
@@ -429,9 +501,17 @@ class AgentClient:
                     raise
 
     async def aclose(self) -> None:
+        """Close the HTTP client and the token sources given."""
+        for source in {id(s): s for s in self.tokens.values()}.values():
+            await source.aclose()
         await self.http.aclose()
         if self.grpc is not None:
             await self.grpc.aclose()
+
+
+def _same_host(url: str, endpoint: Endpoint) -> bool:
+    """Whether a card's gRPC address is on the host of the agent URL it was read from."""
+    return urlsplit("//" + endpoint.target).hostname == urlsplit(url).hostname
 
 
 async def _check_signature(trust: TrustList | None, url: str, content: bytes) -> None:
@@ -470,10 +550,15 @@ async def _sse_one(
     headers = {**client._headers(url), "Accept": "text/event-stream"}
     if last_event_id is not None:
         headers["Last-Event-ID"] = str(last_event_id)
+    source = client._token_source(url) if client.tokens else None
+    token = None if source is None else await source.token()
     try:
         async with client.breaker(url).guard():
-            request = client.http.build_request("POST", url, json=body, headers=headers)
-            response = await client.http.send(request, stream=True)
+            response = await _open(client, url, body, headers, token)
+            if response.status_code == 401 and source is not None and token is not None:
+                await response.aclose()  # the token replaced once, as for a call
+                token = await source.refresh(token)
+                response = await _open(client, url, body, headers, token)
             if response.status_code in RETRYABLE_STATUS:
                 await response.aclose()
                 raise RetryableStatus(response.status_code)
@@ -496,6 +581,16 @@ async def _sse_one(
         raise UnavailableError(unreachable(url, exc)) from exc
 
 
+async def _open(
+    client: AgentClient, url: str, body: Any, headers: dict[str, str], token: str | None
+) -> httpx.Response:
+    """A stream's response, its body not read yet."""
+    if token is not None:
+        headers = {**headers, "Authorization": f"Bearer {token}"}
+    request = client.http.build_request("POST", url, json=body, headers=headers)
+    return await client.http.send(request, stream=True)
+
+
 async def _grpc_stream(
     client: AgentClient,
     url: str,
@@ -510,6 +605,9 @@ async def _grpc_stream(
 
     assert client.grpc is not None
     metadata = client._grpc_metadata(url, endpoint)
+    source = client._grpc_token_source(url, endpoint)
+    if source is not None:  # a refused token is not replaced on a gRPC stream: said at once
+        metadata.append(("authorization", f"Bearer {await source.token()}"))
     if last_event_id is not None:
         metadata.append(("last-event-id", str(last_event_id)))
     encoded = json.dumps(params, separators=(",", ":"), allow_nan=False)

@@ -11,6 +11,7 @@ import httpx
 
 from a2a_handoff.client.client import AgentClient
 from a2a_handoff.client.mcp_tools import McpTools
+from a2a_handoff.client.oauth import TokenSource
 from a2a_handoff.client.transport import Http11Transport
 from a2a_handoff.errors import ConfigError
 from a2a_handoff.handoff.settings import HandoffSettings, same_url
@@ -18,7 +19,7 @@ from a2a_handoff.protocol.agent_card import AgentCard
 from a2a_handoff.server.app_config import HandoffConfig, ToolsConfig
 
 
-def default_client(credentials: Mapping[str, str] | None) -> AgentClient:
+def default_client(credentials: Mapping[str, str | TokenSource] | None) -> AgentClient:
     """The client for this agent's calls to others: over our HTTP/1.1 transport, unless the
     environment names an HTTP proxy (HTTP_PROXY, ALL_PROXY), which only httpx's own honours."""
     timeout = httpx.Timeout(10.0, connect=2.0)

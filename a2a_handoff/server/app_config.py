@@ -39,6 +39,7 @@ from a2a_handoff.trust.trustlist import TrustedAgent, parse_trust
 if TYPE_CHECKING:  # jsonschema (contracts) is slow to import; the rest only types fields
     from a2a_handoff.auth import ApiKeyAuth
     from a2a_handoff.client.client import AgentClient
+    from a2a_handoff.client.oauth import TokenSource
     from a2a_handoff.contracts.catalog import Catalog
     from a2a_handoff.trust.keys import IdentityStore
 
@@ -49,7 +50,8 @@ class HandoffConfig:
 
     `routes`: target name → agent URL (several comma-separated: replicas); every URL is
     checked here. `scope`: the capabilities this agent may delegate (None: any).
-    `credentials`: agent URL (or origin) → the API key presented to it. `client`: the
+    `credentials`: agent URL (or origin) → the API key presented to it, or a `TokenSource`
+    (`a2a_handoff.client.OAuth2Tokens`: OAuth2 bearer tokens). `client`: the
     `AgentClient` for calls to other agents (built when None, with `credentials`; one given
     is not closed by the app). `contracts` (a `Catalog`) turns handoff contracts on: every
     handoff needs one, sent and received, and the card lists those this agent accepts.
@@ -62,7 +64,7 @@ class HandoffConfig:
 
     routes: Mapping[str, str] = field(default_factory=dict)
     scope: Collection[str] | None = None
-    credentials: Mapping[str, str] = field(default_factory=dict, repr=False)
+    credentials: Mapping[str, str | TokenSource] = field(default_factory=dict, repr=False)
     client: AgentClient | None = field(default=None, repr=False, compare=False)
     contracts: Catalog | None = None
     max_hops: int = DEFAULT_MAX_HOPS
