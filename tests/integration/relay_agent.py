@@ -3,10 +3,10 @@
 python -m tests.integration.relay_agent NAME --port P --store URL [--route NAME=URL]
     [--trust NAME=URL] [--auth-keys FILE] [--credential ROUTE=env:VAR] [--operators A,B]
 
-The first message of a task (a user's text, or what the agent before it sent) reads
-"handoff B C …" or "ask B C …": it hands the task to route B ("handoff"), or delegates to B and
-completes with B's answer ("ask"), passing "handoff C …" / "ask C …" along. With no agent left
-it asks who is there (INPUT_REQUIRED) and completes with the answer it is given.
+A message (a user's text, what the agent before it sent, or an answer) reading "handoff B C …"
+or "ask B C …" hands the task to route B ("handoff"), or delegates to B and completes with B's
+answer ("ask"), passing "handoff C …" / "ask C …" along. With no agent left a task asks who is
+there (INPUT_REQUIRED), and completes with any other answer it is given.
 """
 
 from __future__ import annotations
@@ -34,12 +34,10 @@ from a2a_handoff.secrets import read_secret
 
 class RelayAgent:
     async def handle(self, ctx: TaskContext) -> Outcome | None:
-        steps = sum(1 for m in ctx.history if m.role.value == "ROLE_USER")
-        if steps > 1:
-            return Completed(f"answered: {ctx.text}")
-        how, *chain = ctx.text.split() or ["handoff"]
-        if not chain:
-            return InputRequired("Who is there?")
+        how, *chain = ctx.text.split() or [""]
+        if how not in ("handoff", "ask") or not chain:
+            steps = sum(1 for m in ctx.history if m.role.value == "ROLE_USER")
+            return Completed(f"answered: {ctx.text}") if steps > 1 else InputRequired("Who?")
         rest = " ".join([how, *chain[1:]])
         if how == "ask":
             result = await ctx.delegation.ask(chain[0], rest, context={"summary": rest})

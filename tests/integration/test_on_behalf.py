@@ -205,7 +205,7 @@ def test_a_delegated_sub_task_names_its_user_and_stays_the_delegating_agents(
     # a delegates to b, whose sub-task delegates to c: c asks, b and a complete with it.
     task = start(a, "ask b c", ALICE)
     assert task["status"]["state"] == "TASK_STATE_COMPLETED", task
-    assert "INPUT_REQUIRED: Who is there?" in task["status"]["message"]["parts"][0]["text"]
+    assert "INPUT_REQUIRED: Who?" in task["status"]["message"]["parts"][0]["text"]
     [at_b] = [d["taskId"] for d in ext(task)["delegations"].values()]
     sub = result(call(b, "GetTask", {"id": at_b}, A_AT_B))
     [at_c] = [d["taskId"] for d in ext(sub)["delegations"].values()]
@@ -218,3 +218,15 @@ def test_a_delegated_sub_task_names_its_user_and_stays_the_delegating_agents(
         # Not shared with her: she reads the outcome in her own task at a.
         assert code(call(agent, "GetTask", {"id": sub_id}, ALICE)) == -32001
         assert listed(agent, ALICE, seen["contextId"]) == set()
+
+
+def test_whoever_answers_a_users_task_she_stays_its_user(relays: dict[str, AgentProcess]) -> None:
+    b, c = relays["b"], relays["c"]
+    # Alice's own task at b waits; an operator answers it, and b hands it on to c.
+    own = start(b, "handoff", ALICE)
+    assert own["status"]["state"] == "TASK_STATE_INPUT_REQUIRED", own
+    answered = result(call(b, "SendMessage", follow_up(own, "handoff c"), OP))["task"]
+    at_c = successor(b, answered["id"], ALICE)
+    handed = wait_for(lambda: result(call(c, "GetTask", {"id": at_c}, ALICE)))
+    assert ext(handed)["handoff"]["onBehalfOf"] == "alice"  # not the operator's
+    assert code(call(c, "GetTask", {"id": at_c}, OP)) == 0  # c's operator: every task
