@@ -17,8 +17,13 @@ from typing import Any
 
 import pytest
 
+from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI as URI
+from a2a_handoff.protocol.extension import SIGNATURE_KEY
+from a2a_handoff.trust.keys import Identity
 from tests.integration.handoff_support import ext, message, result, wait_for
+from tests.integration.trust_support import forged, send
 from tests.support import AgentProcess, key_env
+from tests.trust_support import sign_with
 
 ALICE, MALLORY, OP = "alice-key", "mallory-key", "operator-key"
 A_AT_B, B_AT_C = "a-at-b", "b-at-c"
@@ -138,6 +143,36 @@ def test_every_hop_names_the_chains_user_signed_by_the_hop_before(
         assert received["onBehalfOf"] == "alice", received
         assert (received["signer"], received["source"]["agent"]) == (sender, sender)
     assert ext(chain["c"])["handoff"]["hop"] == 2
+
+
+def test_a_user_is_named_only_by_a_proven_envelope(
+    relays: dict[str, AgentProcess], chain: dict[str, dict[str, Any]]
+) -> None:
+    c = relays["c"]
+    metadata = chain["c"]["history"][0]["metadata"]
+    genuine, signature = metadata[URI], metadata[SIGNATURE_KEY]
+    # b's genuine envelope for alice, made to name mallory (a fresh key: no replay).
+    swapped = {**genuine, "onBehalfOf": "mallory", "idempotencyKey": "e" * 64}
+    made_up = forged(
+        source={"agent": "b", "url": relays["b"].url, "taskId": str(uuid.uuid4())},
+        target={"agent": "c", "url": c.url},
+        contextId=genuine["contextId"],
+        onBehalfOf="mallory",
+    )
+    impostor = sign_with(Identity.generate("b").signing_key, made_up)
+    for rejected, sent, key in (
+        ("envelope_forged", {URI: swapped, SIGNATURE_KEY: signature}, B_AT_C),
+        ("envelope_unsigned", {URI: made_up}, MALLORY),
+        ("envelope_forged", {URI: made_up, SIGNATURE_KEY: impostor}, B_AT_C),
+        ("untrusted_source", metadata, MALLORY),  # alice's genuine one, delivered by mallory
+    ):
+        task = result(send(c, sent, key))["task"]
+        assert task["status"]["state"] == "TASK_STATE_REJECTED", (rejected, task)
+        assert ext(task)["rejected"] == rejected, (rejected, task)
+        assert code(call(c, "GetTask", {"id": task["id"]}, MALLORY)) == -32001
+    # Nothing of it reached mallory's list; alice's conversation there is hers alone.
+    assert listed(c, MALLORY, genuine["contextId"]) == set()
+    assert listed(c, ALICE, genuine["contextId"]) == {chain["c"]["id"]}
 
 
 def test_the_successor_is_the_users_there_and_nobody_elses(
