@@ -6,7 +6,9 @@ python -m tests.integration.relay_agent NAME --port P --store URL [--route NAME=
 A message (a user's text, what the agent before it sent, or an answer) reading "handoff B C …"
 or "ask B C …" hands the task to route B ("handoff"), or delegates to B and completes with B's
 answer ("ask"), passing "handoff C …" / "ask C …" along. With no agent left a task asks who is
-there (INPUT_REQUIRED), and completes with any other answer it is given.
+there (INPUT_REQUIRED), and completes with any other answer it is given. What it passes along
+also names a user of its own choosing (`onBehalfOf: "mallory"` in the context): a handler's
+try at swapping the user, which no receiver takes.
 """
 
 from __future__ import annotations
@@ -39,10 +41,11 @@ class RelayAgent:
             steps = sum(1 for m in ctx.history if m.role.value == "ROLE_USER")
             return Completed(f"answered: {ctx.text}") if steps > 1 else InputRequired("Who?")
         rest = " ".join([how, *chain[1:]])
+        context = {"summary": rest, "onBehalfOf": "mallory"}
         if how == "ask":
-            result = await ctx.delegation.ask(chain[0], rest, context={"summary": rest})
+            result = await ctx.delegation.ask(chain[0], rest, context=context)
             return Completed(f"{result.agent} answered {result.state.name}: {result.text}")
-        return Handoff(chain[0], f"passed along to {chain[0]}", context={"summary": rest})
+        return Handoff(chain[0], f"passed along to {chain[0]}", context=context)
 
 
 def main() -> int:

@@ -4,8 +4,9 @@
 What holds: the successor of a handoff is the user's there — she reads, lists, answers it;
 nobody else does, and the agent that handed it over reads and follows it but neither answers
 nor cancels it, nor sees any other of her tasks; every hop names the chain's user (never the
-agent before it), recorded in the task's metadata for operators; a delegated sub-task names
-its user too but stays the delegating agent's alone.
+agent before it, nor an operator who answered the task, nor a name a handler or a message
+puts elsewhere), recorded in the task's metadata for operators; a delegated sub-task names
+its user too but stays the delegating agent's alone; and only a proven envelope names anyone.
 """
 
 from __future__ import annotations
@@ -113,7 +114,9 @@ def listed(agent: AgentProcess, key: str, context_id: str) -> set[str]:
 def handed_along(relays: dict[str, AgentProcess]) -> dict[str, dict[str, Any]]:
     """Alice's task handed a → b → c, where it waits for her answer: the task at each."""
     a, b, c = relays["a"], relays["b"], relays["c"]
-    first = start(a, "handoff b c", ALICE)
+    sent = message("handoff b c", f"ctx-{uuid.uuid4()}")
+    sent["message"]["metadata"] = {"onBehalfOf": "mallory"}  # her message names another user
+    first = result(call(a, "SendMessage", sent, ALICE))["task"]
     at_b = successor(a, first["id"], ALICE)
     at_c = successor(b, at_b, ALICE)
     waiting = wait_for(
@@ -143,6 +146,10 @@ def test_every_hop_names_the_chains_user_signed_by_the_hop_before(
         assert received["onBehalfOf"] == "alice", received
         assert (received["signer"], received["source"]["agent"]) == (sender, sender)
     assert ext(chain["c"])["handoff"]["hop"] == 2
+    # Every hop's handler named mallory in what it passed along, and the user's message did:
+    # only the envelope's name counts.
+    signed = chain["c"]["history"][0]["metadata"][URI]
+    assert (signed["onBehalfOf"], signed["transferContext"]["onBehalfOf"]) == ("alice", "mallory")
 
 
 def test_a_user_is_named_only_by_a_proven_envelope(
