@@ -2,10 +2,10 @@
 
 `inbox` lists the escalations waiting at a human agent, oldest first, each with its age, the
 agent that escalated, the user it acted for (`onBehalfOf`: whose task it is), and the three
-parts of its message. `approve` and `deny` decide one;
-`reply` answers one that needs information, an action or a decision — to a permission it is a
-note, and the escalation keeps waiting for approve or deny. The human agent hands the decision
-back to the agent that escalated (a return handoff), and the user's conversation follows it.
+parts of its message. `approve` and `deny` decide one; `reply` answers one that needs
+information, an action or a decision — to a permission it is a note, and the escalation keeps
+waiting for approve or deny. The human agent hands the decision back to the agent that
+escalated (a return handoff), and the user's conversation follows it.
 """
 
 from __future__ import annotations
