@@ -200,7 +200,7 @@ class TaskManager:
     async def cancel(self, task_id: str, owner: str) -> TaskRecord:
         """Cancel the task; with it the sub-tasks it delegated that are still open. A task
         being handed off is canceled by withdrawing its handoff (`handoff.withdraw`)."""
-        record = await self.lookup.owned(task_id, owner)
+        record = await self.lookup.answerable(task_id, owner)
         if handing_off(record):
             return await self.handoffs.withdrawal.cancel(record)
         canceled = await cancel_task(self.lookup, self.runs, task_id, owner)
