@@ -1,5 +1,6 @@
 """Serving an agent: its service (lifecycle and the A2A operations), the faces over it
-(JSON-RPC, HTTP+JSON, A2A 0.3, MCP) as routes, gRPC beside them, the app and its settings."""
+(JSON-RPC, HTTP+JSON, A2A 0.3, MCP) as routes, gRPC beside them, the app and its settings;
+`server.tls`: the TLS contexts and uvicorn's TLS arguments of a `TlsConfig`."""
 
 from a2a_handoff.server._grpc import serve_grpc
 from a2a_handoff.server.app import create_app
@@ -8,6 +9,7 @@ from a2a_handoff.server.app_config import (
     HandoffConfig,
     LimitsConfig,
     ObservabilityConfig,
+    TlsConfig,
     ToolsConfig,
     TrustConfig,
 )
@@ -28,6 +30,7 @@ __all__ = [
     "ServerLimits",
     "TaskPage",
     "TaskView",
+    "TlsConfig",
     "ToolsConfig",
     "TrustConfig",
     "agent_routes",

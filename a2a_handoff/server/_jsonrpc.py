@@ -26,7 +26,6 @@ from typing import Any
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
-from a2a_handoff.auth import ApiKeyAuth
 from a2a_handoff.errors import (
     AuthenticationError,
     ContentTypeNotSupportedError,
@@ -47,6 +46,7 @@ from a2a_handoff.observe import events, tracing
 from a2a_handoff.protocol.extension import parse_extensions
 from a2a_handoff.protocol.models import StreamResponse
 from a2a_handoff.protocol.sse import frame
+from a2a_handoff.server._authentication import Authentication
 from a2a_handoff.server._call import (
     PROTOCOL_VERSION,
     SUPPORTED_EXTENSIONS,
@@ -61,6 +61,7 @@ from a2a_handoff.server._call import (
     read_declared_body,
     supported_version,
 )
+from a2a_handoff.server._tls_peer import peer_of
 from a2a_handoff.server._trace_admission import TraceAdmission
 from a2a_handoff.server.results import Caller
 
@@ -75,7 +76,6 @@ _PUSH_METHODS = frozenset(
         "DeleteTaskPushNotificationConfig",
     }
 )
-
 
 Legacy = Callable[[str | int | None, str, dict[str, Any], str, Request], Awaitable[Response]]
 """The A2A 0.3 binding: (id, method, params, principal, request) → the answer."""
@@ -152,7 +152,7 @@ class JsonRpcEndpoint:
     def __init__(
         self,
         methods: Mapping[str, Handler],
-        auth: ApiKeyAuth | None,
+        auth: Authentication | None,
         max_body: int,
         legacy: Legacy | None = None,
         admission: TraceAdmission | None = None,
@@ -180,7 +180,9 @@ class JsonRpcEndpoint:
         # followed for trusted agents and operators, for others within a rate
         # (`server._trace_admission`); otherwise this agent's own sampler decides, anew.
         raw = request.scope["headers"]
-        admitted = tracing.traceparent_in(raw) and self.admission.admits(request.headers)
+        admitted = tracing.traceparent_in(raw) and self.admission.admits(
+            request.headers, peer_of(request.scope)
+        )
         token = tracing.incoming_raw(raw) if admitted else None
         try:
             if tracing.enabled():

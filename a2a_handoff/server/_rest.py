@@ -27,7 +27,6 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from a2a_handoff.auth import ApiKeyAuth
 from a2a_handoff.errors import (
     AuthenticationError,
     ContentTypeNotSupportedError,
@@ -42,6 +41,7 @@ from a2a_handoff.errors import (
 from a2a_handoff.protocol.extension import parse_extensions
 from a2a_handoff.protocol.models import StreamResponse
 from a2a_handoff.protocol.sse import frame
+from a2a_handoff.server._authentication import Authentication
 from a2a_handoff.server._call import (
     PROTOCOL_VERSION,
     SUPPORTED_EXTENSIONS,
@@ -199,7 +199,7 @@ class RestEndpoint:
     """Serves the REST routes through the methods of `server._http_methods`."""
 
     def __init__(
-        self, methods: Mapping[str, Handler], auth: ApiKeyAuth | None, max_body: int
+        self, methods: Mapping[str, Handler], auth: Authentication | None, max_body: int
     ) -> None:
         self.methods = methods
         self.auth = auth

@@ -52,6 +52,7 @@ from typing import Any, ClassVar
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from a2a_handoff.server._one_write import OneWrite
+from a2a_handoff.server._tls_peer import tls_extension
 
 log = logging.getLogger("a2a_handoff.server")
 
@@ -182,6 +183,7 @@ class LimitedHttpProtocol(HttpToolsProtocol):
         "_head_timer",
         "_reading_body",
         "_refused",
+        "_tls",
         "_write_mark",
         "_write_timer",
     )
@@ -198,12 +200,16 @@ class LimitedHttpProtocol(HttpToolsProtocol):
         self._reading_body = False  # a head came, its body is not complete yet
         self._refused = False
         self._draining_refusal = False
+        self._tls: dict[str, Any] | None = None  # the ASGI TLS extension, over TLS
 
     # -- connection -----------------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self.flow._is_writable_event = _Flag(True)  # type: ignore[assignment]
+        connection = transport.get_extra_info("ssl_object")  # its handshake done, over TLS
+        if connection is not None:
+            self._tls = tls_extension(connection)
         sock = transport.get_extra_info("socket")
         if sock is not None:
             self._fd = sock.fileno()
@@ -272,6 +278,11 @@ class LimitedHttpProtocol(HttpToolsProtocol):
     def _head_late(self) -> None:
         self._head_timer = None
         self._reject(TIMED_OUT if self._head_bytes > 0 else b"")  # silent: just closed
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        if self._tls is not None:  # the connection's certificate, for the app (server.tls)
+            self.scope["extensions"] = {"tls": self._tls}  # type: ignore[dict-item]
 
     def on_headers_complete(self) -> None:
         self._head_bytes = -1

@@ -98,7 +98,7 @@ def agent_routes(
     degraded; `card_v03_fields=True` adds the 0.3 members to the 1.0 card path too;
     `mcp=True` serves the agent as an MCP server at `/mcp` too (the `mcp` extra), its
     sessions running while the service serves (call this before entering it)."""
-    trust, limits, auth = service.trust_config, service.limits, service.trust_config.auth
+    trust, limits, auth = service.trust_config, service.limits, service.auth
     own_urls = [service.card.url, *(i.url for i in service.card.supported_interfaces)]
     guard = BrowserGuard(own_urls, trust.allowed_hosts, trust.allowed_origins)
     gate = [Middleware(Gate, guard=guard, observer=service.observer)]
@@ -150,7 +150,7 @@ def _mcp_route(service: AgentService, gate: list[Middleware]) -> Route:
     on: an agent without it pays nothing for MCP."""
     from a2a_handoff.server._mcp import HEALTH_STALE_SECONDS, MCP_PATH, McpFace
 
-    auth = service.trust_config.auth
+    auth = service.auth
     health = Health(service.store, service.client, HEALTH_STALE_SECONDS, auth, _report(service))
     face = McpFace(service, health, auth, service.limits.max_body)
     service.while_serving(face.running)

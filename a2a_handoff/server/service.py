@@ -53,12 +53,20 @@ from a2a_handoff.protocol.agent_card import AgentCard
 from a2a_handoff.push import Pusher, PushSettings
 from a2a_handoff.runtime.tasks import TaskManager
 from a2a_handoff.server._app_trust import agent_trust_of, operators_of
+from a2a_handoff.server._authentication import Authentication
 from a2a_handoff.server._card_route import CardRoute
 from a2a_handoff.server._cards import served_cards
 from a2a_handoff.server._operations import A2AOperations
 from a2a_handoff.server._push import PushConfigs
 from a2a_handoff.server._wiring import default_client, handoff_settings, mcp_tools
-from a2a_handoff.server.app_config import HandoffConfig, LimitsConfig, ToolsConfig, TrustConfig
+from a2a_handoff.server.app_config import (
+    HandoffConfig,
+    LimitsConfig,
+    TlsConfig,
+    ToolsConfig,
+    TrustConfig,
+)
+from a2a_handoff.server.tls import require_https
 from a2a_handoff.stores.base import Store
 
 log = logging.getLogger("a2a_handoff.server")
@@ -86,6 +94,7 @@ class AgentService(A2AOperations):
         extended_card: AgentCard | None = None,
         push: PushSettings | None = None,
         dedupe_message_ids: bool = True,
+        tls: TlsConfig | None = None,
     ) -> None:
         if not inspect.iscoroutinefunction(getattr(agent, "handle", None)):
             raise TypeError(
@@ -95,11 +104,17 @@ class AgentService(A2AOperations):
         handoff, trust = handoff or HandoffConfig(), trust or TrustConfig()
         self.limits = limits or LimitsConfig()
         self.trust_config = trust  # who is trusted, who decides; its hosts for the faces
-        card, extended = served_cards(card, extended_card, trust.auth, handoff.contracts, push)
+        self.tls = tls  # served with (the faces'), presented and trusted calling others
+        if tls is not None and tls.serves:
+            require_https(card)
+        self.auth = Authentication.of(trust.auth, tls is not None and tls.mutual)
+        card, extended = served_cards(card, extended_card, self.auth, handoff.contracts, push)
         self.agent, self.card, self.store = agent, card, store
         self.own_client = handoff.client is None  # built here: closed with the service
         client = handoff.client
-        self.client = client = default_client(handoff.credentials) if client is None else client
+        if client is None:
+            client = default_client(handoff.credentials, tls)
+        self.client = client
         self.trust = agent_trust_of(card, store, client, trust, handoff.routes, escalation)
         manager = TaskManager(
             agent,
@@ -108,7 +123,7 @@ class AgentService(A2AOperations):
             client,
             self.trust,
             escalation,
-            operators_of(card, trust.auth, trust.operators),
+            operators_of(card, self.auth, trust.operators),
             dedupe_message_ids=dedupe_message_ids,
             tools=mcp_tools(tools or ToolsConfig()),
         )
