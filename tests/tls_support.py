@@ -1,18 +1,24 @@
 """A test certificate authority: a CA, and certificates it signs for agents and callers, as
-PEM files (keys mode 0600), made with `cryptography` in the test — no openssl, no network."""
+PEM files (keys mode 0600), made with `cryptography` in the test — no openssl, no network;
+and an agent process serving HTTPS, with clients that trust the CA."""
 
 from __future__ import annotations
 
 import datetime
 import ipaddress
 import os
+import ssl
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from tests.support import AgentProcess
 
 _DAY = datetime.timedelta(days=1)
 
@@ -119,3 +125,39 @@ class TestCA:
                 )
             )
         return issued
+
+
+@dataclass
+class TlsAgent(AgentProcess):
+    """An agent serving HTTPS; readiness asked with `identity`'s certificate (if any)."""
+
+    ca: Path | None = None
+    identity: Issued | None = None
+
+    @property
+    def url(self) -> str:
+        return f"https://127.0.0.1:{self.port}/"
+
+    def wait_ready(self, timeout: float = 20.0) -> None:
+        assert self.ca is not None
+        deadline = time.monotonic() + timeout
+        with client(self.ca, self.identity) as http:
+            while time.monotonic() < deadline:
+                if self.proc is not None and self.proc.poll() is not None:
+                    raise RuntimeError(f"{self.name} exited with {self.proc.returncode}")
+                try:
+                    if http.get(self.url + "health", timeout=1.0).status_code in (200, 503):
+                        return
+                except httpx.TransportError:
+                    pass
+                time.sleep(0.05)
+        self.kill()
+        raise TimeoutError(f"{self.name} did not serve HTTPS on port {self.port}")
+
+
+def client(ca: Path, identity: Issued | None = None) -> httpx.Client:
+    """A plain httpx client trusting `ca`, presenting `identity`'s certificate if given."""
+    context = ssl.create_default_context(cafile=str(ca))
+    if identity is not None:
+        context.load_cert_chain(identity.cert, identity.key)
+    return httpx.Client(verify=context, timeout=30.0)

@@ -7,7 +7,6 @@ each other over mutual TLS, each presenting its own certificate."""
 from __future__ import annotations
 
 import json
-import ssl
 import time
 import uuid
 from collections.abc import Iterator
@@ -20,50 +19,14 @@ import pytest
 
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI as URI
 from tests.integration.handoff_support import REFUND, ext, message, result
-from tests.support import A2A_HEADERS, AgentProcess
-from tests.tls_support import Issued, TestCA
+from tests.support import A2A_HEADERS
+from tests.tls_support import Issued, TestCA, TlsAgent, client
 
 ALICE = "spiffe://example.org/user/alice"
 BOB = "spiffe://example.org/user/bob"
 OLGA = "spiffe://example.org/ops/olga"
 TRIAGE = "spiffe://example.org/agent/triage"
 BILLING = "spiffe://example.org/agent/billing"
-
-
-@dataclass
-class TlsAgent(AgentProcess):
-    """An agent serving HTTPS; readiness asked with `identity`'s certificate (if any)."""
-
-    ca: Path | None = None
-    identity: Issued | None = None
-
-    @property
-    def url(self) -> str:
-        return f"https://127.0.0.1:{self.port}/"
-
-    def wait_ready(self, timeout: float = 20.0) -> None:
-        assert self.ca is not None
-        deadline = time.monotonic() + timeout
-        with client(self.ca, self.identity) as http:
-            while time.monotonic() < deadline:
-                if self.proc is not None and self.proc.poll() is not None:
-                    raise RuntimeError(f"{self.name} exited with {self.proc.returncode}")
-                try:
-                    if http.get(self.url + "health", timeout=1.0).status_code in (200, 503):
-                        return
-                except httpx.TransportError:
-                    pass
-                time.sleep(0.05)
-        self.kill()
-        raise TimeoutError(f"{self.name} did not serve HTTPS on port {self.port}")
-
-
-def client(ca: Path, identity: Issued | None = None) -> httpx.Client:
-    """A plain httpx client trusting `ca`, presenting `identity`'s certificate if given."""
-    context = ssl.create_default_context(cafile=str(ca))
-    if identity is not None:
-        context.load_cert_chain(identity.cert, identity.key)
-    return httpx.Client(verify=context, timeout=30.0)
 
 
 def rpc(http: httpx.Client, url: str, method: str, params: dict[str, Any], **headers: str) -> Any:
