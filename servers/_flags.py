@@ -11,11 +11,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from a2a_handoff import HandoffError, PushSettings, TlsConfig, ToolsConfig
+from a2a_handoff import HandoffError, PushSettings, ToolsConfig
 from a2a_handoff.errors import ConfigError
 from a2a_handoff.secrets import HOW as SECRETS_HOW
 from a2a_handoff.secrets import SecretError, read_secret
-from a2a_handoff.server import ServerLimits
+from a2a_handoff.server import ServerLimits, TlsConfig
 from a2a_handoff.trust import ENV_VAR as KEY_ENV_VAR
 from servers import _llm
 

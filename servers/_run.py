@@ -36,8 +36,7 @@ from a2a_handoff.escalation import EscalationPolicy
 from a2a_handoff.exits import ExitCode
 from a2a_handoff.protocol import check_agent_url
 from a2a_handoff.secrets import SecretError, accept_insecure_files, private_dir, read_secret
-from a2a_handoff.server import return_freed_memory
-from a2a_handoff.server.tls import uvicorn_options
+from a2a_handoff.server import return_freed_memory, uvicorn_options
 from a2a_handoff.stores import Store
 from a2a_handoff.trust import ENV_VAR as KEY_ENV_VAR
 from a2a_handoff.trust import (

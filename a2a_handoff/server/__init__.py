@@ -1,6 +1,7 @@
 """Serving an agent: its service (lifecycle and the A2A operations), the faces over it
 (JSON-RPC, HTTP+JSON, A2A 0.3, MCP) as routes, gRPC beside them, the app and its settings;
-`server.tls`: the TLS contexts and uvicorn's TLS arguments of a `TlsConfig`."""
+`uvicorn_options` and `client_context`: uvicorn's TLS arguments and the client's TLS
+context of a `TlsConfig` (`server.tls`)."""
 
 from a2a_handoff.server._grpc import serve_grpc
 from a2a_handoff.server.app import create_app
@@ -17,6 +18,7 @@ from a2a_handoff.server.limits import ServerLimits, return_freed_memory
 from a2a_handoff.server.results import Caller, EventStream, Sent, TaskPage, TaskView
 from a2a_handoff.server.routes import agent_routes
 from a2a_handoff.server.service import AgentService
+from a2a_handoff.server.tls import client_context, uvicorn_options
 
 __all__ = [
     "AgentService",
@@ -34,7 +36,9 @@ __all__ = [
     "ToolsConfig",
     "TrustConfig",
     "agent_routes",
+    "client_context",
     "create_app",
     "return_freed_memory",
     "serve_grpc",
+    "uvicorn_options",
 ]
