@@ -41,7 +41,9 @@ def server_context(tls: TlsConfig) -> ssl.SSLContext:
     files that cannot be used; SecretError (a ValueError) for a key others can read."""
     if tls.cert is None or tls.key is None:
         raise ConfigError("serving TLS needs cert and key")
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    # Made bare, not by create_default_context: that one trusts the system's CAs too (its
+    # default paths, $SSL_CERT_FILE), and any public CA would then vouch for a caller.
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     _load_pair(context, tls.cert, tls.key, "tls key")
     if tls.client_ca is not None:
@@ -54,11 +56,13 @@ def server_context(tls: TlsConfig) -> ssl.SSLContext:
 
 def client_context(tls: TlsConfig) -> ssl.SSLContext:
     """The context of the agent's calls to others: peers' server certificates verified
-    (hostnames too) against `ca` or, without it, the CAs httpx trusts by default; the
+    (hostnames too) against `ca` alone or, without it, the CAs httpx trusts by default; the
     agent's own certificate presented to a peer that asks for one."""
-    if tls.ca is not None:
-        context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH)
-        _load_cas(context, tls.ca, "tls CA")
+    if tls.ca is not None:  # these CAs only, not the system's besides
+        try:
+            context = ssl.create_default_context(cafile=str(tls.ca))
+        except (OSError, ssl.SSLError) as exc:
+            raise ConfigError(f"tls CA: cannot load {tls.ca}: {exc}") from None
     else:
         context = httpx.create_ssl_context()
     context.minimum_version = ssl.TLSVersion.TLSv1_2

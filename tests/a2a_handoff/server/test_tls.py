@@ -87,3 +87,54 @@ def test_the_contexts_require_a_client_certificate_and_a_private_key(tmp_path: P
     own.key.chmod(0o600)
     with pytest.raises(ConfigError, match="cannot load"):
         uvicorn_options(TlsConfig(cert=ca.cert, key=own.key))  # not the key's certificate
+
+
+def handshake(server: ssl.SSLContext, client: ssl.SSLContext) -> None:
+    """A TLS handshake between the two contexts, in memory; raises ssl.SSLError on refusal
+    (on TLS 1.3 the server's verdict on the client's certificate comes after the client's
+    side is done: one read of the server's answer says it)."""
+    to_server, to_client = ssl.MemoryBIO(), ssl.MemoryBIO()
+    s = server.wrap_bio(to_server, to_client, server_side=True)
+    c = client.wrap_bio(to_client, to_server, server_hostname="127.0.0.1")
+    done = {"c": False, "s": False}
+    for _ in range(10):
+        for name, side in (("c", c), ("s", s)):
+            if not done[name]:
+                try:
+                    side.do_handshake()
+                    done[name] = True
+                except ssl.SSLWantReadError:
+                    pass
+    s.write(b"x")
+    assert c.read(1) == b"x"
+
+
+def test_only_the_configured_cas_are_trusted_never_the_systems(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The attack: a CA the system trusts (here made so by $SSL_CERT_FILE, as a public CA is
+    by the distribution's bundle) signs a certificate naming an operator. Neither the agent's
+    server (mutual TLS) nor its calls (`ca`) may trust it: only the configured CAs."""
+    ours, system = TestCA(tmp_path / "ours"), TestCA(tmp_path / "system", "a public CA")
+    monkeypatch.setenv("SSL_CERT_FILE", str(system.cert))
+    monkeypatch.setenv("SSL_CERT_DIR", str(tmp_path / "none"))
+    agent = ours.issue("agent")
+    options = uvicorn_options(TlsConfig(cert=agent.cert, key=agent.key, client_ca=ours.cert))
+    server = options["ssl_context_factory"](None, None)
+    impostor = system.issue("olga", uris=("spiffe://example.org/ops/olga",))
+    presenting = ssl.create_default_context(cafile=str(ours.cert))
+    presenting.load_cert_chain(impostor.cert, impostor.key)
+    with pytest.raises(ssl.SSLError):
+        handshake(server, presenting)
+    rightful = ours.issue("alice", uris=("spiffe://example.org/user/alice",))
+    presenting = ssl.create_default_context(cafile=str(ours.cert))
+    presenting.load_cert_chain(rightful.cert, rightful.key)
+    handshake(server, presenting)  # the configured CA's certificate passes
+    # Calling out: a peer serving a certificate from the system's CA is not trusted.
+    peer = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    peer.load_cert_chain(impostor.cert, impostor.key)
+    with pytest.raises(ssl.SSLError):
+        handshake(peer, client_context(TlsConfig(ca=ours.cert)))
+    trusted_peer = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    trusted_peer.load_cert_chain(agent.cert, agent.key)
+    handshake(trusted_peer, client_context(TlsConfig(ca=ours.cert)))
