@@ -24,12 +24,16 @@ extends uvicorn's httptools protocol, given to uvicorn as its `http` class:
 
 Open SSE streams are capped in the app (`server._streams`), which knows what a stream is.
 
+Over TLS it also hands the app what uvicorn does not: each request of a connection carries
+the ASGI TLS extension with the client certificate the handshake verified
+(`server._tls_peer`), the caller under mutual TLS.
+
 Every open connection (an SSE stream holds one for as long as it runs) also costs memory, so
 the protocol keeps its own state in slots, and swaps uvicorn's per-connection `asyncio.Event`s
 (each with a deque of waiters, ~0.7 KiB) and its pipeline deque for lighter equivalents.
 
 It relies on uvicorn's httptools protocol internals (`transport`, `loop`, `flow`
-(`_is_writable_event`), `connections`, `cycle` (`message_event`), `pipeline`,
+(`_is_writable_event`), `connections`, `cycle` (`message_event`), `pipeline`, `scope`,
 `limit_concurrency`, `timeout_keep_alive(_task)` and its parser callbacks): pyproject pins
 uvicorn to 0.54.x, and the raw-socket tests in tests/integration/test_server_limits.py are
 what to run when moving it.

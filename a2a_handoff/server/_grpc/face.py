@@ -165,7 +165,8 @@ class GrpcFace:
             )
         principal = ""
         if self.auth is not None:
-            principal = self.auth.principal(metadata, _peer(context))
+            peer = _peer(context) if self.auth.certificates else None
+            principal = self.auth.principal(metadata, peer)
         extensions = SUPPORTED_EXTENSIONS & parse_extensions(metadata.get("a2a-extensions"))
         return Caller(principal, extensions)
 
