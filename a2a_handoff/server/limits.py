@@ -61,6 +61,7 @@ from a2a_handoff.server._tls_peer import tls_extension
 log = logging.getLogger("a2a_handoff.server")
 
 FD_RESERVE = 64  # descriptors kept for the store, logs and the outgoing pool to other agents
+TLS_CLOSE_GRACE = 1.0  # seconds a closed idle TLS connection waits for the client's goodbye
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,6 +182,7 @@ class LimitedHttpProtocol(HttpToolsProtocol):
     # (some 1.5 KiB more per connection).
     __slots__ = (
         "_body_timer",
+        "_closing_timer",
         "_draining_refusal",
         "_fd",
         "_head_bytes",
@@ -205,6 +207,7 @@ class LimitedHttpProtocol(HttpToolsProtocol):
         self._refused = False
         self._draining_refusal = False
         self._tls: dict[str, Any] | None = None  # the ASGI TLS extension, over TLS
+        self._closing_timer: asyncio.TimerHandle | None = None
 
     # -- connection -----------------------------------------------------------------------
 
@@ -261,10 +264,11 @@ class LimitedHttpProtocol(HttpToolsProtocol):
             self._body_timer = self.loop.call_later(self.limits.body_timeout, self._body_late)
 
     def connection_lost(self, exc: Exception | None) -> None:
-        for timer in (self._head_timer, self._body_timer, self._write_timer):
+        timers = (self._head_timer, self._body_timer, self._write_timer, self._closing_timer)
+        for timer in timers:
             if timer is not None:
                 timer.cancel()
-        self._head_timer = self._body_timer = self._write_timer = None
+        self._head_timer = self._body_timer = self._write_timer = self._closing_timer = None
         if self._draining_refusal:
             self._draining_refusal = False
             _refusing[0] -= 1
@@ -352,6 +356,20 @@ class LimitedHttpProtocol(HttpToolsProtocol):
             )
             return
         super().timeout_keep_alive_handler()
+        self._closed_idle()
+
+    def shutdown(self) -> None:
+        super().shutdown()
+        if self.transport.is_closing():
+            self._closed_idle()
+
+    def _closed_idle(self) -> None:
+        """An idle connection was closed. Over TLS the close waits for the client's
+        close_notify, which a client keeping the connection in its pool does not send until
+        it next looks (asyncio: up to 30 s), holding a connection slot and the server's
+        shutdown that long: after `TLS_CLOSE_GRACE` it is dropped instead."""
+        if self._tls is not None and self._closing_timer is None:
+            self._closing_timer = self.loop.call_later(TLS_CLOSE_GRACE, self._drop)
 
     def _queued(self) -> int:
         """Our output not yet taken by the client: in the transport and the kernel."""
