@@ -18,6 +18,7 @@
     │   ├── VersionNotSupportedError  -32009
     │   ├── PayloadTooLargeError      -32100  (ours: -32100 and below)
     │   ├── AuthenticationError       -32101  sent with HTTP 401
+    │   │   └── IssuerUnavailableError -32101  a token's issuer not answering yet (HTTP 503)
     │   ├── HandoffProcessingError    -32102  that handoff is still being created: retry
     │   ├── IdempotencyConflictError  -32103  one key, two different envelopes
     │   ├── TaskBusyError             -32104  another message to the task is being processed
@@ -242,6 +243,16 @@ class AuthenticationError(RpcError):
     domain = OUR_ERROR_DOMAIN
 
 
+class IssuerUnavailableError(AuthenticationError):
+    """A bearer token that cannot be checked yet: its issuer's keys have not been fetched
+    (the issuer has not answered). The caller may retry; the agent asks the issuer again."""
+
+    default_message = "the token issuer cannot be reached yet: the token cannot be checked; retry"
+    http_status = 503
+    status = "UNAVAILABLE"
+    reason = "ISSUER_UNAVAILABLE"
+
+
 class HandoffProcessingError(RpcError):
     code = -32102
     default_message = "processing: this handoff is still being created; retry shortly"
@@ -398,3 +409,19 @@ class SignatureError(TrustError, ValueError):
     def __init__(self, message: str, *, unknown_kid: str | None = None) -> None:
         super().__init__(message)
         self.unknown_kid = unknown_kid
+
+
+def _every(cls: type[RpcError]) -> list[type[RpcError]]:
+    found = [cls]
+    for sub in cls.__subclasses__():
+        found += _every(sub)
+    return found
+
+
+_BY_REASON = {(c.domain, c.reason): c for c in _every(RpcError) if c.reason}
+
+
+def rpc_error_named(domain: str, reason: str) -> type[RpcError] | None:
+    """The error class a `google.rpc.ErrorInfo` names by its domain and reason (a gRPC
+    status's details, read back), or None for one this library does not know."""
+    return _BY_REASON.get((domain, reason))

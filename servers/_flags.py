@@ -128,6 +128,28 @@ def agent_options(parser: argparse.ArgumentParser, examples: bool = True) -> Non
     auth = parser.add_mutually_exclusive_group()
     auth.add_argument("--auth-keys", metavar="FILE", help="require API keys: principal=key lines")
     auth.add_argument("--auth-env", action="store_true", help="require keys from $A2A_API_KEYS")
+    tokens = parser.add_argument_group("bearer tokens from an OpenID Connect issuer")
+    tokens.add_argument(
+        "--oidc-issuer",
+        metavar="ISSUER_URL",
+        default=None,
+        help="accept its JWT access tokens (Authorization: Bearer), beside any API keys;"
+        " the principal is the token's sub",
+    )
+    tokens.add_argument(
+        "--oidc-audience",
+        metavar="AUD",
+        default=None,
+        help="the aud a token must name (default: this agent's JSON-RPC URL, as its card says)",
+    )
+    tokens.add_argument(
+        "--oidc-retry",
+        metavar="SECONDS",
+        type=float,
+        default=30.0,
+        help="seconds before the issuer is asked again: while it has not answered, and for a"
+        " key id it did not publish (a rotation); at most 60",
+    )
     parser.add_argument(
         "--escalate-over",
         type=float,

@@ -36,7 +36,7 @@ from a2a_handoff.escalation import EscalationPolicy
 from a2a_handoff.exits import ExitCode
 from a2a_handoff.protocol import check_agent_url
 from a2a_handoff.secrets import SecretError, accept_insecure_files, private_dir, read_secret
-from a2a_handoff.server import return_freed_memory, uvicorn_options
+from a2a_handoff.server import OidcConfig, return_freed_memory, uvicorn_options
 from a2a_handoff.stores import Store
 from a2a_handoff.trust import ENV_VAR as KEY_ENV_VAR
 from a2a_handoff.trust import (
@@ -134,6 +134,11 @@ def serve(name: str, example: Example, args: argparse.Namespace) -> int:
             auth = ApiKeyAuth.from_file(args.auth_keys)
         elif args.auth_env:
             auth = ApiKeyAuth.from_env()
+        oidc = None
+        if args.oidc_issuer:
+            oidc = OidcConfig(args.oidc_issuer, args.oidc_audience, retry=args.oidc_retry)
+        elif args.oidc_audience:
+            raise HandoffError("--oidc-audience needs --oidc-issuer")
         if args.url:
             check_agent_url(args.url, "--url", replicas=False)
         routes = {
@@ -196,6 +201,7 @@ def serve(name: str, example: Example, args: argparse.Namespace) -> int:
             ),
             trust=TrustConfig(
                 auth=auth,
+                oidc=oidc,
                 trusted=trusted,
                 identity=identity,
                 operators=args.operators.split(",") if args.operators else (),

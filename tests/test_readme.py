@@ -83,6 +83,16 @@ SKIPPED = {
     " Python blocks import them, and the example pair runs below",
     "pip install .": "run below, in the checkout's root as the README says, into a target"
     " directory (not into the tests' own environment)",
+    "docker build -t a2a-handoff": "needs a Docker daemon; tests/test_deploy.py checks the"
+    " Dockerfile and the .dockerignore",
+    ".venv/bin/python deploy/make_secrets.py": "tests/test_deploy.py runs it into a directory"
+    " of its own, reads what it wrote as the agents do, and copies it as the entrypoint does",
+    "docker compose -f deploy/compose.yaml": "needs a Docker daemon; tests/test_deploy.py"
+    " parses compose.yaml, each command with its program's parser, and checks its references",
+    "kubectl create secret generic a2a-postgres": "needs a cluster; tests/test_deploy.py"
+    " checks that the Secrets made here are the ones the manifests mount, with their keys",
+    "kubectl delete job a2a-migrate": "needs a cluster; tests/test_deploy.py checks the"
+    " migration Job and the Deployments' probes, grace and budgets",
     "python -m servers billing --port 8102 --tls-cert": "tests/integration/test_tls.py runs"
     " these flags against real agents, with a test CA and certificates made there",
 }

@@ -1,4 +1,7 @@
-"""Calling other agents: the client, its HTTP/1.1 transport, retries, breakers and replicas."""
+"""Calling other agents: the client, its HTTP/1.1 transport, retries, breakers and replicas.
+
+`grpc_transport` (calls to an agent whose card offers gRPC alone) is not imported here: it
+needs the `grpc` extra, and the client imports it when a card asks for it."""
 
 from a2a_handoff.client.breaker import BreakerState, CircuitBreaker
 from a2a_handoff.client.client import CARD_PATH, AgentClient

@@ -5,6 +5,12 @@ are retried (see `retry`), every attempt goes through the circuit breaker of its
 and an address naming several replicas fails over between them (see `replicas`). A JSON-RPC
 error from the target is raised as RemoteError with the target's code and message:
 surfaced, never swallowed.
+
+Calls go over JSON-RPC, to the agent's address, unless the agent's card — once this client
+has read it (a handoff, a delegation and a notice read the target's card before they send)
+— offers gRPC and not JSON-RPC: then they go to the card's gRPC address through
+`grpc_transport` (the `grpc` extra, imported then), answered as JSON-RPC answers, so the
+retries, breakers and replicas are the same. JSON-RPC stays preferred where both are offered.
 """
 
 from __future__ import annotations
@@ -12,9 +18,11 @@ from __future__ import annotations
 import base64
 import itertools
 import json
+import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 import httpx
 from pydantic_core import from_json
@@ -45,7 +53,11 @@ from a2a_handoff.protocol.sse import read_events
 from a2a_handoff.trust.card_signature import verify_card
 from a2a_handoff.trust.trustlist import TrustList
 
+if TYPE_CHECKING:  # imported when a card offers gRPC alone: grpcio is an extra
+    from a2a_handoff.client.grpc_transport import Endpoint, GrpcTransport
+
 CARD_PATH = ".well-known/agent-card.json"
+GRPC_EXTRA = "pip install 'a2a-handoff[grpc]' (in the a2a-handoff clone: pip install '.[grpc]')"
 
 Event = tuple[int | None, StreamResponse]
 """A stream item and its event sequence number (None when the server sent no id)."""
@@ -84,6 +96,26 @@ def _result(url: str, answer: Answer) -> Any:
     return payload["result"]
 
 
+def grpc_address(card: AgentCard) -> str | None:
+    """The URL of the card's gRPC interface when it offers no JSON-RPC one (else None:
+    JSON-RPC, preferred). Dialed only when it is a `host:port` (`dialable`)."""
+    bindings = [i.protocol_binding.upper() for i in card.supported_interfaces]
+    if "JSONRPC" in bindings or "GRPC" not in bindings:
+        return None
+    return card.supported_interfaces[bindings.index("GRPC")].url
+
+
+_HOST_PORT = re.compile(r"(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):([0-9]{1,5})")
+
+
+def dialable(address: str) -> bool:
+    """Whether a card's gRPC address is a bare `host:port` — not one of gRPC's other target
+    forms (`unix:…`, `dns:///…`, `ipv4:…`), which would have a card choose a local socket or
+    a resolver for this agent to dial."""
+    found = _HOST_PORT.fullmatch(address)
+    return found is not None and 0 < int(found.group(1)) < 65536
+
+
 def _kid_of(signature: Any) -> str | None:
     """The kid a card signature's protected header names (unverified: to pick keys)."""
     try:
@@ -103,8 +135,9 @@ class AgentClient:
     `credentials` maps agent URLs (or origins, `scheme://host:port`) to the key presented to
     them, and to nothing else: a key never reaches an origin it was not given for (there is
     no key for every URL — following a transfer pointer would hand it to whoever the pointer
-    names). `trust`: the card of an agent on this trust list whose keys are known must carry
-    a signature by one of them.
+    names); over gRPC, only to a gRPC address on the same host. `trust`: the card of an agent
+    on this trust list whose keys are known must carry a signature by one of them. `grpc`:
+    the transport for agents whose card offers gRPC alone (made when first needed).
     """
 
     def __init__(
@@ -120,8 +153,10 @@ class AgentClient:
         clock: Callable[[], float] = time.monotonic,
         extensions: Iterable[str] = (),
         trust: TrustList | None = None,
+        grpc: GrpcTransport | None = None,
     ) -> None:
         self.http = http
+        self.grpc = grpc
         self.trust = trust
         self.direct = direct
         self.credentials: dict[str, str] = {}
@@ -136,6 +171,7 @@ class AgentClient:
         self._cards: dict[str, tuple[float, AgentCard]] = {}
         self._preferred: dict[str, str] = {}  # address → the replica that answered last
         self._ids = itertools.count(1)  # JSON-RPC request ids
+        self._grpc_only: dict[str, str] = {}  # agent URL → the gRPC address its card offers
 
     # -- plumbing -------------------------------------------------------------------------
 
@@ -170,6 +206,38 @@ class AgentClient:
         if self.direct is not None and url.startswith("http://") and "@" not in url:
             return self.direct.post(url, body, headers, self.http.timeout)
         return self._post_httpx(url, body, headers)
+
+    def _grpc_endpoint(self, url: str) -> Endpoint | None:
+        """Where calls to `url` go over gRPC (its card offers gRPC alone), or None."""
+        target = self._grpc_only.get(url)
+        if target is None:
+            return None
+        if not dialable(target):
+            raise UnavailableError(
+                f"{url} offers gRPC alone, at {target!r}: not a host:port, so not dialed"
+            )
+        if self.grpc is None:
+            try:
+                from a2a_handoff.client.grpc_transport import GrpcTransport
+            except ImportError:
+                raise UnavailableError(
+                    f"{url} offers gRPC alone (at {target}), and this agent has no gRPC"
+                    f" client: {GRPC_EXTRA}"
+                ) from None
+            self.grpc = GrpcTransport()
+        from a2a_handoff.client.grpc_transport import Endpoint
+
+        return Endpoint(target, secure=url.startswith("https://"))
+
+    def _grpc_metadata(
+        self, url: str, endpoint: Endpoint, extensions: Iterable[str] = ()
+    ) -> list[tuple[str, str]]:
+        """The headers of a call to `url` as gRPC metadata (lower-case keys); its key only
+        to a gRPC address on the host it was given for."""
+        headers = self._headers(url, extensions)
+        if urlsplit("//" + endpoint.target).hostname != urlsplit(url).hostname:
+            headers.pop("X-API-Key", None)
+        return [(name.lower(), value) for name, value in headers.items()]
 
     async def _post_httpx(self, url: str, body: bytes, headers: dict[str, str]) -> Answer:
         headers = {**headers, "Content-Type": "application/json"}
@@ -206,6 +274,11 @@ class AgentClient:
         card = AgentCard.model_validate_json(content)
         await _check_signature(self.trust, url, content)
         self._cards[url] = (clock(), card)
+        grpc_only = grpc_address(card)
+        if grpc_only is None:
+            self._grpc_only.pop(url, None)
+        else:
+            self._grpc_only[url] = grpc_only
         return card
 
     async def jwks(self, address: str, path: str) -> Any:
@@ -260,14 +333,23 @@ class AgentClient:
         ).encode()
 
         async def attempt(one: str) -> Any:
-            headers = self._headers(one, extensions)
-            answer = await request(
-                self.breaker(one),
-                self.retry,
-                one,
-                lambda: self._post(one, body, headers),
-                idempotent=idempotent,
-            )
+            endpoint = self._grpc_endpoint(one) if self._grpc_only else None
+            if endpoint is not None:
+                assert self.grpc is not None
+                metadata = self._grpc_metadata(one, endpoint, extensions)
+                call = self.grpc.call
+                timeout = self.http.timeout
+
+                def send() -> Awaitable[Answer]:
+                    return call(endpoint, method, params_json, metadata, timeout)
+
+            else:
+                headers = self._headers(one, extensions)
+
+                def send() -> Awaitable[Answer]:
+                    return self._post(one, body, headers)
+
+            answer = await request(self.breaker(one), self.retry, one, send, idempotent=idempotent)
             return read(one, answer)
 
         return await failover(url, self._preferred, attempt, idempotent=idempotent)
@@ -331,7 +413,12 @@ class AgentClient:
         for i, url in enumerate(urls):
             started = False
             try:
-                async for event in _sse_one(self, url, method, params, last_event_id):
+                endpoint = self._grpc_endpoint(url) if self._grpc_only else None
+                if endpoint is not None:
+                    events = _grpc_stream(self, url, endpoint, method, params, last_event_id)
+                else:
+                    events = _sse_one(self, url, method, params, last_event_id)
+                async for event in events:
                     if not started and len(urls) > 1:
                         self._preferred[address] = url
                     started = True
@@ -343,6 +430,8 @@ class AgentClient:
 
     async def aclose(self) -> None:
         await self.http.aclose()
+        if self.grpc is not None:
+            await self.grpc.aclose()
 
 
 async def _check_signature(trust: TrustList | None, url: str, content: bytes) -> None:
@@ -403,5 +492,37 @@ async def _sse_one(
             await response.aclose()
     except RetryableStatus as exc:
         raise UnavailableError(f"cannot reach {url} (HTTP {exc.status_code})") from exc
+    except httpx.TransportError as exc:
+        raise UnavailableError(unreachable(url, exc)) from exc
+
+
+async def _grpc_stream(
+    client: AgentClient,
+    url: str,
+    endpoint: Endpoint,
+    method: str,
+    params: dict[str, Any],
+    last_event_id: int | None,
+) -> AsyncIterator[Event]:
+    """One stream over gRPC (the card offers gRPC alone): its items — without sequence
+    numbers, which the binding does not carry —, or the reason it gave none."""
+    from a2a_handoff.client.grpc_transport import StatusAnswer
+
+    assert client.grpc is not None
+    metadata = client._grpc_metadata(url, endpoint)
+    if last_event_id is not None:
+        metadata.append(("last-event-id", str(last_event_id)))
+    encoded = json.dumps(params, separators=(",", ":"), allow_nan=False)
+    try:
+        async with client.breaker(url).guard():
+            await client.grpc.open(endpoint, client.http.timeout.connect)
+        async for item in client.grpc.stream(endpoint, method, encoded, metadata):
+            yield None, StreamResponse.model_validate(item)
+    except StatusAnswer as exc:
+        status, _ = exc.answer
+        if status in RETRYABLE_STATUS:
+            raise UnavailableError(f"cannot reach {url} (HTTP {status})") from exc
+        _result(url, exc.answer)  # raises its JSON-RPC error
+        raise UnavailableError(f"{url}: {method} did not answer with a stream") from exc
     except httpx.TransportError as exc:
         raise UnavailableError(unreachable(url, exc)) from exc

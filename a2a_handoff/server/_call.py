@@ -186,9 +186,10 @@ async def read_declared_body(request: Request, max_body: int, declared: str | No
             raise ClientDisconnect()
 
 
-def principal_of(auth: Authentication | None, request: Request) -> str:
-    """The caller's principal ("" without auth): its key's, or its client certificate's;
-    -32101 (HTTP 401) without valid credentials."""
+async def principal_of(auth: Authentication | None, request: Request) -> str:
+    """The caller's principal ("" without auth): its key's or token's, or its client
+    certificate's; -32101 (HTTP 401) without valid credentials, (HTTP 503) with a token
+    whose issuer has not answered yet."""
     if auth is None:
         return ""
-    return auth.principal(request.headers, peer_of(request.scope))
+    return await auth.principal(request.headers, peer_of(request.scope))

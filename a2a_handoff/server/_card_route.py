@@ -101,7 +101,7 @@ class CardRoute:
     async def get(self, request: Request) -> Response:
         self._current()
         auth, peer = self.auth, peer_of(request.scope)
-        known = auth is None or auth.authenticate(request.headers, peer) is not None
+        known = auth is None or await auth.authenticate(request.headers, peer) is not None
         body, etag = self._served[known]
         headers = {
             "ETag": etag,

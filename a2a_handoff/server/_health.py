@@ -60,7 +60,7 @@ class Health:
         status = 200 if healthy else 503
         if self.auth is None:
             return JSONResponse(report, status_code=status)
-        principal = self.auth.authenticate(request.headers, peer_of(request.scope))
+        principal = await self.auth.authenticate(request.headers, peer_of(request.scope))
         if principal is None:
             return JSONResponse({"status": report["status"]}, status_code=status)
         operator = self.sees_all is not None and self.sees_all(principal)

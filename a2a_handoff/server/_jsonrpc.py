@@ -32,6 +32,7 @@ from a2a_handoff.errors import (
     InternalError,
     InvalidParamsError,
     InvalidRequestError,
+    IssuerUnavailableError,
     MethodNotFoundError,
     ParseError,
     PayloadTooLargeError,
@@ -201,7 +202,7 @@ class JsonRpcEndpoint:
         extensions = SUPPORTED_EXTENSIONS & parse_extensions(asked) if asked else _NONE
         try:
             body = await read_declared_body(request, self.max_body, length)
-            principal = principal_of(self.auth, request)
+            principal = await principal_of(self.auth, request)
             payload = _parse_json(body, request)
             call_id = _call_id(payload)
             if browser_content_type(content_type):
@@ -302,12 +303,12 @@ def error_response(
     status: a 503 tells clients and proxies to retry later)."""
     status = 200
     headers = protocol_headers(extensions)
-    if isinstance(error, AuthenticationError):
+    if isinstance(error, AuthenticationError) and error.http_status == 401:
         status = 401
         headers["WWW-Authenticate"] = 'Bearer realm="a2a"'
     elif isinstance(error, PayloadTooLargeError):
         status = 413
-    elif isinstance(error, StoreUnavailableError | TooManyStreamsError):
+    elif isinstance(error, StoreUnavailableError | TooManyStreamsError | IssuerUnavailableError):
         status = 503
         headers["Retry-After"] = "1"
     # ensure_ascii: an id holding a lone surrogate still encodes (as an escape).

@@ -127,11 +127,9 @@ class McpFace:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
-        if (
-            self.auth is not None
-            and self.auth.authenticate(request.headers, peer_of(request.scope)) is None
-        ):
-            answer = JSONResponse({"error": "a valid API key is required"}, 401)
+        peer = peer_of(request.scope)
+        if self.auth is not None and await self.auth.authenticate(request.headers, peer) is None:
+            answer = JSONResponse({"error": "valid credentials are required"}, 401)
             answer.headers["WWW-Authenticate"] = 'Bearer realm="a2a"'
             await answer(scope, receive, send)
             return
@@ -215,9 +213,9 @@ class McpFace:
             return invalid_result("this server answers over streamable HTTP only")
         principal = ""
         if self.auth is not None:
-            found = self.auth.authenticate(request.headers, peer_of(request.scope))
+            found = await self.auth.authenticate(request.headers, peer_of(request.scope))
             if found is None:  # checked at the door too; never run a tool without a caller
-                return invalid_result("a valid API key is required")
+                return invalid_result("valid credentials are required")
             principal = found
         caller = Caller(principal, _SEES_TRANSFERS)
         args = params.arguments or {}

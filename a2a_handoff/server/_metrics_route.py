@@ -44,10 +44,8 @@ class MetricsRoute:
         self.auth = None if public else auth
 
     async def get(self, request: Request) -> Response:
-        if (
-            self.auth is not None
-            and self.auth.authenticate(request.headers, peer_of(request.scope)) is None
-        ):
+        peer = peer_of(request.scope)
+        if self.auth is not None and await self.auth.authenticate(request.headers, peer) is None:
             return JSONResponse(
                 {"error": "/metrics needs an API key (or start the agent with --metrics-public)"},
                 status_code=401,

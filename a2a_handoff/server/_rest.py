@@ -238,7 +238,7 @@ class RestEndpoint:
         extensions = SUPPORTED_EXTENSIONS & parse_extensions(request.headers.get("a2a-extensions"))
         try:
             body = await read_body(request, self.max_body)
-            principal = principal_of(self.auth, request)
+            principal = await principal_of(self.auth, request)
             version = request.headers.get("a2a-version") or request.query_params.get("A2A-Version")
             if version is None or not supported_version(version):
                 raise VersionNotSupportedError(

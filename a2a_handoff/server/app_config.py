@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from a2a_handoff.errors import ConfigError
 from a2a_handoff.protocol.extension import DEFAULT_MAX_HOPS, DEFAULT_TTL_SECONDS
@@ -100,9 +101,12 @@ class TrustConfig:
     answers at besides its own URLs' (and any IP address); `allowed_origins`: web origins
     whose pages may call it (`scheme://host:port`; `null`; `*`: any). By default a request
     with another `Host`, or from another origin's page, is refused (`server._browser_guard`).
+    `oidc`: an OpenID Connect issuer whose bearer tokens (JWT access tokens) are accepted,
+    beside the API keys or alone (`OidcConfig`); a token's principal is its subject (`sub`).
     """
 
     auth: ApiKeyAuth | None = field(default=None, repr=False)
+    oidc: OidcConfig | None = None
     trusted: Collection[TrustedAgent | str] = ()
     identity: IdentityStore | None = field(default=None, repr=False, compare=False)
     operators: Collection[str] = ()
@@ -132,6 +136,51 @@ class TrustConfig:
     def trusted_agents(self) -> tuple[TrustedAgent, ...]:
         """`trusted`, every entry a `TrustedAgent`."""
         return tuple(t for t in self.trusted if isinstance(t, TrustedAgent))
+
+
+@dataclass(frozen=True, slots=True)
+class OidcConfig:
+    """Bearer tokens from an OpenID Connect issuer, verified with its published keys.
+
+    `issuer`: the issuer's identifier, exactly as its tokens' `iss` and its discovery
+    document (`ISSUER/.well-known/openid-configuration`) say it; https, or http on a loopback
+    address. `audience`: what a token's `aud` must name (None: the agent's JSON-RPC URL,
+    exactly as its card writes it). `leeway`: seconds of clock skew allowed on `exp` and
+    `nbf` (at most 60). `retry`: seconds before the issuer is asked again — its discovery
+    and keys while it has not answered, its keys when a token names a key it does not know
+    (a rotation), at most once per this interval (at most 60). `cache_size`: verified tokens
+    kept (a token seen again costs a lookup until it expires).
+    """
+
+    issuer: str
+    audience: str | None = None
+    leeway: float = 60.0
+    retry: float = 30.0
+    cache_size: int = 10_000
+
+    def __post_init__(self) -> None:
+        _issuer_url(self.issuer)
+        if self.audience is not None and (not isinstance(self.audience, str) or not self.audience):
+            raise ConfigError(f"audience must be a non-empty string, not {self.audience!r}")
+        _seconds("leeway", self.leeway, zero=True)
+        _seconds("retry", self.retry, zero=True)  # 0: asked again on every call that needs it
+        if self.leeway > 60 or self.retry > 60:
+            raise ConfigError("leeway and retry are at most 60 seconds")
+        _count("cache_size", self.cache_size, 1)
+
+
+def _issuer_url(issuer: object) -> None:
+    """An issuer's identifier: https (http only on a loopback address), no query or fragment."""
+    if not isinstance(issuer, str):
+        raise ConfigError(f"issuer must be a URL, not {issuer!r}")
+    url = urlsplit(issuer)
+    loopback = url.hostname in ("127.0.0.1", "::1", "localhost")
+    if url.scheme != "https" and not (url.scheme == "http" and loopback):
+        raise ConfigError(
+            f"issuer {issuer!r} must be an https URL (http only on 127.0.0.1, ::1 or localhost)"
+        )
+    if not url.hostname or url.query or url.fragment:
+        raise ConfigError(f"issuer {issuer!r} must be a URL with a host and no query or fragment")
 
 
 @dataclass(frozen=True, slots=True)

@@ -56,6 +56,7 @@ from a2a_handoff.server._app_trust import agent_trust_of, operators_of
 from a2a_handoff.server._authentication import Authentication
 from a2a_handoff.server._card_route import CardRoute
 from a2a_handoff.server._cards import served_cards
+from a2a_handoff.server._oidc import OidcVerifier
 from a2a_handoff.server._operations import A2AOperations
 from a2a_handoff.server._push import PushConfigs
 from a2a_handoff.server._wiring import default_client, handoff_settings, mcp_tools
@@ -68,6 +69,7 @@ from a2a_handoff.server.app_config import (
 )
 from a2a_handoff.server.tls import require_https
 from a2a_handoff.stores.base import Store
+from a2a_handoff.trust.tokens import TokenRules
 
 log = logging.getLogger("a2a_handoff.server")
 
@@ -107,7 +109,7 @@ class AgentService(A2AOperations):
         self.tls = tls  # served with (the faces'), presented and trusted calling others
         if tls is not None and tls.serves:
             require_https(card)
-        self.auth = Authentication.of(trust.auth, tls is not None and tls.mutual)
+        self.auth = _authentication(trust, card, tls)  # who calls: keys, tokens, certificates
         card, extended = served_cards(card, extended_card, self.auth, handoff.contracts, push)
         self.agent, self.card, self.store = agent, card, store
         self.own_client = handoff.client is None  # built here: closed with the service
@@ -204,6 +206,8 @@ class AgentService(A2AOperations):
         except StoreError as exc:
             log.error("start-up recovery failed, serving degraded: %s", exc)
         self.manager.serve()
+        if self.auth is not None:
+            self.auth.start()  # the token issuer's keys, fetched meanwhile
         if self.pusher is not None:
             self.pusher.start()  # its first sweep resumes what a previous process left
 
@@ -225,4 +229,26 @@ class AgentService(A2AOperations):
         await self.trust.aclose()
         if self.own_client:
             await self.client.aclose()
+        if self.auth is not None:
+            await self.auth.aclose()
         await self.store.aclose()
+
+
+def _authentication(
+    trust: TrustConfig, card: AgentCard, tls: TlsConfig | None
+) -> Authentication | None:
+    """Who may call: API keys, an issuer's tokens, client certificates under mutual TLS, any
+    of them (None: anyone). A token's audience is the one configured, or the card's JSON-RPC
+    URL exactly as the card writes it."""
+    oidc = trust.oidc
+    certificates = tls is not None and tls.mutual
+    if oidc is None:
+        if trust.auth is None and not certificates:
+            return None
+        return Authentication(trust.auth, None, certificates)
+    audience = oidc.audience or next(
+        (i.url for i in card.supported_interfaces if i.protocol_binding == "JSONRPC"), card.url
+    )
+    rules = TokenRules(oidc.issuer, audience, oidc.leeway)
+    tokens = OidcVerifier(rules, retry=oidc.retry, cache_size=oidc.cache_size)
+    return Authentication(trust.auth, tokens, certificates)

@@ -60,9 +60,10 @@ from a2a_handoff.protocol.models import (
     SendMessageRequest,
     SubscribeToTaskRequest,
 )
+from a2a_handoff.protocol.protobuf import proto
 from a2a_handoff.secrets import check_private
 from a2a_handoff.server._call import PROTOCOL_VERSION, SUPPORTED_EXTENSIONS, supported_version
-from a2a_handoff.server._grpc import codec, proto
+from a2a_handoff.server._grpc import codec
 from a2a_handoff.server._push import ConfigRef, PushConfigs, TaskRef
 from a2a_handoff.server.app_config import GrpcConfig, TlsConfig
 from a2a_handoff.server.results import Caller, EventStream
@@ -154,7 +155,7 @@ class GrpcFace:
 
     # -- framing ----------------------------------------------------------------------------
 
-    def _caller(self, context: grpc.aio.ServicerContext[Any, Any]) -> Caller:
+    async def _caller(self, context: grpc.aio.ServicerContext[Any, Any]) -> Caller:
         """Who calls (`x-api-key`, `authorization`), with which extensions; the version
         checked. Raises the RpcError to answer."""
         metadata = _metadata(context)
@@ -166,7 +167,7 @@ class GrpcFace:
         principal = ""
         if self.auth is not None:
             peer = _peer(context) if self.auth.certificates else None
-            principal = self.auth.principal(metadata, peer)
+            principal = await self.auth.principal(metadata, peer)
         extensions = SUPPORTED_EXTENSIONS & parse_extensions(metadata.get("a2a-extensions"))
         return Caller(principal, extensions)
 
@@ -176,7 +177,7 @@ class GrpcFace:
         async def call(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
             use(observer)
             try:
-                caller = self._caller(context)
+                caller = await self._caller(context)
                 await _echo(context, caller)
                 return await operation(request, caller)
             except Exception as exc:
@@ -193,7 +194,7 @@ class GrpcFace:
             use(observer)
             stream: EventStream | None = None
             try:
-                caller = self._caller(context)
+                caller = await self._caller(context)
                 stream = await operation(request, caller, context)
                 await _echo(context, caller)
                 async for _seq, item in stream:

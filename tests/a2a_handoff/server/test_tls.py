@@ -16,6 +16,7 @@ from a2a_handoff.server._authentication import Authentication
 from servers.echo import EchoAgent
 from tests.tls_support import TestCA
 
+pytestmark = pytest.mark.anyio
 KEYS = ApiKeyAuth.from_keys({"carol": "k-carol"})
 PEER = "spiffe://example.org/user/alice"
 
@@ -35,21 +36,23 @@ def test_a_tls_config_is_checked_when_made() -> None:
     assert (calling.serves, calling.presented) == (False, ("c.pem", "c.key"))
 
 
-def test_a_key_in_the_request_decides_else_the_certificate() -> None:
-    both = Authentication(KEYS, certificates=True)
-    assert both.authenticate({"x-api-key": "k-carol"}, PEER) == "carol"
-    assert both.authenticate({"authorization": "Bearer k-carol"}, PEER) == "carol"
-    assert both.authenticate({"x-api-key": "wrong"}, PEER) is None  # not the certificate's
-    assert both.authenticate({"authorization": "Bearer wrong"}, PEER) is None
-    assert both.authenticate({}, PEER) == PEER
-    assert both.authenticate({"authorization": "Basic eA=="}, PEER) == PEER  # no key
-    assert both.authenticate({}, None) is None
-    keys_only = Authentication(KEYS)  # a certificate counts only under mutual TLS
-    assert keys_only.authenticate({}, PEER) is None
-    assert Authentication.of(None, mutual_tls=False) is None
-    certificates = Authentication.of(None, mutual_tls=True)
-    assert certificates is not None
-    assert certificates.authenticate({"x-api-key": "k-carol"}, PEER) == PEER  # no keys here
+async def test_a_key_in_the_request_decides_else_the_certificate() -> None:
+    both = Authentication(KEYS, None, certificates=True)
+    assert await both.authenticate({"x-api-key": "k-carol"}, PEER) == "carol"
+    assert await both.authenticate({"authorization": "Bearer k-carol"}, PEER) == "carol"
+    assert await both.authenticate({"x-api-key": "wrong"}, PEER) is None  # not the peer's
+    assert await both.authenticate({"authorization": "Bearer wrong"}, PEER) is None
+    assert await both.authenticate({}, PEER) == PEER
+    assert await both.authenticate({"authorization": "Basic eA=="}, PEER) == PEER  # no key
+    assert await both.authenticate({}, None) is None
+    assert both.recognised({}, PEER) == PEER  # known without waiting, as a key is
+    assert both.recognised({"x-api-key": "wrong"}, PEER) is None
+    keys_only = Authentication(KEYS, None)  # a certificate counts only under mutual TLS
+    assert await keys_only.authenticate({}, PEER) is None
+    assert keys_only.recognised({}, PEER) is None
+    certificates = Authentication(None, None, certificates=True)
+    assert await certificates.authenticate({}, PEER) == PEER
+    assert await certificates.authenticate({"x-api-key": "k-carol"}, PEER) is None  # no keys
 
 
 def test_the_card_declares_mutual_tls_and_needs_https(tmp_path: Path) -> None:
