@@ -17,7 +17,7 @@ from a2a_handoff.errors import ConfigError
 from a2a_handoff.handoff.settings import HandoffSettings, same_url
 from a2a_handoff.protocol.agent_card import AgentCard
 from a2a_handoff.server.app_config import HandoffConfig, TlsConfig, ToolsConfig
-from a2a_handoff.server.tls import client_context
+from a2a_handoff.server.tls import client_context, grpc_channel_tls
 
 
 def default_client(
@@ -29,12 +29,13 @@ def default_client(
     peers' certificates are verified against, the agent's own certificate presented."""
     timeout = httpx.Timeout(10.0, connect=2.0)
     verify: ssl.SSLContext | bool = True if tls is None else client_context(tls)
+    grpc_tls = None if tls is None else grpc_channel_tls(tls)  # gRPC-only peers: the same
     if urllib.request.getproxies().keys() & {"http", "all"}:
         http = httpx.AsyncClient(timeout=timeout, verify=verify)
-        return AgentClient(http, credentials=credentials)
+        return AgentClient(http, credentials=credentials, grpc_tls=grpc_tls)
     transport = Http11Transport(fallback=httpx.AsyncHTTPTransport(verify=verify))
     http = httpx.AsyncClient(timeout=timeout, transport=transport)
-    return AgentClient(http, direct=transport, credentials=credentials)
+    return AgentClient(http, direct=transport, credentials=credentials, grpc_tls=grpc_tls)
 
 
 def mcp_tools(config: ToolsConfig) -> McpTools | None:

@@ -72,6 +72,20 @@ def client_context(tls: TlsConfig) -> ssl.SSLContext:
     return context
 
 
+def grpc_channel_tls(tls: TlsConfig) -> tuple[bytes | None, bytes | None, bytes | None]:
+    """What the agent's gRPC channels to others trust and present, as PEM (`AgentClient`'s
+    `grpc_tls`): `ca` (None: gRPC's default roots), the presented key and certificate."""
+    try:
+        roots = None if tls.ca is None else Path(tls.ca).read_bytes()
+        presented = tls.presented
+        if presented is None:
+            return roots, None, None
+        check_private(Path(presented[1]), "tls client key")
+        return roots, Path(presented[1]).read_bytes(), Path(presented[0]).read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"tls: {exc}") from None
+
+
 def uvicorn_options(tls: TlsConfig) -> dict[str, Any]:
     """`uvicorn.run`'s TLS arguments for `tls`: the files, and `server_context`'s context
     (built now, so that a bad file is said before anything listens)."""

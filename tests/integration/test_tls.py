@@ -19,7 +19,7 @@ import pytest
 
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI as URI
 from tests.integration.handoff_support import REFUND, ext, message, result
-from tests.support import A2A_HEADERS
+from tests.support import A2A_HEADERS, free_port
 from tests.tls_support import Issued, TestCA, TlsAgent, client
 
 ALICE = "spiffe://example.org/user/alice"
@@ -358,6 +358,56 @@ def test_a_handoff_from_an_agent_without_the_ca_is_refused(pki: Pki, tmp_path: P
             assert result(rpc(olga, billing.url, "ListTasks", {}))["tasks"] == []
         with client(pki.ca.cert, triage_id) as forged, pytest.raises(httpx.TransportError):
             rpc(forged, billing.url, "ListTasks", {})
+    finally:
+        triage.stop()
+        billing.stop()
+
+
+def test_a_handoff_over_grpc_under_mutual_tls(pki: Pki, tmp_path: Path) -> None:
+    """billing offers gRPC alone (`tests.integration.grpc_only_agent`): triage's handoff goes
+    over a gRPC channel that trusts the test CA and presents triage's certificate."""
+    triage_id = pki.ca.issue("triage-g", uris=(TRIAGE,))
+    billing_id = pki.ca.issue("billing-g", uris=(BILLING,))
+    triage = TlsAgent("triage", f"sqlite:///{tmp_path / 'triage.db'}", ca=pki.ca.cert)
+    billing = TlsAgent(
+        "billing",
+        f"sqlite:///{tmp_path / 'billing.db'}",
+        module="tests.integration.grpc_only_agent",
+        ca=pki.ca.cert,
+    )
+    trust_file = tmp_path / "trust.json"
+    trust_file.write_text(
+        json.dumps({"agents": [{"name": "triage", "url": triage.url, "principal": TRIAGE}]})
+    )
+    common = (f"--tls-client-ca={pki.ca.cert}", f"--tls-ca={pki.ca.cert}")
+    billing.extra = (
+        f"--tls-cert={billing_id.cert}",
+        f"--tls-key={billing_id.key}",
+        *common,
+        f"--grpc-port={free_port()}",
+        f"--trust-file={trust_file}",
+    )
+    triage.extra = (
+        f"--tls-cert={triage_id.cert}",
+        f"--tls-key={triage_id.key}",
+        *common,
+        f"--route=billing={billing.url}",
+        "--recovery-interval=0.3",
+    )
+    for agent in (billing, triage):
+        agent.identity = pki.alice
+        agent.log_path = tmp_path / f"{agent.name}.log"
+    billing.start()
+    triage.start()
+    try:
+        with client(pki.ca.cert, pki.alice) as alice:
+            source = result(rpc(alice, triage.url, "SendMessage", message(REFUND)))["task"]
+        assert ext(source)["state"] == "TRANSFERRED", source
+        with client(pki.ca.cert, triage_id) as as_triage:
+            target = result(
+                rpc(as_triage, billing.url, "GetTask", {"id": ext(source)["transfer"]["taskId"]})
+            )
+        assert target["history"][0]["metadata"][URI]["source"]["taskId"] == source["id"]
     finally:
         triage.stop()
         billing.stop()
