@@ -6,14 +6,16 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from a2a_handoff import HandoffError, PushSettings, ToolsConfig
+from a2a_handoff.errors import ConfigError
 from a2a_handoff.secrets import HOW as SECRETS_HOW
 from a2a_handoff.secrets import SecretError, read_secret
-from a2a_handoff.server import ServerLimits
+from a2a_handoff.server import ServerLimits, TlsConfig
 from a2a_handoff.trust import ENV_VAR as KEY_ENV_VAR
 from servers import _llm
 
@@ -193,16 +195,7 @@ def agent_options(parser: argparse.ArgumentParser, examples: bool = True) -> Non
         help="also serve the A2A gRPC binding on port G of --host, listed in the card (needs"
         " a2a-handoff[grpc])",
     )
-    parser.add_argument(
-        "--grpc-tls-cert",
-        type=Path,
-        default=None,
-        metavar="PEM",
-        help="serve gRPC over TLS with this certificate (chain) and --grpc-tls-key",
-    )
-    parser.add_argument(
-        "--grpc-tls-key", type=Path, default=None, metavar="PEM", help="its private key"
-    )
+    tls_options(parser.add_argument_group("TLS (see docs/server.md)"))
     parser.add_argument(
         "--mcp-server",
         action="store_true",
@@ -228,6 +221,76 @@ def agent_options(parser: argparse.ArgumentParser, examples: bool = True) -> Non
         default=os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"),
         help="export traces over OTLP/HTTP (needs a2a-handoff[otel])",
     )
+
+
+def tls_options(tls: argparse._ArgumentGroup) -> None:
+    """The TLS flags: what the agent serves with (HTTPS, gRPC), whom it asks for a client
+    certificate, what it presents and trusts calling others."""
+    tls.add_argument(
+        "--tls-cert",
+        type=Path,
+        default=None,
+        metavar="PEM",
+        help="serve HTTPS (and gRPC, with --grpc-port) with this certificate (chain); the card's"
+        " URLs become https://",
+    )
+    tls.add_argument(
+        "--tls-key",
+        type=Path,
+        default=None,
+        metavar="PEM",
+        help="its private key (a file only you can read)",
+    )
+    tls.add_argument(
+        "--tls-client-ca",
+        type=Path,
+        default=None,
+        metavar="PEM",
+        help="mutual TLS: require a client certificate from these CAs; the caller is its URI"
+        " SAN (a SPIFFE ID) or else its first DNS SAN",
+    )
+    tls.add_argument(
+        "--tls-ca",
+        type=Path,
+        default=None,
+        metavar="PEM",
+        help="the CAs the agents this one calls must have certificates from (default: the"
+        " system's)",
+    )
+    tls.add_argument(
+        "--tls-client-cert",
+        type=Path,
+        default=None,
+        metavar="PEM",
+        help="the certificate presented to the agents this one calls (default: --tls-cert)",
+    )
+    tls.add_argument(
+        "--tls-client-key", type=Path, default=None, metavar="PEM", help="its private key"
+    )
+
+
+def tls_config(args: argparse.Namespace) -> TlsConfig | None:
+    """TLS as the flags say (None: none given); ConfigError for a pair given by half, a
+    client CA without a certificate, or a file that is not there."""
+    given = {
+        "cert": args.tls_cert,
+        "key": args.tls_key,
+        "client_ca": args.tls_client_ca,
+        "ca": args.tls_ca,
+        "client_cert": args.tls_client_cert,
+        "client_key": args.tls_client_key,
+    }
+    if all(value is None for value in given.values()):
+        return None
+    for name, path in given.items():
+        if path is not None and not path.is_file():
+            raise ConfigError(f"--tls-{name.replace('_', '-')}: no file at {path}")
+    try:
+        return TlsConfig(**given)
+    except ConfigError as exc:  # said with the flags' names
+        names = re.compile(r"\b(" + "|".join(sorted(given, key=len, reverse=True)) + r")\b")
+        flag = names.sub(lambda m: "--tls-" + m.group(1).replace("_", "-"), str(exc))
+        raise ConfigError(flag) from None
 
 
 def push_options(push: argparse._ArgumentGroup) -> None:

@@ -37,7 +37,7 @@ from a2a_handoff.escalation import EscalationPolicy
 from a2a_handoff.exits import ExitCode
 from a2a_handoff.protocol import check_agent_url
 from a2a_handoff.secrets import SecretError, accept_insecure_files, private_dir
-from a2a_handoff.server import OidcConfig, return_freed_memory
+from a2a_handoff.server import OidcConfig, return_freed_memory, uvicorn_options
 from a2a_handoff.stores import Store
 from a2a_handoff.trust import ENV_VAR as KEY_ENV_VAR
 from a2a_handoff.trust import (
@@ -51,7 +51,7 @@ from a2a_handoff.trust import (
     own_identity,
     parse_trust,
 )
-from servers._flags import listed, mcp_tools, pairs, push_settings, server_limits
+from servers._flags import listed, mcp_tools, pairs, push_settings, server_limits, tls_config
 
 
 @dataclass(frozen=True)
@@ -111,7 +111,13 @@ async def _no_keys_left_in(store_url: str, name: str) -> None:
 def serve(name: str, example: Example, args: argparse.Namespace) -> int:
     """Serve `example` as agent `name` until stopped: its exit code (64: a usage error,
     said in one line on stderr before anything listens)."""
-    url = args.url or f"http://{args.host}:{args.port}/"
+    try:
+        tls = tls_config(args)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return int(ExitCode.USAGE)
+    scheme = "https" if tls is not None and tls.serves else "http"
+    url = args.url or f"{scheme}://{args.host}:{args.port}/"
     if not port_free(args.host, args.port):  # a usage error, said before anything else
         taken = port_taken(args.host, [f"{args.port} ({name})"], "--port")
         print(f"error: {taken}", file=sys.stderr)
@@ -168,6 +174,9 @@ def serve(name: str, example: Example, args: argparse.Namespace) -> int:
         credentials = {
             known[n]: read_credential(where, f"--credential {n}") for n, where in keys.items()
         }
+        # The key and certificates loaded now: one others can read, or a broken file, is
+        # said before anything listens.
+        served_tls = uvicorn_options(tls) if tls is not None and tls.serves else {}
     except (HandoffError, OSError, SecretError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return int(ExitCode.USAGE)
@@ -212,6 +221,7 @@ def serve(name: str, example: Example, args: argparse.Namespace) -> int:
             mcp_server=args.mcp_server,
             push=push_settings(args),
             grpc=_grpc_config(args),
+            tls=tls,
         )
     except (ValueError, HandoffError) as exc:  # unsafe or impossible: say so, do not start
         print(f"error: {exc}", file=sys.stderr)
@@ -244,23 +254,16 @@ def serve(name: str, example: Example, args: argparse.Namespace) -> int:
         # A blocking SendMessage whose handoff target is down would hold shutdown for the
         # envelope's whole TTL: give in-flight requests a few seconds, then stop.
         timeout_graceful_shutdown=5,
+        **served_tls,  # HTTPS, and mutual TLS with a client CA
     )
     return 0
 
 
 def _grpc_config(args: argparse.Namespace) -> GrpcConfig | None:
-    """The gRPC face as the flags say (None without --grpc-port); ConfigError for TLS files
-    given without the port, or one without the other."""
+    """The gRPC face as the flags say (None without --grpc-port); over TLS as the --tls-*
+    flags say (`create_app(tls=…)`)."""
     port = getattr(args, "grpc_port", None)
-    cert, key = getattr(args, "grpc_tls_cert", None), getattr(args, "grpc_tls_key", None)
-    if port is None:
-        if cert is not None or key is not None:
-            raise ConfigError("--grpc-tls-cert and --grpc-tls-key need --grpc-port")
-        return None
-    for flag, path in (("--grpc-tls-cert", cert), ("--grpc-tls-key", key)):
-        if path is not None and not path.is_file():
-            raise ConfigError(f"{flag}: no file at {path}")
-    return GrpcConfig(port=port, host=args.host, tls_cert=cert, tls_key=key)
+    return None if port is None else GrpcConfig(port=port, host=args.host)
 
 
 def port_free(host: str, port: int) -> bool:

@@ -59,6 +59,9 @@ if TYPE_CHECKING:  # imported when a card offers gRPC alone: grpcio is an extra
     from a2a_handoff.client.grpc_transport import Endpoint, GrpcTransport
 
 CARD_PATH = ".well-known/agent-card.json"
+GrpcTls = tuple[bytes | None, bytes | None, bytes | None]
+"""A gRPC channel's TLS, as PEM: root CAs, private key, certificate chain (None: gRPC's
+default roots; no client certificate)."""
 GRPC_EXTRA = "pip install 'a2a-handoff[grpc]' (in the a2a-handoff clone: pip install '.[grpc]')"
 
 Event = tuple[int | None, StreamResponse]
@@ -141,7 +144,9 @@ class AgentClient:
     would hand it to whoever the pointer names); over gRPC, only to a gRPC address on the
     same host. `trust`: the card of an agent on this trust list whose keys are known must
     carry a signature by one of them. `grpc`: the transport for agents whose card offers
-    gRPC alone (made when first needed).
+    gRPC alone (made when first needed, with `grpc_tls`: the PEM root CAs, private key and
+    certificate chain its TLS channels trust and present, each None for gRPC's default: its
+    roots, no client certificate).
     """
 
     def __init__(
@@ -158,9 +163,11 @@ class AgentClient:
         extensions: Iterable[str] = (),
         trust: TrustList | None = None,
         grpc: GrpcTransport | None = None,
+        grpc_tls: GrpcTls | None = None,
     ) -> None:
         self.http = http
         self.grpc = grpc
+        self.grpc_tls = grpc_tls
         self.trust = trust
         self.direct = direct
         self.credentials: dict[str, str] = {}
@@ -258,7 +265,7 @@ class AgentClient:
                     f"{url} offers gRPC alone (at {target}), and this agent has no gRPC"
                     f" client: {GRPC_EXTRA}"
                 ) from None
-            self.grpc = GrpcTransport()
+            self.grpc = GrpcTransport(tls=self.grpc_tls)
         from a2a_handoff.client.grpc_transport import Endpoint
 
         return Endpoint(target, secure=url.startswith("https://"))

@@ -103,8 +103,14 @@ class Endpoint:
 class GrpcTransport:
     """Channels to the agents that offer gRPC alone, one per endpoint (see the module doc)."""
 
-    def __init__(self, *, max_answer: int = MAX_ANSWER_BYTES) -> None:
+    def __init__(
+        self,
+        *,
+        max_answer: int = MAX_ANSWER_BYTES,
+        tls: tuple[bytes | None, bytes | None, bytes | None] | None = None,
+    ) -> None:
         self._max_answer = max_answer
+        self._tls = tls or (None, None, None)  # roots, key, chain (PEM): the secure channels'
         self._channels: dict[Endpoint, grpc.aio.Channel] = {}
         self._closed = False
 
@@ -203,7 +209,7 @@ class GrpcTransport:
             ("grpc.enable_retries", 0),  # the client retries, with its breaker and budget
         ]
         if endpoint.secure:
-            credentials = grpc.ssl_channel_credentials()
+            credentials = grpc.ssl_channel_credentials(*self._tls)
             return grpc.aio.secure_channel(endpoint.target, credentials, options=options)
         return grpc.aio.insecure_channel(endpoint.target, options=options)
 

@@ -1,5 +1,7 @@
 """Serving an agent: its service (lifecycle and the A2A operations), the faces over it
-(JSON-RPC, HTTP+JSON, A2A 0.3, MCP) as routes, gRPC beside them, the app and its settings."""
+(JSON-RPC, HTTP+JSON, A2A 0.3, MCP) as routes, gRPC beside them, the app and its settings;
+`uvicorn_options` and `client_context`: uvicorn's TLS arguments and the client's TLS
+context of a `TlsConfig` (`server.tls`)."""
 
 from a2a_handoff.server._grpc import serve_grpc
 from a2a_handoff.server.app import create_app
@@ -9,6 +11,7 @@ from a2a_handoff.server.app_config import (
     LimitsConfig,
     ObservabilityConfig,
     OidcConfig,
+    TlsConfig,
     ToolsConfig,
     TrustConfig,
 )
@@ -16,6 +19,7 @@ from a2a_handoff.server.limits import ServerLimits, return_freed_memory
 from a2a_handoff.server.results import Caller, EventStream, Sent, TaskPage, TaskView
 from a2a_handoff.server.routes import agent_routes
 from a2a_handoff.server.service import AgentService
+from a2a_handoff.server.tls import client_context, uvicorn_options
 
 __all__ = [
     "AgentService",
@@ -30,10 +34,13 @@ __all__ = [
     "ServerLimits",
     "TaskPage",
     "TaskView",
+    "TlsConfig",
     "ToolsConfig",
     "TrustConfig",
     "agent_routes",
+    "client_context",
     "create_app",
     "return_freed_memory",
     "serve_grpc",
+    "uvicorn_options",
 ]

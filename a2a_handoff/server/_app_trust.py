@@ -31,10 +31,10 @@ HUMAN_CAPABILITY = "escalations"  # what a human agent's card offers
 def operators_of(
     card: AgentCard, auth: Authentication | None, operators: Iterable[str]
 ) -> frozenset[str] | None:
-    """Who decides escalations here: the named operators under API-key auth (None: no
-    authentication, whoever reaches the agent). A human agent under auth with no operator
-    is refused: nobody could answer it, and anyone else answering would be a user deciding
-    for an operator."""
+    """Who decides escalations here: the named operators under authentication, API keys or
+    client certificates (None: none, whoever reaches the agent). A human agent under auth
+    with no operator is refused: nobody could answer it, and anyone else answering would be
+    a user deciding for an operator."""
     if auth is None:
         if HUMAN_CAPABILITY in card.offered:
             log.warning(

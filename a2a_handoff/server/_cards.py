@@ -1,6 +1,6 @@
 """The cards an app serves: the agent's own, made to say what the app does — the schemes
-it authenticates with (API keys, an OpenID Connect issuer), the extended card it has, the
-contracts it accepts, push notifications."""
+it authenticates with (API keys, an OpenID Connect issuer, mutual TLS), the extended card
+it has, the contracts it accepts, push notifications."""
 
 from __future__ import annotations
 

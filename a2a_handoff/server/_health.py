@@ -30,6 +30,7 @@ from starlette.responses import JSONResponse, Response
 from a2a_handoff.client.client import AgentClient
 from a2a_handoff.errors import StoreError, StoreTimeoutError
 from a2a_handoff.server._authentication import Authentication
+from a2a_handoff.server._tls_peer import peer_of
 from a2a_handoff.stores.base import Store
 
 STALE_AFTER_SECONDS = 60
@@ -59,7 +60,7 @@ class Health:
         status = 200 if healthy else 503
         if self.auth is None:
             return JSONResponse(report, status_code=status)
-        principal = await self.auth.authenticate(request.headers)
+        principal = await self.auth.authenticate(request.headers, peer_of(request.scope))
         if principal is None:
             return JSONResponse({"status": report["status"]}, status_code=status)
         operator = self.sees_all is not None and self.sees_all(principal)

@@ -62,6 +62,7 @@ from a2a_handoff.server._call import (
     read_declared_body,
     supported_version,
 )
+from a2a_handoff.server._tls_peer import peer_of
 from a2a_handoff.server._trace_admission import TraceAdmission
 from a2a_handoff.server.results import Caller
 
@@ -76,7 +77,6 @@ _PUSH_METHODS = frozenset(
         "DeleteTaskPushNotificationConfig",
     }
 )
-
 
 Legacy = Callable[[str | int | None, str, dict[str, Any], str, Request], Awaitable[Response]]
 """The A2A 0.3 binding: (id, method, params, principal, request) → the answer."""
@@ -181,7 +181,9 @@ class JsonRpcEndpoint:
         # followed for trusted agents and operators, for others within a rate
         # (`server._trace_admission`); otherwise this agent's own sampler decides, anew.
         raw = request.scope["headers"]
-        admitted = tracing.traceparent_in(raw) and self.admission.admits(request.headers)
+        admitted = tracing.traceparent_in(raw) and self.admission.admits(
+            request.headers, peer_of(request.scope)
+        )
         token = tracing.incoming_raw(raw) if admitted else None
         try:
             if tracing.enabled():

@@ -58,6 +58,7 @@ from a2a_handoff.server._authentication import Authentication
 from a2a_handoff.server._call import read_body, validate
 from a2a_handoff.server._health import Health
 from a2a_handoff.server._mcp_results import error_result, invalid_result, outcome, part_texts
+from a2a_handoff.server._tls_peer import peer_of
 from a2a_handoff.server.results import Caller, TaskView
 from a2a_handoff.server.service import AgentService
 
@@ -126,7 +127,8 @@ class McpFace:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
-        if self.auth is not None and await self.auth.authenticate(request.headers) is None:
+        peer = peer_of(request.scope)
+        if self.auth is not None and await self.auth.authenticate(request.headers, peer) is None:
             answer = JSONResponse({"error": "valid credentials are required"}, 401)
             answer.headers["WWW-Authenticate"] = 'Bearer realm="a2a"'
             await answer(scope, receive, send)
@@ -211,7 +213,7 @@ class McpFace:
             return invalid_result("this server answers over streamable HTTP only")
         principal = ""
         if self.auth is not None:
-            found = await self.auth.authenticate(request.headers)
+            found = await self.auth.authenticate(request.headers, peer_of(request.scope))
             if found is None:  # checked at the door too; never run a tool without a caller
                 return invalid_result("valid credentials are required")
             principal = found

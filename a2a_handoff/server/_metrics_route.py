@@ -21,6 +21,7 @@ from a2a_handoff.observe import Observer
 from a2a_handoff.protocol.models import parse_time
 from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.server._authentication import Authentication
+from a2a_handoff.server._tls_peer import peer_of
 from a2a_handoff.stores.base import Store, TaskQuery
 
 
@@ -43,7 +44,8 @@ class MetricsRoute:
         self.auth = None if public else auth
 
     async def get(self, request: Request) -> Response:
-        if self.auth is not None and await self.auth.authenticate(request.headers) is None:
+        peer = peer_of(request.scope)
+        if self.auth is not None and await self.auth.authenticate(request.headers, peer) is None:
             return JSONResponse(
                 {"error": "/metrics needs an API key (or start the agent with --metrics-public)"},
                 status_code=401,

@@ -37,6 +37,7 @@ from a2a_handoff.server.app_config import (
     HandoffConfig,
     LimitsConfig,
     ObservabilityConfig,
+    TlsConfig,
     ToolsConfig,
     TrustConfig,
 )
@@ -69,6 +70,7 @@ def create_app(
     dedupe_message_ids: bool = True,
     push: PushSettings | None = None,
     grpc: GrpcConfig | None = None,
+    tls: TlsConfig | None = None,
 ) -> Starlette:
     """Serve `agent` over A2A; the app opens and closes `store` in its lifespan.
 
@@ -82,8 +84,12 @@ def create_app(
     `dedupe_message_ids=False` runs a message whose id was seen before as new (for clients
     that reuse ids, such as the conformance kit; a retried send must not start the work twice
     anywhere else). `grpc` (a `GrpcConfig`) serves the A2A gRPC binding too, on a port of
-    its own while the app serves, listed last in the card (the `grpc` extra). Connection
-    limits are the HTTP server's (`server.limits`). The agent's service is `app.state.a2a`.
+    its own while the app serves, listed last in the card (the `grpc` extra). `tls` (a
+    `TlsConfig`): the certificate HTTPS and gRPC are served with, the client CAs of mutual
+    TLS (the card then declares `mutualTLS`, and its URLs must be https://), and the
+    certificate and CAs of the agent's calls to others; HTTPS itself is the HTTP server's
+    (`server.tls.uvicorn_options(tls)`). Connection limits are the HTTP server's
+    (`server.limits`). The agent's service is `app.state.a2a`.
     """
     if grpc is not None:
         card = with_grpc_interface(card, grpc)
@@ -99,6 +105,7 @@ def create_app(
         extended_card=extended_card,
         push=push,
         dedupe_message_ids=dedupe_message_ids,
+        tls=tls,
     )
     if grpc is not None:
         serve_grpc(service, grpc)

@@ -257,16 +257,14 @@ class GrpcConfig:
 
     `port`: where it listens (0: any free port, for tests); `host`: the address it binds
     (loopback by default). `url`: what the card's `GRPC` interface says (default
-    `host:port`, the bare address gRPC clients dial). `tls_cert` and `tls_key` (PEM files,
-    both or neither): TLS; without them plaintext, for loopback or behind a proxy that
-    terminates TLS. The files are read when the app is made.
+    `host:port`, the bare address gRPC clients dial). It serves TLS (mutual TLS too) as the
+    app's `TlsConfig` says; without one plaintext, for loopback or behind a proxy that
+    terminates TLS.
     """
 
     port: int
     host: str = "127.0.0.1"
     url: str | None = None
-    tls_cert: str | Path | None = None
-    tls_key: str | Path | None = None
 
     def __post_init__(self) -> None:
         _count("port", self.port, 0)
@@ -274,8 +272,6 @@ class GrpcConfig:
             raise ConfigError(f"port must be at most 65535, not {self.port}")
         if not isinstance(self.host, str) or not self.host.strip():
             raise ConfigError(f"host must be an address or a host name, not {self.host!r}")
-        if (self.tls_cert is None) != (self.tls_key is None):
-            raise ConfigError("tls_cert and tls_key go together: give both, or neither")
 
     @property
     def address(self) -> str:
@@ -308,3 +304,57 @@ def _names(values: Collection[str], what: str) -> tuple[str, ...]:
     if isinstance(values, str):
         raise ConfigError(f"{what} is a list of names, not one string: write [{values!r}]")
     return tuple(_name(v, f"each of {what}") for v in values)
+
+
+@dataclass(frozen=True, slots=True)
+class TlsConfig:
+    """TLS, both ways: what the agent serves with, and what it shows and trusts calling others.
+
+    `cert` and `key` (PEM files, both or neither): HTTPS served with them — and the gRPC
+    face, when on. `client_ca` (PEM, one CA or several): mutual TLS — every connection, HTTPS
+    and gRPC, must present a certificate signed by one of them (refused at the handshake
+    otherwise), and the caller's principal is its subject alternative name
+    (`trust.certificates`); needs `cert`. `ca` (PEM): the CAs the servers of the agents it
+    calls must have certificates from (None: the system's). `client_cert` and `client_key`
+    (both or neither): the certificate it presents to the agents it calls (default: `cert`
+    and `key`, one identity both ways). The files are read when the app is made (a key file
+    another user can read is refused: `secrets.check_private`); verification is never off.
+    """
+
+    cert: str | Path | None = None
+    key: str | Path | None = None
+    client_ca: str | Path | None = None
+    ca: str | Path | None = None
+    client_cert: str | Path | None = None
+    client_key: str | Path | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("cert", "key", "client_ca", "ca", "client_cert", "client_key"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, str | Path) or not str(value)):
+                raise ConfigError(f"{name} must be the path of a PEM file, not {value!r}")
+        if (self.cert is None) != (self.key is None):
+            raise ConfigError("cert and key go together: give both, or neither")
+        if (self.client_cert is None) != (self.client_key is None):
+            raise ConfigError("client_cert and client_key go together: give both, or neither")
+        if self.client_ca is not None and self.cert is None:
+            raise ConfigError("client_ca (mutual TLS) needs the agent's own cert and key")
+
+    @property
+    def serves(self) -> bool:
+        """Whether the agent serves TLS (HTTPS, and gRPC over TLS)."""
+        return self.cert is not None
+
+    @property
+    def mutual(self) -> bool:
+        """Whether callers must present a client certificate (mutual TLS)."""
+        return self.client_ca is not None
+
+    @property
+    def presented(self) -> tuple[str | Path, str | Path] | None:
+        """The certificate and key shown to the agents it calls (None: none)."""
+        if self.client_cert is not None and self.client_key is not None:
+            return self.client_cert, self.client_key
+        if self.cert is not None and self.key is not None:
+            return self.cert, self.key
+        return None

@@ -60,7 +60,14 @@ from a2a_handoff.server._oidc import OidcVerifier
 from a2a_handoff.server._operations import A2AOperations
 from a2a_handoff.server._push import PushConfigs
 from a2a_handoff.server._wiring import default_client, handoff_settings, mcp_tools
-from a2a_handoff.server.app_config import HandoffConfig, LimitsConfig, ToolsConfig, TrustConfig
+from a2a_handoff.server.app_config import (
+    HandoffConfig,
+    LimitsConfig,
+    TlsConfig,
+    ToolsConfig,
+    TrustConfig,
+)
+from a2a_handoff.server.tls import require_https
 from a2a_handoff.stores.base import Store
 from a2a_handoff.trust.tokens import TokenRules
 
@@ -89,6 +96,7 @@ class AgentService(A2AOperations):
         extended_card: AgentCard | None = None,
         push: PushSettings | None = None,
         dedupe_message_ids: bool = True,
+        tls: TlsConfig | None = None,
     ) -> None:
         if not inspect.iscoroutinefunction(getattr(agent, "handle", None)):
             raise TypeError(
@@ -98,12 +106,17 @@ class AgentService(A2AOperations):
         handoff, trust = handoff or HandoffConfig(), trust or TrustConfig()
         self.limits = limits or LimitsConfig()
         self.trust_config = trust  # who is trusted, who decides; its hosts for the faces
-        self.auth = _authentication(trust, card)  # who calls: API keys, tokens
+        self.tls = tls  # served with (the faces'), presented and trusted calling others
+        if tls is not None and tls.serves:
+            require_https(card)
+        self.auth = _authentication(trust, card, tls)  # who calls: keys, tokens, certificates
         card, extended = served_cards(card, extended_card, self.auth, handoff.contracts, push)
         self.agent, self.card, self.store = agent, card, store
         self.own_client = handoff.client is None  # built here: closed with the service
         client = handoff.client
-        self.client = client = default_client(handoff.credentials) if client is None else client
+        if client is None:
+            client = default_client(handoff.credentials, tls)
+        self.client = client
         self.trust = agent_trust_of(card, store, client, trust, handoff.routes, escalation)
         manager = TaskManager(
             agent,
@@ -221,15 +234,21 @@ class AgentService(A2AOperations):
         await self.store.aclose()
 
 
-def _authentication(trust: TrustConfig, card: AgentCard) -> Authentication | None:
-    """Who may call: API keys, an issuer's tokens, both (None: anyone). A token's audience
-    is the one configured, or the card's JSON-RPC URL exactly as the card writes it."""
+def _authentication(
+    trust: TrustConfig, card: AgentCard, tls: TlsConfig | None
+) -> Authentication | None:
+    """Who may call: API keys, an issuer's tokens, client certificates under mutual TLS, any
+    of them (None: anyone). A token's audience is the one configured, or the card's JSON-RPC
+    URL exactly as the card writes it."""
     oidc = trust.oidc
+    certificates = tls is not None and tls.mutual
     if oidc is None:
-        return None if trust.auth is None else Authentication(trust.auth, None)
+        if trust.auth is None and not certificates:
+            return None
+        return Authentication(trust.auth, None, certificates)
     audience = oidc.audience or next(
         (i.url for i in card.supported_interfaces if i.protocol_binding == "JSONRPC"), card.url
     )
     rules = TokenRules(oidc.issuer, audience, oidc.leeway)
     tokens = OidcVerifier(rules, retry=oidc.retry, cache_size=oidc.cache_size)
-    return Authentication(trust.auth, tokens)
+    return Authentication(trust.auth, tokens, certificates)

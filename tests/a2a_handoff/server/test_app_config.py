@@ -317,7 +317,7 @@ async def test_a_handoff_goes_to_the_route_handoff_config_names() -> None:
         assert [t["status"]["state"] for t in tasks] == ["TASK_STATE_COMPLETED"]
 
 
-def test_grpc_config_checks_its_port_and_its_tls_pair() -> None:
+def test_grpc_config_checks_its_port() -> None:
     assert GrpcConfig(port=50051).address == "127.0.0.1:50051"
     assert GrpcConfig(port=50051, host="::1").address == "[::1]:50051"
     assert GrpcConfig(port=1, url="a2a.example.com:443").address == "a2a.example.com:443"
@@ -325,8 +325,6 @@ def test_grpc_config_checks_its_port_and_its_tls_pair() -> None:
         GrpcConfig(port=70000)
     with pytest.raises(ConfigError, match="at least 0"):
         GrpcConfig(port=-1)
-    with pytest.raises(ConfigError, match="go together"):
-        GrpcConfig(port=50051, tls_cert="cert.pem")
 
 
 @pytest.mark.parametrize(
