@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from a2a_handoff import HandoffError, PushSettings, ToolsConfig
+from a2a_handoff import DrainConfig, HandoffError, PushSettings, ToolsConfig
 from a2a_handoff.secrets import HOW as SECRETS_HOW
 from a2a_handoff.secrets import SecretError, read_secret
 from a2a_handoff.server import ServerLimits
@@ -141,6 +141,7 @@ def agent_options(parser: argparse.ArgumentParser, examples: bool = True) -> Non
     parser.add_argument(
         "--contracts", type=Path, default=None, help="enforce the handoff contracts of DIR"
     )
+    drain_options(parser)
     limits = parser.add_argument_group("server limits (see docs/server.md)")
     defaults = ServerLimits()
     limits.add_argument("--max-connections", type=int, default=defaults.max_connections)
@@ -204,6 +205,25 @@ def agent_options(parser: argparse.ArgumentParser, examples: bool = True) -> Non
         default=os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"),
         help="export traces over OTLP/HTTP (needs a2a-handoff[otel])",
     )
+
+
+def drain_options(parser: argparse.ArgumentParser) -> None:
+    """How the server stops on SIGTERM: the example agents', `a2a-handoff serve`'s and the
+    gateway's."""
+    stopping = parser.add_argument_group("stopping (see docs/server.md)")
+    stopping.add_argument(
+        "--drain-seconds",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="on SIGTERM: /readyz 503 at once, new work refused after a short grace, running"
+        " tasks finished or handed over to another replica within S seconds, then exit 0",
+    )
+
+
+def drain_config(args: argparse.Namespace) -> DrainConfig:
+    """The drain as the flags say (ConfigError, a ValueError, for a bad one)."""
+    return DrainConfig(seconds=args.drain_seconds)
 
 
 def push_options(push: argparse._ArgumentGroup) -> None:

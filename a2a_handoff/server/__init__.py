@@ -1,9 +1,11 @@
 """Serving an agent: its service (lifecycle and the A2A operations), the faces over it
-(JSON-RPC, HTTP+JSON, A2A 0.3, MCP) as routes, gRPC beside them, the app and its settings."""
+(JSON-RPC, HTTP+JSON, A2A 0.3, MCP) as routes, gRPC beside them, the app and its settings,
+and the HTTP server that drains it before it stops (`run`, `DrainingServer`)."""
 
 from a2a_handoff.server._grpc import serve_grpc
 from a2a_handoff.server.app import create_app
 from a2a_handoff.server.app_config import (
+    DrainConfig,
     GrpcConfig,
     HandoffConfig,
     LimitsConfig,
@@ -11,6 +13,7 @@ from a2a_handoff.server.app_config import (
     ToolsConfig,
     TrustConfig,
 )
+from a2a_handoff.server.draining import DrainingServer, run
 from a2a_handoff.server.limits import ServerLimits, return_freed_memory
 from a2a_handoff.server.results import Caller, EventStream, Sent, TaskPage, TaskView
 from a2a_handoff.server.routes import agent_routes
@@ -19,6 +22,8 @@ from a2a_handoff.server.service import AgentService
 __all__ = [
     "AgentService",
     "Caller",
+    "DrainConfig",
+    "DrainingServer",
     "EventStream",
     "GrpcConfig",
     "HandoffConfig",
@@ -33,5 +38,6 @@ __all__ = [
     "agent_routes",
     "create_app",
     "return_freed_memory",
+    "run",
     "serve_grpc",
 ]

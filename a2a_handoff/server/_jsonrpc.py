@@ -30,6 +30,7 @@ from a2a_handoff.auth import ApiKeyAuth
 from a2a_handoff.errors import (
     AuthenticationError,
     ContentTypeNotSupportedError,
+    DrainingError,
     InternalError,
     InvalidParamsError,
     InvalidRequestError,
@@ -305,7 +306,7 @@ def error_response(
         headers["WWW-Authenticate"] = 'Bearer realm="a2a"'
     elif isinstance(error, PayloadTooLargeError):
         status = 413
-    elif isinstance(error, StoreUnavailableError | TooManyStreamsError):
+    elif isinstance(error, StoreUnavailableError | TooManyStreamsError | DrainingError):
         status = 503
         headers["Retry-After"] = "1"
     # ensure_ascii: an id holding a lone surrogate still encodes (as an escape).
