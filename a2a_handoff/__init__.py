@@ -57,7 +57,6 @@ if _typing.TYPE_CHECKING:
     from a2a_handoff.push import PushSettings as PushSettings
     from a2a_handoff.runtime.local import LocalTasks as LocalTasks
     from a2a_handoff.server.app import create_app as create_app
-    from a2a_handoff.server.app_config import DrainConfig as DrainConfig
     from a2a_handoff.server.app_config import GrpcConfig as GrpcConfig
     from a2a_handoff.server.app_config import HandoffConfig as HandoffConfig
     from a2a_handoff.server.app_config import LimitsConfig as LimitsConfig
@@ -78,7 +77,6 @@ _LAZY = {
     "a2a_handoff.runtime.local": ("LocalTasks",),
     "a2a_handoff.server.app": ("create_app",),
     "a2a_handoff.server.app_config": (
-        "DrainConfig",
         "GrpcConfig",
         "HandoffConfig",
         "LimitsConfig",

@@ -10,10 +10,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from a2a_handoff import DrainConfig, HandoffError, PushSettings, ToolsConfig
+from a2a_handoff import HandoffError, PushSettings, ToolsConfig
 from a2a_handoff.secrets import HOW as SECRETS_HOW
 from a2a_handoff.secrets import SecretError, read_secret
-from a2a_handoff.server import ServerLimits
+from a2a_handoff.server import DrainConfig, ServerLimits
 from a2a_handoff.trust import ENV_VAR as KEY_ENV_VAR
 from servers import _llm
 

@@ -13,11 +13,11 @@ from a2a_handoff.server.app_config import (
     ToolsConfig,
     TrustConfig,
 )
-from a2a_handoff.server.draining import DrainingServer, run
 from a2a_handoff.server.limits import ServerLimits, return_freed_memory
 from a2a_handoff.server.results import Caller, EventStream, Sent, TaskPage, TaskView
 from a2a_handoff.server.routes import agent_routes
 from a2a_handoff.server.service import AgentService
+from a2a_handoff.server.shutdown import DrainingServer, run
 
 __all__ = [
     "AgentService",
