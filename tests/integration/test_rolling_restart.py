@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import subprocess
 import uuid
 from pathlib import Path
 from typing import Any
@@ -58,7 +59,10 @@ async def restart(agent: AgentProcess) -> int:
     assert agent.proc is not None
     proc = agent.proc
     proc.send_signal(signal.SIGTERM)
-    code = await anyio.to_thread.run_sync(lambda: proc.wait(30))
+    try:
+        code = await anyio.to_thread.run_sync(lambda: proc.wait(30))
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"{agent.url} did not exit{agent._log_tail(60)}") from None
     await anyio.to_thread.run_sync(agent.start)
     return code
 
