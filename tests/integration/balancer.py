@@ -61,9 +61,12 @@ class Balancer:
                 polled.set()
             await asyncio.sleep(POLL_SECONDS)
 
-    async def until_ready(self, *replicas: str) -> None:
-        """Wait until the balancer takes each of `replicas` for ready."""
+    async def until_ready(self, *replicas: str, within: float = 60.0) -> None:
+        """Wait until the balancer takes each of `replicas` for ready (AssertionError after
+        `within` seconds: one that never says ready, or has no `/readyz`)."""
+        give_up = time.monotonic() + within
         while not set(replicas) <= self.ready:
+            assert time.monotonic() < give_up, f"not ready: {set(replicas) - self.ready}"
             if self._polled is None:
                 self._polled = asyncio.Event()
             await self._polled.wait()
