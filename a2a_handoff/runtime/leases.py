@@ -33,6 +33,10 @@ from a2a_handoff.stores.base import Store, TaskRecord
 
 log = logging.getLogger("a2a_handoff.runtime")
 
+HANDOVER_SECONDS = 60.0
+"""How long a task handed over stays marked so: longer than the grace of the replicas that
+may sweep it (theirs may differ from this one's), with the usual recovery intervals."""
+
 
 class Leases:
     """This replica's leases and heartbeat (see the module docstring)."""
@@ -127,7 +131,8 @@ class Leases:
             return
         self._held.discard(task_id)
         with contextlib.suppress(Exception):  # unreachable: the lease lapses in `ttl`
-            await self.store.acquire(f"handover:{task_id}", self.me, self.grace)
+            marked = max(HANDOVER_SECONDS, self.grace * 2)  # past any replica's grace
+            await self.store.acquire(f"handover:{task_id}", self.me, marked)
             await self.store.release(f"task:{task_id}", self.me)
 
     async def runner_alive(self, record: TaskRecord) -> bool:

@@ -120,8 +120,9 @@ class TaskManager:
         return await self.sweeps.recover()
 
     async def sweep(self, others: bool) -> int:
-        """The heartbeat's sweep (see `runtime.sweeps`); how many tasks it failed."""
-        return await self.sweeps.sweep(others)
+        """The heartbeat's sweep (see `runtime.sweeps`); how many tasks it failed. Draining,
+        it leaves other replicas' orphans — and the tasks it handed over — to them."""
+        return await self.sweeps.sweep(others and self.accepting)
 
     def serve(self) -> None:
         """Once recovered: the handoff outbox delivering (and replaying what a previous

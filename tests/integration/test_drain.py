@@ -7,6 +7,7 @@ resumes them at once rather than after a lease's lapse — and the process exits
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 import time
 from collections.abc import Awaitable, Callable
@@ -205,10 +206,14 @@ def shared_store(request: pytest.FixtureRequest) -> str:
 async def test_a_task_past_the_drain_is_handed_over_and_resumed_at_once(
     shared_store: str, tmp_path: Path
 ) -> None:
-    # The heartbeat's defaults: a runner lease lapses 3 s after its replica stopped renewing
-    # it, and a task changed within 6 s is taken for one whose runner may be starting. A task
-    # handed over is resumed at the survivor's next sweep (1 s), not after either of those.
-    draining = AgentProcess("echo", shared_store, extra=("--drain-seconds", "1.5"))
+    # The survivor's heartbeat is the default: a runner lease lapses 3 s after its replica
+    # stopped renewing it, and a task changed within 6 s is taken for one whose runner may be
+    # starting. A task handed over is resumed at its next sweep (1 s), not after those. The
+    # draining replica sweeps often and lingers (a stream open to it): it must leave the task
+    # it handed over to the others, not take it back.
+    draining = AgentProcess(
+        "echo", shared_store, extra=("--drain-seconds", "1.5", "--recovery-interval", "0.3")
+    )
     survivor = AgentProcess("echo", shared_store)
     for i, agent in enumerate((draining, survivor)):
         agent.log_path = tmp_path / f"echo-{i}.log"
@@ -229,16 +234,22 @@ async def test_a_task_past_the_drain_is_handed_over_and_resumed_at_once(
             in_flight = asyncio.create_task(rpc(http, draining, "SendMessage", sleep))
             await frames_until(http, survivor.url, task_id, slept)  # it runs, on `draining`
             follow = asyncio.create_task(frames_until(http, survivor.url, task_id, resumed))
+            lingering = asyncio.create_task(frames_until(http, draining.url, task_id, completed))
+            when: dict[str, float] = {}
+            in_flight.add_done_callback(lambda _: when.setdefault("handed over", time.monotonic()))
+            follow.add_done_callback(lambda _: when.setdefault("resumed", time.monotonic()))
             assert draining.proc is not None
             draining.proc.send_signal(signal.SIGTERM)
             assert await exit_code(draining) == 0
-            gone = time.monotonic()
             await follow
-            assert time.monotonic() - gone < 3.5  # its next sweep: not the 5 s or more of a lapse
-            # The request in flight was answered before the exit: the task, still running.
+            # The request in flight was answered at the hand-over: the task, still running.
             answer = (await in_flight).json()
             assert answer["result"]["task"]["id"] == task_id
             assert answer["result"]["task"]["status"]["state"] == "TASK_STATE_WORKING"
+            # Resumed at the survivor's next sweep: not the 5 s or more of a lapse.
+            assert when["resumed"] - when["handed over"] < 3.5, when
+            with contextlib.suppress(httpx.HTTPError, AssertionError):
+                await lingering  # cut when the draining replica stopped, or ended with it
 
             async def done() -> bool:
                 return await state_of(http, survivor, task_id) == "TASK_STATE_COMPLETED"
@@ -246,6 +257,10 @@ async def test_a_task_past_the_drain_is_handed_over_and_resumed_at_once(
             await until(done)
             task = (await rpc(http, survivor, "GetTask", {"id": task_id})).json()["result"]
             assert [p["text"] for a in task["artifacts"] for p in a["parts"]] == ["slept 4 s"]
+        # The survivor resumed it; the draining replica never took it back.
+        resumed_here = f"task {task_id} resumed"
+        assert resumed_here in (tmp_path / "echo-1.log").read_text()
+        assert resumed_here not in (tmp_path / "echo-0.log").read_text()
     finally:
         draining.stop()
         survivor.stop()
