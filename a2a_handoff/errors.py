@@ -24,7 +24,8 @@
     │   ├── TaskBusyError             -32104  another message to the task is being processed
     │   ├── StoreUnavailableError     -32105  the store cannot be reached or written (HTTP 503)
     │   ├── TooManyStreamsError       -32106  the open-stream cap is reached (HTTP 503)
-    │   └── ForeignRequestError       -32107  a Host or Origin not the agent's (HTTP 403)
+    │   ├── ForeignRequestError       -32107  a Host or Origin not the agent's (HTTP 403)
+    │   └── DrainingError             -32108  shutting down: send it elsewhere (HTTP 503)
     ├── RemoteError                   another agent answered with a JSON-RPC error
     ├── UnavailableError (ConnectionError)  another agent could not be reached
     │   └── TokenError                no OAuth2 token to present: the call was not made
@@ -305,6 +306,18 @@ class ForeignRequestError(RpcError):
     http_status = 403
     status = "PERMISSION_DENIED"
     reason = "FOREIGN_REQUEST"
+    domain = OUR_ERROR_DOMAIN
+
+
+class DrainingError(RpcError):
+    code = -32108
+    default_message = (
+        "this agent is shutting down and takes no new work: nothing was done with the message;"
+        " send it again (another replica takes it)"
+    )
+    http_status = 503
+    status = "UNAVAILABLE"
+    reason = "DRAINING"
     domain = OUR_ERROR_DOMAIN
 
 

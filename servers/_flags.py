@@ -15,7 +15,7 @@ from a2a_handoff import HandoffError, PushSettings, ToolsConfig
 from a2a_handoff.errors import ConfigError
 from a2a_handoff.secrets import HOW as SECRETS_HOW
 from a2a_handoff.secrets import SecretError, read_secret
-from a2a_handoff.server import ServerLimits, TlsConfig
+from a2a_handoff.server import DrainConfig, ServerLimits, TlsConfig
 from a2a_handoff.trust import ENV_VAR as KEY_ENV_VAR
 from servers import _llm
 
@@ -167,6 +167,7 @@ def agent_options(parser: argparse.ArgumentParser, examples: bool = True) -> Non
     parser.add_argument(
         "--contracts", type=Path, default=None, help="enforce the handoff contracts of DIR"
     )
+    drain_options(parser)
     limits = parser.add_argument_group("server limits (see docs/server.md)")
     defaults = ServerLimits()
     limits.add_argument("--max-connections", type=int, default=defaults.max_connections)
@@ -291,6 +292,25 @@ def tls_config(args: argparse.Namespace) -> TlsConfig | None:
         names = re.compile(r"\b(" + "|".join(sorted(given, key=len, reverse=True)) + r")\b")
         flag = names.sub(lambda m: "--tls-" + m.group(1).replace("_", "-"), str(exc))
         raise ConfigError(flag) from None
+
+
+def drain_options(parser: argparse.ArgumentParser) -> None:
+    """How the server stops on SIGTERM: the example agents', `a2a-handoff serve`'s and the
+    gateway's."""
+    stopping = parser.add_argument_group("stopping (see docs/server.md)")
+    stopping.add_argument(
+        "--drain-seconds",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="on SIGTERM: /readyz 503 at once, new work refused after a short grace, running"
+        " tasks finished or handed over to another replica within S seconds, then exit 0",
+    )
+
+
+def drain_config(args: argparse.Namespace) -> DrainConfig:
+    """The drain as the flags say (ConfigError, a ValueError, for a bad one)."""
+    return DrainConfig(seconds=args.drain_seconds)
 
 
 def push_options(push: argparse._ArgumentGroup) -> None:

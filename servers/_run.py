@@ -15,8 +15,6 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-import uvicorn
-
 from a2a_handoff import (
     Agent,
     AgentCard,
@@ -38,6 +36,7 @@ from a2a_handoff.exits import ExitCode
 from a2a_handoff.protocol import check_agent_url
 from a2a_handoff.secrets import SecretError, accept_insecure_files, private_dir
 from a2a_handoff.server import OidcConfig, return_freed_memory, uvicorn_options
+from a2a_handoff.server import run as run_server
 from a2a_handoff.stores import Store
 from a2a_handoff.trust import ENV_VAR as KEY_ENV_VAR
 from a2a_handoff.trust import (
@@ -51,7 +50,15 @@ from a2a_handoff.trust import (
     own_identity,
     parse_trust,
 )
-from servers._flags import listed, mcp_tools, pairs, push_settings, server_limits, tls_config
+from servers._flags import (
+    drain_config,
+    listed,
+    mcp_tools,
+    pairs,
+    push_settings,
+    server_limits,
+    tls_config,
+)
 
 
 @dataclass(frozen=True)
@@ -222,6 +229,7 @@ def serve(name: str, example: Example, args: argparse.Namespace) -> int:
             push=push_settings(args),
             grpc=_grpc_config(args),
             tls=tls,
+            drain=drain_config(args),
         )
     except (ValueError, HandoffError) as exc:  # unsafe or impossible: say so, do not start
         print(f"error: {exc}", file=sys.stderr)
@@ -241,7 +249,7 @@ def serve(name: str, example: Example, args: argparse.Namespace) -> int:
     gc.collect()
     gc.freeze()
     gc.set_threshold(20_000, 20, 20)
-    uvicorn.run(
+    run_server(  # uvicorn, draining the agent on SIGTERM (docs/server.md)
         app,
         host=args.host,
         port=args.port,
@@ -251,8 +259,9 @@ def serve(name: str, example: Example, args: argparse.Namespace) -> int:
         proxy_headers=False,  # served directly: no X-Forwarded-* to trust
         http=limits.protocol(),  # timeouts, connection cap, slow readers dropped
         timeout_keep_alive=args.keep_alive,
-        # A blocking SendMessage whose handoff target is down would hold shutdown for the
-        # envelope's whole TTL: give in-flight requests a few seconds, then stop.
+        # After the drain, what is still in flight is streams (and a blocking SendMessage
+        # whose handoff target is down, which would hold shutdown for the envelope's whole
+        # TTL): a few seconds, then stop; a cut stream resumes elsewhere (Last-Event-ID).
         timeout_graceful_shutdown=5,
         **served_tls,  # HTTPS, and mutual TLS with a client CA
     )

@@ -29,6 +29,7 @@ from starlette.responses import Response
 from a2a_handoff.errors import (
     AuthenticationError,
     ContentTypeNotSupportedError,
+    DrainingError,
     InternalError,
     InvalidParamsError,
     InvalidRequestError,
@@ -308,7 +309,9 @@ def error_response(
         headers["WWW-Authenticate"] = 'Bearer realm="a2a"'
     elif isinstance(error, PayloadTooLargeError):
         status = 413
-    elif isinstance(error, StoreUnavailableError | TooManyStreamsError | IssuerUnavailableError):
+    elif isinstance(
+        error, StoreUnavailableError | TooManyStreamsError | IssuerUnavailableError | DrainingError
+    ):
         status = 503
         headers["Retry-After"] = "1"
     # ensure_ascii: an id holding a lone surrogate still encodes (as an escape).

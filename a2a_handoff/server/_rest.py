@@ -90,6 +90,8 @@ def error_answer(error: RpcError, extensions: frozenset[str] = frozenset()) -> R
     headers = protocol_headers(extensions)
     if isinstance(error, AuthenticationError):
         headers["WWW-Authenticate"] = 'Bearer realm="a2a"'
+    elif error.http_status == 503:  # the store, the stream cap, a drain: retry shortly
+        headers["Retry-After"] = "1"
     return Response(
         json.dumps(error.to_status(), separators=(",", ":")),
         status_code=error.http_status,

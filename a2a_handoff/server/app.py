@@ -3,10 +3,10 @@
 It composes: the agent's service (`server.service.AgentService`: its store, keys, runtime and
 background work, and the A2A operations), the routes its faces contribute
 (`server.routes.agent_routes`: JSON-RPC with A2A 0.3 beside it, HTTP+JSON, the cards,
-`/health`, `/metrics`, and MCP when asked), and a plain Starlette app whose lifespan is the
-service's. Unknown paths and methods are answered as HTTP+JSON errors (`server._rest`). Its
-settings come grouped (`server.app_config`); the cards it serves say what it does
-(`server._cards`).
+`/health`, `/livez`, `/readyz`, `/metrics`, and MCP when asked), and a plain Starlette app
+whose lifespan is the service's. Unknown paths and methods are answered as HTTP+JSON errors
+(`server._rest`). Its settings come grouped (`server.app_config`); the cards it serves say
+what it does (`server._cards`).
 
 Trust (`server._app_trust`): the agent's routes are on its trust list (the route its
 escalations go to may sign operators' decisions); `TrustConfig.trusted` adds agents that hand
@@ -33,6 +33,7 @@ from a2a_handoff.server._grpc import serve_grpc, with_grpc_interface
 from a2a_handoff.server._jsonrpc import JsonAnswer
 from a2a_handoff.server._rest import not_found
 from a2a_handoff.server.app_config import (
+    DrainConfig,
     GrpcConfig,
     HandoffConfig,
     LimitsConfig,
@@ -71,6 +72,7 @@ def create_app(
     push: PushSettings | None = None,
     grpc: GrpcConfig | None = None,
     tls: TlsConfig | None = None,
+    drain: DrainConfig | None = None,
 ) -> Starlette:
     """Serve `agent` over A2A; the app opens and closes `store` in its lifespan.
 
@@ -88,8 +90,9 @@ def create_app(
     `TlsConfig`): the certificate HTTPS and gRPC are served with, the client CAs of mutual
     TLS (the card then declares `mutualTLS`, and its URLs must be https://), and the
     certificate and CAs of the agent's calls to others; HTTPS itself is the HTTP server's
-    (`server.tls.uvicorn_options(tls)`). Connection limits are the HTTP server's
-    (`server.limits`). The agent's service is `app.state.a2a`.
+    (`server.tls.uvicorn_options(tls)`). `drain` (a `DrainConfig`): how the service stops
+    when `server.DrainingServer` serving the app is told to (SIGTERM). Connection limits are
+    the HTTP server's (`server.limits`). The agent's service is `app.state.a2a`.
     """
     if grpc is not None:
         card = with_grpc_interface(card, grpc)
@@ -106,6 +109,7 @@ def create_app(
         push=push,
         dedupe_message_ids=dedupe_message_ids,
         tls=tls,
+        drain=drain,
     )
     if grpc is not None:
         serve_grpc(service, grpc)

@@ -252,6 +252,32 @@ class ToolsConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class DrainConfig:
+    """How this agent stops when told to (SIGTERM, served by `server.DrainingServer`).
+
+    `seconds`: the whole drain's bound, from the signal to the exit: the tasks still running
+    then are handed over (resumed at once by another replica, or at the next start).
+    `grace`: seconds after the signal during which new work is still taken while `/readyz`
+    already says 503, for a load balancer to notice (None: a fifth of `seconds`, at most
+    2 s); after it, a message that would start a run is refused with -32108 (HTTP 503).
+    """
+
+    seconds: float = 10.0
+    grace: float | None = None
+
+    def __post_init__(self) -> None:
+        _seconds("seconds", self.seconds, zero=True)
+        if self.grace is not None:
+            _seconds("grace", self.grace, zero=True)
+
+    @property
+    def grace_seconds(self) -> float:
+        """The grace, within the drain's bound."""
+        grace = min(2.0, self.seconds / 5) if self.grace is None else self.grace
+        return min(grace, self.seconds)
+
+
+@dataclass(frozen=True, slots=True)
 class GrpcConfig:
     """The A2A gRPC binding, served beside HTTP on a port of its own (the `grpc` extra).
 

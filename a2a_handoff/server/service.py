@@ -25,6 +25,12 @@ The design, in three parts:
   operations directly. `server.routes.agent_routes` gathers them, with the card, health and
   metrics routes, for `create_app` — or for an app of one's own.
 
+**Stopping**: `drain()` (a `DrainConfig`'s bound; `server.DrainingServer` calls it on SIGTERM)
+turns the service not ready at once (`/readyz` 503), goes on taking work for the grace, then
+refuses what would start a run (-32108, HTTP 503: sent again, another replica takes it) and
+finishes or hands over its runs by the deadline (`runtime.draining`); reads and requests in
+flight are served throughout. Leaving the service afterwards closes it as ever.
+
 What stays the faces': envelopes and error objects, SSE framing, and a blocking answer held
 past the keep-alive interval (`server._patience`: its head at once, spaces, then its body).
 So SendMessage comes in two steps — `sending` takes the message and gives a `Sent`, whose
@@ -38,6 +44,7 @@ concatenation.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import inspect
 import logging
@@ -61,6 +68,7 @@ from a2a_handoff.server._operations import A2AOperations
 from a2a_handoff.server._push import PushConfigs
 from a2a_handoff.server._wiring import default_client, handoff_settings, mcp_tools
 from a2a_handoff.server.app_config import (
+    DrainConfig,
     HandoffConfig,
     LimitsConfig,
     TlsConfig,
@@ -97,6 +105,7 @@ class AgentService(A2AOperations):
         push: PushSettings | None = None,
         dedupe_message_ids: bool = True,
         tls: TlsConfig | None = None,
+        drain: DrainConfig | None = None,
     ) -> None:
         if not inspect.iscoroutinefunction(getattr(agent, "handle", None)):
             raise TypeError(
@@ -143,6 +152,8 @@ class AgentService(A2AOperations):
             self.observer.metrics.add_collector(self.pusher.collector())
         self._faces: list[Face] = []
         self._serving: contextlib.AsyncExitStack | None = None
+        self.drain_config = drain or DrainConfig()
+        self.draining = False  # told to stop: not ready, whatever the store says
 
     def while_serving(self, face: Face) -> None:
         """Run `face` (entered, then left) while the service serves: after everything else
@@ -185,6 +196,24 @@ class AgentService(A2AOperations):
                 await faces.__aexit__(exc_type, exc, traceback)
         finally:
             await self._stop()
+
+    async def drain(self) -> None:
+        """Stop taking work and finish or hand over the runs under way, within the drain's
+        bound (see the module docstring); the service stays open (leave it after)."""
+        if self.draining:
+            return
+        self.draining = True
+        config = self.drain_config
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + config.seconds
+        log.info(
+            "draining: not ready; new work refused in %gs, running tasks handed over in %gs",
+            config.grace_seconds,
+            config.seconds,
+        )
+        await asyncio.sleep(config.grace_seconds)
+        handed = await self.manager.drain(deadline)
+        log.info("drained: %d task(s) handed over", handed)
 
     @contextlib.asynccontextmanager
     async def lifespan(self, app: object = None) -> AsyncIterator[None]:
