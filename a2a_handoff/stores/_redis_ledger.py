@@ -1,8 +1,8 @@
 """The Redis store's connection and lifecycle, its outbox and ledger, and its leases.
 
 `RedisBase` holds the client (with connect and read timeouts, and `StoreGuard` failing calls
-fast while Redis cannot be reached; opening it loads the scripts and migrates a store of an
-earlier key layout), and everything about handoffs: the outbox
+fast while Redis cannot be reached; opening it loads the scripts, and refuses a store of an
+earlier key layout until `db upgrade` moved it), and everything about handoffs: the outbox
 (`ob:<id>` hashes, `ob:ids` and `ob:c:<context>` by creation, `ob:pend` the pending ones by
 creation, `ob:last_done`), the ledger of handoffs received (`rcv`, `rcv:c:<context>`), and
 the leases (`l:<name>`). Every question /health and ListHandoffs ask is answered from these
@@ -14,9 +14,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from dataclasses import asdict
 from typing import Any, Concatenate, ParamSpec, TypeVar
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from a2a_handoff.errors import StoreDownError, StoreError, StoreTimeoutError, TrustError
 from a2a_handoff.stores._guard import ServerPing, StoreGuard
@@ -24,8 +25,9 @@ from a2a_handoff.stores._owner import LEGACY_PREFIX, claim_prefix, prefix_for
 from a2a_handoff.stores._redis_durability import check_durability
 from a2a_handoff.stores._redis_follow import RedisFollowers
 from a2a_handoff.stores._redis_scripts import ALL as SCRIPTS
-from a2a_handoff.stores._redis_scripts import LAYOUT
+from a2a_handoff.stores._redis_scripts import LAYOUT, LAYOUTS
 from a2a_handoff.stores.base import HandoffStats, OutboxEntry, ReceivedEntry
+from a2a_handoff.stores.versions import SchemaStatus, check_usable, compatible_from, status_of
 
 try:
     import redis.asyncio as aioredis
@@ -42,6 +44,7 @@ UNREACHABLE: tuple[type[BaseException], ...] = (
     OSError,  # TimeoutError included
 )
 _ENTRY_FIELDS = tuple(OutboxEntry.__dataclass_fields__)
+_USED = ("i:all", "ob:ids", "ob:pending", "rcv", "p:active")  # a prefix in use has one
 CONNECT_TIMEOUT = 1.0
 READ_TIMEOUT = 2.0
 PROBE_TIMEOUT = 0.5  # a PING telling a slow read from a Redis that does not answer
@@ -180,15 +183,87 @@ class RedisBase(ServerPing):
         except BaseException:
             await client.aclose()
             raise
+        try:
+            status = await self._layout_status(client)
+            if not status.exists:  # a new prefix: made at this code's layout
+                await self._set_layout(client, status.code)
+            else:
+                check_usable(status, self.store_url)
+        except BaseException:
+            await client.aclose()
+            raise
         self._client = client
         for name, source in SCRIPTS.items():
             self._scripts[name] = client.register_script(source)
-        keys = [self._key(k) for k in ("layout", "ob:pending", "ob:pend", "ob:ids", "rcv")]
-        await self._scripts["migrate"](
-            keys=[*keys, self._key("ob:last_done")], args=[self.prefix, LAYOUT]
-        )
         await self.followers.start(client)
         return self
+
+    # -- the key layout's version (SchemaStore) ---------------------------------------------
+
+    @property
+    def store_url(self) -> str:
+        """The store's URL, its prefix named (what `db upgrade --store` takes)."""
+        parts = urlsplit(self.url)
+        query = urlencode([*parse_qsl(parts.query), ("prefix", self.prefix)])
+        return parts._replace(query=query).geturl()
+
+    async def _layout_status(self, client: Any) -> SchemaStatus:
+        where = f"Redis key prefix {self.prefix}"
+        found, compatible = await client.mget(self._key("layout"), self._key("layout:compat"))
+        if found is not None:
+            kept = int(compatible) if compatible is not None else None
+            return status_of(where, LAYOUTS, int(found), kept)
+        used = await client.exists(*(self._key(k) for k in _USED))
+        # Layout 1 kept no version: a prefix holding tasks or handoffs but no version is it.
+        return status_of(where, LAYOUTS, 1 if used else 0, None, exists=bool(used))
+
+    async def _set_layout(self, client: Any, layout: int) -> None:
+        await client.mset(
+            {
+                self._key("layout"): str(layout),
+                self._key("layout:compat"): str(compatible_from(LAYOUTS, layout)),
+            }
+        )
+
+    async def schema_status(self) -> SchemaStatus:
+        async with self._tool_client() as client:
+            return await self._layout_status(client)
+
+    async def upgrade(self) -> SchemaStatus:
+        """The key layout moved to this code's (`MIGRATE`, one script: atomic), or set on a
+        prefix that holds nothing yet."""
+        async with self._tool_client() as client:
+            status = await self._layout_status(client)
+            if status.ahead:
+                check_usable(status, self.store_url)
+                return status
+            if not status.pending:
+                return status
+            if status.exists:
+                keys = [self._key(k) for k in ("layout", "ob:pending", "ob:pend", "ob:ids")]
+                keys += [self._key("rcv"), self._key("ob:last_done")]
+                migrate = client.register_script(SCRIPTS["migrate"])
+                await migrate(keys=keys, args=[self.prefix, LAYOUT])
+            await self._set_layout(client, status.code)
+            return await self._layout_status(client)
+
+    @contextlib.asynccontextmanager
+    async def _tool_client(self) -> AsyncIterator[Any]:
+        """A client of its own, for `db status` and `db upgrade`."""
+        import redis.asyncio as aioredis
+
+        client = aioredis.Redis.from_url(
+            self.url,
+            decode_responses=True,
+            socket_connect_timeout=CONNECT_TIMEOUT,
+            socket_timeout=READ_TIMEOUT,
+        )
+        try:
+            yield client
+        except RedisError as exc:
+            raise StoreError(f"Redis at {self.url} refused the call: {exc}") from exc
+        finally:
+            await client.aclose()
 
     async def aclose(self) -> None:
         await self.followers.aclose()
