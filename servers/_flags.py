@@ -10,7 +10,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from a2a_handoff import HandoffError, PushSettings, ToolsConfig
+from a2a_handoff import HandoffError, PushSettings, RetentionConfig, ToolsConfig
+from a2a_handoff.runtime.retention import parse_duration
 from a2a_handoff.secrets import HOW as SECRETS_HOW
 from a2a_handoff.secrets import SecretError, read_secret
 from a2a_handoff.server import ServerLimits
@@ -120,6 +121,7 @@ def agent_options(parser: argparse.ArgumentParser, examples: bool = True) -> Non
         default=None,
         help="seconds a decision's return is retried before its task fails (default: --ttl)",
     )
+    retention_options(parser)
     parser.add_argument("--ttl", type=int, default=300, help="handoff envelope TTL, seconds")
     parser.add_argument("--max-hops", type=int, default=8)
     parser.add_argument("--recovery-interval", type=float, default=2.0)
@@ -204,6 +206,35 @@ def agent_options(parser: argparse.ArgumentParser, examples: bool = True) -> Non
         default=os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"),
         help="export traces over OTLP/HTTP (needs a2a-handoff[otel])",
     )
+
+
+# -- retention (docs/stores.md) -------------------------------------------------------------
+
+
+def retention_options(parser: argparse.ArgumentParser) -> None:
+    """--retain DURATION: finished tasks deleted once older than that (default: kept)."""
+    parser.add_argument(
+        "--retain",
+        type=_duration,
+        default=None,
+        metavar="DURATION",
+        help="delete finished tasks (their events, push configs, outbox and ledger rows) once"
+        " older than DURATION: 30d, 12h, 90s (default: keep them forever)",
+    )
+
+
+def retention_config(args: argparse.Namespace) -> RetentionConfig | None:
+    return RetentionConfig(retain=args.retain) if args.retain is not None else None
+
+
+def _duration(text: str) -> float:
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+# -- push notifications ---------------------------------------------------------------------
 
 
 def push_options(push: argparse._ArgumentGroup) -> None:

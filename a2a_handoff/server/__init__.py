@@ -8,6 +8,7 @@ from a2a_handoff.server.app_config import (
     HandoffConfig,
     LimitsConfig,
     ObservabilityConfig,
+    RetentionConfig,
     ToolsConfig,
     TrustConfig,
 )
@@ -24,6 +25,7 @@ __all__ = [
     "HandoffConfig",
     "LimitsConfig",
     "ObservabilityConfig",
+    "RetentionConfig",
     "Sent",
     "ServerLimits",
     "TaskPage",

@@ -37,6 +37,7 @@ from a2a_handoff.server.app_config import (
     HandoffConfig,
     LimitsConfig,
     ObservabilityConfig,
+    RetentionConfig,
     ToolsConfig,
     TrustConfig,
 )
@@ -69,21 +70,23 @@ def create_app(
     dedupe_message_ids: bool = True,
     push: PushSettings | None = None,
     grpc: GrpcConfig | None = None,
+    retention: RetentionConfig | None = None,
 ) -> Starlette:
     """Serve `agent` over A2A; the app opens and closes `store` in its lifespan.
 
-    `handoff`, `trust`, `limits`, `observability`, `tools` (MCP servers handlers call): the
-    grouped settings, defaulting to the server's (`server.app_config`). `escalation`: the
-    rules that escalate to the human agent. The switches: `extended_card`, served to
-    authenticated callers (the public card then declares it); `card_v03_fields=True` adds the
-    0.3 members to the 1.0 card path too (for 0.3 clients that read only that path);
-    `mcp_server=True` also serves the agent as an MCP server at `/mcp` (the `mcp` extra,
-    see `server._mcp`); `push` (a `PushSettings`) turns push notifications on;
-    `dedupe_message_ids=False` runs a message whose id was seen before as new (for clients
-    that reuse ids, such as the conformance kit; a retried send must not start the work twice
-    anywhere else). `grpc` (a `GrpcConfig`) serves the A2A gRPC binding too, on a port of
-    its own while the app serves, listed last in the card (the `grpc` extra). Connection
-    limits are the HTTP server's (`server.limits`). The agent's service is `app.state.a2a`.
+        `handoff`, `trust`, `limits`, `observability`, `tools` (MCP servers handlers call): the
+        grouped settings, defaulting to the server's (`server.app_config`). `escalation`: the
+        rules that escalate to the human agent. The switches: `extended_card`, served to
+        authenticated callers (the public card then declares it); `card_v03_fields=True` adds the
+        0.3 members to the 1.0 card path too (for 0.3 clients that read only that path);
+        `mcp_server=True` also serves the agent as an MCP server at `/mcp` (the `mcp` extra,
+        see `server._mcp`); `push` (a `PushSettings`) turns push notifications on;
+        `dedupe_message_ids=False` runs a message whose id was seen before as new (for clients
+        that reuse ids, such as the conformance kit; a retried send must not start the work twice
+        anywhere else). `grpc` (a `GrpcConfig`) serves the A2A gRPC binding too, on a port of
+        its own while the app serves, listed last in the card (the `grpc` extra). `retention` (a
+    `RetentionConfig`) deletes finished tasks once old enough (by default they are kept). Connection
+        limits are the HTTP server's (`server.limits`). The agent's service is `app.state.a2a`.
     """
     if grpc is not None:
         card = with_grpc_interface(card, grpc)
@@ -99,6 +102,7 @@ def create_app(
         extended_card=extended_card,
         push=push,
         dedupe_message_ids=dedupe_message_ids,
+        retention=retention,
     )
     if grpc is not None:
         serve_grpc(service, grpc)

@@ -8,6 +8,7 @@
         observability=ObservabilityConfig(metrics_public=True),
         tools=ToolsConfig(mcp={"search": "http://127.0.0.1:9000/mcp"}),
         escalation=EscalationPolicy(amount_limit=500),
+        retention=RetentionConfig(retain=30 * 86400),
     )
 
 Each is a frozen dataclass whose defaults are the server's: `create_app(agent, card, store)`
@@ -198,6 +199,29 @@ class ToolsConfig:
         _count("attempts", self.attempts, 1)
         _count("breaker_threshold", self.breaker_threshold, 1)
         _seconds("breaker_cooldown", self.breaker_cooldown, zero=True)
+
+
+@dataclass(frozen=True, slots=True)
+class RetentionConfig:
+    """How long this agent keeps finished tasks (`runtime.retention`).
+
+    `retain`: seconds after a task ended (its last update) it is deleted with its events,
+    push configs, outbox entries and ledger rows (None: kept forever, the default; a task
+    whose idempotency key is still live, or with a handoff pending, is kept longer).
+    `batch`: tasks deleted per transaction. `interval`: seconds between sweeps (None: a
+    tenth of `retain`, between 1 and 60). The store must declare `capabilities.retention`.
+    """
+
+    retain: float | None = None
+    batch: int = 100
+    interval: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.retain is not None:
+            _seconds("retain", self.retain)
+        _count("batch", self.batch, 1)
+        if self.interval is not None:
+            _seconds("interval", self.interval)
 
 
 @dataclass(frozen=True, slots=True)

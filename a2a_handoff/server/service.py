@@ -8,7 +8,8 @@ The design, in three parts:
   its keys loaded (`trust`, before any delivery: deliveries are signed); this runner's
   heartbeat started; the tasks a previous process left running recovered (failed, or resumed);
   then the work that goes on while it serves — the handoff outbox (replaying what that
-  process left pending), the agent's own background job, push deliveries — and last the faces
+  process left pending), the agent's own background job, push deliveries, the retention
+  sweep (`runtime.retention`, when finished tasks are kept for a while only) — and last the faces
   that run while it serves (the MCP sessions). Left: everything closed, in the reverse order.
   A store that fails reads during recovery is served degraded rather than not at all
   (`/health` says what is wrong; the heartbeat tries again).
@@ -46,11 +47,12 @@ from contextlib import AbstractAsyncContextManager
 from types import TracebackType
 
 from a2a_handoff.agent import Agent
-from a2a_handoff.errors import StoreError
+from a2a_handoff.errors import ConfigError, StoreError
 from a2a_handoff.escalation import EscalationPolicy
 from a2a_handoff.observe import Observer, events, use
 from a2a_handoff.protocol.agent_card import AgentCard
 from a2a_handoff.push import Pusher, PushSettings
+from a2a_handoff.runtime.retention import RetentionSweep
 from a2a_handoff.runtime.tasks import TaskManager
 from a2a_handoff.server._app_trust import agent_trust_of, operators_of
 from a2a_handoff.server._card_route import CardRoute
@@ -58,7 +60,13 @@ from a2a_handoff.server._cards import served_cards
 from a2a_handoff.server._operations import A2AOperations
 from a2a_handoff.server._push import PushConfigs
 from a2a_handoff.server._wiring import default_client, handoff_settings, mcp_tools
-from a2a_handoff.server.app_config import HandoffConfig, LimitsConfig, ToolsConfig, TrustConfig
+from a2a_handoff.server.app_config import (
+    HandoffConfig,
+    LimitsConfig,
+    RetentionConfig,
+    ToolsConfig,
+    TrustConfig,
+)
 from a2a_handoff.stores.base import Store
 
 log = logging.getLogger("a2a_handoff.server")
@@ -86,6 +94,7 @@ class AgentService(A2AOperations):
         extended_card: AgentCard | None = None,
         push: PushSettings | None = None,
         dedupe_message_ids: bool = True,
+        retention: RetentionConfig | None = None,
     ) -> None:
         if not inspect.iscoroutinefunction(getattr(agent, "handle", None)):
             raise TypeError(
@@ -126,6 +135,7 @@ class AgentService(A2AOperations):
             self.observer.metrics.add_collector(self.pusher.collector())
         self._faces: list[Face] = []
         self._serving: contextlib.AsyncExitStack | None = None
+        self.retention = _retention_sweep(store, retention)
 
     def while_serving(self, face: Face) -> None:
         """Run `face` (entered, then left) while the service serves: after everything else
@@ -191,6 +201,8 @@ class AgentService(A2AOperations):
         self.manager.serve()
         if self.pusher is not None:
             self.pusher.start()  # its first sweep resumes what a previous process left
+        if self.retention is not None:
+            self.retention.start()
 
     async def _recover(self) -> None:
         recovered = await self.manager.recover()
@@ -204,6 +216,8 @@ class AgentService(A2AOperations):
             )
 
     async def _stop(self) -> None:
+        if self.retention is not None:
+            await self.retention.aclose()
         if self.pusher is not None:
             await self.pusher.aclose()
         await self.manager.aclose()
@@ -211,3 +225,14 @@ class AgentService(A2AOperations):
         if self.own_client:
             await self.client.aclose()
         await self.store.aclose()
+
+
+def _retention_sweep(store: Store, config: RetentionConfig | None) -> RetentionSweep | None:
+    """The sweep deleting finished tasks, when `config` keeps them for a while only;
+    ConfigError for a store that cannot delete them."""
+    if config is None or config.retain is None:
+        return None
+    purging = store.capabilities.retention
+    if purging is None:
+        raise ConfigError("retention: this store declares no retention (capabilities.retention)")
+    return RetentionSweep(purging, config.retain, batch=config.batch, interval=config.interval)

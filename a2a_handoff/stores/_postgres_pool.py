@@ -204,7 +204,7 @@ class PostgresPool(ServerPing):
         if self._pool is not None:
             if self._unchecked:  # claimed once open: the owner checked now
                 async with self._pool.acquire() as conn, conn.transaction():
-                    await migrate(conn, self.schema, self.agent, self.url)
+                    await migrate(conn, self.schema, self.agent, self.store_url)
                 self._unchecked = False
             return self
         try:
@@ -238,11 +238,11 @@ class PostgresPool(ServerPing):
             if chosen != self.schema:
                 self._use_schema(chosen)
         async with pool.acquire() as conn, conn.transaction():
-            await migrate(conn, self.schema, self.agent, self.url)
+            await migrate(conn, self.schema, self.agent, self.store_url)
         self._unchecked = False
 
     @property
-    def url(self) -> str:
+    def store_url(self) -> str:
         """The store's URL, its schema named (what `db upgrade --store` takes)."""
         parts = urlsplit(self.dsn)
         query = urlencode([*parse_qsl(parts.query), ("schema", self.schema)])
@@ -256,7 +256,7 @@ class PostgresPool(ServerPing):
 
     async def upgrade(self) -> SchemaStatus:
         async with self._tool_conn() as conn, conn.transaction():
-            return await upgrade(conn, self.schema, self.url)
+            return await upgrade(conn, self.schema, self.store_url)
 
     @contextlib.asynccontextmanager
     async def _tool_conn(self) -> AsyncIterator[Any]:

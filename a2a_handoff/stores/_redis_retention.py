@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from a2a_handoff.protocol.models import utc_stamp
 from a2a_handoff.protocol.states import TERMINAL_STATES
 from a2a_handoff.stores._redis_ledger import guarded
 from a2a_handoff.stores._redis_push import RedisPush
@@ -31,7 +32,7 @@ class RedisRetention(RedisPush):
     @guarded
     async def purge_finished(self, before: str, limit: int) -> int:
         # An older task's key may live `idempotency_ttl` after its creation.
-        unkeyed_before = _stamp(time.time() - self.idempotency_ttl)
+        unkeyed_before = utc_stamp(time.time() - self.idempotency_ttl)
         purged = 0
         for state in _FINISHED:
             members = self._key(f"i:s:{state}")
@@ -96,12 +97,3 @@ class RedisRetention(RedisPush):
         ]
         done = await self._scripts["purge"](keys=keys, args=[task_id, before, self.prefix])
         return int(done)
-
-
-def _stamp(seconds: float) -> str:
-    """A unix time as a stamp of `utc_now()`'s form."""
-    whole = int(seconds)
-    return (
-        time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole))
-        + f".{int((seconds - whole) * 1000):03d}Z"
-    )

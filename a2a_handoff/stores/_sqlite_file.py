@@ -95,7 +95,7 @@ class SqliteFile(LocalLeases):
         return self
 
     @property
-    def url(self) -> str:
+    def store_url(self) -> str:
         """The store's URL, as `open_store` takes it."""
         return f"sqlite:///{self.path}" + ("?shared=1" if self.shared else "")
 
@@ -111,7 +111,7 @@ class SqliteFile(LocalLeases):
         if not exists:
             apply(conn)
             return
-        check_usable(status_of(self.where, MIGRATIONS, version, kept), self.url)
+        check_usable(status_of(self.where, MIGRATIONS, version, kept), self.store_url)
 
     # -- SchemaStore --------------------------------------------------------------------
 
@@ -133,15 +133,15 @@ class SqliteFile(LocalLeases):
         refused (StoreError) while another serves it, unless it is shared."""
         status = await self.schema_status()
         if status.ahead:
-            check_usable(status, self.url)
+            check_usable(status, self.store_url)
             return status
         if not status.pending:
             return status
         own = self._writer is None and not self.shared
+        private_dir(self.path.parent)
         if own:
             self._owner.acquire()
         try:
-            private_dir(self.path.parent)
             create_private(self.path)
             conn = sqlite3.connect(self.path, isolation_level=None)
             try:

@@ -244,6 +244,11 @@ class SchemaStore(Protocol):
     opened (they connect on their own), and `upgrade` on one an agent serves (a shared
     store: under a lock, once)."""
 
+    @property
+    def store_url(self) -> str:
+        """The store's URL naming its schema or key prefix: what `db upgrade --store` takes."""
+        ...
+
     async def schema_status(self) -> SchemaStatus:
         """The store's version, the code's, and the migrations pending."""
         ...
