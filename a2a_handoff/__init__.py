@@ -61,7 +61,6 @@ if _typing.TYPE_CHECKING:
     from a2a_handoff.server.app_config import HandoffConfig as HandoffConfig
     from a2a_handoff.server.app_config import LimitsConfig as LimitsConfig
     from a2a_handoff.server.app_config import ObservabilityConfig as ObservabilityConfig
-    from a2a_handoff.server.app_config import RetentionConfig as RetentionConfig
     from a2a_handoff.server.app_config import ToolsConfig as ToolsConfig
     from a2a_handoff.server.app_config import TrustConfig as TrustConfig
     from a2a_handoff.stores import MemoryTaskStore as MemoryTaskStore
@@ -82,7 +81,6 @@ _LAZY = {
         "HandoffConfig",
         "LimitsConfig",
         "ObservabilityConfig",
-        "RetentionConfig",
         "ToolsConfig",
         "TrustConfig",
     ),

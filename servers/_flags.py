@@ -10,11 +10,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from a2a_handoff import HandoffError, PushSettings, RetentionConfig, ToolsConfig
-from a2a_handoff.runtime.retention import parse_duration
+from a2a_handoff import HandoffError, PushSettings, ToolsConfig
 from a2a_handoff.secrets import HOW as SECRETS_HOW
 from a2a_handoff.secrets import SecretError, read_secret
-from a2a_handoff.server import ServerLimits
+from a2a_handoff.server import RetentionConfig, ServerLimits, parse_duration
 from a2a_handoff.trust import ENV_VAR as KEY_ENV_VAR
 from servers import _llm
 

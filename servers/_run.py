@@ -37,8 +37,7 @@ from a2a_handoff.exits import ExitCode
 from a2a_handoff.protocol import check_agent_url
 from a2a_handoff.secrets import SecretError, accept_insecure_files, private_dir, read_secret
 from a2a_handoff.server import return_freed_memory
-from a2a_handoff.stores import Store
-from a2a_handoff.stores.versions import check_usable
+from a2a_handoff.stores import Store, check_usable
 from a2a_handoff.trust import ENV_VAR as KEY_ENV_VAR
 from a2a_handoff.trust import (
     NO_KEYS_IN_SHARED_STORE,

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import re
 import time
 from collections.abc import Callable
 
@@ -23,19 +22,6 @@ from a2a_handoff.protocol.models import utc_stamp
 from a2a_handoff.stores.base import RetentionStore
 
 log = logging.getLogger("a2a_handoff.runtime")
-
-_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
-
-
-def parse_duration(text: str) -> float:
-    """`30d`, `12h`, `15m`, `90s` (or `1.5h`) in seconds; ValueError for anything else."""
-    found = _DURATION.fullmatch(text.strip())
-    if found is None or not float(found.group(1)) > 0:
-        raise ValueError(
-            f"a duration is a positive number and a unit (s, m, h, d): 30d, 12h, 90s; not {text!r}"
-        )
-    return float(found.group(1)) * _UNITS[found.group(2)]
 
 
 def sweep_interval(retain: float) -> float:

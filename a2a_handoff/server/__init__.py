@@ -11,6 +11,7 @@ from a2a_handoff.server.app_config import (
     RetentionConfig,
     ToolsConfig,
     TrustConfig,
+    parse_duration,
 )
 from a2a_handoff.server.limits import ServerLimits, return_freed_memory
 from a2a_handoff.server.results import Caller, EventStream, Sent, TaskPage, TaskView
@@ -34,6 +35,7 @@ __all__ = [
     "TrustConfig",
     "agent_routes",
     "create_app",
+    "parse_duration",
     "return_freed_memory",
     "serve_grpc",
 ]

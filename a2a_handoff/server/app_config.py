@@ -23,6 +23,7 @@ limits (timeouts, connections, slow readers) are the HTTP server's: `server.Serv
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -257,6 +258,21 @@ class GrpcConfig:
             return self.url
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"{host}:{self.port}"
+
+
+_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
+
+
+def parse_duration(text: str) -> float:
+    """`30d`, `12h`, `15m`, `90s` (or `1.5h`) in seconds; ConfigError (a ValueError) for
+    anything else."""
+    found = _DURATION.fullmatch(text.strip())
+    if found is None or not float(found.group(1)) > 0:
+        raise ConfigError(
+            f"a duration is a positive number and a unit (s, m, h, d): 30d, 12h, 90s; not {text!r}"
+        )
+    return float(found.group(1)) * _UNITS[found.group(2)]
 
 
 def _count(name: str, value: int, least: int) -> None:
