@@ -67,7 +67,7 @@ async def upgrade(conn: Any, schema: str, url: str, upto: int = VERSION) -> Sche
     if status.ahead:
         check_usable(status, url)
         return status
-    if status.current < upto:
+    if status.exists and status.current < upto:  # a new schema: its agent makes it
         await _run(conn, schema, status.current, upto)
     return await read_status(conn, schema)
 

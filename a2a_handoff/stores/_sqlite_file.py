@@ -129,8 +129,9 @@ class SqliteFile(LocalLeases):
         return status_of(self.where, MIGRATIONS, version, kept, exists=exists)
 
     async def upgrade(self) -> SchemaStatus:
-        """The pending migrations run on the file (made when missing), by this process alone:
-        refused (StoreError) while another serves it, unless it is shared."""
+        """The pending migrations run on the file, by this process alone: refused (StoreError)
+        while another serves it, unless it is shared. A file that does not exist is left so
+        (its agent makes it, with its keys)."""
         status = await self.schema_status()
         if status.ahead:
             check_usable(status, self.store_url)
@@ -138,11 +139,9 @@ class SqliteFile(LocalLeases):
         if not status.pending:
             return status
         own = self._writer is None and not self.shared
-        private_dir(self.path.parent)
         if own:
             self._owner.acquire()
         try:
-            create_private(self.path)
             conn = sqlite3.connect(self.path, isolation_level=None)
             try:
                 pragmas(conn)

@@ -65,7 +65,8 @@ def compatible_from(migrations: tuple[Migration, ...], version: int) -> int:
 @dataclass(frozen=True, slots=True)
 class SchemaStatus:
     """Where a store stands: its version (0 when it does not exist yet), the code's, the oldest
-    code version that may use it, and the migrations it is missing."""
+    code version that may use it, and the migrations it is missing (none for a store that
+    does not exist: an agent makes it whole, and `db upgrade` leaves it alone)."""
 
     where: str  # what was looked at: "SQLite file data/billing.db", "PostgreSQL schema …"
     current: int
@@ -104,8 +105,12 @@ class SchemaStatus:
 
     def render(self) -> str:
         """The status as `db status` prints it."""
-        state = "does not exist yet" if not self.exists else f"is at version {self.current}"
-        lines = [f"{self.where} {state}; this code is at version {self.code}"]
+        if not self.exists:
+            return (
+                f"{self.where} does not exist yet: an agent opening it makes it at this"
+                f" code's version, {self.code}"
+            )
+        lines = [f"{self.where} is at version {self.current}; this code is at version {self.code}"]
         if self.ahead:
             verdict = "usable" if self.usable else "NOT usable"
             lines.append(
@@ -133,9 +138,8 @@ def status_of(
     code = len(migrations)
     if kept_compatible_from is None:
         kept_compatible_from = compatible_from(migrations, min(current, code))
-    return SchemaStatus(
-        where, current, code, kept_compatible_from, tuple(migrations[current:]), exists
-    )
+    pending = tuple(migrations[current:]) if exists else ()  # a new store is made whole
+    return SchemaStatus(where, current, code, kept_compatible_from, pending, exists)
 
 
 def upgrade_command(url: str) -> str:
