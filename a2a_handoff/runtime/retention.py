@@ -5,8 +5,9 @@ the tasks that ended (a terminal state, TRANSFERRED included) before now minus `
 with their events, push configs, outbox entries and ledger rows — `batch` tasks a
 transaction, yielding to requests between batches, so a large backlog never holds the
 store. The store keeps a task whose idempotency key is still live (a retry must find the
-task it made) and one with a handoff still pending. Several replicas may sweep at once:
-each deletion checks its task again, and a task is deleted once.
+task it made), one with a handoff still pending and one with push deliveries still to
+make. Several replicas may sweep at once: each deletion checks its task again, and a task
+is deleted once.
 """
 
 from __future__ import annotations

@@ -153,7 +153,8 @@ return 1
 """
 
 # A finished task deleted with everything kept for it, unless it changed meanwhile, its
-# idempotency key still names it, or one of its handoffs is pending.
+# idempotency key still names it, one of its handoffs is pending or a push config of it still
+# has deliveries to make (checked before anything is deleted).
 # KEYS: task, events, p:<task>, p:active, i:all, i:o, i:d|"", i:c, i:s:<state>, ob:c:<context>,
 #       ob:ids, rcv, rcv:c:<context>, dedupe|""
 # ARGV: id, before, prefix
@@ -162,6 +163,10 @@ local t = redis.call('HMGET', KEYS[1], 'updated')
 if not t[1] or t[1] >= ARGV[2] then return 0 end
 if redis.call('SISMEMBER', KEYS[9], ARGV[1]) == 0 then return 0 end
 if KEYS[14] ~= '' and redis.call('GET', KEYS[14]) == ARGV[1] then return 0 end
+local configs = redis.call('HKEYS', KEYS[3])
+for _, config in ipairs(configs) do
+  if redis.call('SISMEMBER', KEYS[4], ARGV[1] .. ' ' .. config) == 1 then return 0 end
+end
 local mine = {}
 for _, h in ipairs(redis.call('ZRANGE', KEYS[10], 0, -1)) do
   local f = redis.call('HMGET', ARGV[3] .. 'ob:' .. h, 'task_id', 'status')
@@ -180,9 +185,6 @@ for _, row in ipairs(redis.call('LRANGE', KEYS[13], 0, -1)) do
     redis.call('LREM', KEYS[13], 1, row)
     redis.call('LREM', KEYS[12], 1, row)
   end
-end
-for _, config in ipairs(redis.call('HKEYS', KEYS[3])) do
-  redis.call('SREM', KEYS[4], ARGV[1] .. ' ' .. config)
 end
 redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
 for i = 5, 9 do

@@ -268,7 +268,8 @@ class RetentionStore(Protocol):
         and their progress, its outbox entries and its ledger rows; how many tasks.
 
         Never a task whose idempotency key has not expired yet (a retry inside the window
-        must still find the task it made), nor one with a handoff still pending. One
+        must still find the task it made), nor one with a handoff still pending or a push
+        config with deliveries still to make. One
         transaction per call: a caller purging much calls again, between other work."""
         ...
 

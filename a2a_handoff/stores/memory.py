@@ -199,6 +199,7 @@ class MemoryTaskStore(LocalLeases):
         now = time.monotonic()
         kept = {task for task, expires in self._dedupe.values() if expires and expires > now}
         kept |= {e.task_id for e in self._outbox.values() if e.status == "pending"}
+        kept |= {task for (task, _), r in self._push.items() if not r.done}
         doomed = [
             r.id
             for r in self._records.values()

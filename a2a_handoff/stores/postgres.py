@@ -267,6 +267,8 @@ class PostgresTaskStore(PostgresPush):
                     " AND d.expires > clock_timestamp())"
                     f" AND NOT EXISTS (SELECT 1 FROM {s}.outbox o WHERE o.task_id = t.id"
                     " AND o.status = 'pending')"
+                    f" AND NOT EXISTS (SELECT 1 FROM {s}.push_configs p WHERE p.task_id = t.id"
+                    " AND NOT p.done)"
                     " ORDER BY state, updated_at LIMIT $3 FOR UPDATE SKIP LOCKED",
                     _FINISHED,
                     before,

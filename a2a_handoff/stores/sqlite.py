@@ -251,7 +251,9 @@ class SqliteTaskStore(SqliteLedger, SqlitePush):
                     " AND NOT EXISTS (SELECT 1 FROM dedupe d WHERE d.task_id = t.id"
                     " AND d.expires > ?)"
                     " AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.task_id = t.id"
-                    " AND o.status = 'pending') LIMIT ?",
+                    " AND o.status = 'pending')"
+                    " AND NOT EXISTS (SELECT 1 FROM push_configs p WHERE p.task_id = t.id"
+                    " AND p.done = 0) LIMIT ?",
                     (*_FINISHED, before, time.time(), limit),
                 )
             ]

@@ -1,10 +1,12 @@
 """Retention (`capabilities.retention`): finished tasks older than a cutoff deleted with
 everything kept for them, in batches; running and recent tasks kept, and a task whose
-idempotency key is still live, or whose handoff is pending. Deterministic: the tasks are
-written with timestamps in the past, the cutoff between them and now."""
+idempotency key is still live, whose handoff is pending or whose push deliveries go on.
+Deterministic: the tasks are written with timestamps in the past, the cutoff between them
+and now."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -102,10 +104,12 @@ class RetentionSuite(Suite):
         record = await aged(store, task=task, close="h-old", outbox=added, received=taken)
         other = await aged(store, context_id="c-old")
         await ledger.record_received(received(other, "h-refused"))  # a row written alone
-        if push is not None:
-            await push.put_push_config(
-                PushConfigRecord(record.id, "p1", "{}", created_at=OLD, updated_at=OLD)
+        if push is not None:  # its deliveries all made
+            done = PushConfigRecord(
+                record.id, "p1", "{}", done=True, created_at=OLD, updated_at=OLD
             )
+            await push.put_push_config(done)
+            await push.save_push_progress(done)
         kept = await aged(store, TaskState.WORKING, context_id="c-old")
         assert await retention.purge_finished(CUTOFF, 100) == 2
         assert {e.task_id for e in await ledger.outbox(context_id="c-old")} == set()
@@ -136,6 +140,18 @@ class RetentionSuite(Suite):
         assert await retention.purge_finished(CUTOFF, 100) == 0
         assert await store.get(record.id) is not None
         assert [e.handoff_id for e in await ledger.outbox(status="pending")] == ["h-pend"]
+
+    async def test_a_task_with_push_deliveries_still_to_make_is_kept(
+        self, store: TaskStore, retention: RetentionStore
+    ) -> None:
+        push = declared(store.capabilities.push, "push configs")
+        record = await aged(store, TaskState.FAILED)
+        active = PushConfigRecord(record.id, "p1", "{}", created_at=OLD, updated_at=OLD)
+        await push.put_push_config(active)
+        assert await retention.purge_finished(CUTOFF, 100) == 0
+        await push.save_push_progress(replace(active, done=True))  # delivered: it may go
+        assert await retention.purge_finished(CUTOFF, 100) == 1
+        assert await push.push_configs(record.id) == []
 
     async def test_a_purge_deletes_at_most_its_limit_and_the_next_goes_on(
         self, store: TaskStore, retention: RetentionStore
