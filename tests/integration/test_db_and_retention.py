@@ -1,7 +1,8 @@
 """Operations on a store, as an operator runs them: `python -m a2a_handoff db status` and
 `db upgrade` (their output and exit codes), an agent refusing to start on a store behind its
 code (saying the command to run), and an agent run with `--retain` deleting old finished
-tasks while a new one stays. Real processes on 127.0.0.1; real SQLite and PostgreSQL."""
+tasks while a new one stays. Real processes on 127.0.0.1; real SQLite, PostgreSQL and
+Redis."""
 
 from __future__ import annotations
 
@@ -24,8 +25,10 @@ from a2a_handoff.stores import SqliteTaskStore
 from a2a_handoff.stores import _sqlite_schema as sqlite_schema
 from a2a_handoff.stores._postgres_schema import MIGRATIONS, VERSION
 from a2a_handoff.stores.base import Commit, TaskRecord
-from a2a_handoff.stores.conformance.samples import moved, new_task, status
+from a2a_handoff.stores.conformance.samples import create, moved, new_task, status
+from a2a_handoff.stores.redis import RedisTaskStore
 from tests.postgres_support import PostgresDatabase
+from tests.redis_support import RedisServer
 from tests.support import ROOT, AgentProcess
 
 pytestmark = pytest.mark.anyio
@@ -195,3 +198,20 @@ def test_an_agent_with_retain_deletes_old_finished_tasks_and_keeps_a_new_one(
     with sqlite3.connect(path) as conn:
         left = {row[0] for row in conn.execute("SELECT DISTINCT task_id FROM task_events")}
     assert left == {new_id}
+
+
+@pytest.mark.timeout(60)
+async def test_db_reports_and_moves_a_redis_key_layout(redis_server: RedisServer) -> None:
+    url = f"{redis_server.store_url()}&durability=none"
+    async with RedisTaskStore.from_url(url) as store:
+        await create(store)
+        # As layout 1 left a prefix: no version kept.
+        await store._redis.delete(f"{store.prefix}layout", f"{store.prefix}layout:compat")
+    code, out, _ = db("status", "--store", url)
+    assert code == 1
+    assert "is at version 1; this code is at version 2" in out
+    assert "2  pending handoffs by creation, the ledger by context (breaking)" in out
+    code, out, _ = db("upgrade", "--store", url)
+    assert (code, "upgraded from version 1 to 2" in out) == (0, True)
+    code, out, _ = db("status", "--store", url, "--json")
+    assert (code, json.loads(out)["current"], json.loads(out)["upToDate"]) == (0, 2, True)
