@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from a2a_handoff.stores._owner import LEGACY_SCHEMA, schema_for, taken, unclaimed_legacy
-from a2a_handoff.stores._postgres_schema import MIGRATIONS, VERSION, VERSIONS
+from a2a_handoff.stores._postgres_schema import MIGRATIONS, ONLINE_INDEXES, VERSION, VERSIONS
 from a2a_handoff.stores.versions import SchemaStatus, check_usable, compatible_from, status_of
 
 MIGRATION_TIMEOUT = 3600.0  # no limit but this: filling a new column reads every row
@@ -70,6 +70,31 @@ async def upgrade(conn: Any, schema: str, url: str, upto: int = VERSION) -> Sche
     if status.exists and status.current < upto:  # a new schema: its agent makes it
         await _run(conn, schema, status.current, upto)
     return await read_status(conn, schema)
+
+
+async def build_online(conn: Any, schema: str) -> None:
+    """The indexes pending migrations only add, built CONCURRENTLY — outside a transaction,
+    writes to their tables going on — before `upgrade` runs the migrations (which then find
+    them made). An index a cut build left invalid is dropped and built again."""
+    status = await read_status(conn, schema)
+    if not status.exists:
+        return
+    await conn.execute("SET statement_timeout = 0")  # this connection is the tool's own
+    s = f'"{schema}"'
+    for migration in status.pending:
+        if migration.version - 1 > status.current:
+            break  # its tables come with a step before it: built in the transaction
+        for name, table, column in ONLINE_INDEXES.get(migration.version, ()):
+            valid = await conn.fetchval(
+                "SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass($1)",
+                f"{s}.{name}",
+            )
+            if valid is False:
+                await conn.execute(f"DROP INDEX CONCURRENTLY {s}.{name}")
+            await conn.execute(
+                f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON {s}.{table} ({column})",
+                timeout=MIGRATION_TIMEOUT,
+            )
 
 
 async def _run(conn: Any, schema: str, version: int, upto: int = VERSION) -> None:

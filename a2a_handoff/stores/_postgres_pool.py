@@ -34,7 +34,13 @@ from a2a_handoff.errors import (
 from a2a_handoff.stores._guard import ServerPing, StoreGuard
 from a2a_handoff.stores._owner import LEGACY_SCHEMA, schema_for
 from a2a_handoff.stores._postgres_follow import PostgresFollowers
-from a2a_handoff.stores._postgres_migrate import keep_legacy, migrate, read_status, upgrade
+from a2a_handoff.stores._postgres_migrate import (
+    build_online,
+    keep_legacy,
+    migrate,
+    read_status,
+    upgrade,
+)
 from a2a_handoff.stores.versions import SchemaStatus
 
 try:
@@ -255,8 +261,10 @@ class PostgresPool(ServerPing):
             return await read_status(conn, self.schema)
 
     async def upgrade(self) -> SchemaStatus:
-        async with self._tool_conn() as conn, conn.transaction():
-            return await upgrade(conn, self.schema, self.store_url)
+        async with self._tool_conn() as conn:
+            await build_online(conn, self.schema)  # indexes only added: writes go on
+            async with conn.transaction():
+                return await upgrade(conn, self.schema, self.store_url)
 
     @contextlib.asynccontextmanager
     async def _tool_conn(self) -> AsyncIterator[Any]:

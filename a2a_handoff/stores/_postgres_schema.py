@@ -225,14 +225,25 @@ CREATE TABLE {s}.agent (name text NOT NULL);
     )
 
 
+ONLINE_INDEXES: dict[int, tuple[tuple[str, str, str], ...]] = {
+    4: (
+        ("dedupe_by_task", "dedupe", "task_id"),
+        ("outbox_by_task", "outbox", "task_id"),
+        ("received_by_task", "received", "task_id"),
+    ),
+}
+"""The indexes a migration only adds, by its version: (name, table, column). `db upgrade`
+builds them first, CONCURRENTLY (writes go on meanwhile), outside its transaction; the
+migration's own statements then find them made."""
+
+
 def _retention_indexes(s: str) -> str:
     """Migration 3 → 4: what retention deletes by, indexed (a task's dedupe keys, outbox
     entries and ledger rows; finished tasks by time are `tasks_by_state`)."""
-    return f"""
-CREATE INDEX dedupe_by_task ON {s}.dedupe (task_id);
-CREATE INDEX outbox_by_task ON {s}.outbox (task_id);
-CREATE INDEX received_by_task ON {s}.received (task_id);
-"""
+    return "".join(
+        f"CREATE INDEX IF NOT EXISTS {name} ON {s}.{table} ({column});\n"
+        for name, table, column in ONLINE_INDEXES[4]
+    )
 
 
 MIGRATIONS: tuple[Callable[[str], str], ...] = (

@@ -151,7 +151,21 @@ async def test_postgres_a_previous_version_is_refused_then_upgraded_once(
     with pytest.raises(StoreVersionError) as refused:
         await store.open()
     assert f"python -m a2a_handoff db upgrade --store '{url}'" in str(refused.value)
-    upgraded = await store.upgrade()
+    conn = await asyncpg.connect(postgres_database.url())
+    try:  # one index there already, as a build cut short may leave it: built around
+        await conn.execute(f"CREATE INDEX outbox_by_task ON {store.s}.outbox (task_id)")
+        upgraded = await store.upgrade()
+        valid = await conn.fetch(
+            "SELECT c.relname, i.indisvalid FROM pg_index i JOIN pg_class c"
+            " ON c.oid = i.indexrelid JOIN pg_namespace n ON n.oid = c.relnamespace"
+            " WHERE n.nspname = $1 AND c.relname LIKE '%_by_task'",
+            store.schema,
+        )
+    finally:
+        await conn.close()
+    assert sorted(valid) == [
+        (name, True) for name in ("dedupe_by_task", "outbox_by_task", "received_by_task")
+    ]
     assert (upgraded.current, upgraded.pending, upgraded.usable) == (VERSION, (), True)
     assert await store.upgrade() == upgraded
     async with store:
