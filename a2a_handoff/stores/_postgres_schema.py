@@ -230,6 +230,7 @@ ONLINE_INDEXES: dict[int, tuple[tuple[str, str, str], ...]] = {
         ("dedupe_by_task", "dedupe", "task_id"),
         ("outbox_by_task", "outbox", "task_id"),
         ("received_by_task", "received", "task_id"),
+        ("received_by_time", "received", "at"),
     ),
 }
 """The indexes a migration only adds, by its version: (name, table, column). `db upgrade`
@@ -263,6 +264,6 @@ VERSIONS = (
     Migration(2, "push-notification configs", "expand"),
     # The write functions take the status's time: code of version 2 cannot call them.
     Migration(3, "the status's time as a column, write functions setting it, owner", "breaking"),
-    Migration(4, "indexes retention deletes by", "expand"),
+    Migration(4, "indexes retention deletes by: a task's rows, ledger rows by time", "expand"),
 )
 """`MIGRATIONS`, named and of their kind (`stores.versions`)."""

@@ -5,7 +5,9 @@ states' sets (`i:s:<state>`), scanned (SSCAN) and read in pipelined batches, so 
 costs a read of every finished task's three fields. Each one old enough is deleted by one
 script (`PURGE`: atomic), which checks again that it has not changed, that its idempotency
 key (`dk`, kept in the task's hash) no longer names it and that none of its handoffs is
-pending, then deletes it, its events, push configs, outbox entries and ledger rows.
+pending, then deletes it, its events, push configs, outbox entries and ledger rows. The ledger rows
+of handoffs that made no task (refused) go once old, from the head of the ledger's list
+(`PURGE_RECEIVED`).
 A task written before its key was kept in its hash is kept until the store's
 `idempotency_ttl` after its creation: its key may live that long.
 """
@@ -22,6 +24,7 @@ from a2a_handoff.stores._redis_push import RedisPush
 
 _FINISHED = sorted(state.value for state in TERMINAL_STATES)
 _SCAN = 200  # members asked for per SSCAN
+_LOOKED_AT = 1000  # ledger rows looked at per call, from the oldest
 
 
 class RedisRetention(RedisPush):
@@ -42,6 +45,11 @@ class RedisRetention(RedisPush):
                 purged += await self._purge_some(ids, state, before, unkeyed_before, limit - purged)
                 if cursor == 0:
                     break
+        if purged < limit:  # ledger rows of handoffs that made no task, as old
+            rows = await self._scripts["purge_received"](
+                keys=[self._key("rcv")], args=[before, self.prefix, limit - purged, _LOOKED_AT]
+            )
+            purged += int(rows)
         return purged
 
     async def _purge_some(

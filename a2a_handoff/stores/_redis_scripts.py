@@ -193,6 +193,24 @@ end
 return 1
 """
 
+# Ledger rows of handoffs that made no task (refused) received before a time, oldest first,
+# up to a limit among the first rows (the list is in the order received).
+# KEYS: rcv;  ARGV: before, prefix, limit, rows looked at
+PURGE_RECEIVED = """
+local done = 0
+for _, row in ipairs(redis.call('LRANGE', KEYS[1], 0, tonumber(ARGV[4]) - 1)) do
+  if done >= tonumber(ARGV[3]) then break end
+  local entry = cjson.decode(row)
+  if entry['at'] >= ARGV[1] then break end
+  if redis.call('EXISTS', ARGV[2] .. 't:' .. entry['task_id']) == 0 then
+    redis.call('LREM', KEYS[1], 1, row)
+    redis.call('LREM', ARGV[2] .. 'rcv:c:' .. entry['context_id'], 1, row)
+    done = done + 1
+  end
+end
+return done
+"""
+
 # KEYS: id:<agent>  ARGV: expected document, new document — the identity's check-and-set
 SWAP = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
@@ -211,4 +229,5 @@ ALL = {
     "release": RELEASE,
     "migrate": MIGRATE,
     "purge": PURGE,
+    "purge_received": PURGE_RECEIVED,
 }

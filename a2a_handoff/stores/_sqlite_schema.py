@@ -130,7 +130,7 @@ INSERT_OUTBOX = (
 
 MIGRATIONS = (
     Migration(1, "tables and indexes (a file of before versions brought to date)", "breaking"),
-    Migration(2, "indexes retention deletes by: tasks by state and time, rows by task", "expand"),
+    Migration(2, "indexes retention deletes by: finished tasks and ledger rows by time", "expand"),
 )
 """The file's versions (`stores.versions`); `_STEPS[n]` brings a file from n to n + 1.
 Append only."""
@@ -141,6 +141,7 @@ _RETENTION_INDEXES = """
 CREATE INDEX IF NOT EXISTS tasks_by_state_time ON tasks (state, updated_at);
 CREATE INDEX IF NOT EXISTS outbox_by_task ON outbox (task_id);
 CREATE INDEX IF NOT EXISTS received_by_task ON received (task_id);
+CREATE INDEX IF NOT EXISTS received_by_time ON received (at);
 CREATE INDEX IF NOT EXISTS dedupe_by_task ON dedupe (task_id);
 """
 

@@ -265,7 +265,9 @@ class RetentionStore(Protocol):
     async def purge_finished(self, before: str, limit: int) -> int:
         """Delete up to `limit` tasks in a terminal state (TRANSFERRED included) last updated
         before `before` (a stamp of `utc_now()`'s form), each with its events, push configs
-        and their progress, its outbox entries and its ledger rows; how many tasks.
+        and their progress, its outbox entries and its ledger rows; then, up to `limit` in
+        all, the ledger rows of handoffs that made no task (refused) received before
+        `before`. How many tasks and such rows.
 
         Never a task whose idempotency key has not expired yet (a retry inside the window
         must still find the task it made), nor one with a handoff still pending or a push

@@ -213,7 +213,13 @@ class MemoryTaskStore(LocalLeases):
         self._outbox = {h: e for h, e in self._outbox.items() if e.task_id not in gone}
         self._received = [e for e in self._received if e.task_id not in gone]
         self._dedupe = {k: v for k, v in self._dedupe.items() if v[0] not in gone}
-        return len(doomed)
+        # Ledger rows of handoffs that made no task (refused), as old.
+        orphans = [e for e in self._received if e.at < before and e.task_id not in self._records][
+            : limit - len(doomed)
+        ]
+        dropped = {id(e) for e in orphans}
+        self._received = [e for e in self._received if id(e) not in dropped]
+        return len(doomed) + len(orphans)
 
     async def load_identity(self, agent: str) -> str | None:
         return self._identities.get(agent)

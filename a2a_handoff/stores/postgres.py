@@ -275,12 +275,20 @@ class PostgresTaskStore(PostgresPush):
                     limit,
                 )
             ]
-            if not ids:
-                return 0
-            for table in ("task_events", "push_configs", "outbox", "received", "dedupe"):
-                await conn.execute(f"DELETE FROM {s}.{table} WHERE task_id = ANY($1)", ids)
-            await conn.execute(f"DELETE FROM {s}.tasks WHERE id = ANY($1)", ids)
-        return len(ids)
+            if ids:
+                for table in ("task_events", "push_configs", "outbox", "received", "dedupe"):
+                    await conn.execute(f"DELETE FROM {s}.{table} WHERE task_id = ANY($1)", ids)
+                await conn.execute(f"DELETE FROM {s}.tasks WHERE id = ANY($1)", ids)
+            # Ledger rows of handoffs that made no task (refused), as old.
+            rows = await conn.fetchval(
+                f"WITH gone AS (DELETE FROM {s}.received WHERE seq IN (SELECT seq FROM"
+                f" {s}.received r WHERE at < $1 AND NOT EXISTS (SELECT 1 FROM {s}.tasks t"
+                " WHERE t.id = r.task_id) ORDER BY at LIMIT $2 FOR UPDATE SKIP LOCKED)"
+                " RETURNING 1) SELECT count(*) FROM gone",
+                before,
+                limit - len(ids),
+            )
+        return len(ids) + int(rows)
 
 
 def _page_sql(s: str, filters: str, page_where: str, limit: str, budget: str) -> str:

@@ -261,7 +261,14 @@ class SqliteTaskStore(SqliteLedger, SqlitePush):
             for table in ("task_events", "push_configs", "outbox", "received", "dedupe"):
                 conn.execute(f"DELETE FROM {table} WHERE task_id IN ({marks})", ids)
             conn.execute(f"DELETE FROM tasks WHERE id IN ({marks})", ids)
-            return len(ids)
+            # Ledger rows of handoffs that made no task (refused), as old.
+            rows = conn.execute(
+                "DELETE FROM received WHERE seq IN (SELECT seq FROM received r"
+                " WHERE at < ? AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.id = r.task_id)"
+                " ORDER BY at LIMIT ?)",
+                (before, limit - len(ids)),
+            ).rowcount
+            return len(ids) + rows
 
         return cast(int, await self._submit(purge))
 

@@ -11,12 +11,13 @@ from typing import Any
 
 import pytest
 
-from a2a_handoff.protocol.models import StreamResponse, Task
+from a2a_handoff.protocol.models import StreamResponse, Task, utc_now
 from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.stores.base import (
     Closing,
     Commit,
     PushConfigRecord,
+    ReceivedEntry,
     RetentionStore,
     TaskRecord,
     TaskStore,
@@ -119,6 +120,19 @@ class RetentionSuite(Suite):
             assert await push.active_push_configs() == []
         assert await store.get(other.id) is None
         assert await store.get(kept.id) is not None
+
+    async def test_ledger_rows_of_handoffs_that_made_no_task_go_once_old(
+        self, store: TaskStore, retention: RetentionStore
+    ) -> None:
+        ledger = declared(store.capabilities.ledger, "ledger")
+        refused = ReceivedEntry(
+            "h1", "k" * 16, "c-ref", "triage", "t0", "t-none", "rejected", "", OLD
+        )
+        await ledger.record_received(refused)
+        await ledger.record_received(replace(refused, handoff_id="h2", at=utc_now()))
+        assert await retention.purge_finished(CUTOFF, 100) == 1
+        assert [e.handoff_id for e in await ledger.received("c-ref")] == ["h2"]
+        assert [e.handoff_id for e in await ledger.received()] == ["h2"]
 
     async def test_a_task_whose_idempotency_key_is_live_is_kept_and_found(
         self, store: TaskStore, retention: RetentionStore

@@ -147,7 +147,8 @@ async def test_postgres_a_previous_version_is_refused_then_upgraded_once(
     store = PostgresTaskStore.from_url(url)
     status = await store.schema_status()
     assert (status.current, status.behind) == (VERSION - 1, True)
-    assert [m.name for m in status.pending] == ["indexes retention deletes by"]
+    assert [m.name for m in status.pending] == [VERSIONS[-1].name]
+    assert VERSIONS[-1].kind == "expand"
     with pytest.raises(StoreVersionError) as refused:
         await store.open()
     assert f"python -m a2a_handoff db upgrade --store '{url}'" in str(refused.value)
