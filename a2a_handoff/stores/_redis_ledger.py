@@ -24,10 +24,10 @@ from a2a_handoff.stores._guard import ServerPing, StoreGuard
 from a2a_handoff.stores._owner import LEGACY_PREFIX, claim_prefix, prefix_for
 from a2a_handoff.stores._redis_durability import check_durability
 from a2a_handoff.stores._redis_follow import RedisFollowers
+from a2a_handoff.stores._redis_layout import layout_status, set_layout, upgrade_layout
 from a2a_handoff.stores._redis_scripts import ALL as SCRIPTS
-from a2a_handoff.stores._redis_scripts import LAYOUT, LAYOUTS
 from a2a_handoff.stores.base import HandoffStats, OutboxEntry, ReceivedEntry
-from a2a_handoff.stores.versions import SchemaStatus, check_usable, compatible_from, status_of
+from a2a_handoff.stores.versions import SchemaStatus, check_usable
 
 try:
     import redis.asyncio as aioredis
@@ -44,7 +44,6 @@ UNREACHABLE: tuple[type[BaseException], ...] = (
     OSError,  # TimeoutError included
 )
 _ENTRY_FIELDS = tuple(OutboxEntry.__dataclass_fields__)
-_USED = ("i:all", "ob:ids", "ob:pending", "rcv", "p:active")  # a prefix in use has one
 CONNECT_TIMEOUT = 1.0
 READ_TIMEOUT = 2.0
 PROBE_TIMEOUT = 0.5  # a PING telling a slow read from a Redis that does not answer
@@ -184,9 +183,9 @@ class RedisBase(ServerPing):
             await client.aclose()
             raise
         try:
-            status = await self._layout_status(client)
+            status = await layout_status(client, self.prefix)
             if not status.exists:  # a new prefix: made at this code's layout
-                await self._set_layout(client, status.code)
+                await set_layout(client, self.prefix, status.code)
             else:
                 check_usable(status, self.store_url)
         except BaseException:
@@ -198,7 +197,7 @@ class RedisBase(ServerPing):
         await self.followers.start(client)
         return self
 
-    # -- the key layout's version (SchemaStore) ---------------------------------------------
+    # -- the key layout's version (SchemaStore: `stores._redis_layout`) ---------------------
 
     @property
     def store_url(self) -> str:
@@ -207,45 +206,13 @@ class RedisBase(ServerPing):
         query = urlencode([*parse_qsl(parts.query), ("prefix", self.prefix)])
         return parts._replace(query=query).geturl()
 
-    async def _layout_status(self, client: Any) -> SchemaStatus:
-        where = f"Redis key prefix {self.prefix}"
-        found, compatible = await client.mget(self._key("layout"), self._key("layout:compat"))
-        if found is not None:
-            kept = int(compatible) if compatible is not None else None
-            return status_of(where, LAYOUTS, int(found), kept)
-        used = await client.exists(*(self._key(k) for k in _USED))
-        # Layout 1 kept no version: a prefix holding tasks or handoffs but no version is it.
-        return status_of(where, LAYOUTS, 1 if used else 0, None, exists=bool(used))
-
-    async def _set_layout(self, client: Any, layout: int) -> None:
-        await client.mset(
-            {
-                self._key("layout"): str(layout),
-                self._key("layout:compat"): str(compatible_from(LAYOUTS, layout)),
-            }
-        )
-
     async def schema_status(self) -> SchemaStatus:
         async with self._tool_client() as client:
-            return await self._layout_status(client)
+            return await layout_status(client, self.prefix)
 
     async def upgrade(self) -> SchemaStatus:
-        """The key layout moved to this code's (`MIGRATE`, one script: atomic), or set on a
-        prefix that holds nothing yet."""
         async with self._tool_client() as client:
-            status = await self._layout_status(client)
-            if status.ahead:
-                check_usable(status, self.store_url)
-                return status
-            if not status.pending:
-                return status
-            if status.exists:
-                keys = [self._key(k) for k in ("layout", "ob:pending", "ob:pend", "ob:ids")]
-                keys += [self._key("rcv"), self._key("ob:last_done")]
-                migrate = client.register_script(SCRIPTS["migrate"])
-                await migrate(keys=keys, args=[self.prefix, LAYOUT])
-            await self._set_layout(client, status.code)
-            return await self._layout_status(client)
+            return await upgrade_layout(client, self.prefix, self.store_url)
 
     @contextlib.asynccontextmanager
     async def _tool_client(self) -> AsyncIterator[Any]:
