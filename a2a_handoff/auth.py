@@ -80,6 +80,10 @@ class ApiKeyAuth:
                 secret = token.strip()
         if not secret:
             return None
+        return self.lookup(secret)
+
+    def lookup(self, secret: str) -> str | None:
+        """The principal a presented key names, or None."""
         return self._principals.get(_digest(secret))
 
     @staticmethod

@@ -18,14 +18,17 @@
     │   ├── VersionNotSupportedError  -32009
     │   ├── PayloadTooLargeError      -32100  (ours: -32100 and below)
     │   ├── AuthenticationError       -32101  sent with HTTP 401
+    │   │   └── IssuerUnavailableError -32101  a token's issuer not answering yet (HTTP 503)
     │   ├── HandoffProcessingError    -32102  that handoff is still being created: retry
     │   ├── IdempotencyConflictError  -32103  one key, two different envelopes
     │   ├── TaskBusyError             -32104  another message to the task is being processed
     │   ├── StoreUnavailableError     -32105  the store cannot be reached or written (HTTP 503)
     │   ├── TooManyStreamsError       -32106  the open-stream cap is reached (HTTP 503)
-    │   └── ForeignRequestError       -32107  a Host or Origin not the agent's (HTTP 403)
+    │   ├── ForeignRequestError       -32107  a Host or Origin not the agent's (HTTP 403)
+    │   └── DrainingError             -32108  shutting down: send it elsewhere (HTTP 503)
     ├── RemoteError                   another agent answered with a JSON-RPC error
     ├── UnavailableError (ConnectionError)  another agent could not be reached
+    │   └── TokenError                no OAuth2 token to present: the call was not made
     ├── CircuitOpenError (ConnectionError)  its breaker is open: the call was not made
     ├── GateRefused                   the capability gate or a contract refused a handoff
     ├── ModelError                    a language model's endpoint failed or answered nonsense
@@ -243,6 +246,16 @@ class AuthenticationError(RpcError):
     domain = OUR_ERROR_DOMAIN
 
 
+class IssuerUnavailableError(AuthenticationError):
+    """A bearer token that cannot be checked yet: its issuer's keys have not been fetched
+    (the issuer has not answered). The caller may retry; the agent asks the issuer again."""
+
+    default_message = "the token issuer cannot be reached yet: the token cannot be checked; retry"
+    http_status = 503
+    status = "UNAVAILABLE"
+    reason = "ISSUER_UNAVAILABLE"
+
+
 class HandoffProcessingError(RpcError):
     code = -32102
     default_message = "processing: this handoff is still being created; retry shortly"
@@ -297,6 +310,18 @@ class ForeignRequestError(RpcError):
     domain = OUR_ERROR_DOMAIN
 
 
+class DrainingError(RpcError):
+    code = -32108
+    default_message = (
+        "this agent is shutting down and takes no new work: nothing was done with the message;"
+        " send it again (another replica takes it)"
+    )
+    http_status = 503
+    status = "UNAVAILABLE"
+    reason = "DRAINING"
+    domain = OUR_ERROR_DOMAIN
+
+
 class IllegalTransitionError(HandoffError):
     """A task state change the transition table forbids."""
 
@@ -344,6 +369,16 @@ class UnavailableError(HandoffError, ConnectionError):
     whatever the last one's error says."""
 
     may_have_arrived = False
+
+
+class TokenError(UnavailableError):
+    """No access token to present to the target (its token endpoint refused or could not be
+    reached): the call was not made. `refused`: the endpoint answered no (a wrong secret, an
+    unknown client or audience) — asking again at once would get the same answer."""
+
+    def __init__(self, message: str, *, refused: bool) -> None:
+        super().__init__(message)
+        self.refused = refused
 
 
 class CircuitOpenError(HandoffError, ConnectionError):
@@ -404,3 +439,19 @@ class SignatureError(TrustError, ValueError):
     def __init__(self, message: str, *, unknown_kid: str | None = None) -> None:
         super().__init__(message)
         self.unknown_kid = unknown_kid
+
+
+def _every(cls: type[RpcError]) -> list[type[RpcError]]:
+    found = [cls]
+    for sub in cls.__subclasses__():
+        found += _every(sub)
+    return found
+
+
+_BY_REASON = {(c.domain, c.reason): c for c in _every(RpcError) if c.reason}
+
+
+def rpc_error_named(domain: str, reason: str) -> type[RpcError] | None:
+    """The error class a `google.rpc.ErrorInfo` names by its domain and reason (a gRPC
+    status's details, read back), or None for one this library does not know."""
+    return _BY_REASON.get((domain, reason))

@@ -26,7 +26,7 @@ from typing import Any
 import grpc
 import grpc.aio
 
-from a2a_handoff.server._grpc import proto
+from a2a_handoff.protocol.protobuf import proto
 
 METHOD = f"/{proto.SERVICE}/SendMessage"
 COMPLETED = 3  # TaskState.TASK_STATE_COMPLETED

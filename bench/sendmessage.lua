@@ -11,6 +11,7 @@
 --   BENCH_OUT      file for the one-line JSON summary
 --   BENCH_PORTS    "P1 P2 …": thread i talks to 127.0.0.1:P(i) in turn (replicas behind a
 --                  simple round-robin); empty: the URL's port
+--   BENCH_TOKEN    a bearer token sent on every request (Authorization: Bearer); empty: none
 
 local run_id = os.getenv("BENCH_RUN_ID") or tostring(os.time())
 local text = os.getenv("BENCH_TEXT") or "hello"
@@ -19,6 +20,8 @@ local out_file = os.getenv("BENCH_OUT")
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
 wrk.headers["A2A-Version"] = "1.0"
+local token = os.getenv("BENCH_TOKEN") or ""
+if token ~= "" then wrk.headers["Authorization"] = "Bearer " .. token end
 
 local all_threads = {}
 local next_tid = 0

@@ -34,8 +34,9 @@ mcp --entry URL                   the agent network as an MCP server over stdio,
 
 Keys are per origin: --api-key (or $A2A_API_KEY) goes to the origin of the agent a command
 starts at (--entry, --agent); more origins by --keys-file (lines `http://host:port=KEY`) or
-$A2A_API_KEYS (`origin=key,…`). A key is never sent to another origin. Options go before or
-after the command.
+$A2A_API_KEYS (`origin=key,…`); `--credential ORIGIN=oauth2:@FILE` presents the tokens of an
+OAuth2 client (the client-credentials grant) to ORIGIN. A key is never sent to another origin.
+Options go before or after the command.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from a2a_handoff import HANDOFF_EXTENSION_URI, AgentClient, RetryPolicy, __version__
+from a2a_handoff.client import TokenSource
 from a2a_handoff.errors import (
     AgentUrlError,
     AuthenticationError,
@@ -62,10 +64,10 @@ from a2a_handoff.errors import (
 from a2a_handoff.exits import ExitCode, Parser, quiet_pipe
 from a2a_handoff.observe import tracing
 from a2a_handoff.protocol import check_agent_url
-from a2a_handoff.secrets import read_secret
+from a2a_handoff.secrets import accept_insecure_files, read_secret
 from orchestrator import operator
 from orchestrator.conversation import Conversation, Event, Exit, chain_of, describe
-from orchestrator.reach import Reach, credentials
+from orchestrator.reach import Reach, credentials, named_credentials
 from orchestrator.serve import add_arguments as serve_arguments
 from orchestrator.session import Hop, Session, SessionDamaged, default_session_path
 
@@ -127,7 +129,11 @@ def agent_url(text: str) -> str:
     return ",".join(one if urlsplit(one).path else one + "/" for one in checked.split(","))
 
 
-def _client(keys: dict[str, str]) -> AgentClient:
+Keys = dict[str, str | TokenSource]
+"""Origin → the API key presented to it, or the OAuth2 client whose tokens are."""
+
+
+def _client(keys: Keys) -> AgentClient:
     http = httpx.AsyncClient(timeout=httpx.Timeout(30.0, connect=2.0))
     return AgentClient(
         http,
@@ -148,10 +154,10 @@ def _serve(args: argparse.Namespace) -> int:
     from orchestrator.serve import serve
 
     try:
-        keys = credentials(args.entry, _api_key(args), args.keys_file)
+        keys = _keys(args, [args.entry])
     except (OSError, ValueError) as exc:
         return _fail(str(exc))
-    return serve(args, lambda: _client(keys), keys)
+    return serve(args, lambda: _client(keys), list(keys))
 
 
 async def _run(args: argparse.Namespace) -> int:
@@ -205,7 +211,7 @@ async def _run(args: argparse.Namespace) -> int:
             )
     start = getattr(args, "entry", None) or getattr(args, "agent", None) or session.entry
     try:
-        keys = credentials(start, _api_key(args), args.keys_file)
+        keys = _keys(args, [start])
     except (OSError, ValueError) as exc:
         return _fail(str(exc))
     client = _client(keys)
@@ -281,6 +287,19 @@ def _new(session: Session, path: Path, entry: str | None, emit: Callable[[Event]
     return int(ExitCode.COMPLETED)
 
 
+def _keys(args: argparse.Namespace, starts: Sequence[str | None]) -> Keys:
+    """Origin → credential: `$A2A_API_KEYS`, --keys-file, --api-key for each of `starts`
+    (`reach.credentials`), then each --credential."""
+    if args.allow_insecure_files:
+        accept_insecure_files()
+    api_key = _api_key(args)
+    keys: Keys = {}
+    for start in starts:
+        keys |= credentials(start, api_key, args.keys_file)
+    keys |= named_credentials(args.credential)
+    return keys
+
+
 def _api_key(args: argparse.Namespace) -> str | None:
     """The operator's or user's key: from --api-key @FILE / env:VAR, else $A2A_API_KEY."""
     if args.api_key:
@@ -292,16 +311,14 @@ async def _console(args: argparse.Namespace) -> int:
     """The console (orchestrator.console): the operator's keys go to the agents named."""
     from orchestrator.console import serve
 
-    keys: dict[str, str] = {}
     try:
-        api_key = _api_key(args)
-        for url in args.agent:
-            keys |= credentials(url, api_key, args.keys_file)
+        keys = _keys(args, args.agent)
     except (OSError, ValueError) as exc:
         return _fail(str(exc))
     client = _client(keys)
+    api_keys = {o: key for o, key in keys.items() if isinstance(key, str)}
     try:
-        return await serve(client, args.agent, keys, args.host, args.port)
+        return await serve(client, args.agent, api_keys, args.host, args.port)
     finally:
         await client.aclose()
 
@@ -315,7 +332,7 @@ async def _mcp(args: argparse.Namespace) -> int:
             "the MCP server needs the mcp package: pip install '.[mcp]' in the a2a-handoff clone"
         )
     try:
-        keys = credentials(args.entry, _api_key(args), args.keys_file)
+        keys = _keys(args, [args.entry])
     except (OSError, ValueError) as exc:
         return _fail(str(exc))
     client = _client(keys)
@@ -478,6 +495,23 @@ def _options(parser: argparse.ArgumentParser, top: bool) -> None:
         type=Path,
         default=default(None),
         help="keys for more origins: `http://host:port=KEY` lines (or $A2A_API_KEYS)",
+    )
+    parser.add_argument(
+        "--credential",
+        action="append",
+        default=default([]),
+        metavar="ORIGIN=oauth2:@FILE",
+        help="the credential presented to ORIGIN (http://host:port), and only there:"
+        " oauth2:@FILE for bearer tokens by the OAuth2 client-credentials grant (FILE: JSON"
+        " token_url, client_id, client_secret, audience, scope), or an API key's @FILE or"
+        " env:VAR",
+    )
+    parser.add_argument(
+        "--allow-insecure-files",
+        action="store_true",
+        default=default(False),
+        help="read files of secrets (--keys-file, @FILE) another user owns or can read, with"
+        " a warning, instead of refusing ($A2A_ALLOW_INSECURE_FILES=1)",
     )
     parser.add_argument(
         "--max-hops", type=int, default=default(8), help="transfers per user message (8)"

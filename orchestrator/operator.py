@@ -1,10 +1,11 @@
 """The operator's side of escalations: the inbox of a human agent, and answering one.
 
 `inbox` lists the escalations waiting at a human agent, oldest first, each with its age, the
-agent that escalated, and the three parts of its message. `approve` and `deny` decide one;
-`reply` answers one that needs information, an action or a decision — to a permission it is a
-note, and the escalation keeps waiting for approve or deny. The human agent hands the decision
-back to the agent that escalated (a return handoff), and the user's conversation follows it.
+agent that escalated, the user it acted for (`onBehalfOf`: whose task it is), and the three
+parts of its message. `approve` and `deny` decide one; `reply` answers one that needs
+information, an action or a decision — to a permission it is a note, and the escalation keeps
+waiting for approve or deny. The human agent hands the decision back to the agent that
+escalated (a return handoff), and the user's conversation follows it.
 """
 
 from __future__ import annotations
@@ -27,6 +28,14 @@ def _escalation(task: Task) -> dict[str, Any] | None:
     ext = (task.metadata or {}).get(HANDOFF_EXTENSION_URI)
     value = ext.get("escalation") if isinstance(ext, dict) else None
     return value if isinstance(value, dict) else None
+
+
+def on_behalf_of(task: Task) -> str:
+    """Whose task it is: the end user the agent that sent it acted for, as the proven
+    envelope named them when the task arrived ("" when it named none)."""
+    ext = (task.metadata or {}).get(HANDOFF_EXTENSION_URI)
+    received = ext.get("handoff") if isinstance(ext, dict) else None
+    return str(received.get("onBehalfOf") or "") if isinstance(received, dict) else ""
 
 
 def _age(stamp: str | None, now: datetime) -> float:
@@ -60,6 +69,7 @@ async def inbox(client: AgentClient, url: str) -> list[Item]:
                     "ageSeconds": round(_age(task.status.timestamp, now), 1),
                     "source": source.get("agent", ""),
                     "sourceTaskId": source.get("taskId", ""),
+                    "onBehalfOf": on_behalf_of(task),
                     "tier": escalation.get("tier", "blocking"),
                     "trigger": escalation.get("trigger", ""),
                     "need": escalation.get("need", ""),
@@ -106,6 +116,7 @@ def describe_action(action: dict[str, Any], agent: str) -> str:
 def render(item: Item) -> str:
     """One inbox entry as a person reads it: what a decision binds first."""
     tried = "\n".join(f"      - {entry}" for entry in item["whatWasTried"])
+    user = f" for {item['onBehalfOf']}" if item.get("onBehalfOf") else ""
     action = item.get("action")
     binds = (
         f"    action: {describe_action(action, item.get('actingAgent', ''))}\n"
@@ -114,7 +125,7 @@ def render(item: Item) -> str:
     )
     return (
         f"{item['taskId']}  {describe_age(item['ageSeconds'])} old  from {item['source']}"
-        f"  [{item['tier']}, {item['trigger']}, {item['need']} needed]\n"
+        f"{user}  [{item['tier']}, {item['trigger']}, {item['need']} needed]\n"
         f"{binds}"
         f"    what happened: {item['whatHappened']}\n"
         f"    what was tried:\n{tried}\n"

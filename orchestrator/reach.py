@@ -4,8 +4,9 @@ A transfer pointer is a claim made by an agent. The orchestrator follows one onl
 origin reachable from the agents it was configured with (the entry agent, the `--agent` of
 a command, the origins of the keys file): those agents, and — transitively — the agents their
 signed cards name as their peers (their routes and trust lists). Anything else is shown and
-not followed (exit 5). Keys are per origin: a key is sent only to the origin it was given
-for, never to a URL learned from a pointer; an origin without a key is called without one.
+not followed (exit 5). Keys are per origin: a key (or an OAuth2 client's token) is sent only to
+the origin it was given for, never to a URL learned from a pointer; an origin without a key is
+called without one.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from a2a_handoff import HANDOFF_EXTENSION_URI, AgentClient
+from a2a_handoff.client import TokenSource, read_credential
 from a2a_handoff.errors import CircuitOpenError, RemoteError
 from a2a_handoff.errors import UnavailableError as Unavailable
 from a2a_handoff.secrets import check_private
@@ -61,6 +63,22 @@ def credentials(start: str | None, api_key: str | None, keys_file: Path | None) 
     if api_key and start:
         for one in origins(start):
             found[one] = api_key
+    return found
+
+
+def named_credentials(values: Iterable[str]) -> dict[str, str | TokenSource]:
+    """`--credential ORIGIN=…` options: origin → an API key (`@FILE`, `env:VAR`) or the
+    tokens of an OAuth2 client (`oauth2:@FILE`)."""
+    found: dict[str, str | TokenSource] = {}
+    for value in values:
+        url, sep, where = value.partition("=")
+        if not sep or "://" not in url or not where:
+            raise ValueError(
+                f"--credential reads ORIGIN=oauth2:@FILE, ORIGIN=@FILE or ORIGIN=env:VAR"
+                f" (ORIGIN: http://host:port), not {value.partition('=')[0]!r}=…"
+            )
+        for one in origins(url):
+            found[one] = read_credential(where, f"--credential {one}")
     return found
 
 

@@ -15,10 +15,8 @@ import argparse
 import asyncio
 import logging
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
-
-import uvicorn
 
 from a2a_handoff import (
     AgentCard,
@@ -35,9 +33,10 @@ from a2a_handoff.observe import logs
 from a2a_handoff.protocol import AgentSkill
 from a2a_handoff.secrets import SecretError
 from a2a_handoff.server import ServerLimits
+from a2a_handoff.server import run as run_server
 from orchestrator.gateway import MAX_WAITS, Conversations, GatewayAgent
 from orchestrator.reach import Reach
-from servers._flags import push_options, push_settings
+from servers._flags import drain_config, drain_options, push_options, push_settings
 
 log = logging.getLogger("orchestrator.gateway")
 
@@ -86,6 +85,7 @@ def add_arguments(serve: argparse.ArgumentParser, url: Callable[[str], str]) -> 
         help="web origins (scheme://host:port) whose pages may call the gateway, comma-separated",
     )
     serve.add_argument("--log-level", default="info")
+    drain_options(serve)
     push_options(serve.add_argument_group("push notifications (see docs/push.md)"))
 
 
@@ -128,7 +128,7 @@ async def _read_card(make_client: Callable[[], AgentClient], entry: str) -> Agen
 
 
 def serve(
-    args: argparse.Namespace, make_client: Callable[[], AgentClient], keys: dict[str, str]
+    args: argparse.Namespace, make_client: Callable[[], AgentClient], keys: Collection[str]
 ) -> int:
     """Run the gateway until stopped."""
     logs.configure(args.log_level, "text")
@@ -145,6 +145,7 @@ def serve(
         if args.max_waits < 1:
             raise ValueError(f"--max-waits must be at least 1, not {args.max_waits}")
         push = push_settings(args)
+        drain = drain_config(args)
     except (HandoffError, OSError, SecretError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return int(ExitCode.USAGE)
@@ -174,8 +175,9 @@ def serve(
         ),
         card_v03_fields=True,  # stock 0.3 clients read only the 1.0 path
         push=push,  # the client's task's events: every status and artifact relayed into it
+        drain=drain,
     )
-    uvicorn.run(
+    run_server(  # uvicorn, draining the gateway on SIGTERM (docs/server.md)
         app,
         host=args.host,
         port=args.port,

@@ -28,6 +28,8 @@ PASSED_ON = (
     "recovery_interval",
     "auth_keys",
     "auth_env",
+    "oidc_issuer",
+    "oidc_retry",
     "escalate_over",
     "repeated_failures",
     "answer_within",
@@ -108,6 +110,11 @@ def agent_keys(args: argparse.Namespace, callers: Sequence[str]) -> dict[str, st
     elif args.auth_env:
         keys = parse_keys(os.environ.get(AUTH_ENV_VAR, ""))
         where = f"${AUTH_ENV_VAR}"
+    elif args.oidc_issuer:
+        raise HandoffError(
+            "--oidc-issuer needs --auth-keys or --auth-env here: the agents call each other"
+            " with API keys (the issuer's tokens are for the users' calls)"
+        )
     else:
         return {}
     missing = [name for name in callers if name not in keys]

@@ -6,14 +6,22 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from a2a_handoff import HandoffError, PushSettings, ToolsConfig
+from a2a_handoff.errors import ConfigError
 from a2a_handoff.secrets import HOW as SECRETS_HOW
 from a2a_handoff.secrets import SecretError, read_secret
-from a2a_handoff.server import RetentionConfig, ServerLimits, parse_duration
+from a2a_handoff.server import (
+    DrainConfig,
+    RetentionConfig,
+    ServerLimits,
+    TlsConfig,
+    parse_duration,
+)
 from a2a_handoff.trust import ENV_VAR as KEY_ENV_VAR
 from servers import _llm
 
@@ -61,9 +69,11 @@ def agent_options(parser: argparse.ArgumentParser, examples: bool = True) -> Non
         "--credential",
         action="append",
         default=[],
-        metavar="NAME=@FILE|NAME=env:VAR",
+        metavar="NAME=@FILE|NAME=env:VAR|NAME=oauth2:@FILE",
         help="the API key presented to agent NAME (a route or a trusted agent), read from FILE"
-        " or from $VAR: never on the command line",
+        " or from $VAR: never on the command line; oauth2:@FILE: bearer tokens by the OAuth2"
+        " client-credentials grant, the client in FILE (JSON: token_url, client_id,"
+        " client_secret, audience, scope)",
     )
     trust = parser.add_argument_group("trust")
     trust.add_argument(
@@ -127,6 +137,28 @@ def agent_options(parser: argparse.ArgumentParser, examples: bool = True) -> Non
     auth = parser.add_mutually_exclusive_group()
     auth.add_argument("--auth-keys", metavar="FILE", help="require API keys: principal=key lines")
     auth.add_argument("--auth-env", action="store_true", help="require keys from $A2A_API_KEYS")
+    tokens = parser.add_argument_group("bearer tokens from an OpenID Connect issuer")
+    tokens.add_argument(
+        "--oidc-issuer",
+        metavar="ISSUER_URL",
+        default=None,
+        help="accept its JWT access tokens (Authorization: Bearer), beside any API keys;"
+        " the principal is the token's sub",
+    )
+    tokens.add_argument(
+        "--oidc-audience",
+        metavar="AUD",
+        default=None,
+        help="the aud a token must name (default: this agent's JSON-RPC URL, as its card says)",
+    )
+    tokens.add_argument(
+        "--oidc-retry",
+        metavar="SECONDS",
+        type=float,
+        default=30.0,
+        help="seconds before the issuer is asked again: while it has not answered, and for a"
+        " key id it did not publish (a rotation); at most 60",
+    )
     parser.add_argument(
         "--escalate-over",
         type=float,
@@ -142,6 +174,7 @@ def agent_options(parser: argparse.ArgumentParser, examples: bool = True) -> Non
     parser.add_argument(
         "--contracts", type=Path, default=None, help="enforce the handoff contracts of DIR"
     )
+    drain_options(parser)
     limits = parser.add_argument_group("server limits (see docs/server.md)")
     defaults = ServerLimits()
     limits.add_argument("--max-connections", type=int, default=defaults.max_connections)
@@ -170,16 +203,7 @@ def agent_options(parser: argparse.ArgumentParser, examples: bool = True) -> Non
         help="also serve the A2A gRPC binding on port G of --host, listed in the card (needs"
         " a2a-handoff[grpc])",
     )
-    parser.add_argument(
-        "--grpc-tls-cert",
-        type=Path,
-        default=None,
-        metavar="PEM",
-        help="serve gRPC over TLS with this certificate (chain) and --grpc-tls-key",
-    )
-    parser.add_argument(
-        "--grpc-tls-key", type=Path, default=None, metavar="PEM", help="its private key"
-    )
+    tls_options(parser.add_argument_group("TLS (see docs/server.md)"))
     parser.add_argument(
         "--mcp-server",
         action="store_true",
@@ -231,6 +255,95 @@ def _duration(text: str) -> float:
         return parse_duration(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def tls_options(tls: argparse._ArgumentGroup) -> None:
+    """The TLS flags: what the agent serves with (HTTPS, gRPC), whom it asks for a client
+    certificate, what it presents and trusts calling others."""
+    tls.add_argument(
+        "--tls-cert",
+        type=Path,
+        default=None,
+        metavar="PEM",
+        help="serve HTTPS (and gRPC, with --grpc-port) with this certificate (chain); the card's"
+        " URLs become https://",
+    )
+    tls.add_argument(
+        "--tls-key",
+        type=Path,
+        default=None,
+        metavar="PEM",
+        help="its private key (a file only you can read)",
+    )
+    tls.add_argument(
+        "--tls-client-ca",
+        type=Path,
+        default=None,
+        metavar="PEM",
+        help="mutual TLS: require a client certificate from these CAs; the caller is its URI"
+        " SAN (a SPIFFE ID) or else its first DNS SAN",
+    )
+    tls.add_argument(
+        "--tls-ca",
+        type=Path,
+        default=None,
+        metavar="PEM",
+        help="the CAs the agents this one calls must have certificates from (default: the"
+        " system's)",
+    )
+    tls.add_argument(
+        "--tls-client-cert",
+        type=Path,
+        default=None,
+        metavar="PEM",
+        help="the certificate presented to the agents this one calls (default: --tls-cert)",
+    )
+    tls.add_argument(
+        "--tls-client-key", type=Path, default=None, metavar="PEM", help="its private key"
+    )
+
+
+def tls_config(args: argparse.Namespace) -> TlsConfig | None:
+    """TLS as the flags say (None: none given); ConfigError for a pair given by half, a
+    client CA without a certificate, or a file that is not there."""
+    given = {
+        "cert": args.tls_cert,
+        "key": args.tls_key,
+        "client_ca": args.tls_client_ca,
+        "ca": args.tls_ca,
+        "client_cert": args.tls_client_cert,
+        "client_key": args.tls_client_key,
+    }
+    if all(value is None for value in given.values()):
+        return None
+    for name, path in given.items():
+        if path is not None and not path.is_file():
+            raise ConfigError(f"--tls-{name.replace('_', '-')}: no file at {path}")
+    try:
+        return TlsConfig(**given)
+    except ConfigError as exc:  # said with the flags' names
+        names = re.compile(r"\b(" + "|".join(sorted(given, key=len, reverse=True)) + r")\b")
+        flag = names.sub(lambda m: "--tls-" + m.group(1).replace("_", "-"), str(exc))
+        raise ConfigError(flag) from None
+
+
+def drain_options(parser: argparse.ArgumentParser) -> None:
+    """How the server stops on SIGTERM: the example agents', `a2a-handoff serve`'s and the
+    gateway's."""
+    stopping = parser.add_argument_group("stopping (see docs/server.md)")
+    stopping.add_argument(
+        "--drain-seconds",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="on SIGTERM: /readyz 503 at once, new work refused after a short grace, running"
+        " tasks finished or handed over to another replica within S seconds, then exit 0",
+    )
+
+
+def drain_config(args: argparse.Namespace) -> DrainConfig:
+    """The drain as the flags say (ConfigError, a ValueError, for a bad one)."""
+    return DrainConfig(seconds=args.drain_seconds)
 
 
 # -- push notifications ---------------------------------------------------------------------

@@ -15,8 +15,6 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-import uvicorn
-
 from a2a_handoff import (
     Agent,
     AgentCard,
@@ -30,13 +28,15 @@ from a2a_handoff import (
     create_app,
     open_store,
 )
+from a2a_handoff.client import read_credential
 from a2a_handoff.contracts import Catalog
 from a2a_handoff.errors import ConfigError, TrustError
 from a2a_handoff.escalation import EscalationPolicy
 from a2a_handoff.exits import ExitCode
 from a2a_handoff.protocol import check_agent_url
-from a2a_handoff.secrets import SecretError, accept_insecure_files, private_dir, read_secret
-from a2a_handoff.server import return_freed_memory
+from a2a_handoff.secrets import SecretError, accept_insecure_files, private_dir
+from a2a_handoff.server import OidcConfig, return_freed_memory, uvicorn_options
+from a2a_handoff.server import run as run_server
 from a2a_handoff.stores import Store, check_usable
 from a2a_handoff.trust import ENV_VAR as KEY_ENV_VAR
 from a2a_handoff.trust import (
@@ -51,12 +51,14 @@ from a2a_handoff.trust import (
     parse_trust,
 )
 from servers._flags import (
+    drain_config,
     listed,
     mcp_tools,
     pairs,
     push_settings,
     retention_config,
     server_limits,
+    tls_config,
 )
 
 
@@ -130,7 +132,13 @@ async def _no_keys_left_in(store_url: str, name: str) -> None:
 def serve(name: str, example: Example, args: argparse.Namespace) -> int:
     """Serve `example` as agent `name` until stopped: its exit code (64: a usage error,
     said in one line on stderr before anything listens)."""
-    url = args.url or f"http://{args.host}:{args.port}/"
+    try:
+        tls = tls_config(args)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return int(ExitCode.USAGE)
+    scheme = "https" if tls is not None and tls.serves else "http"
+    url = args.url or f"{scheme}://{args.host}:{args.port}/"
     if not port_free(args.host, args.port):  # a usage error, said before anything else
         taken = port_taken(args.host, [f"{args.port} ({name})"], "--port")
         print(f"error: {taken}", file=sys.stderr)
@@ -148,6 +156,11 @@ def serve(name: str, example: Example, args: argparse.Namespace) -> int:
             auth = ApiKeyAuth.from_file(args.auth_keys)
         elif args.auth_env:
             auth = ApiKeyAuth.from_env()
+        oidc = None
+        if args.oidc_issuer:
+            oidc = OidcConfig(args.oidc_issuer, args.oidc_audience, retry=args.oidc_retry)
+        elif args.oidc_audience:
+            raise HandoffError("--oidc-audience needs --oidc-issuer")
         if args.url:
             check_agent_url(args.url, "--url", replicas=False)
         routes = {
@@ -174,14 +187,18 @@ def serve(name: str, example: Example, args: argparse.Namespace) -> int:
             identity, store, store_url, name
         )  # before anything listens: refused, or made
         # --credential NAME=KEY: the key presented to the agent NAME (a route, or an agent
-        # on the trust list: the human agent returns decisions to those).
+        # on the trust list: the human agent returns decisions to those), or the OAuth2
+        # client whose tokens are (oauth2:@FILE).
         known = {**{t.name: t.url for t in trusted}, **routes}
         unknown = sorted(set(keys) - set(known))
         if unknown:
             raise HandoffError(f"--credential names no route or trusted agent: {unknown}")
         credentials = {
-            known[n]: read_secret(where, f"--credential {n}") for n, where in keys.items()
+            known[n]: read_credential(where, f"--credential {n}") for n, where in keys.items()
         }
+        # The key and certificates loaded now: one others can read, or a broken file, is
+        # said before anything listens.
+        served_tls = uvicorn_options(tls) if tls is not None and tls.serves else {}
     except (HandoffError, OSError, SecretError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return int(ExitCode.USAGE)
@@ -208,6 +225,7 @@ def serve(name: str, example: Example, args: argparse.Namespace) -> int:
             ),
             trust=TrustConfig(
                 auth=auth,
+                oidc=oidc,
                 trusted=trusted,
                 identity=identity,
                 operators=args.operators.split(",") if args.operators else (),
@@ -225,6 +243,8 @@ def serve(name: str, example: Example, args: argparse.Namespace) -> int:
             mcp_server=args.mcp_server,
             push=push_settings(args),
             grpc=_grpc_config(args),
+            tls=tls,
+            drain=drain_config(args),
             retention=retention_config(args),
         )
     except (ValueError, HandoffError) as exc:  # unsafe or impossible: say so, do not start
@@ -245,7 +265,7 @@ def serve(name: str, example: Example, args: argparse.Namespace) -> int:
     gc.collect()
     gc.freeze()
     gc.set_threshold(20_000, 20, 20)
-    uvicorn.run(
+    run_server(  # uvicorn, draining the agent on SIGTERM (docs/server.md)
         app,
         host=args.host,
         port=args.port,
@@ -255,26 +275,20 @@ def serve(name: str, example: Example, args: argparse.Namespace) -> int:
         proxy_headers=False,  # served directly: no X-Forwarded-* to trust
         http=limits.protocol(),  # timeouts, connection cap, slow readers dropped
         timeout_keep_alive=args.keep_alive,
-        # A blocking SendMessage whose handoff target is down would hold shutdown for the
-        # envelope's whole TTL: give in-flight requests a few seconds, then stop.
+        # After the drain, what is still in flight is streams (and a blocking SendMessage
+        # whose handoff target is down, which would hold shutdown for the envelope's whole
+        # TTL): a few seconds, then stop; a cut stream resumes elsewhere (Last-Event-ID).
         timeout_graceful_shutdown=5,
+        **served_tls,  # HTTPS, and mutual TLS with a client CA
     )
     return 0
 
 
 def _grpc_config(args: argparse.Namespace) -> GrpcConfig | None:
-    """The gRPC face as the flags say (None without --grpc-port); ConfigError for TLS files
-    given without the port, or one without the other."""
+    """The gRPC face as the flags say (None without --grpc-port); over TLS as the --tls-*
+    flags say (`create_app(tls=…)`)."""
     port = getattr(args, "grpc_port", None)
-    cert, key = getattr(args, "grpc_tls_cert", None), getattr(args, "grpc_tls_key", None)
-    if port is None:
-        if cert is not None or key is not None:
-            raise ConfigError("--grpc-tls-cert and --grpc-tls-key need --grpc-port")
-        return None
-    for flag, path in (("--grpc-tls-cert", cert), ("--grpc-tls-key", key)):
-        if path is not None and not path.is_file():
-            raise ConfigError(f"{flag}: no file at {path}")
-    return GrpcConfig(port=port, host=args.host, tls_cert=cert, tls_key=key)
+    return None if port is None else GrpcConfig(port=port, host=args.host)
 
 
 def port_free(host: str, port: int) -> bool:

@@ -118,6 +118,11 @@ class AgentProcess:
             self.store,
             *self.extra,
         ]
+        drains = self.module == "servers" or self.name == "serve"  # ours: they take the flag
+        if drains and not any(a.startswith("--drain-seconds") for a in self.extra):
+            # Stopped (SIGTERM) at once, as before drains: the suite stops agents hundreds of
+            # times. tests/integration/test_drain.py and test_rolling_restart.py drain them.
+            cmd.append("--drain-seconds=0")
         shared = self.store.startswith(("redis", "postgres"))
         if shared and not any("--key-file" in a for a in self.extra):
             cmd.append(f"--key-file={shared_key_file(self.name, self.store)}")

@@ -44,6 +44,7 @@ import pytest
 from a2a_handoff.server._card_route import CARD_PATH
 from tests.postgres_support import psql
 from tests.support import ROOT, free_port, free_ports
+from tests.tls_support import TestCA
 
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -82,6 +83,18 @@ SKIPPED = {
     " Python blocks import them, and the example pair runs below",
     "pip install .": "run below, in the checkout's root as the README says, into a target"
     " directory (not into the tests' own environment)",
+    "docker build -t a2a-handoff": "needs a Docker daemon; tests/test_deploy.py checks the"
+    " Dockerfile and the .dockerignore",
+    ".venv/bin/python deploy/make_secrets.py": "tests/test_deploy.py runs it into a directory"
+    " of its own, reads what it wrote as the agents do, and copies it as the entrypoint does",
+    "docker compose -f deploy/compose.yaml": "needs a Docker daemon; tests/test_deploy.py"
+    " parses compose.yaml, each command with its program's parser, and checks its references",
+    "kubectl create secret generic a2a-postgres": "needs a cluster; tests/test_deploy.py"
+    " checks that the Secrets made here are the ones the manifests mount, with their keys",
+    "kubectl delete job a2a-migrate": "needs a cluster; tests/test_deploy.py checks the"
+    " migration Job and the Deployments' probes, grace and budgets",
+    "python -m servers billing --port 8102 --tls-cert": "tests/integration/test_tls.py runs"
+    " these flags against real agents, with a test CA and certificates made there",
 }
 
 
@@ -126,6 +139,7 @@ def test_the_python_examples_run_in_order(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.chdir(tmp_path)
     shutil.copytree(ROOT / "contracts", tmp_path / "contracts")
     (tmp_path / "data").mkdir()
+    TestCA(tmp_path / "certs").issue("billing")  # the TLS example's files: ca.pem, billing.*
     uvicorn = _Uvicorn()
     namespace: dict[str, Any] = {
         "__name__": "readme",

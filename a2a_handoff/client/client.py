@@ -5,6 +5,12 @@ are retried (see `retry`), every attempt goes through the circuit breaker of its
 and an address naming several replicas fails over between them (see `replicas`). A JSON-RPC
 error from the target is raised as RemoteError with the target's code and message:
 surfaced, never swallowed.
+
+Calls go over JSON-RPC, to the agent's address, unless the agent's card — once this client
+has read it (a handoff, a delegation and a notice read the target's card before they send)
+— offers gRPC and not JSON-RPC: then they go to the card's gRPC address through
+`grpc_transport` (the `grpc` extra, imported then), answered as JSON-RPC answers, so the
+retries, breakers and replicas are the same. JSON-RPC stays preferred where both are offered.
 """
 
 from __future__ import annotations
@@ -12,14 +18,17 @@ from __future__ import annotations
 import base64
 import itertools
 import json
+import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 import httpx
 from pydantic_core import from_json
 
 from a2a_handoff.client.breaker import CircuitBreaker
+from a2a_handoff.client.oauth import TokenSource
 from a2a_handoff.client.reasons import unreachable
 from a2a_handoff.client.replicas import endpoint_of, failover, ordered, replicas
 from a2a_handoff.client.retry import (
@@ -32,6 +41,7 @@ from a2a_handoff.client.retry import (
 )
 from a2a_handoff.client.transport import Http11Transport
 from a2a_handoff.errors import (
+    AuthenticationError,
     CircuitOpenError,
     RemoteError,
     SignatureError,
@@ -45,7 +55,14 @@ from a2a_handoff.protocol.sse import read_events
 from a2a_handoff.trust.card_signature import verify_card
 from a2a_handoff.trust.trustlist import TrustList
 
+if TYPE_CHECKING:  # imported when a card offers gRPC alone: grpcio is an extra
+    from a2a_handoff.client.grpc_transport import Endpoint, GrpcTransport
+
 CARD_PATH = ".well-known/agent-card.json"
+GrpcTls = tuple[bytes | None, bytes | None, bytes | None]
+"""A gRPC channel's TLS, as PEM: root CAs, private key, certificate chain (None: gRPC's
+default roots; no client certificate)."""
+GRPC_EXTRA = "pip install 'a2a-handoff[grpc]' (in the a2a-handoff clone: pip install '.[grpc]')"
 
 Event = tuple[int | None, StreamResponse]
 """A stream item and its event sequence number (None when the server sent no id)."""
@@ -84,6 +101,26 @@ def _result(url: str, answer: Answer) -> Any:
     return payload["result"]
 
 
+def grpc_address(card: AgentCard) -> str | None:
+    """The URL of the card's gRPC interface when it offers no JSON-RPC one (else None:
+    JSON-RPC, preferred). Dialed only when it is a `host:port` (`dialable`)."""
+    bindings = [i.protocol_binding.upper() for i in card.supported_interfaces]
+    if "JSONRPC" in bindings or "GRPC" not in bindings:
+        return None
+    return card.supported_interfaces[bindings.index("GRPC")].url
+
+
+_HOST_PORT = re.compile(r"(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):([0-9]{1,5})")
+
+
+def dialable(address: str) -> bool:
+    """Whether a card's gRPC address is a bare `host:port` — not one of gRPC's other target
+    forms (`unix:…`, `dns:///…`, `ipv4:…`), which would have a card choose a local socket or
+    a resolver for this agent to dial."""
+    found = _HOST_PORT.fullmatch(address)
+    return found is not None and 0 < int(found.group(1)) < 65536
+
+
 def _kid_of(signature: Any) -> str | None:
     """The kid a card signature's protected header names (unverified: to pick keys)."""
     try:
@@ -101,10 +138,15 @@ class AgentClient:
     `direct`: JSON-RPC calls to plain-http URLs go straight to this transport, past httpx's
     client layer (with `http`'s timeouts); cards and streams still go through `http`.
     `credentials` maps agent URLs (or origins, `scheme://host:port`) to the key presented to
-    them, and to nothing else: a key never reaches an origin it was not given for (there is
-    no key for every URL — following a transfer pointer would hand it to whoever the pointer
-    names). `trust`: the card of an agent on this trust list whose keys are known must carry
-    a signature by one of them.
+    them (`X-API-Key`) or to a `TokenSource` (`oauth.OAuth2Tokens`: its bearer token, replaced
+    once when a target answers 401), and to nothing else: a credential never reaches an
+    origin it was not given for (there is none for every URL — following a transfer pointer
+    would hand it to whoever the pointer names); over gRPC, only to a gRPC address on the
+    same host. `trust`: the card of an agent on this trust list whose keys are known must
+    carry a signature by one of them. `grpc`: the transport for agents whose card offers
+    gRPC alone (made when first needed, with `grpc_tls`: the PEM root CAs, private key and
+    certificate chain its TLS channels trust and present, each None for gRPC's default: its
+    roots, no client certificate).
     """
 
     def __init__(
@@ -112,7 +154,7 @@ class AgentClient:
         http: httpx.AsyncClient,
         *,
         direct: Http11Transport | None = None,
-        credentials: Mapping[str, str] | None = None,
+        credentials: Mapping[str, str | TokenSource] | None = None,
         retry: RetryPolicy | None = None,
         card_ttl: float = 60.0,
         breaker_threshold: int = 5,
@@ -120,14 +162,22 @@ class AgentClient:
         clock: Callable[[], float] = time.monotonic,
         extensions: Iterable[str] = (),
         trust: TrustList | None = None,
+        grpc: GrpcTransport | None = None,
+        grpc_tls: GrpcTls | None = None,
     ) -> None:
         self.http = http
+        self.grpc = grpc
+        self.grpc_tls = grpc_tls
         self.trust = trust
         self.direct = direct
         self.credentials: dict[str, str] = {}
+        self.tokens: dict[str, TokenSource] = {}
         for address, key in (credentials or {}).items():
             for url in replicas(address):
-                self.credentials[url] = key
+                if isinstance(key, str):
+                    self.credentials[url] = key
+                else:
+                    self.tokens[url] = key
         self.retry = retry or RetryPolicy()
         self.card_ttl = card_ttl
         self.extensions = tuple(extensions)
@@ -136,6 +186,7 @@ class AgentClient:
         self._cards: dict[str, tuple[float, AgentCard]] = {}
         self._preferred: dict[str, str] = {}  # address → the replica that answered last
         self._ids = itertools.count(1)  # JSON-RPC request ids
+        self._grpc_only: dict[str, str] = {}  # agent URL → the gRPC address its card offers
 
     # -- plumbing -------------------------------------------------------------------------
 
@@ -165,11 +216,75 @@ class AgentClient:
         tracing.outgoing(headers)  # the current trace goes on every call to an agent
         return headers
 
+    def _token_source(self, url: str) -> TokenSource | None:
+        return self.tokens.get(url) or self.tokens.get(endpoint_of(url))
+
+    async def _authorized(
+        self,
+        url: str,
+        source: TokenSource,
+        headers: dict[str, str],
+        send: Callable[[dict[str, str]], Awaitable[Answer]],
+    ) -> Answer:
+        """`send(headers)` with the source's bearer token; a 401 replaces the token once."""
+        token = await source.token()
+        answer = await send({**headers, "Authorization": f"Bearer {token}"})
+        if answer[0] != 401:
+            return answer
+        token = await source.refresh(token)
+        answer = await send({**headers, "Authorization": f"Bearer {token}"})
+        if answer[0] == 401:
+            raise RemoteError(
+                AuthenticationError.code,
+                "refused a fresh OAuth2 token as well: does it trust the token's issuer,"
+                " and is the token's audience this agent?",
+                url=url,
+            )
+        return answer
+
     def _post(self, url: str, body: bytes, headers: dict[str, str]) -> Awaitable[Answer]:
         # Direct: plain http without credentials in the URL (httpx turns those into Basic auth).
         if self.direct is not None and url.startswith("http://") and "@" not in url:
             return self.direct.post(url, body, headers, self.http.timeout)
         return self._post_httpx(url, body, headers)
+
+    def _grpc_endpoint(self, url: str) -> Endpoint | None:
+        """Where calls to `url` go over gRPC (its card offers gRPC alone), or None."""
+        target = self._grpc_only.get(url)
+        if target is None:
+            return None
+        if not dialable(target):
+            raise UnavailableError(
+                f"{url} offers gRPC alone, at {target!r}: not a host:port, so not dialed"
+            )
+        if self.grpc is None:
+            try:
+                from a2a_handoff.client.grpc_transport import GrpcTransport
+            except ImportError:
+                raise UnavailableError(
+                    f"{url} offers gRPC alone (at {target}), and this agent has no gRPC"
+                    f" client: {GRPC_EXTRA}"
+                ) from None
+            self.grpc = GrpcTransport(tls=self.grpc_tls)
+        from a2a_handoff.client.grpc_transport import Endpoint
+
+        return Endpoint(target, secure=url.startswith("https://"))
+
+    def _grpc_token_source(self, url: str, endpoint: Endpoint) -> TokenSource | None:
+        """The token source for `url` when its gRPC address is on the same host (as a key)."""
+        if not self.tokens or not _same_host(url, endpoint):
+            return None
+        return self._token_source(url)
+
+    def _grpc_metadata(
+        self, url: str, endpoint: Endpoint, extensions: Iterable[str] = ()
+    ) -> list[tuple[str, str]]:
+        """The headers of a call to `url` as gRPC metadata (lower-case keys); its key only
+        to a gRPC address on the host it was given for."""
+        headers = self._headers(url, extensions)
+        if not _same_host(url, endpoint):
+            headers.pop("X-API-Key", None)
+        return [(name.lower(), value) for name, value in headers.items()]
 
     async def _post_httpx(self, url: str, body: bytes, headers: dict[str, str]) -> Answer:
         headers = {**headers, "Content-Type": "application/json"}
@@ -196,16 +311,28 @@ class AgentClient:
         card_url = url.rstrip("/") + "/" + CARD_PATH
         headers = self._headers(url)
 
-        async def get() -> Answer:
-            response = await self.http.get(card_url, headers=headers)
-            return response.status_code, response.content
+        def get(headers: dict[str, str]) -> Awaitable[Answer]:
+            async def one() -> Answer:
+                response = await self.http.get(card_url, headers=headers)
+                return response.status_code, response.content
 
-        status, content = await request(self.breaker(url), self.retry, url, get, idempotent=retry)
+            return request(self.breaker(url), self.retry, url, one, idempotent=retry)
+
+        source = self._token_source(url) if self.tokens else None
+        if source is None:
+            status, content = await get(headers)
+        else:
+            status, content = await self._authorized(url, source, headers, get)
         if status != 200:
             raise UnavailableError(f"{url}: agent card answered HTTP {status}")
         card = AgentCard.model_validate_json(content)
         await _check_signature(self.trust, url, content)
         self._cards[url] = (clock(), card)
+        grpc_only = grpc_address(card)
+        if grpc_only is None:
+            self._grpc_only.pop(url, None)
+        else:
+            self._grpc_only[url] = grpc_only
         return card
 
     async def jwks(self, address: str, path: str) -> Any:
@@ -260,15 +387,49 @@ class AgentClient:
         ).encode()
 
         async def attempt(one: str) -> Any:
-            headers = self._headers(one, extensions)
-            answer = await request(
-                self.breaker(one),
-                self.retry,
-                one,
-                lambda: self._post(one, body, headers),
-                idempotent=idempotent,
-            )
-            return read(one, answer)
+            endpoint = self._grpc_endpoint(one) if self._grpc_only else None
+            if endpoint is None:
+                headers = self._headers(one, extensions)
+                source = self._token_source(one) if self.tokens else None
+                if source is None:  # the usual call: as lean as it can be
+                    answer = await request(
+                        self.breaker(one),
+                        self.retry,
+                        one,
+                        lambda: self._post(one, body, headers),
+                        idempotent=idempotent,
+                    )
+                    return read(one, answer)
+
+                def post(headers: dict[str, str]) -> Awaitable[Answer]:
+                    return self._post(one, body, headers)
+
+                send = post
+            else:
+                assert self.grpc is not None
+                headers = dict(self._grpc_metadata(one, endpoint, extensions))
+                source = self._grpc_token_source(one, endpoint)
+                call = self.grpc.call
+                timeout = self.http.timeout
+
+                def grpc_call(headers: dict[str, str]) -> Awaitable[Answer]:
+                    metadata = [(name.lower(), value) for name, value in headers.items()]
+                    return call(endpoint, method, params_json, metadata, timeout)
+
+                send = grpc_call
+
+            def attempts(headers: dict[str, str]) -> Awaitable[Answer]:
+                return request(
+                    self.breaker(one),
+                    self.retry,
+                    one,
+                    lambda: send(headers),
+                    idempotent=idempotent,
+                )
+
+            if source is None:
+                return read(one, await attempts(headers))
+            return read(one, await self._authorized(one, source, headers, attempts))
 
         return await failover(url, self._preferred, attempt, idempotent=idempotent)
 
@@ -331,7 +492,12 @@ class AgentClient:
         for i, url in enumerate(urls):
             started = False
             try:
-                async for event in _sse_one(self, url, method, params, last_event_id):
+                endpoint = self._grpc_endpoint(url) if self._grpc_only else None
+                if endpoint is not None:
+                    events = _grpc_stream(self, url, endpoint, method, params, last_event_id)
+                else:
+                    events = _sse_one(self, url, method, params, last_event_id)
+                async for event in events:
                     if not started and len(urls) > 1:
                         self._preferred[address] = url
                     started = True
@@ -342,7 +508,17 @@ class AgentClient:
                     raise
 
     async def aclose(self) -> None:
+        """Close the HTTP client and the token sources given."""
+        for source in {id(s): s for s in self.tokens.values()}.values():
+            await source.aclose()
         await self.http.aclose()
+        if self.grpc is not None:
+            await self.grpc.aclose()
+
+
+def _same_host(url: str, endpoint: Endpoint) -> bool:
+    """Whether a card's gRPC address is on the host of the agent URL it was read from."""
+    return urlsplit("//" + endpoint.target).hostname == urlsplit(url).hostname
 
 
 async def _check_signature(trust: TrustList | None, url: str, content: bytes) -> None:
@@ -381,10 +557,15 @@ async def _sse_one(
     headers = {**client._headers(url), "Accept": "text/event-stream"}
     if last_event_id is not None:
         headers["Last-Event-ID"] = str(last_event_id)
+    source = client._token_source(url) if client.tokens else None
+    token = None if source is None else await source.token()
     try:
         async with client.breaker(url).guard():
-            request = client.http.build_request("POST", url, json=body, headers=headers)
-            response = await client.http.send(request, stream=True)
+            response = await _open(client, url, body, headers, token)
+            if response.status_code == 401 and source is not None and token is not None:
+                await response.aclose()  # the token replaced once, as for a call
+                token = await source.refresh(token)
+                response = await _open(client, url, body, headers, token)
             if response.status_code in RETRYABLE_STATUS:
                 await response.aclose()
                 raise RetryableStatus(response.status_code)
@@ -403,5 +584,50 @@ async def _sse_one(
             await response.aclose()
     except RetryableStatus as exc:
         raise UnavailableError(f"cannot reach {url} (HTTP {exc.status_code})") from exc
+    except httpx.TransportError as exc:
+        raise UnavailableError(unreachable(url, exc)) from exc
+
+
+async def _open(
+    client: AgentClient, url: str, body: Any, headers: dict[str, str], token: str | None
+) -> httpx.Response:
+    """A stream's response, its body not read yet."""
+    if token is not None:
+        headers = {**headers, "Authorization": f"Bearer {token}"}
+    request = client.http.build_request("POST", url, json=body, headers=headers)
+    return await client.http.send(request, stream=True)
+
+
+async def _grpc_stream(
+    client: AgentClient,
+    url: str,
+    endpoint: Endpoint,
+    method: str,
+    params: dict[str, Any],
+    last_event_id: int | None,
+) -> AsyncIterator[Event]:
+    """One stream over gRPC (the card offers gRPC alone): its items — without sequence
+    numbers, which the binding does not carry —, or the reason it gave none."""
+    from a2a_handoff.client.grpc_transport import StatusAnswer
+
+    assert client.grpc is not None
+    metadata = client._grpc_metadata(url, endpoint)
+    source = client._grpc_token_source(url, endpoint)
+    if source is not None:  # a refused token is not replaced on a gRPC stream: said at once
+        metadata.append(("authorization", f"Bearer {await source.token()}"))
+    if last_event_id is not None:
+        metadata.append(("last-event-id", str(last_event_id)))
+    encoded = json.dumps(params, separators=(",", ":"), allow_nan=False)
+    try:
+        async with client.breaker(url).guard():
+            await client.grpc.open(endpoint, client.http.timeout.connect)
+        async for item in client.grpc.stream(endpoint, method, encoded, metadata):
+            yield None, StreamResponse.model_validate(item)
+    except StatusAnswer as exc:
+        status, _ = exc.answer
+        if status in RETRYABLE_STATUS:
+            raise UnavailableError(f"cannot reach {url} (HTTP {status})") from exc
+        _result(url, exc.answer)  # raises its JSON-RPC error
+        raise UnavailableError(f"{url}: {method} did not answer with a stream") from exc
     except httpx.TransportError as exc:
         raise UnavailableError(unreachable(url, exc)) from exc

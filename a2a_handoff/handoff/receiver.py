@@ -383,6 +383,9 @@ def receive_metadata(verified: VerifiedEnvelope) -> dict[str, Any]:
             "kind": envelope.kind,
             "signer": verified.signer,
             "kid": verified.kid,
+            # Whose task it is: the end user the trusted signer acted for (every kind; a
+            # delegation's sub-task names its user too, though it is not shared with them).
+            **({"onBehalfOf": envelope.on_behalf_of} if envelope.on_behalf_of else {}),
         },
         # A replay with this key must match: SHA-256 of the canonical envelope.
         "envelopeDigest": verified.digest,

@@ -37,7 +37,11 @@ class FollowUps:
         """Run the task's handler on `message`, or keep it as a note on an escalation; a
         repeated message id answers with what the first one did."""
         assert message.task_id is not None
-        record = await self.lookup.owned(message.task_id, owner)
+        record = (
+            await self.lookup.owned(message.task_id, owner)
+            if operator
+            else await self.lookup.answerable(message.task_id, owner)
+        )
         task = record.task
         noting = "escalation" in ext_metadata(task) and not (operator or self.lookup.decides(owner))
         if message.context_id and message.context_id != task.context_id:

@@ -24,6 +24,7 @@ from typing import Protocol
 
 from a2a_handoff.errors import (
     ConflictError,
+    DrainingError,
     InternalError,
     RpcError,
     StoreError,
@@ -327,6 +328,21 @@ class Journal:
             else:
                 future.set_exception(error or InternalError())
                 future.exception()  # retrieved here: a caller may not be waiting any more
+
+    def let_go(self) -> None:
+        """Stop the run without ending its step (a drain hands the task to another replica,
+        or to the next start): its waiting callers are answered with the task as last
+        committed, still running; a task not stored yet with DrainingError (send it again)."""
+        created = self.created.done() and self.created.exception() is None
+        if not created:
+            self.abort(DrainingError())
+            return
+        self.pending.clear()
+        self.host.stopped()
+        self.host.forget()
+        self.open()
+        if not self.settled.done() and self.committed is not None:
+            self.settled.set_result(self.committed)
 
 
 async def write_state(

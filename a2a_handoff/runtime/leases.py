@@ -4,7 +4,9 @@
   anything (a follow-up's run that cannot take it answers "task is busy"), renewed every
   `interval` while the run lives, released when it settles or aborts; it lapses `ttl`
   seconds (a few) after its replica died or lost the store;
-- `outbox:<handoff id>`: the replica delivering a pending handoff (see `handoff.recovery`).
+- `outbox:<handoff id>`: the replica delivering a pending handoff (see `handoff.recovery`);
+- `handover:<task id>`: a draining replica let go of the task's run on purpose (see
+  `hand_over`): another replica resumes it at its next sweep, without waiting out the grace.
 
 A task whose runner lease lapsed is an orphan: any replica fails it (check-and-set, so one
 does). A replica that could not reach the store sweeps again only once it has reached it for
@@ -30,6 +32,10 @@ from a2a_handoff.protocol.models import parse_time
 from a2a_handoff.stores.base import Store, TaskRecord
 
 log = logging.getLogger("a2a_handoff.runtime")
+
+HANDOVER_SECONDS = 60.0
+"""How long a task handed over stays marked so: longer than the grace of the replicas that
+may sweep it (theirs may differ from this one's), with the usual recovery intervals."""
 
 
 class Leases:
@@ -117,12 +123,26 @@ class Leases:
         with contextlib.suppress(Exception):  # unreachable: the lease lapses in `ttl`
             await self.store.release(name, self.me)
 
+    async def hand_over(self, task_id: str) -> None:
+        """Let go of the task's runner lease on purpose, its run stopped (a drain): marked
+        handed over first, so that another replica resumes it at its next sweep rather
+        than once the grace of a young task ran out."""
+        if not self.store.shared or task_id not in self._held:
+            return
+        self._held.discard(task_id)
+        with contextlib.suppress(Exception):  # unreachable: the lease lapses in `ttl`
+            marked = max(HANDOVER_SECONDS, self.grace * 2)  # past any replica's grace
+            await self.store.acquire(f"handover:{task_id}", self.me, marked)
+            await self.store.release(f"task:{task_id}", self.me)
+
     async def runner_alive(self, record: TaskRecord) -> bool:
         """Whether the task's handler may still be running on some replica."""
         if await self.store.holder(f"task:{record.id}") is not None:
             return True
         age = datetime.now(UTC) - parse_time(record.updated_at)
-        return age.total_seconds() < self.grace
+        if age.total_seconds() >= self.grace:
+            return False
+        return await self.store.holder(f"handover:{record.id}") is None
 
     @contextlib.asynccontextmanager
     async def hold(self, name: str) -> AsyncIterator[bool]:

@@ -2,12 +2,14 @@
 
 Invariants: a caller sees only its own tasks (another owner's task answers -32001, as if
 absent); operators see every task; under API-key auth only operators decide an escalation
-(without authentication, whoever reaches the agent does).
+(without authentication, whoever reaches the agent does); a task handed over for a user (its
+`delegate`) is answered and canceled by that user or an operator, never by the agent that
+handed it over, which only reads it.
 """
 
 from __future__ import annotations
 
-from a2a_handoff.errors import TaskNotFoundError
+from a2a_handoff.errors import TaskNotFoundError, UnsupportedOperationError
 from a2a_handoff.stores.base import Store, TaskRecord
 
 
@@ -23,6 +25,24 @@ class TaskLookup:
         record = await self.store.get(task_id)
         if record is None or not (record.visible_to(owner) or self.sees_all(owner)):
             raise TaskNotFoundError(f"task {task_id} not found", metadata={"taskId": task_id})
+        return record
+
+    async def answerable(self, task_id: str, principal: str) -> TaskRecord:
+        """The committed task if `principal` may continue or cancel it (as `owned`); -32004
+        for the agent that handed a user's task over: it reads and follows the task there,
+        but the conversation is the user's — it neither speaks for the user nor ends it."""
+        record = await self.owned(task_id, principal)
+        if (
+            record.delegate
+            and principal == record.owner
+            and principal != record.delegate
+            and not self.decides(principal)
+        ):
+            raise UnsupportedOperationError(
+                f"task {task_id} is {record.delegate}'s: {principal} handed it over and may"
+                f" read it, but only {record.delegate} (or an operator) answers or cancels it",
+                metadata={"taskId": task_id},
+            )
         return record
 
     def sees_all(self, principal: str) -> bool:

@@ -33,7 +33,7 @@ from a2a_handoff.outcomes import (
     Rejected,
     Reply,
 )
-from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI, with_ext_metadata
+from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI, ext_metadata, with_ext_metadata
 from a2a_handoff.protocol.models import Message, Role, StreamResponse, Task
 from a2a_handoff.protocol.shallow import copied
 from a2a_handoff.protocol.states import TaskState
@@ -210,11 +210,19 @@ class TaskRun:
 
     @property
     def acting_for(self) -> str:
-        """The principal a handoff of this task is made on behalf of (`onBehalfOf`): the user
-        its owner acts for, when the task was itself handed over — else its owner."""
+        """The end user a handoff, delegation or escalation of this task is made on behalf of
+        (`onBehalfOf`). A task another agent sent forwards the user its proven envelope named
+        ("" when none) — never that agent, nor whoever answers the task, so every hop of a
+        chain names the chain's user; a task a caller created names its owner."""
         journal = self.journal
-        committed = journal.committed.delegate if journal.committed is not None else ""
-        return journal.delegate or committed or journal.owner
+        if journal.envelope is not None:  # the step that received it
+            return journal.envelope.envelope.on_behalf_of or ""
+        committed = journal.committed
+        received = ext_metadata(journal.task).get("handoff")
+        if isinstance(received, dict):  # the envelope's word, as recorded when it arrived
+            shared = committed.delegate if committed is not None else ""
+            return str(received.get("onBehalfOf") or shared)
+        return committed.owner if committed is not None else journal.owner
 
     @property
     def direct(self) -> bool:

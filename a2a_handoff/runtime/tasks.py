@@ -23,7 +23,7 @@ import logging
 from a2a_handoff.agent import Agent
 from a2a_handoff.client.client import AgentClient
 from a2a_handoff.client.mcp_tools import McpTools
-from a2a_handoff.errors import InvalidParamsError
+from a2a_handoff.errors import DrainingError, InvalidParamsError
 from a2a_handoff.escalation import EscalationPolicy
 from a2a_handoff.handoff.handoffs import Handoffs
 from a2a_handoff.handoff.settings import HandoffSettings
@@ -34,6 +34,7 @@ from a2a_handoff.runtime.cancelling import cancel_task
 from a2a_handoff.runtime.continuing import FollowUps
 from a2a_handoff.runtime.creating import TaskCreator, dedupe_key
 from a2a_handoff.runtime.delegation_record import cancel_open
+from a2a_handoff.runtime.draining import hand_over, settle
 from a2a_handoff.runtime.leases import Leases
 from a2a_handoff.runtime.local import LocalTasks
 from a2a_handoff.runtime.lookup import TaskLookup
@@ -81,6 +82,7 @@ class TaskManager:
             self, self.runs, self.lookup, dedupe_message_ids=dedupe_message_ids
         )
         self.sweeps = Sweeps(self, self.runs, self.leases)
+        self.accepting = True  # False once draining: a message that would start a run is refused
         self._job: asyncio.Task[None] | None = None
 
     @property
@@ -118,8 +120,9 @@ class TaskManager:
         return await self.sweeps.recover()
 
     async def sweep(self, others: bool) -> int:
-        """The heartbeat's sweep (see `runtime.sweeps`); how many tasks it failed."""
-        return await self.sweeps.sweep(others)
+        """The heartbeat's sweep (see `runtime.sweeps`); how many tasks it failed. Draining,
+        it leaves other replicas' orphans — and the tasks it handed over — to them."""
+        return await self.sweeps.sweep(others and self.accepting)
 
     def serve(self) -> None:
         """Once recovered: the handoff outbox delivering (and replaying what a previous
@@ -142,6 +145,14 @@ class TaskManager:
                 log.exception("the agent's background job failed")
 
         self._job = asyncio.create_task(run(), name="agent-background")
+
+    async def drain(self, deadline: float) -> int:
+        """Refuse what would start a run from now on, wait for the runs under way until
+        `deadline` (the loop's clock), then hand over those left (`runtime.draining`); how
+        many were handed over."""
+        self.accepting = False
+        await settle(self.runs, deadline)
+        return await hand_over(self.runs, self.leases)
 
     async def aclose(self) -> None:
         """Stop running handlers; their tasks are failed by `recover()` at the next start."""
@@ -172,6 +183,8 @@ class TaskManager:
         may still answer with a direct Message (`Reply`)."""
         if message.role is not Role.USER:
             raise InvalidParamsError("message.role: a caller's message must be ROLE_USER")
+        if not self.accepting:  # draining: nothing done with it, another replica takes it
+            raise DrainingError()
         if message.task_id:
             return await self.follow_ups.follow_up(message, owner)
         if message.metadata and HANDOFF_EXTENSION_URI in message.metadata:
@@ -200,7 +213,7 @@ class TaskManager:
     async def cancel(self, task_id: str, owner: str) -> TaskRecord:
         """Cancel the task; with it the sub-tasks it delegated that are still open. A task
         being handed off is canceled by withdrawing its handoff (`handoff.withdraw`)."""
-        record = await self.lookup.owned(task_id, owner)
+        record = await self.lookup.answerable(task_id, owner)
         if handing_off(record):
             return await self.handoffs.withdrawal.cancel(record)
         canceled = await cancel_task(self.lookup, self.runs, task_id, owner)

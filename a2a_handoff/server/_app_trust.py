@@ -11,11 +11,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping
 
-from a2a_handoff.auth import ApiKeyAuth
 from a2a_handoff.client.client import AgentClient
 from a2a_handoff.errors import TrustError
 from a2a_handoff.escalation import EscalationPolicy
 from a2a_handoff.protocol.agent_card import AgentCard
+from a2a_handoff.server._authentication import Authentication
 from a2a_handoff.server.app_config import TrustConfig
 from a2a_handoff.stores.base import Store
 from a2a_handoff.trust.agent_trust import AgentTrust
@@ -29,12 +29,12 @@ HUMAN_CAPABILITY = "escalations"  # what a human agent's card offers
 
 
 def operators_of(
-    card: AgentCard, auth: ApiKeyAuth | None, operators: Iterable[str]
+    card: AgentCard, auth: Authentication | None, operators: Iterable[str]
 ) -> frozenset[str] | None:
-    """Who decides escalations here: the named operators under API-key auth (None: no
-    authentication, whoever reaches the agent). A human agent under auth with no operator
-    is refused: nobody could answer it, and anyone else answering would be a user deciding
-    for an operator."""
+    """Who decides escalations here: the named operators under authentication, API keys or
+    client certificates (None: none, whoever reaches the agent). A human agent under auth
+    with no operator is refused: nobody could answer it, and anyone else answering would be
+    a user deciding for an operator."""
     if auth is None:
         if HUMAN_CAPABILITY in card.offered:
             log.warning(

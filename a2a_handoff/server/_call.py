@@ -19,9 +19,7 @@ from pydantic import BaseModel, ValidationError
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
-from a2a_handoff.auth import ApiKeyAuth
 from a2a_handoff.errors import (
-    AuthenticationError,
     InvalidParamsError,
     PayloadTooLargeError,
     RpcError,
@@ -29,6 +27,8 @@ from a2a_handoff.errors import (
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI
 from a2a_handoff.protocol.models import Message, StreamResponse
 from a2a_handoff.protocol.wire_ids import ID_REFUSED
+from a2a_handoff.server._authentication import Authentication
+from a2a_handoff.server._tls_peer import peer_of
 from a2a_handoff.server.results import Caller, TaskView
 
 PROTOCOL_VERSION = "1.0"
@@ -186,11 +186,10 @@ async def read_declared_body(request: Request, max_body: int, declared: str | No
             raise ClientDisconnect()
 
 
-def principal_of(auth: ApiKeyAuth | None, request: Request) -> str:
-    """The caller's principal ("" without auth); -32101 (HTTP 401) without valid credentials."""
+async def principal_of(auth: Authentication | None, request: Request) -> str:
+    """The caller's principal ("" without auth): its key's or token's, or its client
+    certificate's; -32101 (HTTP 401) without valid credentials, (HTTP 503) with a token
+    whose issuer has not answered yet."""
     if auth is None:
         return ""
-    found = auth.authenticate(request.headers)
-    if found is None:
-        raise AuthenticationError()
-    return found
+    return await auth.principal(request.headers, peer_of(request.scope))

@@ -24,10 +24,11 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from a2a_handoff.auth import ApiKeyAuth
 from a2a_handoff.protocol.agent_card import AgentCard
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI
 from a2a_handoff.protocol.v03 import card_v03
+from a2a_handoff.server._authentication import Authentication
+from a2a_handoff.server._tls_peer import peer_of
 from a2a_handoff.trust.agent_trust import AgentTrust
 from a2a_handoff.trust.card_signature import sign_card
 from a2a_handoff.trust.keys import Identity
@@ -71,7 +72,7 @@ class CardRoute:
         trust: AgentTrust,
         *,
         v03_fields: bool = False,
-        auth: ApiKeyAuth | None = None,
+        auth: Authentication | None = None,
     ) -> None:
         self.card = card
         self.trust = trust
@@ -99,7 +100,8 @@ class CardRoute:
 
     async def get(self, request: Request) -> Response:
         self._current()
-        known = self.auth is None or self.auth.authenticate(request.headers) is not None
+        auth, peer = self.auth, peer_of(request.scope)
+        known = auth is None or await auth.authenticate(request.headers, peer) is not None
         body, etag = self._served[known]
         headers = {
             "ETag": etag,

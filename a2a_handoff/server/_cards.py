@@ -1,14 +1,15 @@
-"""The cards an app serves: the agent's own, made to say what the app does — the API-key
-scheme it requires, the extended card it has, the contracts it accepts, push notifications."""
+"""The cards an app serves: the agent's own, made to say what the app does — the schemes
+it authenticates with (API keys, an OpenID Connect issuer, mutual TLS), the extended card
+it has, the contracts it accepts, push notifications."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from a2a_handoff.auth import ApiKeyAuth
 from a2a_handoff.protocol.agent_card import AgentCard
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI
 from a2a_handoff.push import PushSettings
+from a2a_handoff.server._authentication import Authentication
 
 if TYPE_CHECKING:  # imported when contracts are used: jsonschema is slow to import
     from a2a_handoff.contracts.catalog import Catalog
@@ -17,7 +18,7 @@ if TYPE_CHECKING:  # imported when contracts are used: jsonschema is slow to imp
 def served_cards(
     card: AgentCard,
     extended: AgentCard | None,
-    auth: ApiKeyAuth | None,
+    auth: Authentication | None,
     contracts: Catalog | None,
     push: PushSettings | None,
 ) -> tuple[AgentCard, AgentCard | None]:

@@ -27,9 +27,10 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from a2a_handoff.auth import ApiKeyAuth
 from a2a_handoff.client.client import AgentClient
 from a2a_handoff.errors import StoreError, StoreTimeoutError
+from a2a_handoff.server._authentication import Authentication
+from a2a_handoff.server._tls_peer import peer_of
 from a2a_handoff.stores.base import Store
 
 STALE_AFTER_SECONDS = 60
@@ -43,7 +44,7 @@ class Health:
         store: Store,
         client: AgentClient,
         stale_after: float,
-        auth: ApiKeyAuth | None = None,
+        auth: Authentication | None = None,
         returns: Callable[[], dict[str, Any]] | None = None,
         sees_all: Callable[[str], bool] | None = None,
     ) -> None:
@@ -59,7 +60,7 @@ class Health:
         status = 200 if healthy else 503
         if self.auth is None:
             return JSONResponse(report, status_code=status)
-        principal = self.auth.authenticate(request.headers)
+        principal = await self.auth.authenticate(request.headers, peer_of(request.scope))
         if principal is None:
             return JSONResponse({"status": report["status"]}, status_code=status)
         operator = self.sees_all is not None and self.sees_all(principal)

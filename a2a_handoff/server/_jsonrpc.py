@@ -26,13 +26,14 @@ from typing import Any
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
-from a2a_handoff.auth import ApiKeyAuth
 from a2a_handoff.errors import (
     AuthenticationError,
     ContentTypeNotSupportedError,
+    DrainingError,
     InternalError,
     InvalidParamsError,
     InvalidRequestError,
+    IssuerUnavailableError,
     MethodNotFoundError,
     ParseError,
     PayloadTooLargeError,
@@ -47,6 +48,7 @@ from a2a_handoff.observe import events, tracing
 from a2a_handoff.protocol.extension import parse_extensions
 from a2a_handoff.protocol.models import StreamResponse
 from a2a_handoff.protocol.sse import frame
+from a2a_handoff.server._authentication import Authentication
 from a2a_handoff.server._call import (
     PROTOCOL_VERSION,
     SUPPORTED_EXTENSIONS,
@@ -61,6 +63,7 @@ from a2a_handoff.server._call import (
     read_declared_body,
     supported_version,
 )
+from a2a_handoff.server._tls_peer import peer_of
 from a2a_handoff.server._trace_admission import TraceAdmission
 from a2a_handoff.server.results import Caller
 
@@ -75,7 +78,6 @@ _PUSH_METHODS = frozenset(
         "DeleteTaskPushNotificationConfig",
     }
 )
-
 
 Legacy = Callable[[str | int | None, str, dict[str, Any], str, Request], Awaitable[Response]]
 """The A2A 0.3 binding: (id, method, params, principal, request) → the answer."""
@@ -152,7 +154,7 @@ class JsonRpcEndpoint:
     def __init__(
         self,
         methods: Mapping[str, Handler],
-        auth: ApiKeyAuth | None,
+        auth: Authentication | None,
         max_body: int,
         legacy: Legacy | None = None,
         admission: TraceAdmission | None = None,
@@ -180,7 +182,9 @@ class JsonRpcEndpoint:
         # followed for trusted agents and operators, for others within a rate
         # (`server._trace_admission`); otherwise this agent's own sampler decides, anew.
         raw = request.scope["headers"]
-        admitted = tracing.traceparent_in(raw) and self.admission.admits(request.headers)
+        admitted = tracing.traceparent_in(raw) and self.admission.admits(
+            request.headers, peer_of(request.scope)
+        )
         token = tracing.incoming_raw(raw) if admitted else None
         try:
             if tracing.enabled():
@@ -199,7 +203,7 @@ class JsonRpcEndpoint:
         extensions = SUPPORTED_EXTENSIONS & parse_extensions(asked) if asked else _NONE
         try:
             body = await read_declared_body(request, self.max_body, length)
-            principal = principal_of(self.auth, request)
+            principal = await principal_of(self.auth, request)
             payload = _parse_json(body, request)
             call_id = _call_id(payload)
             if browser_content_type(content_type):
@@ -300,12 +304,14 @@ def error_response(
     status: a 503 tells clients and proxies to retry later)."""
     status = 200
     headers = protocol_headers(extensions)
-    if isinstance(error, AuthenticationError):
+    if isinstance(error, AuthenticationError) and error.http_status == 401:
         status = 401
         headers["WWW-Authenticate"] = 'Bearer realm="a2a"'
     elif isinstance(error, PayloadTooLargeError):
         status = 413
-    elif isinstance(error, StoreUnavailableError | TooManyStreamsError):
+    elif isinstance(
+        error, StoreUnavailableError | TooManyStreamsError | IssuerUnavailableError | DrainingError
+    ):
         status = 503
         headers["Retry-After"] = "1"
     # ensure_ascii: an id holding a lone surrogate still encodes (as an escape).

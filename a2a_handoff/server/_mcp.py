@@ -51,13 +51,14 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse
 from starlette.types import Message, Receive, Scope, Send
 
-from a2a_handoff.auth import ApiKeyAuth
 from a2a_handoff.errors import PayloadTooLargeError, RpcError
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI, SIGNATURE_KEY
 from a2a_handoff.protocol.models import GetTaskRequest, SendMessageRequest
+from a2a_handoff.server._authentication import Authentication
 from a2a_handoff.server._call import read_body, validate
 from a2a_handoff.server._health import Health
 from a2a_handoff.server._mcp_results import error_result, invalid_result, outcome, part_texts
+from a2a_handoff.server._tls_peer import peer_of
 from a2a_handoff.server.results import Caller, TaskView
 from a2a_handoff.server.service import AgentService
 
@@ -98,7 +99,7 @@ class McpFace:
     """The MCP server of one agent: its tools, and the ASGI app serving `/mcp`."""
 
     def __init__(
-        self, service: AgentService, health: Health, auth: ApiKeyAuth | None, max_body: int
+        self, service: AgentService, health: Health, auth: Authentication | None, max_body: int
     ) -> None:
         card = service.card
         self.card = card
@@ -126,8 +127,9 @@ class McpFace:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
-        if self.auth is not None and self.auth.authenticate(request.headers) is None:
-            answer = JSONResponse({"error": "a valid API key is required"}, 401)
+        peer = peer_of(request.scope)
+        if self.auth is not None and await self.auth.authenticate(request.headers, peer) is None:
+            answer = JSONResponse({"error": "valid credentials are required"}, 401)
             answer.headers["WWW-Authenticate"] = 'Bearer realm="a2a"'
             await answer(scope, receive, send)
             return
@@ -211,9 +213,9 @@ class McpFace:
             return invalid_result("this server answers over streamable HTTP only")
         principal = ""
         if self.auth is not None:
-            found = self.auth.authenticate(request.headers)
+            found = await self.auth.authenticate(request.headers, peer_of(request.scope))
             if found is None:  # checked at the door too; never run a tool without a caller
-                return invalid_result("a valid API key is required")
+                return invalid_result("valid credentials are required")
             principal = found
         caller = Caller(principal, _SEES_TRANSFERS)
         args = params.arguments or {}

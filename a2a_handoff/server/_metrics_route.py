@@ -15,12 +15,13 @@ from datetime import UTC, datetime
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from a2a_handoff.auth import ApiKeyAuth
 from a2a_handoff.client.client import AgentClient
 from a2a_handoff.errors import StoreError
 from a2a_handoff.observe import Observer
 from a2a_handoff.protocol.models import parse_time
 from a2a_handoff.protocol.states import TaskState
+from a2a_handoff.server._authentication import Authentication
+from a2a_handoff.server._tls_peer import peer_of
 from a2a_handoff.stores.base import Store, TaskQuery
 
 
@@ -33,7 +34,7 @@ class MetricsRoute:
         store: Store,
         client: AgentClient,
         streams: Callable[[], int],
-        auth: ApiKeyAuth | None,
+        auth: Authentication | None,
         public: bool = False,
     ) -> None:
         self.observer = observer
@@ -43,7 +44,8 @@ class MetricsRoute:
         self.auth = None if public else auth
 
     async def get(self, request: Request) -> Response:
-        if self.auth is not None and self.auth.authenticate(request.headers) is None:
+        peer = peer_of(request.scope)
+        if self.auth is not None and await self.auth.authenticate(request.headers, peer) is None:
             return JSONResponse(
                 {"error": "/metrics needs an API key (or start the agent with --metrics-public)"},
                 status_code=401,

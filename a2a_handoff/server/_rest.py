@@ -27,7 +27,6 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from a2a_handoff.auth import ApiKeyAuth
 from a2a_handoff.errors import (
     AuthenticationError,
     ContentTypeNotSupportedError,
@@ -42,6 +41,7 @@ from a2a_handoff.errors import (
 from a2a_handoff.protocol.extension import parse_extensions
 from a2a_handoff.protocol.models import StreamResponse
 from a2a_handoff.protocol.sse import frame
+from a2a_handoff.server._authentication import Authentication
 from a2a_handoff.server._call import (
     PROTOCOL_VERSION,
     SUPPORTED_EXTENSIONS,
@@ -90,6 +90,8 @@ def error_answer(error: RpcError, extensions: frozenset[str] = frozenset()) -> R
     headers = protocol_headers(extensions)
     if isinstance(error, AuthenticationError):
         headers["WWW-Authenticate"] = 'Bearer realm="a2a"'
+    elif error.http_status == 503:  # the store, the stream cap, a drain: retry shortly
+        headers["Retry-After"] = "1"
     return Response(
         json.dumps(error.to_status(), separators=(",", ":")),
         status_code=error.http_status,
@@ -199,7 +201,7 @@ class RestEndpoint:
     """Serves the REST routes through the methods of `server._http_methods`."""
 
     def __init__(
-        self, methods: Mapping[str, Handler], auth: ApiKeyAuth | None, max_body: int
+        self, methods: Mapping[str, Handler], auth: Authentication | None, max_body: int
     ) -> None:
         self.methods = methods
         self.auth = auth
@@ -238,7 +240,7 @@ class RestEndpoint:
         extensions = SUPPORTED_EXTENSIONS & parse_extensions(request.headers.get("a2a-extensions"))
         try:
             body = await read_body(request, self.max_body)
-            principal = principal_of(self.auth, request)
+            principal = await principal_of(self.auth, request)
             version = request.headers.get("a2a-version") or request.query_params.get("A2A-Version")
             if version is None or not supported_version(version):
                 raise VersionNotSupportedError(

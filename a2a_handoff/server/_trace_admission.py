@@ -21,7 +21,7 @@ DEFAULT_PER_SECOND = 10.0
 
 
 class _Auth(Protocol):
-    def authenticate(self, headers: Headers) -> str | None: ...
+    def recognised(self, headers: Headers, peer: str | None = None) -> str | None: ...
 
 
 class TraceAdmission:
@@ -41,9 +41,10 @@ class TraceAdmission:
         self._tokens = per_second
         self._at = clock()
 
-    def admits(self, headers: Headers) -> bool:
+    def admits(self, headers: Headers, peer: str | None = None) -> bool:
+        """`peer`: the principal of the connection's client certificate (mutual TLS)."""
         if self.auth is not None:
-            principal = self.auth.authenticate(headers)
+            principal = self.auth.recognised(headers, peer)
             if principal is None:
                 return False  # an unproven caller never chooses what is recorded
             if principal in self.trusted:

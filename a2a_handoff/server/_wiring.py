@@ -4,6 +4,7 @@ its calls to other agents, the MCP servers its handlers call, its handoff settin
 from __future__ import annotations
 
 import importlib.util
+import ssl
 import urllib.request
 from collections.abc import Mapping
 
@@ -11,22 +12,31 @@ import httpx
 
 from a2a_handoff.client.client import AgentClient
 from a2a_handoff.client.mcp_tools import McpTools
+from a2a_handoff.client.oauth import TokenSource
 from a2a_handoff.client.transport import Http11Transport
 from a2a_handoff.errors import ConfigError
 from a2a_handoff.handoff.settings import HandoffSettings, same_url
 from a2a_handoff.protocol.agent_card import AgentCard
-from a2a_handoff.server.app_config import HandoffConfig, ToolsConfig
+from a2a_handoff.server.app_config import HandoffConfig, TlsConfig, ToolsConfig
+from a2a_handoff.server.tls import client_context, grpc_channel_tls
 
 
-def default_client(credentials: Mapping[str, str] | None) -> AgentClient:
+def default_client(
+    credentials: Mapping[str, str | TokenSource] | None, tls: TlsConfig | None = None
+) -> AgentClient:
     """The client for this agent's calls to others: over our HTTP/1.1 transport, unless the
-    environment names an HTTP proxy (HTTP_PROXY, ALL_PROXY), which only httpx's own honours."""
+    environment names an HTTP proxy (HTTP_PROXY, ALL_PROXY), which only httpx's own honours.
+    https:// calls go through httpx's transport, with `tls`'s context when given: the CAs
+    peers' certificates are verified against, the agent's own certificate presented."""
     timeout = httpx.Timeout(10.0, connect=2.0)
+    verify: ssl.SSLContext | bool = True if tls is None else client_context(tls)
+    grpc_tls = None if tls is None else grpc_channel_tls(tls)  # gRPC-only peers: the same
     if urllib.request.getproxies().keys() & {"http", "all"}:
-        return AgentClient(httpx.AsyncClient(timeout=timeout), credentials=credentials)
-    transport = Http11Transport()
+        http = httpx.AsyncClient(timeout=timeout, verify=verify)
+        return AgentClient(http, credentials=credentials, grpc_tls=grpc_tls)
+    transport = Http11Transport(fallback=httpx.AsyncHTTPTransport(verify=verify))
     http = httpx.AsyncClient(timeout=timeout, transport=transport)
-    return AgentClient(http, direct=transport, credentials=credentials)
+    return AgentClient(http, direct=transport, credentials=credentials, grpc_tls=grpc_tls)
 
 
 def mcp_tools(config: ToolsConfig) -> McpTools | None:

@@ -3,10 +3,10 @@
 It composes: the agent's service (`server.service.AgentService`: its store, keys, runtime and
 background work, and the A2A operations), the routes its faces contribute
 (`server.routes.agent_routes`: JSON-RPC with A2A 0.3 beside it, HTTP+JSON, the cards,
-`/health`, `/metrics`, and MCP when asked), and a plain Starlette app whose lifespan is the
-service's. Unknown paths and methods are answered as HTTP+JSON errors (`server._rest`). Its
-settings come grouped (`server.app_config`); the cards it serves say what it does
-(`server._cards`).
+`/health`, `/livez`, `/readyz`, `/metrics`, and MCP when asked), and a plain Starlette app
+whose lifespan is the service's. Unknown paths and methods are answered as HTTP+JSON errors
+(`server._rest`). Its settings come grouped (`server.app_config`); the cards it serves say
+what it does (`server._cards`).
 
 Trust (`server._app_trust`): the agent's routes are on its trust list (the route its
 escalations go to may sign operators' decisions); `TrustConfig.trusted` adds agents that hand
@@ -33,11 +33,13 @@ from a2a_handoff.server._grpc import serve_grpc, with_grpc_interface
 from a2a_handoff.server._jsonrpc import JsonAnswer
 from a2a_handoff.server._rest import not_found
 from a2a_handoff.server.app_config import (
+    DrainConfig,
     GrpcConfig,
     HandoffConfig,
     LimitsConfig,
     ObservabilityConfig,
     RetentionConfig,
+    TlsConfig,
     ToolsConfig,
     TrustConfig,
 )
@@ -70,23 +72,31 @@ def create_app(
     dedupe_message_ids: bool = True,
     push: PushSettings | None = None,
     grpc: GrpcConfig | None = None,
+    tls: TlsConfig | None = None,
+    drain: DrainConfig | None = None,
     retention: RetentionConfig | None = None,
 ) -> Starlette:
     """Serve `agent` over A2A; the app opens and closes `store` in its lifespan.
 
-        `handoff`, `trust`, `limits`, `observability`, `tools` (MCP servers handlers call): the
-        grouped settings, defaulting to the server's (`server.app_config`). `escalation`: the
-        rules that escalate to the human agent. The switches: `extended_card`, served to
-        authenticated callers (the public card then declares it); `card_v03_fields=True` adds the
-        0.3 members to the 1.0 card path too (for 0.3 clients that read only that path);
-        `mcp_server=True` also serves the agent as an MCP server at `/mcp` (the `mcp` extra,
-        see `server._mcp`); `push` (a `PushSettings`) turns push notifications on;
-        `dedupe_message_ids=False` runs a message whose id was seen before as new (for clients
-        that reuse ids, such as the conformance kit; a retried send must not start the work twice
-        anywhere else). `grpc` (a `GrpcConfig`) serves the A2A gRPC binding too, on a port of
-        its own while the app serves, listed last in the card (the `grpc` extra). `retention` (a
-    `RetentionConfig`) deletes finished tasks once old enough (by default they are kept). Connection
-        limits are the HTTP server's (`server.limits`). The agent's service is `app.state.a2a`.
+    `handoff`, `trust`, `limits`, `observability`, `tools` (MCP servers handlers call): the
+    grouped settings, defaulting to the server's (`server.app_config`). `escalation`: the
+    rules that escalate to the human agent. The switches: `extended_card`, served to
+    authenticated callers (the public card then declares it); `card_v03_fields=True` adds the
+    0.3 members to the 1.0 card path too (for 0.3 clients that read only that path);
+    `mcp_server=True` also serves the agent as an MCP server at `/mcp` (the `mcp` extra,
+    see `server._mcp`); `push` (a `PushSettings`) turns push notifications on;
+    `dedupe_message_ids=False` runs a message whose id was seen before as new (for clients
+    that reuse ids, such as the conformance kit; a retried send must not start the work twice
+    anywhere else). `grpc` (a `GrpcConfig`) serves the A2A gRPC binding too, on a port of
+    its own while the app serves, listed last in the card (the `grpc` extra). `tls` (a
+    `TlsConfig`): the certificate HTTPS and gRPC are served with, the client CAs of mutual
+    TLS (the card then declares `mutualTLS`, and its URLs must be https://), and the
+    certificate and CAs of the agent's calls to others; HTTPS itself is the HTTP server's
+    (`server.tls.uvicorn_options(tls)`). `drain` (a `DrainConfig`): how the service stops
+    when `server.DrainingServer` serving the app is told to (SIGTERM). `retention` (a
+    `RetentionConfig`) deletes finished tasks once old enough (by default they are kept).
+    Connection limits are the HTTP server's (`server.limits`). The agent's service is
+    `app.state.a2a`.
     """
     if grpc is not None:
         card = with_grpc_interface(card, grpc)
@@ -102,6 +112,8 @@ def create_app(
         extended_card=extended_card,
         push=push,
         dedupe_message_ids=dedupe_message_ids,
+        tls=tls,
+        drain=drain,
         retention=retention,
     )
     if grpc is not None:

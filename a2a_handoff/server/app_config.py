@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from a2a_handoff.errors import ConfigError
 from a2a_handoff.protocol.extension import DEFAULT_MAX_HOPS, DEFAULT_TTL_SECONDS
@@ -40,6 +41,7 @@ from a2a_handoff.trust.trustlist import TrustedAgent, parse_trust
 if TYPE_CHECKING:  # jsonschema (contracts) is slow to import; the rest only types fields
     from a2a_handoff.auth import ApiKeyAuth
     from a2a_handoff.client.client import AgentClient
+    from a2a_handoff.client.oauth import TokenSource
     from a2a_handoff.contracts.catalog import Catalog
     from a2a_handoff.trust.keys import IdentityStore
 
@@ -50,7 +52,8 @@ class HandoffConfig:
 
     `routes`: target name → agent URL (several comma-separated: replicas); every URL is
     checked here. `scope`: the capabilities this agent may delegate (None: any).
-    `credentials`: agent URL (or origin) → the API key presented to it. `client`: the
+    `credentials`: agent URL (or origin) → the API key presented to it, or a `TokenSource`
+    (`a2a_handoff.client.OAuth2Tokens`: OAuth2 bearer tokens). `client`: the
     `AgentClient` for calls to other agents (built when None, with `credentials`; one given
     is not closed by the app). `contracts` (a `Catalog`) turns handoff contracts on: every
     handoff needs one, sent and received, and the card lists those this agent accepts.
@@ -63,7 +66,7 @@ class HandoffConfig:
 
     routes: Mapping[str, str] = field(default_factory=dict)
     scope: Collection[str] | None = None
-    credentials: Mapping[str, str] = field(default_factory=dict, repr=False)
+    credentials: Mapping[str, str | TokenSource] = field(default_factory=dict, repr=False)
     client: AgentClient | None = field(default=None, repr=False, compare=False)
     contracts: Catalog | None = None
     max_hops: int = DEFAULT_MAX_HOPS
@@ -102,9 +105,12 @@ class TrustConfig:
     answers at besides its own URLs' (and any IP address); `allowed_origins`: web origins
     whose pages may call it (`scheme://host:port`; `null`; `*`: any). By default a request
     with another `Host`, or from another origin's page, is refused (`server._browser_guard`).
+    `oidc`: an OpenID Connect issuer whose bearer tokens (JWT access tokens) are accepted,
+    beside the API keys or alone (`OidcConfig`); a token's principal is its subject (`sub`).
     """
 
     auth: ApiKeyAuth | None = field(default=None, repr=False)
+    oidc: OidcConfig | None = None
     trusted: Collection[TrustedAgent | str] = ()
     identity: IdentityStore | None = field(default=None, repr=False, compare=False)
     operators: Collection[str] = ()
@@ -134,6 +140,51 @@ class TrustConfig:
     def trusted_agents(self) -> tuple[TrustedAgent, ...]:
         """`trusted`, every entry a `TrustedAgent`."""
         return tuple(t for t in self.trusted if isinstance(t, TrustedAgent))
+
+
+@dataclass(frozen=True, slots=True)
+class OidcConfig:
+    """Bearer tokens from an OpenID Connect issuer, verified with its published keys.
+
+    `issuer`: the issuer's identifier, exactly as its tokens' `iss` and its discovery
+    document (`ISSUER/.well-known/openid-configuration`) say it; https, or http on a loopback
+    address. `audience`: what a token's `aud` must name (None: the agent's JSON-RPC URL,
+    exactly as its card writes it). `leeway`: seconds of clock skew allowed on `exp` and
+    `nbf` (at most 60). `retry`: seconds before the issuer is asked again — its discovery
+    and keys while it has not answered, its keys when a token names a key it does not know
+    (a rotation), at most once per this interval (at most 60). `cache_size`: verified tokens
+    kept (a token seen again costs a lookup until it expires).
+    """
+
+    issuer: str
+    audience: str | None = None
+    leeway: float = 60.0
+    retry: float = 30.0
+    cache_size: int = 10_000
+
+    def __post_init__(self) -> None:
+        _issuer_url(self.issuer)
+        if self.audience is not None and (not isinstance(self.audience, str) or not self.audience):
+            raise ConfigError(f"audience must be a non-empty string, not {self.audience!r}")
+        _seconds("leeway", self.leeway, zero=True)
+        _seconds("retry", self.retry, zero=True)  # 0: asked again on every call that needs it
+        if self.leeway > 60 or self.retry > 60:
+            raise ConfigError("leeway and retry are at most 60 seconds")
+        _count("cache_size", self.cache_size, 1)
+
+
+def _issuer_url(issuer: object) -> None:
+    """An issuer's identifier: https (http only on a loopback address), no query or fragment."""
+    if not isinstance(issuer, str):
+        raise ConfigError(f"issuer must be a URL, not {issuer!r}")
+    url = urlsplit(issuer)
+    loopback = url.hostname in ("127.0.0.1", "::1", "localhost")
+    if url.scheme != "https" and not (url.scheme == "http" and loopback):
+        raise ConfigError(
+            f"issuer {issuer!r} must be an https URL (http only on 127.0.0.1, ::1 or localhost)"
+        )
+    if not url.hostname or url.query or url.fragment:
+        raise ConfigError(f"issuer {issuer!r} must be a URL with a host and no query or fragment")
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,21 +277,45 @@ class RetentionConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class DrainConfig:
+    """How this agent stops when told to (SIGTERM, served by `server.DrainingServer`).
+
+    `seconds`: the whole drain's bound, from the signal to the exit: the tasks still running
+    then are handed over (resumed at once by another replica, or at the next start).
+    `grace`: seconds after the signal during which new work is still taken while `/readyz`
+    already says 503, for a load balancer to notice (None: a fifth of `seconds`, at most
+    2 s); after it, a message that would start a run is refused with -32108 (HTTP 503).
+    """
+
+    seconds: float = 10.0
+    grace: float | None = None
+
+    def __post_init__(self) -> None:
+        _seconds("seconds", self.seconds, zero=True)
+        if self.grace is not None:
+            _seconds("grace", self.grace, zero=True)
+
+    @property
+    def grace_seconds(self) -> float:
+        """The grace, within the drain's bound."""
+        grace = min(2.0, self.seconds / 5) if self.grace is None else self.grace
+        return min(grace, self.seconds)
+
+
+@dataclass(frozen=True, slots=True)
 class GrpcConfig:
     """The A2A gRPC binding, served beside HTTP on a port of its own (the `grpc` extra).
 
     `port`: where it listens (0: any free port, for tests); `host`: the address it binds
     (loopback by default). `url`: what the card's `GRPC` interface says (default
-    `host:port`, the bare address gRPC clients dial). `tls_cert` and `tls_key` (PEM files,
-    both or neither): TLS; without them plaintext, for loopback or behind a proxy that
-    terminates TLS. The files are read when the app is made.
+    `host:port`, the bare address gRPC clients dial). It serves TLS (mutual TLS too) as the
+    app's `TlsConfig` says; without one plaintext, for loopback or behind a proxy that
+    terminates TLS.
     """
 
     port: int
     host: str = "127.0.0.1"
     url: str | None = None
-    tls_cert: str | Path | None = None
-    tls_key: str | Path | None = None
 
     def __post_init__(self) -> None:
         _count("port", self.port, 0)
@@ -248,8 +323,6 @@ class GrpcConfig:
             raise ConfigError(f"port must be at most 65535, not {self.port}")
         if not isinstance(self.host, str) or not self.host.strip():
             raise ConfigError(f"host must be an address or a host name, not {self.host!r}")
-        if (self.tls_cert is None) != (self.tls_key is None):
-            raise ConfigError("tls_cert and tls_key go together: give both, or neither")
 
     @property
     def address(self) -> str:
@@ -297,3 +370,57 @@ def _names(values: Collection[str], what: str) -> tuple[str, ...]:
     if isinstance(values, str):
         raise ConfigError(f"{what} is a list of names, not one string: write [{values!r}]")
     return tuple(_name(v, f"each of {what}") for v in values)
+
+
+@dataclass(frozen=True, slots=True)
+class TlsConfig:
+    """TLS, both ways: what the agent serves with, and what it shows and trusts calling others.
+
+    `cert` and `key` (PEM files, both or neither): HTTPS served with them — and the gRPC
+    face, when on. `client_ca` (PEM, one CA or several): mutual TLS — every connection, HTTPS
+    and gRPC, must present a certificate signed by one of them (refused at the handshake
+    otherwise), and the caller's principal is its subject alternative name
+    (`trust.certificates`); needs `cert`. `ca` (PEM): the CAs the servers of the agents it
+    calls must have certificates from (None: the system's). `client_cert` and `client_key`
+    (both or neither): the certificate it presents to the agents it calls (default: `cert`
+    and `key`, one identity both ways). The files are read when the app is made (a key file
+    another user can read is refused: `secrets.check_private`); verification is never off.
+    """
+
+    cert: str | Path | None = None
+    key: str | Path | None = None
+    client_ca: str | Path | None = None
+    ca: str | Path | None = None
+    client_cert: str | Path | None = None
+    client_key: str | Path | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("cert", "key", "client_ca", "ca", "client_cert", "client_key"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, str | Path) or not str(value)):
+                raise ConfigError(f"{name} must be the path of a PEM file, not {value!r}")
+        if (self.cert is None) != (self.key is None):
+            raise ConfigError("cert and key go together: give both, or neither")
+        if (self.client_cert is None) != (self.client_key is None):
+            raise ConfigError("client_cert and client_key go together: give both, or neither")
+        if self.client_ca is not None and self.cert is None:
+            raise ConfigError("client_ca (mutual TLS) needs the agent's own cert and key")
+
+    @property
+    def serves(self) -> bool:
+        """Whether the agent serves TLS (HTTPS, and gRPC over TLS)."""
+        return self.cert is not None
+
+    @property
+    def mutual(self) -> bool:
+        """Whether callers must present a client certificate (mutual TLS)."""
+        return self.client_ca is not None
+
+    @property
+    def presented(self) -> tuple[str | Path, str | Path] | None:
+        """The certificate and key shown to the agents it calls (None: none)."""
+        if self.client_cert is not None and self.client_key is not None:
+            return self.client_cert, self.client_key
+        if self.cert is not None and self.key is not None:
+            return self.cert, self.key
+        return None

@@ -24,12 +24,16 @@ extends uvicorn's httptools protocol, given to uvicorn as its `http` class:
 
 Open SSE streams are capped in the app (`server._streams`), which knows what a stream is.
 
+Over TLS it also hands the app what uvicorn does not: each request of a connection carries
+the ASGI TLS extension with the client certificate the handshake verified
+(`server._tls_peer`), the caller under mutual TLS.
+
 Every open connection (an SSE stream holds one for as long as it runs) also costs memory, so
 the protocol keeps its own state in slots, and swaps uvicorn's per-connection `asyncio.Event`s
 (each with a deque of waiters, ~0.7 KiB) and its pipeline deque for lighter equivalents.
 
 It relies on uvicorn's httptools protocol internals (`transport`, `loop`, `flow`
-(`_is_writable_event`), `connections`, `cycle` (`message_event`), `pipeline`,
+(`_is_writable_event`), `connections`, `cycle` (`message_event`), `pipeline`, `scope`,
 `limit_concurrency`, `timeout_keep_alive(_task)` and its parser callbacks): pyproject pins
 uvicorn to 0.54.x, and the raw-socket tests in tests/integration/test_server_limits.py are
 what to run when moving it.
@@ -52,10 +56,12 @@ from typing import Any, ClassVar
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from a2a_handoff.server._one_write import OneWrite
+from a2a_handoff.server._tls_peer import tls_extension
 
 log = logging.getLogger("a2a_handoff.server")
 
 FD_RESERVE = 64  # descriptors kept for the store, logs and the outgoing pool to other agents
+TLS_CLOSE_GRACE = 1.0  # seconds a closed idle TLS connection waits for the client's goodbye
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,12 +182,14 @@ class LimitedHttpProtocol(HttpToolsProtocol):
     # (some 1.5 KiB more per connection).
     __slots__ = (
         "_body_timer",
+        "_closing_timer",
         "_draining_refusal",
         "_fd",
         "_head_bytes",
         "_head_timer",
         "_reading_body",
         "_refused",
+        "_tls",
         "_write_mark",
         "_write_timer",
     )
@@ -198,12 +206,17 @@ class LimitedHttpProtocol(HttpToolsProtocol):
         self._reading_body = False  # a head came, its body is not complete yet
         self._refused = False
         self._draining_refusal = False
+        self._tls: dict[str, Any] | None = None  # the ASGI TLS extension, over TLS
+        self._closing_timer: asyncio.TimerHandle | None = None
 
     # -- connection -----------------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self.flow._is_writable_event = _Flag(True)  # type: ignore[assignment]
+        connection = transport.get_extra_info("ssl_object")  # its handshake done, over TLS
+        if connection is not None:
+            self._tls = tls_extension(connection)
         sock = transport.get_extra_info("socket")
         if sock is not None:
             self._fd = sock.fileno()
@@ -251,10 +264,11 @@ class LimitedHttpProtocol(HttpToolsProtocol):
             self._body_timer = self.loop.call_later(self.limits.body_timeout, self._body_late)
 
     def connection_lost(self, exc: Exception | None) -> None:
-        for timer in (self._head_timer, self._body_timer, self._write_timer):
+        timers = (self._head_timer, self._body_timer, self._write_timer, self._closing_timer)
+        for timer in timers:
             if timer is not None:
                 timer.cancel()
-        self._head_timer = self._body_timer = self._write_timer = None
+        self._head_timer = self._body_timer = self._write_timer = self._closing_timer = None
         if self._draining_refusal:
             self._draining_refusal = False
             _refusing[0] -= 1
@@ -272,6 +286,11 @@ class LimitedHttpProtocol(HttpToolsProtocol):
     def _head_late(self) -> None:
         self._head_timer = None
         self._reject(TIMED_OUT if self._head_bytes > 0 else b"")  # silent: just closed
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        if self._tls is not None:  # the connection's certificate, for the app (server.tls)
+            self.scope["extensions"] = {"tls": self._tls}  # type: ignore[dict-item]
 
     def on_headers_complete(self) -> None:
         self._head_bytes = -1
@@ -337,6 +356,20 @@ class LimitedHttpProtocol(HttpToolsProtocol):
             )
             return
         super().timeout_keep_alive_handler()
+        self._closed_idle()
+
+    def shutdown(self) -> None:
+        super().shutdown()
+        if self.transport.is_closing():
+            self._closed_idle()
+
+    def _closed_idle(self) -> None:
+        """An idle connection was closed. Over TLS the close waits for the client's
+        close_notify, which a client keeping the connection in its pool does not send until
+        it next looks (asyncio: up to 30 s), holding a connection slot and the server's
+        shutdown that long: after `TLS_CLOSE_GRACE` it is dropped instead."""
+        if self._tls is not None and self._closing_timer is None:
+            self._closing_timer = self.loop.call_later(TLS_CLOSE_GRACE, self._drop)
 
     def _queued(self) -> int:
         """Our output not yet taken by the client: in the transport and the kernel."""

@@ -3,10 +3,10 @@
 `agent_routes(service)` gathers what each face contributes: `POST /` (JSON-RPC, and A2A 0.3
 on the same endpoint), the HTTP+JSON routes, the cards (`/.well-known/agent-card.json`, the
 0.3 one at `/.well-known/agent.json`, the keys at `/.well-known/jwks.json`), `/health`,
-`/metrics`, and with `mcp=True` the MCP face at `/mcp`. Every route is behind the agent's
-gate (`Gate`; the JSON-RPC route's is part of its app, `JsonRpcRoute`): its observer made
-current, so what a call records is this agent's, then the browser guard
-(`server._browser_guard`) — wherever the routes are mounted.
+the probes (`/livez`, `/readyz`), `/metrics`, and with `mcp=True` the MCP face at `/mcp`.
+Every route is behind the agent's gate (`Gate`; the JSON-RPC route's is part of its app,
+`JsonRpcRoute`): its observer made current, so what a call records is this agent's, then
+the browser guard (`server._browser_guard`) — wherever the routes are mounted.
 
 Under a prefix (`Mount("/billing", routes=agent_routes(service))`) the agent answers at
 `<prefix>/`: its card's URL says so. Its service must be open while the app serves
@@ -33,6 +33,7 @@ from a2a_handoff.server._health import Health
 from a2a_handoff.server._http_methods import HttpMethods
 from a2a_handoff.server._jsonrpc import JsonRpcEndpoint
 from a2a_handoff.server._metrics_route import MetricsRoute
+from a2a_handoff.server._probes import Probes
 from a2a_handoff.server._rest import RestEndpoint
 from a2a_handoff.server._trace_admission import TraceAdmission
 from a2a_handoff.server.app_config import ObservabilityConfig
@@ -98,7 +99,7 @@ def agent_routes(
     degraded; `card_v03_fields=True` adds the 0.3 members to the 1.0 card path too;
     `mcp=True` serves the agent as an MCP server at `/mcp` too (the `mcp` extra), its
     sessions running while the service serves (call this before entering it)."""
-    trust, limits, auth = service.trust_config, service.limits, service.trust_config.auth
+    trust, limits, auth = service.trust_config, service.limits, service.auth
     own_urls = [service.card.url, *(i.url for i in service.card.supported_interfaces)]
     guard = BrowserGuard(own_urls, trust.allowed_hosts, trust.allowed_origins)
     gate = [Middleware(Gate, guard=guard, observer=service.observer)]
@@ -131,12 +132,15 @@ def agent_routes(
         auth,
         public=observability.metrics_public,
     )
+    probes = Probes(service.store, lambda: service.draining)
     routes: list[BaseRoute] = [
         Route("/", JsonRpcRoute(endpoint, guard, service.observer), methods=["POST"]),
         Route(CARD_PATH, card.get, methods=["GET"], middleware=gate),
         Route(V03_CARD_PATH, v03_card.get, methods=["GET"], middleware=gate),
         Route(JWKS_ROUTE, card.jwks, methods=["GET"], middleware=gate),
         Route("/health", health.get, methods=["GET"], middleware=gate),
+        Route("/livez", probes.livez, methods=["GET"], middleware=gate),
+        Route("/readyz", probes.readyz, methods=["GET"], middleware=gate),
         Route("/metrics", metrics.get, methods=["GET"], middleware=gate),
         *RestEndpoint(table, auth, limits.max_body).routes(gate),
     ]
@@ -150,7 +154,7 @@ def _mcp_route(service: AgentService, gate: list[Middleware]) -> Route:
     on: an agent without it pays nothing for MCP."""
     from a2a_handoff.server._mcp import HEALTH_STALE_SECONDS, MCP_PATH, McpFace
 
-    auth = service.trust_config.auth
+    auth = service.auth
     health = Health(service.store, service.client, HEALTH_STALE_SECONDS, auth, _report(service))
     face = McpFace(service, health, auth, service.limits.max_body)
     service.while_serving(face.running)

@@ -26,6 +26,12 @@ The design, in three parts:
   operations directly. `server.routes.agent_routes` gathers them, with the card, health and
   metrics routes, for `create_app` — or for an app of one's own.
 
+**Stopping**: `drain()` (a `DrainConfig`'s bound; `server.DrainingServer` calls it on SIGTERM)
+turns the service not ready at once (`/readyz` 503), goes on taking work for the grace, then
+refuses what would start a run (-32108, HTTP 503: sent again, another replica takes it) and
+finishes or hands over its runs by the deadline (`runtime.draining`); reads and requests in
+flight are served throughout. Leaving the service afterwards closes it as ever.
+
 What stays the faces': envelopes and error objects, SSE framing, and a blocking answer held
 past the keep-alive interval (`server._patience`: its head at once, spaces, then its body).
 So SendMessage comes in two steps — `sending` takes the message and gives a `Sent`, whose
@@ -39,6 +45,7 @@ concatenation.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import inspect
 import logging
@@ -55,19 +62,25 @@ from a2a_handoff.push import Pusher, PushSettings
 from a2a_handoff.runtime.retention import RetentionSweep
 from a2a_handoff.runtime.tasks import TaskManager
 from a2a_handoff.server._app_trust import agent_trust_of, operators_of
+from a2a_handoff.server._authentication import Authentication
 from a2a_handoff.server._card_route import CardRoute
 from a2a_handoff.server._cards import served_cards
+from a2a_handoff.server._oidc import OidcVerifier
 from a2a_handoff.server._operations import A2AOperations
 from a2a_handoff.server._push import PushConfigs
 from a2a_handoff.server._wiring import default_client, handoff_settings, mcp_tools
 from a2a_handoff.server.app_config import (
+    DrainConfig,
     HandoffConfig,
     LimitsConfig,
     RetentionConfig,
+    TlsConfig,
     ToolsConfig,
     TrustConfig,
 )
+from a2a_handoff.server.tls import require_https
 from a2a_handoff.stores.base import Store
+from a2a_handoff.trust.tokens import TokenRules
 
 log = logging.getLogger("a2a_handoff.server")
 
@@ -94,6 +107,8 @@ class AgentService(A2AOperations):
         extended_card: AgentCard | None = None,
         push: PushSettings | None = None,
         dedupe_message_ids: bool = True,
+        tls: TlsConfig | None = None,
+        drain: DrainConfig | None = None,
         retention: RetentionConfig | None = None,
     ) -> None:
         if not inspect.iscoroutinefunction(getattr(agent, "handle", None)):
@@ -104,11 +119,17 @@ class AgentService(A2AOperations):
         handoff, trust = handoff or HandoffConfig(), trust or TrustConfig()
         self.limits = limits or LimitsConfig()
         self.trust_config = trust  # who is trusted, who decides; its hosts for the faces
-        card, extended = served_cards(card, extended_card, trust.auth, handoff.contracts, push)
+        self.tls = tls  # served with (the faces'), presented and trusted calling others
+        if tls is not None and tls.serves:
+            require_https(card)
+        self.auth = _authentication(trust, card, tls)  # who calls: keys, tokens, certificates
+        card, extended = served_cards(card, extended_card, self.auth, handoff.contracts, push)
         self.agent, self.card, self.store = agent, card, store
         self.own_client = handoff.client is None  # built here: closed with the service
         client = handoff.client
-        self.client = client = default_client(handoff.credentials) if client is None else client
+        if client is None:
+            client = default_client(handoff.credentials, tls)
+        self.client = client
         self.trust = agent_trust_of(card, store, client, trust, handoff.routes, escalation)
         manager = TaskManager(
             agent,
@@ -117,7 +138,7 @@ class AgentService(A2AOperations):
             client,
             self.trust,
             escalation,
-            operators_of(card, trust.auth, trust.operators),
+            operators_of(card, self.auth, trust.operators),
             dedupe_message_ids=dedupe_message_ids,
             tools=mcp_tools(tools or ToolsConfig()),
         )
@@ -135,6 +156,8 @@ class AgentService(A2AOperations):
             self.observer.metrics.add_collector(self.pusher.collector())
         self._faces: list[Face] = []
         self._serving: contextlib.AsyncExitStack | None = None
+        self.drain_config = drain or DrainConfig()
+        self.draining = False  # told to stop: not ready, whatever the store says
         self.retention = _retention_sweep(store, retention)
 
     def while_serving(self, face: Face) -> None:
@@ -179,6 +202,24 @@ class AgentService(A2AOperations):
         finally:
             await self._stop()
 
+    async def drain(self) -> None:
+        """Stop taking work and finish or hand over the runs under way, within the drain's
+        bound (see the module docstring); the service stays open (leave it after)."""
+        if self.draining:
+            return
+        self.draining = True
+        config = self.drain_config
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + config.seconds
+        log.info(
+            "draining: not ready; new work refused in %gs, running tasks handed over in %gs",
+            config.grace_seconds,
+            config.seconds,
+        )
+        await asyncio.sleep(config.grace_seconds)
+        handed = await self.manager.drain(deadline)
+        log.info("drained: %d task(s) handed over", handed)
+
     @contextlib.asynccontextmanager
     async def lifespan(self, app: object = None) -> AsyncIterator[None]:
         """The service open while an app serves: Starlette's `lifespan=service.lifespan`."""
@@ -199,6 +240,8 @@ class AgentService(A2AOperations):
         except StoreError as exc:
             log.error("start-up recovery failed, serving degraded: %s", exc)
         self.manager.serve()
+        if self.auth is not None:
+            self.auth.start()  # the token issuer's keys, fetched meanwhile
         if self.pusher is not None:
             self.pusher.start()  # its first sweep resumes what a previous process left
         if self.retention is not None:
@@ -224,6 +267,8 @@ class AgentService(A2AOperations):
         await self.trust.aclose()
         if self.own_client:
             await self.client.aclose()
+        if self.auth is not None:
+            await self.auth.aclose()
         await self.store.aclose()
 
 
@@ -236,3 +281,23 @@ def _retention_sweep(store: Store, config: RetentionConfig | None) -> RetentionS
     if purging is None:
         raise ConfigError("retention: this store declares no retention (capabilities.retention)")
     return RetentionSweep(purging, config.retain, batch=config.batch, interval=config.interval)
+
+
+def _authentication(
+    trust: TrustConfig, card: AgentCard, tls: TlsConfig | None
+) -> Authentication | None:
+    """Who may call: API keys, an issuer's tokens, client certificates under mutual TLS, any
+    of them (None: anyone). A token's audience is the one configured, or the card's JSON-RPC
+    URL exactly as the card writes it."""
+    oidc = trust.oidc
+    certificates = tls is not None and tls.mutual
+    if oidc is None:
+        if trust.auth is None and not certificates:
+            return None
+        return Authentication(trust.auth, None, certificates)
+    audience = oidc.audience or next(
+        (i.url for i in card.supported_interfaces if i.protocol_binding == "JSONRPC"), card.url
+    )
+    rules = TokenRules(oidc.issuer, audience, oidc.leeway)
+    tokens = OidcVerifier(rules, retry=oidc.retry, cache_size=oidc.cache_size)
+    return Authentication(trust.auth, tokens, certificates)

@@ -65,6 +65,7 @@ def hop_of(agent_url: str, agent_name: str, raw: dict[str, Any]) -> dict[str, An
             "kind": received.get("kind", "handoff"),
             "reason": received.get("reason", ""),
             "handoffId": received.get("handoffId", ""),
+            "onBehalfOf": received.get("onBehalfOf", ""),  # whose task it is
         }
         if received
         else None,

@@ -19,7 +19,9 @@ it; "question" asks which order first; otherwise it refunds the order the text n
 (artifact `refund`; "bulky" adds an artifact `scan` of 100 000 bytes before it).
 
 `--hold-file PATH`: while PATH exists, a task this agent creates is answered only once PATH
-is gone (a request taken and not yet answered, for the tests).
+is gone (a request taken and not yet answered, for the tests). `--grpc-port G`: it is
+reachable over gRPC alone, on G (its card offers gRPC alone, messages over HTTP refused:
+`tests.integration.grpc_only_agent`).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import asyncio
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 import uvicorn
 
@@ -37,6 +40,7 @@ from a2a_handoff import (
     Completed,
     Delegated,
     Failed,
+    GrpcConfig,
     HandoffConfig,
     InputRequired,
     Outcome,
@@ -50,6 +54,7 @@ from a2a_handoff.contracts import Catalog
 from a2a_handoff.secrets import read_secret
 from a2a_handoff.stores.base import Commit, Store, TaskRecord
 from a2a_handoff.trust.keys import KeyFile
+from tests.integration.grpc_only_agent import GrpcAlone
 
 
 class DelegatingAgent:
@@ -158,6 +163,7 @@ def main() -> int:
     parser.add_argument("--key-file", type=Path, default=None)  # on a shared store
     parser.add_argument("--auth-keys", type=Path, default=None)  # principal=key lines
     parser.add_argument("--credential", action="append", default=[])  # ROUTE=env:VAR
+    parser.add_argument("--grpc-port", type=int, default=None)  # reachable over gRPC alone
     args = parser.parse_args()
     routes = dict(r.split("=", 1) for r in args.route)
     credentials = {
@@ -183,8 +189,10 @@ def main() -> int:
             identity=KeyFile(args.key_file) if args.key_file else None,
             auth=ApiKeyAuth.from_file(args.auth_keys) if args.auth_keys else None,
         ),
+        grpc=GrpcConfig(port=args.grpc_port) if args.grpc_port is not None else None,
     )
-    uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning")
+    served: Any = app if args.grpc_port is None else GrpcAlone(app)
+    uvicorn.run(served, host="127.0.0.1", port=args.port, log_level="warning")
     return 0
 
 

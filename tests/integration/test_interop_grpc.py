@@ -9,13 +9,10 @@ not expose (metadata, the raw status), it calls the SDK's generated stub on a pl
 
 from __future__ import annotations
 
-import datetime
-import ipaddress
 import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -40,10 +37,6 @@ from a2a.types.a2a_pb2 import (
     TaskState,
 )
 from a2a.utils.errors import TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 from google.protobuf import json_format
 from google.rpc import error_details_pb2, status_pb2
 
@@ -474,72 +467,3 @@ async def test_a_stream_the_client_drops_gives_its_place_back(echo: AgentProcess
                 break
             await anyio.sleep(0.05)
         assert shown == "a2a_open_streams 0.0"
-
-
-# -- TLS --------------------------------------------------------------------------------
-
-
-def self_signed(directory: Path) -> tuple[Path, Path]:
-    """A certificate for 127.0.0.1 signed by its own key (PEM files: cert, key)."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=1))
-        .not_valid_after(now + datetime.timedelta(hours=1))
-        .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-            critical=False,
-        )
-        .sign(key, hashes.SHA256())
-    )
-    cert_file, key_file = directory / "cert.pem", directory / "key.pem"
-    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    os.chmod(key_file, 0o600)
-    return cert_file, key_file
-
-
-async def test_grpc_over_tls_with_the_sdk_client(tmp_path: Path) -> None:
-    cert, key = self_signed(tmp_path)
-    agent = grpc_agent(
-        "echo",
-        f"sqlite:///{tmp_path / 'echo.db'}",
-        f"--grpc-tls-cert={cert}",
-        f"--grpc-tls-key={key}",
-    )
-    agent.log_path = tmp_path / "echo.log"
-    agent.start()
-    try:
-        trusted = grpc.ssl_channel_credentials(root_certificates=cert.read_bytes())
-        async with httpx.AsyncClient(timeout=30.0) as http:
-            config = ClientConfig(
-                streaming=False,
-                httpx_client=http,
-                supported_protocol_bindings=["GRPC"],
-                grpc_channel_factory=lambda url: grpc.aio.secure_channel(url, trusted),
-            )
-            client = await create_client(agent.url, config)
-            try:
-                task = await send_for_task(client, "over TLS")
-            finally:
-                await client.close()
-        assert artifact_texts(task) == ["over TLS"]
-        # A plaintext client gets no answer from a TLS port.
-        async with stub(agent) as a2a:
-            with pytest.raises(grpc.aio.AioRpcError) as plaintext:
-                await a2a.GetTask(GetTaskRequest(id=task.id), timeout=5)
-            assert plaintext.value.code() == grpc.StatusCode.UNAVAILABLE
-    finally:
-        agent.stop()

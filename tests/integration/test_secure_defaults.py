@@ -34,6 +34,7 @@ from tests.integration.trust_support import (
     USERS,
     Bank,
     Listener,
+    as_user,
     bank,
     forged,
     keys_file,
@@ -114,6 +115,23 @@ def refunds(agents: Bank, context: str, key: str) -> list[dict[str, Any]]:
     return [a for t in page["tasks"] for a in t.get("artifacts") or [] if a.get("name") == "refund"]
 
 
+def test_the_operator_sees_whose_escalation_it_is(agents: Bank, tmp_path: Path) -> None:
+    # triage hands alice's refund to billing, which escalates it: the human agent's task
+    # names alice (signed by billing, the hop before it), never triage or billing.
+    item = escalated(agents, tmp_path)
+    assert (item["onBehalfOf"], item["source"]) == ("alice", "billing")
+    task = result(agents.human.rpc("GetTask", {"id": item["taskId"]}, **as_user("operator-key")))
+    received = task["metadata"][URI]["handoff"]
+    assert (received["onBehalfOf"], received["signer"], received["hop"]) == ("alice", "billing", 2)
+    code, out = Cli(tmp_path / "op.json").run(
+        "--api-key", key_env("operator-key"), "inbox", "--agent", agents.human.url
+    )
+    assert code == 0, out
+    assert f"{item['taskId']}  " in out
+    assert "from billing for alice  [blocking" in out
+    assert escalated(agents, tmp_path, MALLORY)["onBehalfOf"] == "mallory"
+
+
 def test_only_operators_decide_an_escalation_a_user_adds_a_note(
     agents: Bank, tmp_path: Path
 ) -> None:
@@ -130,7 +148,8 @@ def test_only_operators_decide_an_escalation_a_user_adds_a_note(
     task = result(human.rpc("GetTask", {"id": item["taskId"]}, **{"X-API-Key": ALICE}))
     assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
     assert task["history"][-1]["metadata"][URI] == {"note": {"by": "alice"}}
-    # The agent that escalated (billing's own key at the human agent) cannot decide either.
+    # The agent that escalated (billing's own key at the human agent) cannot decide either:
+    # the escalation is alice's there, billing reads it and adds nothing (not even a note).
     reply = human.rpc(
         "SendMessage",
         {
@@ -144,7 +163,10 @@ def test_only_operators_decide_an_escalation_a_user_adds_a_note(
         },
         **{"X-API-Key": AGENT_KEYS[("billing", "human")]},
     )
-    assert result(reply)["task"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    assert reply["error"]["code"] == -32004, reply
+    task = result(human.rpc("GetTask", {"id": item["taskId"]}, **{"X-API-Key": ALICE}))
+    assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    assert task["history"][-1]["metadata"][URI] == {"note": {"by": "alice"}}
     time.sleep(1.0)  # a return, had one been sent, would have reached billing by now
     assert refunds(agents, item["contextId"], ALICE) == []
     # Another user does not even see it.

@@ -13,7 +13,9 @@ import httpx
 import pytest
 
 from tests.browser_support import chromium, needs_chromium
-from tests.integration.handoff_support import wait_for
+from tests.integration.handoff_support import message, result, wait_for
+from tests.integration.trust_support import OPERATOR as DESK_OPERATOR
+from tests.integration.trust_support import USERS, bank
 from tests.orchestrator.test_console import console_of, open_page
 from tests.support import AgentProcess
 
@@ -95,3 +97,25 @@ def test_the_page_says_why_beside_the_agent(billing: AgentProcess, tmp_path: Pat
         row = '.agent-health[data-agent="billing"]'
         wait.until(lambda d: "not an operator's" in d.find_element(By.CSS_SELECTOR, row).text)
         assert "--operators clerk" in driver.find_element(By.CSS_SELECTOR, row).text
+
+
+@needs_chromium
+@pytest.mark.timeout(120)
+def test_the_operator_sees_whose_escalation_it_is(tmp_path: Path) -> None:
+    from selenium.webdriver.common.by import By
+
+    with bank(tmp_path) as agents:
+        big = "I was charged twice, I want a refund of $750 for order 4242"
+        reply = agents.triage.rpc("SendMessage", message(big), **{"X-API-Key": USERS["alice"]})
+        context = result(reply)["task"]["contextId"]
+        with console_of([agents.human], tmp_path, DESK_OPERATOR["op"]) as url, chromium() as driver:
+            wait = open_page(driver, url)
+            # The escalation came from billing, which triage handed alice's request to.
+            card = "#inbox .item[data-task] dd.user"
+            wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, card))
+            assert driver.find_element(By.CSS_SELECTOR, card).text == "alice"
+            arrow = f'.chain[data-context="{context}"] .arrow title'
+            title = driver.execute_script(
+                "return document.querySelector(arguments[0]).textContent", arrow
+            )
+            assert title.startswith("escalation (for alice): "), title

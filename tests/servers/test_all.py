@@ -168,3 +168,12 @@ def test_all_under_auth_needs_a_key_per_calling_agent_and_operators(tmp_path: Pa
     assert proc.returncode == 64
     assert "the human agent needs --operators" in err
     assert out == ""
+
+
+def test_all_with_an_issuer_needs_api_keys_for_the_agents_calls(tmp_path: Path) -> None:
+    # The agents call each other with API keys: with tokens alone every handoff would be 401.
+    proc = start(four_free_ports(), tmp_path / "data", "--oidc-issuer", "https://id.example")
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 64
+    assert "--oidc-issuer needs --auth-keys or --auth-env here" in err
+    assert out == ""

@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
+from a2a_handoff.client.grpc_transport import Endpoint, GrpcTransport
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI as URI
 from tests.integration.handoff_support import ext, message, result, wait_for
 from tests.llm.chat_server import ChatServer, Say
@@ -83,6 +84,37 @@ def test_a_served_agent_hands_off_to_an_example_agent(tmp_path: Path) -> None:
     finally:
         agent.stop()
         echo.stop()
+
+
+@pytest.mark.anyio
+async def test_grpc_port_serves_the_object_over_grpc_too(tmp_path: Path) -> None:
+    port = free_port()
+    agent = served(tmp_path, "tests.servers.served_agent:agent", f"--grpc-port={port}").start()
+    transport = GrpcTransport()
+    try:
+        async with httpx.AsyncClient(timeout=10.0) as http:
+            card = (await http.get(agent.url + ".well-known/agent-card.json")).json()
+        assert card["supportedInterfaces"][-1] == {
+            "url": f"127.0.0.1:{port}",
+            "protocolBinding": "GRPC",
+            "protocolVersion": "1.0",
+        }
+        params = json.dumps(message("Grace"))
+        version = [("a2a-version", "1.0")]
+        limits = httpx.Timeout(10.0)
+        endpoint = Endpoint(f"127.0.0.1:{port}", secure=False)
+        status, body = await transport.call(endpoint, "SendMessage", params, version, limits)
+        assert status == 200, body
+        task = json.loads(body)["result"]["task"]
+        assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+        assert task["artifacts"][0]["parts"][0]["text"] == "hello, Grace"
+        # the same task over gRPC's GetTask
+        asked = json.dumps({"id": task["id"]})
+        status, body = await transport.call(endpoint, "GetTask", asked, version, limits)
+        assert json.loads(body)["result"]["artifacts"] == task["artifacts"]
+    finally:
+        await transport.aclose()
+        agent.stop()
 
 
 @pytest.mark.parametrize(

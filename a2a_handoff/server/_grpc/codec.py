@@ -29,9 +29,9 @@ from pydantic import BaseModel
 from a2a_handoff.errors import RpcError
 from a2a_handoff.protocol.extension import render_item, render_task
 from a2a_handoff.protocol.models import Message, StreamResponse
+from a2a_handoff.protocol.protobuf import proto
 from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.server._call import validate
-from a2a_handoff.server._grpc import proto
 from a2a_handoff.server.results import TaskPage, TaskView
 
 M = TypeVar("M", bound=BaseModel)

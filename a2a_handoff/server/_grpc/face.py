@@ -8,7 +8,8 @@ its `google.rpc.ErrorInfo` in the trailers. Nothing goes through an HTTP answer.
 
 The metadata are the HTTP headers': `x-api-key` or `authorization: Bearer …` under API-key
 auth (the same keys, so the same principals, and a caller sees only its own tasks, as over
-HTTP; none valid: UNAUTHENTICATED), `a2a-extensions` (the handoff extension, echoed in the
+HTTP; none valid: UNAUTHENTICATED; under mutual TLS, without a key, the client
+certificate's principal, as over HTTPS), `a2a-extensions` (the handoff extension, echoed in the
 answer's initial metadata when active), `a2a-version` (absent: 1.0; another: UNIMPLEMENTED,
 VersionNotSupported) and, on SubscribeToTask, `last-event-id` (the stream resumed after that
 event, as over SSE). No browser can call a gRPC service without a proxy of its own, so the
@@ -41,7 +42,7 @@ except ImportError as exc:  # pragma: no cover - the extra is missing
     ) from exc
 
 from a2a_handoff.errors import (
-    AuthenticationError,
+    ConfigError,
     InternalError,
     InvalidParamsError,
     PushNotificationNotSupportedError,
@@ -59,12 +60,15 @@ from a2a_handoff.protocol.models import (
     SendMessageRequest,
     SubscribeToTaskRequest,
 )
+from a2a_handoff.protocol.protobuf import proto
+from a2a_handoff.secrets import check_private
 from a2a_handoff.server._call import PROTOCOL_VERSION, SUPPORTED_EXTENSIONS, supported_version
-from a2a_handoff.server._grpc import codec, proto
+from a2a_handoff.server._grpc import codec
 from a2a_handoff.server._push import ConfigRef, PushConfigs, TaskRef
-from a2a_handoff.server.app_config import GrpcConfig
+from a2a_handoff.server.app_config import GrpcConfig, TlsConfig
 from a2a_handoff.server.results import Caller, EventStream
 from a2a_handoff.server.service import AgentService
+from a2a_handoff.trust.certificates import certificate_principal
 
 log = logging.getLogger("a2a_handoff.server")
 
@@ -83,12 +87,10 @@ class GrpcFace:
     def __init__(self, service: AgentService, config: GrpcConfig) -> None:
         self.service = service
         self.config = config
-        self.auth = service.trust_config.auth
+        self.auth = service.auth
         self.port = config.port  # the port bound, once running (config.port 0: any free)
-        self.credentials: grpc.ServerCredentials | None = None  # TLS: read now, a missing file here
-        if config.tls_cert is not None and config.tls_key is not None:
-            pair = (Path(config.tls_key).read_bytes(), Path(config.tls_cert).read_bytes())
-            self.credentials = grpc.ssl_server_credentials([pair])
+        tls = service.tls
+        self.credentials = None if tls is None or not tls.serves else _credentials(tls)
         unary: dict[str, Unary] = {
             "SendMessage": self.send_message,
             "GetTask": self.get_task,
@@ -153,7 +155,7 @@ class GrpcFace:
 
     # -- framing ----------------------------------------------------------------------------
 
-    def _caller(self, context: grpc.aio.ServicerContext[Any, Any]) -> Caller:
+    async def _caller(self, context: grpc.aio.ServicerContext[Any, Any]) -> Caller:
         """Who calls (`x-api-key`, `authorization`), with which extensions; the version
         checked. Raises the RpcError to answer."""
         metadata = _metadata(context)
@@ -164,10 +166,8 @@ class GrpcFace:
             )
         principal = ""
         if self.auth is not None:
-            found = self.auth.authenticate(metadata)
-            if found is None:
-                raise AuthenticationError()
-            principal = found
+            peer = _peer(context) if self.auth.certificates else None
+            principal = await self.auth.principal(metadata, peer)
         extensions = SUPPORTED_EXTENSIONS & parse_extensions(metadata.get("a2a-extensions"))
         return Caller(principal, extensions)
 
@@ -177,7 +177,7 @@ class GrpcFace:
         async def call(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
             use(observer)
             try:
-                caller = self._caller(context)
+                caller = await self._caller(context)
                 await _echo(context, caller)
                 return await operation(request, caller)
             except Exception as exc:
@@ -194,7 +194,7 @@ class GrpcFace:
             use(observer)
             stream: EventStream | None = None
             try:
-                caller = self._caller(context)
+                caller = await self._caller(context)
                 stream = await operation(request, caller, context)
                 await _echo(context, caller)
                 async for _seq, item in stream:
@@ -266,6 +266,29 @@ class GrpcFace:
         push = self._push()
         await push.delete(codec.parsed(ConfigRef, request), caller.principal)
         return proto.Empty()
+
+
+def _credentials(tls: TlsConfig) -> grpc.ServerCredentials:
+    """The server's TLS: its certificate; under mutual TLS, a client certificate required,
+    verified against the client CAs. Read now: a file missing, or a key others can read, is
+    said before anything is served."""
+    cert, key = Path(str(tls.cert)), Path(str(tls.key))
+    check_private(key, "tls key")
+    try:
+        pair = (key.read_bytes(), cert.read_bytes())
+        roots = None if tls.client_ca is None else Path(tls.client_ca).read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"gRPC TLS: {exc}") from None
+    return grpc.ssl_server_credentials(
+        [pair], root_certificates=roots, require_client_auth=roots is not None
+    )
+
+
+def _peer(context: grpc.aio.ServicerContext[Any, Any]) -> str | None:
+    """The principal of the call's verified client certificate (mutual TLS), or None."""
+    for pem in context.auth_context().get("x509_pem_cert") or ():
+        return certificate_principal(pem.decode("ascii", "replace"))
+    return None
 
 
 def _serialize(message: Any) -> bytes:

@@ -68,7 +68,8 @@ function drawArrow(svg, slots, index, i, x) {
   }
   g.append(el("svg:path", {d: path, "marker-end": `url(#head-${kind})`}));
   const label = el("svg:text", {x: lx, y: ly, "text-anchor": "middle"}, kind);
-  const title = el("svg:title", {}, `${kind}: ${hop.from.reason}`);
+  const user = hop.from.onBehalfOf ? ` (for ${hop.from.onBehalfOf})` : "";
+  const title = el("svg:title", {}, `${kind}${user}: ${hop.from.reason}`);
   g.append(label, title);
   if (hop.from.reason) {
     g.append(el("svg:text", {x: lx, y: ly + 34, "text-anchor": "middle"},
@@ -198,11 +199,14 @@ function drawInbox(items) {
     const card = el("div", {class: "item", "data-task": item.taskId});
     card.append(el("h3", {}, `${item.source || "?"} asks: ${item.need || "a decision"}`
       + ` (${item.trigger || item.tier})`));
+    const behalf = item.onBehalfOf  // whose task it is: the user the agent acted for
+      ? [el("dt", {}, "On behalf of"), el("dd", {class: "user"}, item.onBehalfOf)] : [];
     const dl = el("dl");
     // What a decision binds first: the action (its fingerprint is what is signed) and the
     // agent that acts on it once approved.
     if (item.action) dl.append(el("dt", {}, "Action"), el("dd", {class: "action"}, describeAction(item)));
     else dl.append(el("dt", {}, "Goes back to"), el("dd", {}, item.actingAgent || item.source));
+    dl.append(...behalf);
     dl.append(el("dt", {}, "What happened"), el("dd", {}, item.whatHappened));
     const tried = el("ul");
     for (const t of item.whatWasTried || []) tried.append(el("li", {}, t));

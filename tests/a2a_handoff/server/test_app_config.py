@@ -29,6 +29,7 @@ from a2a_handoff import (
     open_store,
 )
 from a2a_handoff.errors import AgentUrlError, ConfigError
+from a2a_handoff.server import OidcConfig
 from a2a_handoff.server import app as app_module
 from a2a_handoff.trust.trustlist import TrustedAgent
 from servers.billing import BillingAgent, billing_card
@@ -316,7 +317,7 @@ async def test_a_handoff_goes_to_the_route_handoff_config_names() -> None:
         assert [t["status"]["state"] for t in tasks] == ["TASK_STATE_COMPLETED"]
 
 
-def test_grpc_config_checks_its_port_and_its_tls_pair() -> None:
+def test_grpc_config_checks_its_port() -> None:
     assert GrpcConfig(port=50051).address == "127.0.0.1:50051"
     assert GrpcConfig(port=50051, host="::1").address == "[::1]:50051"
     assert GrpcConfig(port=1, url="a2a.example.com:443").address == "a2a.example.com:443"
@@ -324,5 +325,30 @@ def test_grpc_config_checks_its_port_and_its_tls_pair() -> None:
         GrpcConfig(port=70000)
     with pytest.raises(ConfigError, match="at least 0"):
         GrpcConfig(port=-1)
-    with pytest.raises(ConfigError, match="go together"):
-        GrpcConfig(port=50051, tls_cert="cert.pem")
+
+
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        ({"issuer": "http://login.example.com"}, "must be an https URL"),
+        ({"issuer": "ftp://127.0.0.1"}, "must be an https URL"),
+        ({"issuer": "https://login.example.com?tenant=1"}, "no query or fragment"),
+        ({"issuer": "https://"}, "with a host"),
+        ({"issuer": "https://id.example", "leeway": 61}, "at most 60"),
+        ({"issuer": "https://id.example", "retry": 61}, "at most 60"),
+        ({"issuer": "https://id.example", "retry": -1}, "retry"),
+        ({"issuer": "https://id.example", "audience": ""}, "audience"),
+        ({"issuer": "https://id.example", "cache_size": 0}, "cache_size"),
+    ],
+)
+def test_an_oidc_config_out_of_range_is_refused_when_made(
+    options: dict[str, Any], said: str
+) -> None:
+    with pytest.raises(ConfigError, match=said):
+        OidcConfig(**options)
+
+
+def test_an_oidc_config_takes_https_and_loopback_http() -> None:
+    assert OidcConfig("https://login.example.com/realms/a").retry == 30.0
+    assert OidcConfig("http://127.0.0.1:8080", retry=0, leeway=0).leeway == 0
+    assert OidcConfig("http://[::1]:8080").audience is None

@@ -17,8 +17,9 @@ from a2a_handoff.protocol.models import (
     TaskStatus,
     TaskStatusUpdateEvent,
 )
+from a2a_handoff.protocol.protobuf import build, proto
 from a2a_handoff.protocol.states import TaskState
-from a2a_handoff.server._grpc import build, codec, proto
+from a2a_handoff.server._grpc import codec
 from a2a_handoff.server.results import TaskView
 
 POINTER = {"agentName": "billing", "agentUrl": "http://127.0.0.1:1/", "taskId": "t-b"}

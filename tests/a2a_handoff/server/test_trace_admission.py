@@ -7,6 +7,7 @@ from __future__ import annotations
 from starlette.datastructures import Headers
 
 from a2a_handoff import ApiKeyAuth
+from a2a_handoff.server._authentication import Authentication
 from a2a_handoff.server._trace_admission import TraceAdmission
 
 KEYS = {"alice": "k-alice", "triage": "k-triage"}
@@ -27,7 +28,10 @@ def key(value: str) -> Headers:
 def test_a_user_is_followed_within_the_rate_a_trusted_agent_always() -> None:
     clock = Clock()
     admission = TraceAdmission(
-        ApiKeyAuth.from_keys(KEYS), frozenset({"triage"}), per_second=5, clock=clock
+        Authentication(ApiKeyAuth.from_keys(KEYS), None),
+        frozenset({"triage"}),
+        per_second=5,
+        clock=clock,
     )
     assert [admission.admits(key("k-alice")) for _ in range(8)] == [True] * 5 + [False] * 3
     assert all(admission.admits(key("k-triage")) for _ in range(50))

@@ -1,7 +1,7 @@
-"""Compile the specification's `a2a.proto` into the descriptor set the gRPC face loads
+"""Compile the specification's `a2a.proto` into the descriptor set the gRPC face and client load
 (`scripts/protos`): a development step, never run by a served agent.
 
-    python -m a2a_handoff.server._grpc.build [--check]
+    python -m a2a_handoff.protocol.protobuf.build [--check]
 
 The set holds `a2a.proto`, every file it imports (`google/api/*`, the well-known types) and
 the `google.rpc` error messages (`Status`, `ErrorInfo`, `BadRequest`), so that the face needs

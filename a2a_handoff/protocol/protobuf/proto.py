@@ -8,7 +8,8 @@ minor version), and the classes never clash with another copy of `lf.a2a.v1` in 
 process: the official SDK's, or anyone's, lives in the default pool beside ours. The wire is
 the same: a message's bytes do not depend on the pool it was built in.
 
-The classes have no typed stubs: the face (`server._grpc.face`) handles them as `Any`.
+The classes have no typed stubs: the server's face (`server._grpc.face`) and the client's
+transport (`client.grpc_transport`) handle them as `Any`.
 """
 
 from __future__ import annotations
