@@ -173,7 +173,7 @@ def test_an_agent_with_retain_deletes_old_finished_tasks_and_keeps_a_new_one(
     url = f"sqlite:///{path}"
     assert a2a_handoff_main(["keys", "init", "--store", url, "--agent", "echo"]) == 0
     old = asyncio.run(finished_tasks(path, 3))
-    agent = AgentProcess("echo", url, extra=["--retain", "1h"]).start()
+    agent = AgentProcess("echo", url, extra=["--retain", "30s"]).start()
     try:
         message = {
             "messageId": str(uuid.uuid4()),
