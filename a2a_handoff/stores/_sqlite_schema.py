@@ -129,7 +129,9 @@ INSERT_OUTBOX = (
 
 
 MIGRATIONS = (
-    Migration(1, "tables and indexes (a file of before versions brought to date)", "breaking"),
+    Migration(
+        1, "tables and indexes (a file from before versions, brought up to date)", "breaking"
+    ),
     Migration(2, "indexes retention deletes by: finished tasks and ledger rows by time", "expand"),
 )
 """The file's versions (`stores.versions`); `_STEPS[n]` brings a file from n to n + 1.
