@@ -1,4 +1,4 @@
-"""`python -m a2a_handoff serve|lint|keys|trust …` (installed: `a2a-handoff …`).
+"""`python -m a2a_handoff serve|lint|keys|trust|db …` (installed: `a2a-handoff …`).
 
 serve MODULE:OBJECT --port P [--store URL] [--route NAME=URL …] [--trust NAME=URL …] […]
     serve an agent object (a handler, an LLMAgent, an Agents SDK agent, a LangGraph graph)
@@ -18,6 +18,12 @@ keys init --agent NAME (--store sqlite:///… | --key-file PATH)
     but its store was used before)
 keys move --store redis://… --agent NAME --key-file PATH
     keys an older version kept in Redis, moved into a key file (0600) and out of Redis
+db status|upgrade --store URL [--agent NAME] [--json]
+    the store's schema version (SQLite, PostgreSQL; Redis: its key layout's) and the
+    migrations this version of a2a-handoff has for it: `status` lists those pending (exit 1
+    when an agent would refuse the store: behind, or ahead and not compatible), `upgrade`
+    runs them (a second run finds nothing to do). --agent NAME: the agent's default schema
+    or key prefix, when the URL names none
 trust list|forget [NAME] (--store sqlite:///… | --key-file PATH) [--json]
     the keys the agent pinned for each agent it trusts (beside its key file); `forget NAME`
     drops one pin, on purpose, when NAME's identity changed: the next keys NAME serves are
@@ -36,7 +42,7 @@ from typing import Any
 
 from a2a_handoff.contracts import lint, render
 from a2a_handoff.errors import HandoffError, TrustError
-from a2a_handoff.exits import Parser, quiet_pipe
+from a2a_handoff.exits import ExitCode, Parser, quiet_pipe
 from a2a_handoff.stores import open_store
 from a2a_handoff.trust.keys import Identity, IdentityStore, KeyFile, change
 from a2a_handoff.trust.pins import PinFile
@@ -194,6 +200,39 @@ def _trust(args: argparse.Namespace) -> int:
     return 0
 
 
+async def _db(args: argparse.Namespace) -> int:
+    """`db status` / `db upgrade`: the store's schema version, and its migrations run."""
+    try:
+        store = open_store(args.store)
+    except HandoffError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return int(ExitCode.USAGE)
+    schema = store.capabilities.schema
+    if schema is None:
+        print(f"error: {args.store} keeps no versioned schema", file=sys.stderr)
+        return int(ExitCode.USAGE)
+    if args.agent:
+        store.claim(args.agent)
+    try:
+        before = await schema.schema_status()
+        after = await schema.upgrade() if args.action == "upgrade" else before
+    except HandoffError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return int(ExitCode.FAILED)
+    if args.json:
+        report = after.to_json()
+        if args.action == "upgrade":
+            report["applied"] = [m.version for m in before.pending if m not in after.pending]
+        print(json.dumps(report, indent=2))
+    elif args.action == "status" or not before.pending or before.ahead:
+        print(after.render())
+    else:
+        print(f"{after.where}: upgraded from version {before.current} to {after.current}")
+        for migration in before.pending:
+            print(f"  applied {migration.version}  {migration.name} ({migration.kind})")
+    return int(ExitCode.COMPLETED if after.usable else ExitCode.FAILED)
+
+
 def _kid_as_value(argv: Sequence[str]) -> list[str]:
     """`keys retire KID`: a kid is base64url and may start with "-", which argparse would take
     for an option; pass it as `--kid=KID`."""
@@ -248,7 +287,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     trust.add_argument("--key-file", type=Path, help="the agent's key file (pins beside it)")
     trust.add_argument("--json", action="store_true", help="one JSON document")
     keys.add_argument("--json", action="store_true", help="one JSON document")
+    db = commands.add_parser("db", help="the store's schema version, and its migrations run")
+    db.add_argument("action", choices=["status", "upgrade"])
+    db.add_argument("--store", required=True, help="the agent's store URL")
+    db.add_argument("--agent", help="the agent's name: its default schema or key prefix")
+    db.add_argument("--json", action="store_true", help="one JSON document")
     args = parser.parse_args(_kid_as_value(argv))
+    if args.command == "db":
+        return asyncio.run(_db(args))
     if args.command == "lint":
         return _lint(args)
     if args.command == "trust":

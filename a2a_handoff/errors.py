@@ -43,7 +43,8 @@
     ├── ConflictError                 a check-and-set lost against a concurrent write
     └── StoreError                    a backend failed or was misconfigured
         ├── StoreDownError (ConnectionError)  the backend cannot be reached: may come back
-        └── StoreTimeoutError (InternalError)  one call past its time limit: it alone fails
+        ├── StoreTimeoutError (InternalError)  one call past its time limit: it alone fails
+        └── StoreVersionError         the store's schema is behind this code, or ahead of it
 
 `RpcError` subclasses are the table mapping errors to the wire, one class attribute each:
 `code` (JSON-RPC), `http_status` and `status` (the HTTP+JSON binding's status and its
@@ -343,6 +344,11 @@ class StoreTimeoutError(InternalError, StoreError):
     default_message = "the store query took too long"
     http_status = 504
     status = "DEADLINE_EXCEEDED"
+
+
+class StoreVersionError(StoreError):
+    """The store's schema (or key layout) is at a version this code cannot use: behind it
+    (`python -m a2a_handoff db upgrade` brings it up) or ahead of it and not compatible."""
 
 
 class RemoteError(HandoffError):

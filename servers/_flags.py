@@ -15,7 +15,13 @@ from a2a_handoff import HandoffError, PushSettings, ToolsConfig
 from a2a_handoff.errors import ConfigError
 from a2a_handoff.secrets import HOW as SECRETS_HOW
 from a2a_handoff.secrets import SecretError, read_secret
-from a2a_handoff.server import DrainConfig, ServerLimits, TlsConfig
+from a2a_handoff.server import (
+    DrainConfig,
+    RetentionConfig,
+    ServerLimits,
+    TlsConfig,
+    parse_duration,
+)
 from a2a_handoff.trust import ENV_VAR as KEY_ENV_VAR
 from servers import _llm
 
@@ -124,6 +130,7 @@ def agent_options(parser: argparse.ArgumentParser, examples: bool = True) -> Non
         default=None,
         help="seconds a decision's return is retried before its task fails (default: --ttl)",
     )
+    retention_options(parser)
     parser.add_argument("--ttl", type=int, default=300, help="handoff envelope TTL, seconds")
     parser.add_argument("--max-hops", type=int, default=8)
     parser.add_argument("--recovery-interval", type=float, default=2.0)
@@ -224,6 +231,32 @@ def agent_options(parser: argparse.ArgumentParser, examples: bool = True) -> Non
     )
 
 
+# -- retention (docs/stores.md) -------------------------------------------------------------
+
+
+def retention_options(parser: argparse.ArgumentParser) -> None:
+    """--retain DURATION: finished tasks deleted once older than that (default: kept)."""
+    parser.add_argument(
+        "--retain",
+        type=_duration,
+        default=None,
+        metavar="DURATION",
+        help="delete finished tasks (their events, push configs, outbox and ledger rows) once"
+        " older than DURATION: 30d, 12h, 90s (default: keep them forever)",
+    )
+
+
+def retention_config(args: argparse.Namespace) -> RetentionConfig | None:
+    return RetentionConfig(retain=args.retain) if args.retain is not None else None
+
+
+def _duration(text: str) -> float:
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def tls_options(tls: argparse._ArgumentGroup) -> None:
     """The TLS flags: what the agent serves with (HTTPS, gRPC), whom it asks for a client
     certificate, what it presents and trusts calling others."""
@@ -311,6 +344,9 @@ def drain_options(parser: argparse.ArgumentParser) -> None:
 def drain_config(args: argparse.Namespace) -> DrainConfig:
     """The drain as the flags say (ConfigError, a ValueError, for a bad one)."""
     return DrainConfig(seconds=args.drain_seconds)
+
+
+# -- push notifications ---------------------------------------------------------------------
 
 
 def push_options(push: argparse._ArgumentGroup) -> None:

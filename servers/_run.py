@@ -37,7 +37,7 @@ from a2a_handoff.protocol import check_agent_url
 from a2a_handoff.secrets import SecretError, accept_insecure_files, private_dir
 from a2a_handoff.server import OidcConfig, return_freed_memory, uvicorn_options
 from a2a_handoff.server import run as run_server
-from a2a_handoff.stores import Store
+from a2a_handoff.stores import Store, check_usable
 from a2a_handoff.trust import ENV_VAR as KEY_ENV_VAR
 from a2a_handoff.trust import (
     NO_KEYS_IN_SHARED_STORE,
@@ -56,6 +56,7 @@ from servers._flags import (
     mcp_tools,
     pairs,
     push_settings,
+    retention_config,
     server_limits,
     tls_config,
 )
@@ -98,6 +99,19 @@ def _check_identity(
             raise TrustError(NO_KEYS_IN_SHARED_STORE)
         return  # the memory store keeps its keys in memory
     asyncio.run(load_or_create(identity, name))
+
+
+def _check_version(store: Store, name: str) -> None:
+    """StoreVersionError when the store's schema is behind this code (naming the command that
+    upgrades it) or ahead of it and not compatible; a store that does not exist yet is made
+    at this code's version when the agent opens it."""
+    schema = store.capabilities.schema
+    if schema is None:
+        return
+    store.claim(name)  # its default schema or key prefix
+    status = asyncio.run(schema.schema_status())
+    if status.exists:
+        check_usable(status, schema.store_url)
 
 
 async def _no_keys_left_in(store_url: str, name: str) -> None:
@@ -159,6 +173,7 @@ def serve(name: str, example: Example, args: argparse.Namespace) -> int:
         if file is not None:
             private_dir(file.path.parent)  # data/ in a fresh clone: 0700
             file.check_free()  # another process serving the file: say so, do not start
+        _check_version(store, name)  # behind this code: refused, naming `db upgrade`
         contracts = Catalog.load(args.contracts) if args.contracts else None
         trusted: list[TrustedAgent] = [parse_trust(t) for t in args.trust]
         if args.trust_file:
@@ -230,6 +245,7 @@ def serve(name: str, example: Example, args: argparse.Namespace) -> int:
             grpc=_grpc_config(args),
             tls=tls,
             drain=drain_config(args),
+            retention=retention_config(args),
         )
     except (ValueError, HandoffError) as exc:  # unsafe or impossible: say so, do not start
         print(f"error: {exc}", file=sys.stderr)

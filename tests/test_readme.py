@@ -409,6 +409,7 @@ RUN = {
     "curl -s localhost:8001/": "echo",
     "python -m a2a_handoff keys list": "keys",
     "python -m servers human --port 8104": "adapters",
+    "python -m servers echo --port 8301": "db",
 }
 
 
@@ -432,6 +433,12 @@ def test_the_orchestrator_commands(shell: Shell) -> None:
     expect(results, [0, 2, 0, 0, 0, 0, 0])
     assert "issued for order 12345" in results[2][2]
     assert "[logistics] completed" in results[4][2]
+
+
+def test_the_db_commands_on_an_agent_with_retention(shell: Shell) -> None:
+    results = shell.run(block_starting("python -m servers echo --port 8301"))
+    # the agent (with --retain), status, upgrade (nothing to do), status --json
+    expect(results, [0, 0, 0, 0])
 
 
 def test_the_contract_lint_and_the_agents_with_contracts(shell: Shell) -> None:

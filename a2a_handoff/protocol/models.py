@@ -136,6 +136,12 @@ JsonData = Annotated[Any, BeforeValidator(_null_is_a_value), AfterValidator(_bou
 _last_second: tuple[int, str] = (-1, "")
 
 
+def utc_stamp(seconds: float) -> str:
+    """A unix time as a timestamp of `utc_now()`'s form (stamps compare as their times)."""
+    whole, millis = divmod(int(seconds * 1000), 1000)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + f".{millis:03d}Z"
+
+
 def utc_now() -> str:
     """The current time as an ISO-8601 UTC timestamp with millisecond precision."""
     global _last_second

@@ -13,9 +13,11 @@ from a2a_handoff.server.app_config import (
     LimitsConfig,
     ObservabilityConfig,
     OidcConfig,
+    RetentionConfig,
     TlsConfig,
     ToolsConfig,
     TrustConfig,
+    parse_duration,
 )
 from a2a_handoff.server.limits import ServerLimits, return_freed_memory
 from a2a_handoff.server.results import Caller, EventStream, Sent, TaskPage, TaskView
@@ -35,6 +37,7 @@ __all__ = [
     "LimitsConfig",
     "ObservabilityConfig",
     "OidcConfig",
+    "RetentionConfig",
     "Sent",
     "ServerLimits",
     "TaskPage",
@@ -45,6 +48,7 @@ __all__ = [
     "agent_routes",
     "client_context",
     "create_app",
+    "parse_duration",
     "return_freed_memory",
     "run",
     "serve_grpc",

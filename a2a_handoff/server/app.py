@@ -38,6 +38,7 @@ from a2a_handoff.server.app_config import (
     HandoffConfig,
     LimitsConfig,
     ObservabilityConfig,
+    RetentionConfig,
     TlsConfig,
     ToolsConfig,
     TrustConfig,
@@ -73,6 +74,7 @@ def create_app(
     grpc: GrpcConfig | None = None,
     tls: TlsConfig | None = None,
     drain: DrainConfig | None = None,
+    retention: RetentionConfig | None = None,
 ) -> Starlette:
     """Serve `agent` over A2A; the app opens and closes `store` in its lifespan.
 
@@ -91,8 +93,10 @@ def create_app(
     TLS (the card then declares `mutualTLS`, and its URLs must be https://), and the
     certificate and CAs of the agent's calls to others; HTTPS itself is the HTTP server's
     (`server.tls.uvicorn_options(tls)`). `drain` (a `DrainConfig`): how the service stops
-    when `server.DrainingServer` serving the app is told to (SIGTERM). Connection limits are
-    the HTTP server's (`server.limits`). The agent's service is `app.state.a2a`.
+    when `server.DrainingServer` serving the app is told to (SIGTERM). `retention` (a
+    `RetentionConfig`) deletes finished tasks once old enough (by default they are kept).
+    Connection limits are the HTTP server's (`server.limits`). The agent's service is
+    `app.state.a2a`.
     """
     if grpc is not None:
         card = with_grpc_interface(card, grpc)
@@ -110,6 +114,7 @@ def create_app(
         dedupe_message_ids=dedupe_message_ids,
         tls=tls,
         drain=drain,
+        retention=retention,
     )
     if grpc is not None:
         serve_grpc(service, grpc)

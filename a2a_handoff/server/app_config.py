@@ -8,6 +8,7 @@
         observability=ObservabilityConfig(metrics_public=True),
         tools=ToolsConfig(mcp={"search": "http://127.0.0.1:9000/mcp"}),
         escalation=EscalationPolicy(amount_limit=500),
+        retention=RetentionConfig(retain=30 * 86400),
     )
 
 Each is a frozen dataclass whose defaults are the server's: `create_app(agent, card, store)`
@@ -22,6 +23,7 @@ limits (timeouts, connections, slow readers) are the HTTP server's: `server.Serv
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -252,6 +254,29 @@ class ToolsConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class RetentionConfig:
+    """How long this agent keeps finished tasks (`runtime.retention`).
+
+    `retain`: seconds after a task ended (its last update) it is deleted with its events,
+    push configs, outbox entries and ledger rows (None: kept forever, the default; a task
+    whose idempotency key is still live, or with a handoff pending, is kept longer).
+    `batch`: tasks deleted per transaction. `interval`: seconds between sweeps (None: a
+    tenth of `retain`, between 1 and 60). The store must declare `capabilities.retention`.
+    """
+
+    retain: float | None = None
+    batch: int = 100
+    interval: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.retain is not None:
+            _seconds("retain", self.retain)
+        _count("batch", self.batch, 1)
+        if self.interval is not None:
+            _seconds("interval", self.interval)
+
+
+@dataclass(frozen=True, slots=True)
 class DrainConfig:
     """How this agent stops when told to (SIGTERM, served by `server.DrainingServer`).
 
@@ -306,6 +331,21 @@ class GrpcConfig:
             return self.url
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"{host}:{self.port}"
+
+
+_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
+
+
+def parse_duration(text: str) -> float:
+    """`30d`, `12h`, `15m`, `90s` (or `1.5h`) in seconds; ConfigError (a ValueError) for
+    anything else."""
+    found = _DURATION.fullmatch(text.strip())
+    if found is None or not float(found.group(1)) > 0:
+        raise ConfigError(
+            f"a duration is a positive number and a unit (s, m, h, d): 30d, 12h, 90s; not {text!r}"
+        )
+    return float(found.group(1)) * _UNITS[found.group(2)]
 
 
 def _count(name: str, value: int, least: int) -> None:

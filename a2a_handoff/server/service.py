@@ -8,7 +8,8 @@ The design, in three parts:
   its keys loaded (`trust`, before any delivery: deliveries are signed); this runner's
   heartbeat started; the tasks a previous process left running recovered (failed, or resumed);
   then the work that goes on while it serves — the handoff outbox (replaying what that
-  process left pending), the agent's own background job, push deliveries — and last the faces
+  process left pending), the agent's own background job, push deliveries, the retention
+  sweep (`runtime.retention`, when finished tasks are kept for a while only) — and last the faces
   that run while it serves (the MCP sessions). Left: everything closed, in the reverse order.
   A store that fails reads during recovery is served degraded rather than not at all
   (`/health` says what is wrong; the heartbeat tries again).
@@ -53,11 +54,12 @@ from contextlib import AbstractAsyncContextManager
 from types import TracebackType
 
 from a2a_handoff.agent import Agent
-from a2a_handoff.errors import StoreError
+from a2a_handoff.errors import ConfigError, StoreError
 from a2a_handoff.escalation import EscalationPolicy
 from a2a_handoff.observe import Observer, events, use
 from a2a_handoff.protocol.agent_card import AgentCard
 from a2a_handoff.push import Pusher, PushSettings
+from a2a_handoff.runtime.retention import RetentionSweep
 from a2a_handoff.runtime.tasks import TaskManager
 from a2a_handoff.server._app_trust import agent_trust_of, operators_of
 from a2a_handoff.server._authentication import Authentication
@@ -71,6 +73,7 @@ from a2a_handoff.server.app_config import (
     DrainConfig,
     HandoffConfig,
     LimitsConfig,
+    RetentionConfig,
     TlsConfig,
     ToolsConfig,
     TrustConfig,
@@ -106,6 +109,7 @@ class AgentService(A2AOperations):
         dedupe_message_ids: bool = True,
         tls: TlsConfig | None = None,
         drain: DrainConfig | None = None,
+        retention: RetentionConfig | None = None,
     ) -> None:
         if not inspect.iscoroutinefunction(getattr(agent, "handle", None)):
             raise TypeError(
@@ -154,6 +158,7 @@ class AgentService(A2AOperations):
         self._serving: contextlib.AsyncExitStack | None = None
         self.drain_config = drain or DrainConfig()
         self.draining = False  # told to stop: not ready, whatever the store says
+        self.retention = _retention_sweep(store, retention)
 
     def while_serving(self, face: Face) -> None:
         """Run `face` (entered, then left) while the service serves: after everything else
@@ -239,6 +244,8 @@ class AgentService(A2AOperations):
             self.auth.start()  # the token issuer's keys, fetched meanwhile
         if self.pusher is not None:
             self.pusher.start()  # its first sweep resumes what a previous process left
+        if self.retention is not None:
+            self.retention.start()
 
     async def _recover(self) -> None:
         recovered = await self.manager.recover()
@@ -252,6 +259,8 @@ class AgentService(A2AOperations):
             )
 
     async def _stop(self) -> None:
+        if self.retention is not None:
+            await self.retention.aclose()
         if self.pusher is not None:
             await self.pusher.aclose()
         await self.manager.aclose()
@@ -261,6 +270,17 @@ class AgentService(A2AOperations):
         if self.auth is not None:
             await self.auth.aclose()
         await self.store.aclose()
+
+
+def _retention_sweep(store: Store, config: RetentionConfig | None) -> RetentionSweep | None:
+    """The sweep deleting finished tasks, when `config` keeps them for a while only;
+    ConfigError for a store that cannot delete them."""
+    if config is None or config.retain is None:
+        return None
+    purging = store.capabilities.retention
+    if purging is None:
+        raise ConfigError("retention: this store declares no retention (capabilities.retention)")
+    return RetentionSweep(purging, config.retain, batch=config.batch, interval=config.interval)
 
 
 def _authentication(

@@ -22,6 +22,8 @@ from a2a_handoff.stores.base import (
     PooledStore,
     PushStore,
     ReceivedEntry,
+    RetentionStore,
+    SchemaStore,
     Store,
     TaskEvent,
     TaskPage,
@@ -38,6 +40,7 @@ from a2a_handoff.stores.schemes import (
     registered_schemes,
 )
 from a2a_handoff.stores.sqlite import SqliteTaskStore
+from a2a_handoff.stores.versions import Migration, SchemaStatus, check_usable
 
 __all__ = [
     "Capabilities",
@@ -49,10 +52,14 @@ __all__ = [
     "LedgerStore",
     "LegacyKeys",
     "MemoryTaskStore",
+    "Migration",
     "OutboxEntry",
     "PooledStore",
     "PushStore",
     "ReceivedEntry",
+    "RetentionStore",
+    "SchemaStatus",
+    "SchemaStore",
     "SqliteTaskStore",
     "Store",
     "StoreFactory",
@@ -61,6 +68,7 @@ __all__ = [
     "TaskQuery",
     "TaskRecord",
     "TaskStore",
+    "check_usable",
     "open_store",
     "register_scheme",
     "registered_schemes",

@@ -34,7 +34,14 @@ from a2a_handoff.errors import (
 from a2a_handoff.stores._guard import ServerPing, StoreGuard
 from a2a_handoff.stores._owner import LEGACY_SCHEMA, schema_for
 from a2a_handoff.stores._postgres_follow import PostgresFollowers
-from a2a_handoff.stores._postgres_migrate import keep_legacy, migrate
+from a2a_handoff.stores._postgres_migrate import (
+    build_online,
+    keep_legacy,
+    migrate,
+    read_status,
+    upgrade,
+)
+from a2a_handoff.stores.versions import SchemaStatus
 
 try:
     import asyncpg
@@ -203,7 +210,7 @@ class PostgresPool(ServerPing):
         if self._pool is not None:
             if self._unchecked:  # claimed once open: the owner checked now
                 async with self._pool.acquire() as conn, conn.transaction():
-                    await migrate(conn, self.schema, self.agent)
+                    await migrate(conn, self.schema, self.agent, self.store_url)
                 self._unchecked = False
             return self
         try:
@@ -237,8 +244,42 @@ class PostgresPool(ServerPing):
             if chosen != self.schema:
                 self._use_schema(chosen)
         async with pool.acquire() as conn, conn.transaction():
-            await migrate(conn, self.schema, self.agent)
+            await migrate(conn, self.schema, self.agent, self.store_url)
         self._unchecked = False
+
+    @property
+    def store_url(self) -> str:
+        """The store's URL, its schema named (what `db upgrade --store` takes)."""
+        parts = urlsplit(self.dsn)
+        query = urlencode([*parse_qsl(parts.query), ("schema", self.schema)])
+        return parts._replace(query=query).geturl()
+
+    # -- SchemaStore ------------------------------------------------------------------------
+
+    async def schema_status(self) -> SchemaStatus:
+        async with self._tool_conn() as conn:
+            return await read_status(conn, self.schema)
+
+    async def upgrade(self) -> SchemaStatus:
+        async with self._tool_conn() as conn:
+            await build_online(conn, self.schema)  # indexes only added: writes go on
+            async with conn.transaction():
+                return await upgrade(conn, self.schema, self.store_url)
+
+    @contextlib.asynccontextmanager
+    async def _tool_conn(self) -> AsyncIterator[Any]:
+        """A connection of its own, for `db status` and `db upgrade` (no pool, no claim; the
+        agent's default schema when it was claimed)."""
+        try:
+            conn = await self._connect()
+        except Exception as exc:
+            raise StoreError(f"cannot reach PostgreSQL at {_safe(self.dsn)}: {exc}") from exc
+        try:
+            yield conn
+        except asyncpg.PostgresError as exc:
+            raise StoreError(f"PostgreSQL refused the call: {exc}") from exc
+        finally:
+            await conn.close()
 
     async def aclose(self) -> None:
         await self.followers.aclose()

@@ -2,12 +2,13 @@
 
 Everything lives in one schema per agent (`?schema=` in the URL, `a2a_<agent name>` by
 default), so agents may share a database; the schema's `agent` table names the agent that
-owns it (`stores._owner`). `schema_version` holds the version the schema is at; `MIGRATIONS[n]`
-brings a schema from version n-1 to n. A store that opens runs what is missing, in ONE
-transaction under an advisory lock on the schema's name, so replicas starting together
-migrate once and a crash mid-way leaves the old version intact. A future change is a new
-entry at the end of `MIGRATIONS` (never an edit of an old one); a replica that finds a
-schema newer than it knows refuses to start rather than write rows it does not understand.
+owns it (`stores._owner`). `schema_version` holds the version the schema is at (and the
+oldest code version that may use it); `MIGRATIONS[n]` brings a schema from version n to
+n + 1, `VERSIONS[n]` names it and says its kind (`stores.versions`). A new schema is made at
+this code's version when a store opens; one behind is refused until `db upgrade` ran what is
+missing, in ONE transaction under an advisory lock on the schema's name (a crash mid-way
+leaves the old version intact). A future change is a new entry at the end of both (never an
+edit of an old one).
 
 Writes that check something are two PL/pgSQL functions, the counterpart of the Redis store's
 Lua scripts: `create_task` and `update_task` each run as one statement — one round trip and
@@ -25,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import fields
 
 from a2a_handoff.stores.base import OutboxEntry, ReceivedEntry
+from a2a_handoff.stores.versions import Migration
 
 OUTBOX_COLUMNS = tuple(f.name for f in fields(OutboxEntry))
 RECEIVED_COLUMNS = tuple(f.name for f in fields(ReceivedEntry))
@@ -223,13 +225,45 @@ CREATE TABLE {s}.agent (name text NOT NULL);
     )
 
 
+ONLINE_INDEXES: dict[int, tuple[tuple[str, str, str], ...]] = {
+    4: (
+        ("dedupe_by_task", "dedupe", "task_id"),
+        ("outbox_by_task", "outbox", "task_id"),
+        ("received_by_task", "received", "task_id"),
+        ("received_by_time", "received", "at"),
+    ),
+}
+"""The indexes a migration only adds, by its version: (name, table, column). `db upgrade`
+builds them first, CONCURRENTLY (writes go on meanwhile), outside its transaction; the
+migration's own statements then find them made."""
+
+
+def _retention_indexes(s: str) -> str:
+    """Migration 3 → 4: what retention deletes by, indexed (a task's dedupe keys, outbox
+    entries and ledger rows; finished tasks by time are `tasks_by_state`)."""
+    return "".join(
+        f"CREATE INDEX IF NOT EXISTS {name} ON {s}.{table} ({column});\n"
+        for name, table, column in ONLINE_INDEXES[4]
+    )
+
+
 MIGRATIONS: tuple[Callable[[str], str], ...] = (
     lambda s: _tables(s) + _functions(s),  # 0 → 1: everything above
     _push_tables,  # 1 → 2: push-notification configs
     _status_time_and_owner,  # 2 → 3: tasks.status_at, the functions setting it, the owner
+    _retention_indexes,  # 3 → 4: indexes retention deletes by
 )
 """`MIGRATIONS[n](schema)`: the SQL that brings a schema (a quoted identifier) from version
 n to n + 1. Append only."""
 
 VERSION = len(MIGRATIONS)
 """The schema version this code reads and writes."""
+
+VERSIONS = (
+    Migration(1, "tables and the write functions", "breaking"),
+    Migration(2, "push-notification configs", "expand"),
+    # The write functions take the status's time: code of version 2 cannot call them.
+    Migration(3, "the status's time as a column, write functions setting it, owner", "breaking"),
+    Migration(4, "indexes retention deletes by: a task's rows, ledger rows by time", "expand"),
+)
+"""`MIGRATIONS`, named and of their kind (`stores.versions`)."""

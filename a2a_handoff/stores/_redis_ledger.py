@@ -1,8 +1,8 @@
 """The Redis store's connection and lifecycle, its outbox and ledger, and its leases.
 
 `RedisBase` holds the client (with connect and read timeouts, and `StoreGuard` failing calls
-fast while Redis cannot be reached; opening it loads the scripts and migrates a store of an
-earlier key layout), and everything about handoffs: the outbox
+fast while Redis cannot be reached; opening it loads the scripts, and refuses a store of an
+earlier key layout until `db upgrade` moved it), and everything about handoffs: the outbox
 (`ob:<id>` hashes, `ob:ids` and `ob:c:<context>` by creation, `ob:pend` the pending ones by
 creation, `ob:last_done`), the ledger of handoffs received (`rcv`, `rcv:c:<context>`), and
 the leases (`l:<name>`). Every question /health and ListHandoffs ask is answered from these
@@ -14,18 +14,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from dataclasses import asdict
 from typing import Any, Concatenate, ParamSpec, TypeVar
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from a2a_handoff.errors import StoreDownError, StoreError, StoreTimeoutError, TrustError
 from a2a_handoff.stores._guard import ServerPing, StoreGuard
 from a2a_handoff.stores._owner import LEGACY_PREFIX, claim_prefix, prefix_for
 from a2a_handoff.stores._redis_durability import check_durability
 from a2a_handoff.stores._redis_follow import RedisFollowers
+from a2a_handoff.stores._redis_layout import layout_status, set_layout, upgrade_layout
 from a2a_handoff.stores._redis_scripts import ALL as SCRIPTS
-from a2a_handoff.stores._redis_scripts import LAYOUT
 from a2a_handoff.stores.base import HandoffStats, OutboxEntry, ReceivedEntry
+from a2a_handoff.stores.versions import SchemaStatus, check_usable
 
 try:
     import redis.asyncio as aioredis
@@ -180,15 +182,55 @@ class RedisBase(ServerPing):
         except BaseException:
             await client.aclose()
             raise
+        try:
+            status = await layout_status(client, self.prefix)
+            if not status.exists:  # a new prefix: made at this code's layout
+                await set_layout(client, self.prefix, status.code)
+            else:
+                check_usable(status, self.store_url)
+        except BaseException:
+            await client.aclose()
+            raise
         self._client = client
         for name, source in SCRIPTS.items():
             self._scripts[name] = client.register_script(source)
-        keys = [self._key(k) for k in ("layout", "ob:pending", "ob:pend", "ob:ids", "rcv")]
-        await self._scripts["migrate"](
-            keys=[*keys, self._key("ob:last_done")], args=[self.prefix, LAYOUT]
-        )
         await self.followers.start(client)
         return self
+
+    # -- the key layout's version (SchemaStore: `stores._redis_layout`) ---------------------
+
+    @property
+    def store_url(self) -> str:
+        """The store's URL, its prefix named (what `db upgrade --store` takes)."""
+        parts = urlsplit(self.url)
+        query = urlencode([*parse_qsl(parts.query), ("prefix", self.prefix)])
+        return parts._replace(query=query).geturl()
+
+    async def schema_status(self) -> SchemaStatus:
+        async with self._tool_client() as client:
+            return await layout_status(client, self.prefix)
+
+    async def upgrade(self) -> SchemaStatus:
+        async with self._tool_client() as client:
+            return await upgrade_layout(client, self.prefix, self.store_url)
+
+    @contextlib.asynccontextmanager
+    async def _tool_client(self) -> AsyncIterator[Any]:
+        """A client of its own, for `db status` and `db upgrade`."""
+        import redis.asyncio as aioredis
+
+        client = aioredis.Redis.from_url(
+            self.url,
+            decode_responses=True,
+            socket_connect_timeout=CONNECT_TIMEOUT,
+            socket_timeout=READ_TIMEOUT,
+        )
+        try:
+            yield client
+        except RedisError as exc:
+            raise StoreError(f"Redis at {self.url} refused the call: {exc}") from exc
+        finally:
+            await client.aclose()
 
     async def aclose(self) -> None:
         await self.followers.aclose()

@@ -7,8 +7,17 @@ documented above each script; `stores.redis` builds them.
 
 from __future__ import annotations
 
+from a2a_handoff.stores.versions import Migration
+
 LAYOUT = "2"
 """The key layout this code writes; `MIGRATE` brings a store of layout 1 to it."""
+
+LAYOUTS = (
+    Migration(1, "tasks, their events and indexes, the outbox and the ledger", "breaking"),
+    # Layout 1's code reads pending handoffs from a set this step replaces.
+    Migration(2, "pending handoffs by creation, the ledger by context", "breaking"),
+)
+"""The key layouts, named and of their kind (`stores.versions`)."""
 
 # KEYS: task, events, dedupe|"", i:all, i:o, i:d|"", i:c, i:s, outbox|"", ob:ids, ob:pend,
 #       rcv|"", ob:c:<context>|"", rcv:c:<context>|""
@@ -24,7 +33,7 @@ if KEYS[9] ~= '' and redis.call('EXISTS', KEYS[9]) == 1 then return {'entry', ''
 if KEYS[3] ~= '' then redis.call('SET', KEYS[3], ARGV[1], 'PX', ARGV[10]) end
 redis.call('HSET', KEYS[1], 'owner', ARGV[2], 'delegate', ARGV[3], 'context', ARGV[4],
   'state', ARGV[5], 'version', ARGV[6], 'created', ARGV[7], 'updated', ARGV[8], 'body', ARGV[9],
-  'stime', ARGV[#ARGV])
+  'stime', ARGV[#ARGV], 'dk', KEYS[3])
 local n = tonumber(ARGV[12])
 for i = 1, n do redis.call('XADD', KEYS[2], i .. '-0', 'e', ARGV[12 + i]) end
 redis.call('SADD', KEYS[4], ARGV[1])
@@ -143,6 +152,65 @@ redis.call('SET', KEYS[1], ARGV[2])
 return 1
 """
 
+# A finished task deleted with everything kept for it, unless it changed meanwhile, its
+# idempotency key still names it, one of its handoffs is pending or a push config of it still
+# has deliveries to make (checked before anything is deleted).
+# KEYS: task, events, p:<task>, p:active, i:all, i:o, i:d|"", i:c, i:s:<state>, ob:c:<context>,
+#       ob:ids, rcv, rcv:c:<context>, dedupe|""
+# ARGV: id, before, prefix
+PURGE = """
+local t = redis.call('HMGET', KEYS[1], 'updated')
+if not t[1] or t[1] >= ARGV[2] then return 0 end
+if redis.call('SISMEMBER', KEYS[9], ARGV[1]) == 0 then return 0 end
+if KEYS[14] ~= '' and redis.call('GET', KEYS[14]) == ARGV[1] then return 0 end
+local configs = redis.call('HKEYS', KEYS[3])
+for _, config in ipairs(configs) do
+  if redis.call('SISMEMBER', KEYS[4], ARGV[1] .. ' ' .. config) == 1 then return 0 end
+end
+local mine = {}
+for _, h in ipairs(redis.call('ZRANGE', KEYS[10], 0, -1)) do
+  local f = redis.call('HMGET', ARGV[3] .. 'ob:' .. h, 'task_id', 'status')
+  if f[1] == ARGV[1] then
+    if f[2] == 'pending' then return 0 end
+    table.insert(mine, h)
+  end
+end
+for _, h in ipairs(mine) do
+  redis.call('DEL', ARGV[3] .. 'ob:' .. h)
+  redis.call('ZREM', KEYS[10], h)
+  redis.call('ZREM', KEYS[11], h)
+end
+for _, row in ipairs(redis.call('LRANGE', KEYS[13], 0, -1)) do
+  if cjson.decode(row)['task_id'] == ARGV[1] then
+    redis.call('LREM', KEYS[13], 1, row)
+    redis.call('LREM', KEYS[12], 1, row)
+  end
+end
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
+for i = 5, 9 do
+  if KEYS[i] ~= '' then redis.call('SREM', KEYS[i], ARGV[1]) end
+end
+return 1
+"""
+
+# Ledger rows of handoffs that made no task (refused) received before a time, oldest first,
+# up to a limit among the first rows (the list is in the order received).
+# KEYS: rcv;  ARGV: before, prefix, limit, rows looked at
+PURGE_RECEIVED = """
+local done = 0
+for _, row in ipairs(redis.call('LRANGE', KEYS[1], 0, tonumber(ARGV[4]) - 1)) do
+  if done >= tonumber(ARGV[3]) then break end
+  local entry = cjson.decode(row)
+  if entry['at'] >= ARGV[1] then break end
+  if redis.call('EXISTS', ARGV[2] .. 't:' .. entry['task_id']) == 0 then
+    redis.call('LREM', KEYS[1], 1, row)
+    redis.call('LREM', ARGV[2] .. 'rcv:c:' .. entry['context_id'], 1, row)
+    done = done + 1
+  end
+end
+return done
+"""
+
 # KEYS: id:<agent>  ARGV: expected document, new document — the identity's check-and-set
 SWAP = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
@@ -160,4 +228,6 @@ ALL = {
     "acquire": ACQUIRE,
     "release": RELEASE,
     "migrate": MIGRATE,
+    "purge": PURGE,
+    "purge_received": PURGE_RECEIVED,
 }

@@ -28,10 +28,11 @@ from a2a_handoff.secrets import create_private, private_dir
 from a2a_handoff.stores._event_log import log_json
 from a2a_handoff.stores._hub import EventHub
 from a2a_handoff.stores._sqlite_owner import OwnerLock
-from a2a_handoff.stores._sqlite_schema import prepare
+from a2a_handoff.stores._sqlite_schema import MIGRATIONS, apply, pragmas, read_version
 from a2a_handoff.stores._sqlite_writer import GroupCommit, Publish
 from a2a_handoff.stores.base import TaskEvent, TaskRecord
 from a2a_handoff.stores.leasing import LocalLeases
+from a2a_handoff.stores.versions import SchemaStatus, check_usable, status_of
 
 
 class SqliteFile(LocalLeases):
@@ -78,7 +79,7 @@ class SqliteFile(LocalLeases):
             raise StoreError(f"cannot open {self.path}: {exc}") from exc
         self._conn = conn
         try:
-            prepare(conn)
+            self._prepare(conn)
             self._point_reader = sqlite3.connect(self.path, isolation_level=None)
             self._point_reader.execute("PRAGMA query_only=1")
             self._point_reader.execute("PRAGMA cache_size=-16384")
@@ -92,6 +93,67 @@ class SqliteFile(LocalLeases):
             raise
         self._writer = GroupCommit(conn)
         return self
+
+    @property
+    def store_url(self) -> str:
+        """The store's URL, as `open_store` takes it."""
+        return f"sqlite:///{self.path}" + ("?shared=1" if self.shared else "")
+
+    @property
+    def where(self) -> str:
+        return f"SQLite file {self.path}"
+
+    def _prepare(self, conn: sqlite3.Connection) -> None:
+        """Pragmas; a new file made at this code's version; one behind (or ahead, and not
+        compatible) refused: StoreVersionError naming the command that upgrades it."""
+        pragmas(conn)
+        version, kept, exists = read_version(conn)
+        if not exists:
+            apply(conn)
+            return
+        check_usable(status_of(self.where, MIGRATIONS, version, kept), self.store_url)
+
+    # -- SchemaStore --------------------------------------------------------------------
+
+    async def schema_status(self) -> SchemaStatus:
+        if not self.path.exists():
+            return status_of(self.where, MIGRATIONS, 0, None, exists=False)
+        try:
+            conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True)
+            try:
+                version, kept, exists = read_version(conn)
+            finally:
+                conn.close()
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot read {self.path}: {exc}") from exc
+        return status_of(self.where, MIGRATIONS, version, kept, exists=exists)
+
+    async def upgrade(self) -> SchemaStatus:
+        """The pending migrations run on the file, by this process alone: refused (StoreError)
+        while another serves it, unless it is shared. A file that does not exist is left so
+        (its agent makes it, with its keys)."""
+        status = await self.schema_status()
+        if status.ahead:
+            check_usable(status, self.store_url)
+            return status
+        if not status.pending:
+            return status
+        own = self._writer is None and not self.shared
+        if own:
+            self._owner.acquire()
+        try:
+            conn = sqlite3.connect(self.path, isolation_level=None)
+            try:
+                pragmas(conn)
+                apply(conn)
+            finally:
+                conn.close()
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot upgrade {self.path}: {exc}") from exc
+        finally:
+            if own:
+                self._owner.release()
+        return await self.schema_status()
 
     async def aclose(self) -> None:
         if self._writer is not None:

@@ -5,7 +5,8 @@ layout keeps inserts at the right edge of every b-tree, where SQLite appends wit
 rebalancing: indexes ascend in time (scanned backwards for newest-first pages; descending
 ones took every insert at their left edge: 3 extra pages a write), and events live in a
 rowid table (a WITHOUT ROWID row over ~1 KiB spills into overflow pages: a task snapshot
-event did). Files made before are migrated in place when opened (`prepare`).
+event did). The file is versioned (`MIGRATIONS`, `stores.versions`): a new file is made at
+this code's version when opened; one behind is refused until `db upgrade` ran `apply`.
 
 Every question /health and the ledger ask has an index that answers it without a scan:
 `outbox_by_status_time` gives the pending count, the oldest pending entry and the last
@@ -18,6 +19,7 @@ import sqlite3
 from dataclasses import fields
 
 from a2a_handoff.stores.base import OutboxEntry, ReceivedEntry
+from a2a_handoff.stores.versions import Migration, compatible_from
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS tasks (
@@ -126,10 +128,70 @@ INSERT_OUTBOX = (
 )
 
 
-def prepare(conn: sqlite3.Connection) -> None:
-    """Pragmas, the schema, and the migration of a file of an earlier layout."""
+MIGRATIONS = (
+    Migration(
+        1, "tables and indexes (a file from before versions, brought up to date)", "breaking"
+    ),
+    Migration(2, "indexes retention deletes by: finished tasks and ledger rows by time", "expand"),
+)
+"""The file's versions (`stores.versions`); `_STEPS[n]` brings a file from n to n + 1.
+Append only."""
+
+VERSION = len(MIGRATIONS)
+
+_RETENTION_INDEXES = """
+CREATE INDEX IF NOT EXISTS tasks_by_state_time ON tasks (state, updated_at);
+CREATE INDEX IF NOT EXISTS outbox_by_task ON outbox (task_id);
+CREATE INDEX IF NOT EXISTS received_by_task ON received (task_id);
+CREATE INDEX IF NOT EXISTS received_by_time ON received (at);
+CREATE INDEX IF NOT EXISTS dedupe_by_task ON dedupe (task_id);
+"""
+
+
+def pragmas(conn: sqlite3.Connection) -> None:
     for pragma in PRAGMAS:
         conn.execute(pragma)
+
+
+def read_version(conn: sqlite3.Connection) -> tuple[int, int | None, bool]:
+    """The file's version, the `compatible_from` it keeps (None: none kept) and whether it
+    holds a store at all (an empty file does not: it is made at this code's version)."""
+    tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    if "schema_version" in tables:
+        row = conn.execute("SELECT version, compatible_from FROM schema_version").fetchone()
+        if row is not None:
+            return int(row[0]), int(row[1]), True
+    return 0, None, "tasks" in tables
+
+
+def apply(conn: sqlite3.Connection, upto: int = VERSION) -> int:
+    """Run the steps from the file's version to `upto`, each recorded as it ends (each is
+    idempotent: a crash mid-step runs it again); the version reached."""
+    version, _, _ = read_version(conn)
+    for step in range(version, upto):
+        _STEPS[step](conn)
+        _set_version(conn, step + 1)
+    return max(version, upto)
+
+
+def _set_version(conn: sqlite3.Connection, version: int) -> None:
+    compatible = compatible_from(MIGRATIONS, version)
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_version"
+            " (version INTEGER NOT NULL, compatible_from INTEGER NOT NULL)"
+        )
+        conn.execute("DELETE FROM schema_version")
+        conn.execute("INSERT INTO schema_version VALUES (?, ?)", (version, compatible))
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def _to_1(conn: sqlite3.Connection) -> None:
+    """The schema, and the migration of a file of an earlier, unversioned layout."""
     columns = conn.execute("PRAGMA table_info(tasks)").fetchall()
     if columns and "delegate" not in {column[1] for column in columns}:
         # A file from before task delegation: add the column in place.
@@ -142,6 +204,14 @@ def prepare(conn: sqlite3.Connection) -> None:
         conn.execute("ALTER TABLE dedupe ADD COLUMN expires REAL")
     if migrate(conn):
         conn.executescript(SCHEMA)  # the indexes it dropped, in their new layout
+
+
+def _to_2(conn: sqlite3.Connection) -> None:
+    """What retention deletes by, indexed: finished tasks by time, a task's other rows."""
+    conn.executescript(_RETENTION_INDEXES)
+
+
+_STEPS = (_to_1, _to_2)
 
 
 def add_status_time(conn: sqlite3.Connection) -> None:

@@ -21,6 +21,8 @@ typed, never by probing the store's attributes or its class:
 | `pool`        | `PooledStore`   | a connection pool's use, for /health                        |
 | `file`        | `FileStore`     | a local file, one process's own unless opened shared        |
 | `legacy_keys` | `LegacyKeys`    | keys an older version left in a shared store                |
+| `schema`      | `SchemaStore`   | its schema's version and migrations (`stores.versions`)     |
+| `retention`   | `RetentionStore`| finished tasks purged once old enough                       |
 
 `Store` is what an agent's server takes today: the core with the ledger, push configs and
 leases (each declared too). The behaviour every backend must show is a test kit's,
@@ -48,6 +50,7 @@ from a2a_handoff.stores.records import TaskPage as TaskPage
 from a2a_handoff.stores.records import TaskQuery as TaskQuery
 from a2a_handoff.stores.records import TaskRecord as TaskRecord
 from a2a_handoff.stores.records import check_ledger as check_ledger
+from a2a_handoff.stores.versions import SchemaStatus as SchemaStatus
 from a2a_handoff.trust.keys import IdentityStore as IdentityStore
 
 
@@ -235,6 +238,44 @@ class LegacyKeys(Protocol):
         ...
 
 
+class SchemaStore(Protocol):
+    """A store whose schema (or key layout) is versioned: where it stands, and the migrations
+    that bring it to this code's version (`stores.versions`). Both work on a store not
+    opened (they connect on their own), and `upgrade` on one an agent serves (a shared
+    store: under a lock, once)."""
+
+    @property
+    def store_url(self) -> str:
+        """The store's URL naming its schema or key prefix: what `db upgrade --store` takes."""
+        ...
+
+    async def schema_status(self) -> SchemaStatus:
+        """The store's version, the code's, and the migrations pending."""
+        ...
+
+    async def upgrade(self) -> SchemaStatus:
+        """Run the pending migrations (each in one transaction, in order); the status after.
+        Nothing to do for a store up to date. StoreVersionError for one ahead of this code."""
+        ...
+
+
+class RetentionStore(Protocol):
+    """Finished tasks deleted once old enough, with everything kept for them."""
+
+    async def purge_finished(self, before: str, limit: int) -> int:
+        """Delete up to `limit` tasks in a terminal state (TRANSFERRED included) last updated
+        before `before` (a stamp of `utc_now()`'s form), each with its events, push configs
+        and their progress, its outbox entries and its ledger rows; then, up to `limit` in
+        all, the ledger rows of handoffs that made no task (refused) received before
+        `before`. How many tasks and such rows.
+
+        Never a task whose idempotency key has not expired yet (a retry inside the window
+        must still find the task it made), nor one with a handoff still pending or a push
+        config with deliveries still to make. One
+        transaction per call: a caller purging much calls again, between other work."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class Capabilities:
     """What a store offers beyond the core: each part as the object that does it, or None.
@@ -250,6 +291,8 @@ class Capabilities:
     pool: PooledStore | None = None
     file: FileStore | None = None
     legacy_keys: LegacyKeys | None = None
+    schema: SchemaStore | None = None
+    retention: RetentionStore | None = None
 
 
 class Store(TaskStore, LedgerStore, PushStore, LeaseStore, Protocol):

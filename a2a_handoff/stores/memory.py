@@ -42,7 +42,9 @@ class MemoryTaskStore(LocalLeases):
         self._identities: dict[str, str] = {}
         self._push: dict[tuple[str, str], PushConfigRecord] = {}
         # Beyond the core (`stores.base`): everything, the agent's keys in memory too.
-        self.capabilities = Capabilities(ledger=self, push=self, leases=self, identity=self)
+        self.capabilities = Capabilities(
+            ledger=self, push=self, leases=self, identity=self, retention=self
+        )
 
     async def commit(self, unit: Commit) -> TaskRecord:
         check_ledger(unit, self.capabilities.ledger)
@@ -192,6 +194,32 @@ class MemoryTaskStore(LocalLeases):
             for r in self._push.values()
             if not r.done and r.task_id in records and records[r.task_id].owner == owner
         )
+
+    async def purge_finished(self, before: str, limit: int) -> int:
+        now = time.monotonic()
+        kept = {task for task, expires in self._dedupe.values() if expires and expires > now}
+        kept |= {e.task_id for e in self._outbox.values() if e.status == "pending"}
+        kept |= {task for (task, _), r in self._push.items() if not r.done}
+        doomed = [
+            r.id
+            for r in self._records.values()
+            if r.state.terminal and r.updated_at < before and r.id not in kept
+        ][:limit]
+        gone = set(doomed)
+        for task_id in doomed:
+            del self._records[task_id]
+            self._events.pop(task_id, None)
+        self._push = {k: r for k, r in self._push.items() if k[0] not in gone}
+        self._outbox = {h: e for h, e in self._outbox.items() if e.task_id not in gone}
+        self._received = [e for e in self._received if e.task_id not in gone]
+        self._dedupe = {k: v for k, v in self._dedupe.items() if v[0] not in gone}
+        # Ledger rows of handoffs that made no task (refused), as old.
+        orphans = [e for e in self._received if e.at < before and e.task_id not in self._records][
+            : limit - len(doomed)
+        ]
+        dropped = {id(e) for e in orphans}
+        self._received = [e for e in self._received if id(e) not in dropped]
+        return len(doomed) + len(orphans)
 
     async def load_identity(self, agent: str) -> str | None:
         return self._identities.get(agent)

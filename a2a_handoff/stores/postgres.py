@@ -35,6 +35,7 @@ from typing import Any
 
 from a2a_handoff.errors import ConflictError, StoreError
 from a2a_handoff.protocol.models import Task
+from a2a_handoff.protocol.states import TERMINAL_STATES
 from a2a_handoff.stores._event_log import from_log, log_json, needs_snapshot
 from a2a_handoff.stores._pages import decode_page_token, encode_page_token
 from a2a_handoff.stores._postgres_pool import guarded
@@ -56,6 +57,7 @@ except ImportError:  # pragma: no cover - the optional extra
     UniqueViolationError = ConflictError
 
 TASK_COLUMNS = "body, owner, version, created_at, updated_at, delegate"
+_FINISHED = sorted(state.value for state in TERMINAL_STATES)
 
 
 class PostgresTaskStore(PostgresPush):
@@ -70,7 +72,9 @@ class PostgresTaskStore(PostgresPush):
     def capabilities(self) -> Capabilities:
         """The ledger, push configs, leases and the pool's use; never the agent's keys
         (whoever reaches the database would read them, and sign as the agent)."""
-        return Capabilities(ledger=self, push=self, leases=self, pool=self)
+        return Capabilities(
+            ledger=self, push=self, leases=self, pool=self, schema=self, retention=self
+        )
 
     async def open(self) -> PostgresTaskStore:
         await super().open()
@@ -247,6 +251,44 @@ class PostgresTaskStore(PostgresPush):
 
     def follow(self, task_id: str, after: int = 0) -> AsyncGenerator[TaskEvent, None]:
         return self.followers.follow(task_id, after, self.events, self.get)
+
+    # -- RetentionStore -----------------------------------------------------------------------
+
+    @guarded
+    async def purge_finished(self, before: str, limit: int) -> int:
+        s = self.s
+        async with self._conn() as conn, conn.transaction():
+            # Rows another replica is purging are skipped, not waited for.
+            ids = [
+                row[0]
+                for row in await conn.fetch(
+                    f"SELECT id FROM {s}.tasks t WHERE state = ANY($1) AND updated_at < $2"
+                    f" AND NOT EXISTS (SELECT 1 FROM {s}.dedupe d WHERE d.task_id = t.id"
+                    " AND d.expires > clock_timestamp())"
+                    f" AND NOT EXISTS (SELECT 1 FROM {s}.outbox o WHERE o.task_id = t.id"
+                    " AND o.status = 'pending')"
+                    f" AND NOT EXISTS (SELECT 1 FROM {s}.push_configs p WHERE p.task_id = t.id"
+                    " AND NOT p.done)"
+                    " ORDER BY state, updated_at LIMIT $3 FOR UPDATE SKIP LOCKED",
+                    _FINISHED,
+                    before,
+                    limit,
+                )
+            ]
+            if ids:
+                for table in ("task_events", "push_configs", "outbox", "received", "dedupe"):
+                    await conn.execute(f"DELETE FROM {s}.{table} WHERE task_id = ANY($1)", ids)
+                await conn.execute(f"DELETE FROM {s}.tasks WHERE id = ANY($1)", ids)
+            # Ledger rows of handoffs that made no task (refused), as old.
+            rows = await conn.fetchval(
+                f"WITH gone AS (DELETE FROM {s}.received WHERE seq IN (SELECT seq FROM"
+                f" {s}.received r WHERE at < $1 AND NOT EXISTS (SELECT 1 FROM {s}.tasks t"
+                " WHERE t.id = r.task_id) ORDER BY at LIMIT $2 FOR UPDATE SKIP LOCKED)"
+                " RETURNING 1) SELECT count(*) FROM gone",
+                before,
+                limit - len(ids),
+            )
+        return len(ids) + int(rows)
 
 
 def _page_sql(s: str, filters: str, page_where: str, limit: str, budget: str) -> str:

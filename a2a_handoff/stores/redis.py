@@ -20,7 +20,8 @@ share a Redis with different prefixes, and a prefix names the agent that owns it
     t:<id>              hash: owner, delegate, context, state, version, created, updated, body,
                         stime (the status's timestamp: ListTasks filters on it, not the body)
     ev:<id>             stream of the task's events; entry id `<seq>-0`, field `e` = JSON
-    d:<key>             string: the task a dedupe (idempotency) key created; expires
+    d:<key>             string: the task a dedupe (idempotency) key created; expires (the
+                        key is also kept in its task's hash, `dk`, for retention)
     i:all, i:o:<owner>, i:d:<delegate>, i:c:<context>, i:s:<state>    sets of task ids
     ob:<handoff id>     hash: an outbox entry; ob:ids, ob:c:<context>, ob:pend (pending):
                         zsets by creation; ob:last_done: when the last one completed
@@ -29,9 +30,11 @@ share a Redis with different prefixes, and a prefix names the agent that owns it
     agent               string: the name of the agent that owns the prefix
     id:<agent>          string: an identity document an older version kept (`keys move`)
     n:<id>              pub/sub channel: "task <id> has new events"
-    layout              the key layout's version (a store of an earlier one is migrated)
+    layout              the key layout's version (a store of an earlier one is refused until
+                        `db upgrade` moves it); layout:compat, the oldest code's it suits
 
-The rooms: `stores._redis_ledger` (connection, lifecycle, outbox, ledger, leases),
+The rooms: `stores._redis_ledger` (connection, lifecycle, layout version, outbox, ledger,
+leases), `stores._redis_retention` (finished tasks purged),
 `stores._redis_follow` (followers), `stores._redis_scripts` (the Lua), this module (tasks).
 """
 
@@ -48,7 +51,7 @@ from a2a_handoff.protocol.models import Task
 from a2a_handoff.stores._event_log import from_log, log_json, needs_snapshot
 from a2a_handoff.stores._pages import Summary, encode_page_token, fitting, summary_page
 from a2a_handoff.stores._redis_ledger import guarded, guarded_read, score
-from a2a_handoff.stores._redis_push import RedisPush
+from a2a_handoff.stores._redis_retention import RedisRetention
 from a2a_handoff.stores.base import (
     Capabilities,
     Commit,
@@ -85,7 +88,7 @@ def parse_redis_url(url: str) -> tuple[str, dict[str, Any]]:
     return base, {"prefix": prefix, "idempotency_ttl": ttl, "durability": durability}
 
 
-class RedisTaskStore(RedisPush):
+class RedisTaskStore(RedisRetention):
     """The store on Redis, shared by every replica of an agent (see the module docstring)."""
 
     def __init__(
@@ -100,7 +103,9 @@ class RedisTaskStore(RedisPush):
         self.idempotency_ttl = idempotency_ttl
         # Beyond the core (`stores.base`): never the agent's keys (whoever reaches Redis
         # would read them), but those an older version left here, until moved out.
-        self.capabilities = Capabilities(ledger=self, push=self, leases=self, legacy_keys=self)
+        self.capabilities = Capabilities(
+            ledger=self, push=self, leases=self, legacy_keys=self, schema=self, retention=self
+        )
 
     @classmethod
     def from_url(cls, url: str) -> RedisTaskStore:

@@ -27,6 +27,7 @@ from urllib.parse import parse_qs
 
 from a2a_handoff.errors import ConflictError, StoreError
 from a2a_handoff.protocol.models import Task
+from a2a_handoff.protocol.states import TERMINAL_STATES
 from a2a_handoff.stores._event_log import from_log, log_json, needs_snapshot
 from a2a_handoff.stores._hub import follow
 from a2a_handoff.stores._pages import decode_page_token, encode_page_token, fitting
@@ -44,6 +45,7 @@ from a2a_handoff.stores.base import (
 )
 from a2a_handoff.trust.keys import KeyFile
 
+_FINISHED = sorted(state.value for state in TERMINAL_STATES)
 SHARED_POLL_SECONDS = 1.0  # shared file: followers re-read this often (other processes' events)
 
 
@@ -72,7 +74,13 @@ class SqliteTaskStore(SqliteLedger, SqlitePush):
         # Beyond the core (`stores.base`): everything but a pool; the agent's keys are the
         # key file beside the database.
         self.capabilities = Capabilities(
-            ledger=self, push=self, leases=self, identity=self.key_file, file=self
+            ledger=self,
+            push=self,
+            leases=self,
+            identity=self.key_file,
+            file=self,
+            schema=self,
+            retention=self,
         )
 
     @classmethod
@@ -229,6 +237,40 @@ class SqliteTaskStore(SqliteLedger, SqlitePush):
     def follow(self, task_id: str, after: int = 0) -> AsyncGenerator[TaskEvent, None]:
         poll = SHARED_POLL_SECONDS if self.shared else None
         return follow(self._hub, task_id, after, self.events, self.get, poll=poll)
+
+    # -- RetentionStore -----------------------------------------------------------------------
+
+    async def purge_finished(self, before: str, limit: int) -> int:
+        finished = ",".join("?" * len(_FINISHED))
+
+        def purge(conn: sqlite3.Connection) -> int:
+            ids = [
+                row[0]
+                for row in conn.execute(
+                    f"SELECT id FROM tasks t WHERE state IN ({finished}) AND updated_at < ?"
+                    " AND NOT EXISTS (SELECT 1 FROM dedupe d WHERE d.task_id = t.id"
+                    " AND d.expires > ?)"
+                    " AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.task_id = t.id"
+                    " AND o.status = 'pending')"
+                    " AND NOT EXISTS (SELECT 1 FROM push_configs p WHERE p.task_id = t.id"
+                    " AND p.done = 0) LIMIT ?",
+                    (*_FINISHED, before, time.time(), limit),
+                )
+            ]
+            marks = ",".join("?" * len(ids))
+            for table in ("task_events", "push_configs", "outbox", "received", "dedupe"):
+                conn.execute(f"DELETE FROM {table} WHERE task_id IN ({marks})", ids)
+            conn.execute(f"DELETE FROM tasks WHERE id IN ({marks})", ids)
+            # Ledger rows of handoffs that made no task (refused), as old.
+            rows = conn.execute(
+                "DELETE FROM received WHERE seq IN (SELECT seq FROM received r"
+                " WHERE at < ? AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.id = r.task_id)"
+                " ORDER BY at LIMIT ?)",
+                (before, limit - len(ids)),
+            ).rowcount
+            return len(ids) + rows
+
+        return cast(int, await self._submit(purge))
 
 
 def _task_row(record: TaskRecord) -> tuple[Any, ...]:

@@ -14,7 +14,8 @@ that declares it in its `capabilities` (on another they are skipped, saying whic
 does not declare), and a declared part is checked against its protocol. The suites may also
 be taken one by one: `TaskSuite`, `CommitSuite` (`TaskStore.commit` in each shape a step
 takes, and that a refused one writes nothing), `ListingSuite`, `LedgerSuite`, `PushSuite`,
-`LeaseSuite`, `IdentitySuite`. The tests are async, run by anyio's pytest plugin (anyio comes with
+`LeaseSuite`, `IdentitySuite`, `RetentionSuite` (finished tasks purged past a cutoff, what
+idempotency needs kept). The tests are async, run by anyio's pytest plugin (anyio comes with
 Starlette) on asyncio.
 
 A test module, not a part of the library: it imports pytest, which the library does not
@@ -38,6 +39,7 @@ pytest.register_assert_rewrite(
             "push_suite",
             "lease_suite",
             "identity_suite",
+            "retention_suite",
         )
     )
 )
@@ -48,6 +50,7 @@ from a2a_handoff.stores.conformance.lease_suite import LeaseSuite  # noqa: E402
 from a2a_handoff.stores.conformance.ledger_suite import LedgerSuite  # noqa: E402
 from a2a_handoff.stores.conformance.listing_suite import ListingSuite  # noqa: E402
 from a2a_handoff.stores.conformance.push_suite import PushSuite  # noqa: E402
+from a2a_handoff.stores.conformance.retention_suite import RetentionSuite  # noqa: E402
 from a2a_handoff.stores.conformance.task_suite import TaskSuite  # noqa: E402
 
 __all__ = [
@@ -57,12 +60,20 @@ __all__ = [
     "LedgerSuite",
     "ListingSuite",
     "PushSuite",
+    "RetentionSuite",
     "StoreConformance",
     "TaskSuite",
 ]
 
 
 class StoreConformance(
-    TaskSuite, CommitSuite, ListingSuite, LedgerSuite, PushSuite, LeaseSuite, IdentitySuite
+    TaskSuite,
+    CommitSuite,
+    ListingSuite,
+    LedgerSuite,
+    PushSuite,
+    LeaseSuite,
+    IdentitySuite,
+    RetentionSuite,
 ):
     """Every suite: a backend's test class subclasses it and gives it a `store` fixture."""

@@ -11,12 +11,12 @@ from collections.abc import AsyncIterator, Iterator
 import asyncpg
 import pytest
 
-from a2a_handoff.errors import StoreDownError, StoreError, StoreTimeoutError
+from a2a_handoff.errors import StoreDownError, StoreError, StoreTimeoutError, StoreVersionError
 from a2a_handoff.protocol.models import StreamResponse, TaskStatus
 from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.stores import Store
 from a2a_handoff.stores._owner import prefix_for, schema_for
-from a2a_handoff.stores._postgres_schema import MIGRATIONS
+from a2a_handoff.stores._postgres_schema import MIGRATIONS, VERSION
 from a2a_handoff.stores.base import Commit, TaskQuery, TaskRecord
 from a2a_handoff.stores.conformance.samples import create, new_task, status
 from a2a_handoff.stores.postgres import PostgresTaskStore
@@ -213,6 +213,9 @@ async def test_postgres_a_schema_of_version_2_gets_the_status_time_of_its_tasks(
     finally:
         await conn.close()
     store = postgres(postgres_database.url(schema), "billing")
+    with pytest.raises(StoreVersionError, match="db upgrade"):  # refused until upgraded
+        await store.open()
+    assert (await store.upgrade()).current == VERSION
     async with store:
         before = "2000-01-01T00:00:00.000Z"
         page = await store.list_tasks(TaskQuery(owner="alice", status_after=before))

@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from a2a_handoff import TrustConfig, create_app
-from a2a_handoff.errors import StoreError
+from a2a_handoff.errors import StoreError, StoreVersionError
 from a2a_handoff.protocol.models import StreamResponse, Task
 from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.server._streams import task_stream
@@ -43,6 +43,7 @@ CREATE TABLE task_events (
 ) WITHOUT ROWID;
 INSERT INTO task_events SELECT task_id, seq, body FROM task_events_new;
 DROP TABLE task_events_new;
+DROP TABLE schema_version;
 """
 
 
@@ -59,6 +60,9 @@ async def test_a_file_of_the_earlier_layout_is_migrated_with_its_data(tmp_path: 
     with sqlite3.connect(path) as conn:
         conn.executescript(EARLIER_LAYOUT)
     assert "WITHOUT ROWID" in layout(path)["task_events"]
+    with pytest.raises(StoreVersionError, match="db upgrade"):  # refused until upgraded
+        await SqliteTaskStore(path).open()
+    await SqliteTaskStore(path).upgrade()
 
     async with SqliteTaskStore(path) as store:
         shown = layout(path)
@@ -86,6 +90,8 @@ async def test_a_file_without_the_status_time_gets_it_from_its_tasks(tmp_path: P
         other = await create(store)
     with sqlite3.connect(path) as conn:  # as a file of an earlier version: no such column
         conn.execute("ALTER TABLE tasks DROP COLUMN status_at")
+        conn.execute("DROP TABLE schema_version")
+    await SqliteTaskStore(path).upgrade()
     stamp = done.task.status.timestamp
     assert stamp is not None
     async with SqliteTaskStore(path) as store:
