@@ -28,9 +28,6 @@ DEPLOY = ROOT / "deploy"
 IMAGE = "a2a-handoff"
 SECRETS_IN = "/run/secrets"  # where secrets are mounted
 SECRETS = "/run/a2a"  # where the image's entrypoint copies them, the agent's own
-# Flags the issue names that other branches add to the agents: accepted here when the agent
-# parser does not know them yet, with the types the issue gives them.
-PENDING_FLAGS = {"--drain-seconds": float, "--retain": str}
 DRAIN_DEFAULT = 10.0
 
 
@@ -48,10 +45,6 @@ def agent_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m servers", add_help=False)
     parser.add_argument("agent", choices=sorted(EXAMPLES))
     agent_options(parser)
-    known = {option for action in parser._actions for option in action.option_strings}
-    for flag, kind in PENDING_FLAGS.items():
-        if flag not in known:
-            parser.add_argument(flag, type=kind, default=None)
     return parser
 
 
@@ -601,33 +594,3 @@ def shell_commands(page: Path = ROOT / "docs" / "deploy.md") -> list[list[str]]:
             if words:
                 out.append(words)
     return out
-
-
-# -- what other branches add ---------------------------------------------------------------
-
-
-def without_pending(argv: list[str]) -> list[str]:
-    """An agent's command without the flags of PENDING_FLAGS its parser does not know yet
-    (they are contracts of the issue, added by other branches); unchanged once it knows
-    them. Only for running the commands here: the checks above parse them all."""
-    if argv[2:3] != ["servers"]:
-        return argv
-    parser = argparse.ArgumentParser(add_help=False)
-    agent_options(parser)
-    known = {option for action in parser._actions for option in action.option_strings}
-    missing = tuple(f"{flag}=" for flag in PENDING_FLAGS if flag not in known)
-    return [word for word in argv if not (missing and word.startswith(missing))]
-
-
-def migrations_exist() -> bool:
-    """Whether `python -m a2a_handoff db upgrade --store URL` is a command yet (another
-    branch adds it): its help, asked of the CLI's own parser."""
-    from a2a_handoff.__main__ import main
-
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-        try:
-            main(["db", "upgrade", "--help"])
-        except SystemExit as exc:
-            return exc.code == 0 and "--store" in out.getvalue()
-    return False
