@@ -126,7 +126,8 @@ class AgentProcess:
         shared = self.store.startswith(("redis", "postgres"))
         if shared and not any("--key-file" in a for a in self.extra):
             cmd.append(f"--key-file={shared_key_file(self.name, self.store)}")
-        env = {**os.environ, "PYTHONUNBUFFERED": "1", **self.env}
+        # PYTHONFAULTHANDLER: an agent sent SIGABRT (a test's stuck agent) logs every thread's stack
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONFAULTHANDLER": "1", **self.env}
         self._drop_temp_log()
         if self.log_path is None:
             fd, temp = tempfile.mkstemp(prefix=f"a2a-test-{self.name}-", suffix=".log")

@@ -272,8 +272,11 @@ class PostgresPool(ServerPing):
         agent's default schema when it was claimed)."""
         try:
             conn = await self._connect()
-        except Exception as exc:
-            raise StoreError(f"cannot reach PostgreSQL at {_safe(self.dsn)}: {exc}") from exc
+        except Exception as exc:  # in one line with its fix, as when the agent opens it
+            said = _opening_error(exc, self.dsn)
+            if said is exc:
+                raise StoreError(f"cannot reach PostgreSQL at {_safe(self.dsn)}: {exc}") from exc
+            raise said from None
         try:
             yield conn
         except asyncpg.PostgresError as exc:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+import subprocess
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -57,9 +58,17 @@ async def readyz(http: httpx.AsyncClient, agent: AgentProcess) -> int:
 
 
 async def exit_code(agent: AgentProcess, within: float = 20.0) -> int:
+    """The agent's exit code; with its log when it has not exited `within` seconds."""
     assert agent.proc is not None
     proc = agent.proc
-    return await anyio.to_thread.run_sync(lambda: proc.wait(within))
+    try:
+        return await anyio.to_thread.run_sync(lambda: proc.wait(within))
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGABRT)  # its threads' stacks to its log (PYTHONFAULTHANDLER)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(5)
+        log = agent.log_path.read_text() if agent.log_path and agent.log_path.exists() else ""
+        raise AssertionError(f"{agent.url} still runs {within} s after SIGTERM:\n{log}") from None
 
 
 async def state_of(http: httpx.AsyncClient, agent: AgentProcess, task_id: str) -> str:
