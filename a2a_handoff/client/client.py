@@ -62,7 +62,7 @@ CARD_PATH = ".well-known/agent-card.json"
 GrpcTls = tuple[bytes | None, bytes | None, bytes | None]
 """A gRPC channel's TLS, as PEM: root CAs, private key, certificate chain (None: gRPC's
 default roots; no client certificate)."""
-GRPC_EXTRA = "pip install 'a2a-handoff[grpc]' (in the a2a-handoff clone: pip install '.[grpc]')"
+GRPC_EXTRA = "pip install '.[grpc]' in the a2a-handoff clone"
 
 Event = tuple[int | None, StreamResponse]
 """A stream item and its event sequence number (None when the server sent no id)."""

@@ -177,7 +177,7 @@ async def test_without_the_grpc_extra_the_call_says_what_to_install(
     async with reading(grpc_only_card(echo)) as client:
         with pytest.raises(UnavailableError) as missing:
             await client.send(CARD_URL, message("no grpcio"))
-    assert "a2a-handoff[grpc]" in str(missing.value)
+    assert "pip install '.[grpc]'" in str(missing.value)
     assert echo.grpc in str(missing.value)  # type: ignore[attr-defined]
 
 
