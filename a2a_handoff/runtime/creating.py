@@ -7,7 +7,6 @@ unless message-id deduplication is switched off (the caller passes no key).
 
 from __future__ import annotations
 
-from a2a_handoff.errors import InvalidParamsError
 from a2a_handoff.handoff.receiver import Accept
 from a2a_handoff.ids import new_id
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI
@@ -48,10 +47,6 @@ class TaskCreator:
             return running.submission
         if existing_id is not None:
             record = await self.host.store.get(existing_id)
-            if record is not None and record.owner != owner:  # ids that join to another's key
-                raise InvalidParamsError(
-                    "message.messageId: taken in this context; send the message with another id"
-                )
             if record is not None:
                 run = self.runs.by_task.get(record.id)
                 return run.submission if run is not None else resolved(record)

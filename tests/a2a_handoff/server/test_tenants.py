@@ -1,0 +1,102 @@
+"""Tenants in the service: a caller's tenant scopes the owner its tasks are stored under
+(`results.tenant_owner`), so nothing of one tenant reaches a caller of another — not through
+a principal that starts with the separator either (the dedupe keys joining the owner to
+ids that hold no control character stay apart too); operators see every task from the default tenant
+and are ordinary callers within a named one."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+
+from a2a_handoff import HANDOFF_EXTENSION_URI, MemoryTaskStore
+from a2a_handoff.auth import ApiKeyAuth
+from a2a_handoff.errors import InvalidParamsError, TaskNotFoundError
+from a2a_handoff.protocol.models import (
+    GetTaskRequest,
+    ListTasksRequest,
+    SendMessageRequest,
+)
+from a2a_handoff.server import AgentService, Caller, TaskView, TrustConfig
+from a2a_handoff.server._call import tenant_of
+from a2a_handoff.server.results import tenant_owner
+from servers.echo import EchoAgent, echo_card
+
+pytestmark = pytest.mark.anyio
+
+URL = "http://agent.test/"
+
+
+def send(text: str) -> SendMessageRequest:
+    message: dict[str, Any] = {
+        "messageId": str(uuid.uuid4()),
+        "role": "ROLE_USER",
+        "parts": [{"text": text}],
+    }
+    return SendMessageRequest.model_validate({"message": message})
+
+
+async def sent_task(service: AgentService, request: SendMessageRequest, caller: Caller) -> str:
+    view = await service.send_message(request, caller)
+    assert isinstance(view, TaskView)
+    return view.task.id
+
+
+def test_each_tenant_and_principal_has_an_owner_of_its_own() -> None:
+    # Tenants as `tenant_of` lets them through: no control character.
+    pairs = [
+        ("", "alice"),
+        ("", ""),
+        ("", "\x1facme\x1falice"),  # a principal shaped like a tenant's owner
+        ("", "\x1f"),
+        ("acme", "alice"),
+        ("acme", ""),
+        ("acme", "\x1falice"),
+    ]
+    owners = [tenant_owner(tenant, principal) for tenant, principal in pairs]
+    assert len(set(owners)) == len(owners)
+    assert tenant_owner("", "alice") == "alice"  # tasks stored before tenants stay alice's
+
+
+def test_a_tenant_name_is_checked_and_a_path_and_body_must_agree() -> None:
+    assert tenant_of({}) == ""
+    assert tenant_of({"tenant": ""}) == ""
+    assert tenant_of({"tenant": "acme-1.eu_x~y"}) == "acme-1.eu_x~y"
+    assert tenant_of({}, "acme") == "acme"
+    assert tenant_of({"tenant": "acme"}, "acme") == "acme"
+    for bad in ("a/b", "-x", ".x", "tasks", "extendedAgentCard", "x" * 129, "a\x1fb", 5, ["a"]):
+        with pytest.raises(InvalidParamsError, match="tenant"):
+            tenant_of({"tenant": bad})
+    with pytest.raises(InvalidParamsError, match="another tenant than the path"):
+        tenant_of({"tenant": "globex"}, "acme")
+
+
+async def test_operators_see_every_tenant_from_the_default_one_only() -> None:
+    auth = ApiKeyAuth.from_keys({"alice": "k-alice", "op": "k-op"})
+    trust = TrustConfig(auth=auth, operators=["op"])
+    store = MemoryTaskStore()
+    async with AgentService(EchoAgent(), echo_card(URL), store, trust=trust) as service:
+        acme = await sent_task(service, send("hello"), Caller("alice", tenant="acme"))
+        mine = await sent_task(service, send("hello"), Caller("op", tenant="globex"))
+        operator = Caller("op")
+        assert (await service.get_task(GetTaskRequest(id=acme), operator)).task.id == acme
+        page = await service.list_tasks(ListTasksRequest(), operator)
+        assert {view.task.id for view in page.tasks} == {acme, mine}
+        in_globex = Caller("op", tenant="globex")
+        with pytest.raises(TaskNotFoundError):
+            await service.get_task(GetTaskRequest(id=acme), in_globex)
+        page = await service.list_tasks(ListTasksRequest(), in_globex)
+        assert [view.task.id for view in page.tasks] == [mine]
+
+
+async def test_a_handoff_is_refused_in_a_named_tenant_before_anything_is_done() -> None:
+    store = MemoryTaskStore()
+    async with AgentService(EchoAgent(), echo_card(URL), store) as service:
+        request = send("hello")
+        request.message.metadata = {HANDOFF_EXTENSION_URI: {"handoffId": "h"}}
+        with pytest.raises(InvalidParamsError, match="default tenant"):
+            await service.send_message(request, Caller(tenant="acme"))
+        page = await service.list_tasks(ListTasksRequest(), Caller(tenant="acme"))
+        assert page.tasks == []
