@@ -29,6 +29,7 @@ from a2a_handoff.protocol.models import Message, StreamResponse, Task
 from a2a_handoff.protocol.shallow import copied
 from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.runtime.submission import Replied, Submission
+from a2a_handoff.stores.records import tenant_owner
 
 Items = AsyncGenerator[tuple[int, StreamResponse], None]
 """A task's stream items as stored, each with its event sequence number (0: none)."""
@@ -53,21 +54,6 @@ class Caller:
         """Whether the caller is shown TRANSFERRED (the handoff extension is active); without
         it a handed-off task is COMPLETED, its pointer in the metadata."""
         return HANDOFF_EXTENSION_URI in self.extensions
-
-
-def tenant_owner(tenant: str, principal: str) -> str:
-    """The owner a task of `principal` in `tenant` is stored under: the principal itself in
-    the default tenant (so tasks stored before tenants stay their callers'), else
-    `\\x1f<tenant>\\x1f<principal>`. Injective: a tenant holds no control character, and a
-    default-tenant principal that starts with the separator takes the second form too
-    (`\\x1f\\x1f…`, a tenant of none), so no two (tenant, principal) share an owner; and
-    every store read, list, dedupe key and push cap keyed by owner is kept per tenant."""
-    if not tenant and not principal.startswith(TENANT_SEPARATOR):
-        return principal
-    return f"{TENANT_SEPARATOR}{tenant}{TENANT_SEPARATOR}{principal}"
-
-
-TENANT_SEPARATOR = "\x1f"
 
 
 def trim_history(task: Task, history_length: int | None) -> Task:

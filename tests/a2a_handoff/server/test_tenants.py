@@ -21,7 +21,7 @@ from a2a_handoff.protocol.models import (
 )
 from a2a_handoff.server import AgentService, Caller, TaskView, TrustConfig
 from a2a_handoff.server._call import tenant_of
-from a2a_handoff.server.results import tenant_owner
+from a2a_handoff.stores.records import tenant_owner
 from servers.echo import EchoAgent, echo_card
 
 pytestmark = pytest.mark.anyio
