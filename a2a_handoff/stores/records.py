@@ -68,6 +68,20 @@ def tenant_owner(tenant: str, principal: str) -> str:
 TENANT_SEPARATOR = "\x1f"
 
 
+def owner_principal(owner: str) -> str:
+    """The principal of `owner` (`tenant_owner`'s inverse, without its tenant)."""
+    if not owner.startswith(TENANT_SEPARATOR):
+        return owner
+    return owner.split(TENANT_SEPARATOR, 2)[2]
+
+
+def owner_tenant(owner: str) -> str:
+    """The tenant of `owner` (`tenant_owner`'s inverse, without its principal)."""
+    if not owner.startswith(TENANT_SEPARATOR):
+        return ""
+    return owner.split(TENANT_SEPARATOR, 2)[1]
+
+
 @dataclass(frozen=True, slots=True)
 class TaskEvent:
     """One entry of a task's event log; `seq` is 1, 2, 3, … per task."""

@@ -11,17 +11,18 @@ from typing import Any
 
 import pytest
 
-from a2a_handoff import HANDOFF_EXTENSION_URI, MemoryTaskStore
+from a2a_handoff import HANDOFF_EXTENSION_URI, Agent, MemoryTaskStore, Reply, TaskContext
 from a2a_handoff.auth import ApiKeyAuth
 from a2a_handoff.errors import InvalidParamsError, TaskNotFoundError
 from a2a_handoff.protocol.models import (
     GetTaskRequest,
     ListTasksRequest,
+    Message,
     SendMessageRequest,
 )
 from a2a_handoff.server import AgentService, Caller, TaskView, TrustConfig
 from a2a_handoff.server._call import tenant_of
-from a2a_handoff.stores.records import tenant_owner
+from a2a_handoff.stores.records import owner_principal, owner_tenant, tenant_owner
 from servers.echo import EchoAgent, echo_card
 
 pytestmark = pytest.mark.anyio
@@ -57,6 +58,7 @@ def test_each_tenant_and_principal_has_an_owner_of_its_own() -> None:
     ]
     owners = [tenant_owner(tenant, principal) for tenant, principal in pairs]
     assert len(set(owners)) == len(owners)
+    assert [(owner_tenant(o), owner_principal(o)) for o in owners] == pairs
     assert tenant_owner("", "alice") == "alice"  # tasks stored before tenants stay alice's
 
 
@@ -100,3 +102,23 @@ async def test_a_handoff_is_refused_in_a_named_tenant_before_anything_is_done() 
             await service.send_message(request, Caller(tenant="acme"))
         page = await service.list_tasks(ListTasksRequest(), Caller(tenant="acme"))
         assert page.tasks == []
+
+
+class WhoAgent(Agent):
+    """Answers with the principal and tenant its handler is told."""
+
+    async def handle(self, ctx: TaskContext) -> Reply:
+        return Reply(f"{ctx.principal!r} in {ctx.tenant!r}")
+
+
+async def test_a_handler_is_told_the_principal_and_the_tenant_apart() -> None:
+    auth = ApiKeyAuth.from_keys({"alice": "k-alice"})
+    trust = TrustConfig(auth=auth)
+    async with AgentService(WhoAgent(), echo_card(URL), MemoryTaskStore(), trust=trust) as service:
+        for caller, said in (
+            (Caller("alice", tenant="acme"), "'alice' in 'acme'"),
+            (Caller("alice"), "'alice' in ''"),
+        ):
+            reply = await service.send_message(send("who?"), caller)
+            assert isinstance(reply, Message)
+            assert reply.parts[0].text == said
