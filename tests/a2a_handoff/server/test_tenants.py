@@ -9,6 +9,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+import httpx
 import pytest
 
 from a2a_handoff import HANDOFF_EXTENSION_URI, Agent, MemoryTaskStore, Reply, TaskContext
@@ -20,7 +21,7 @@ from a2a_handoff.protocol.models import (
     Message,
     SendMessageRequest,
 )
-from a2a_handoff.server import AgentService, Caller, TaskView, TrustConfig
+from a2a_handoff.server import AgentService, Caller, TaskView, TrustConfig, create_app
 from a2a_handoff.server._call import tenant_of
 from a2a_handoff.stores.records import owner_principal, owner_tenant, tenant_owner
 from servers.echo import EchoAgent, echo_card
@@ -122,3 +123,31 @@ async def test_a_handler_is_told_the_principal_and_the_tenant_apart() -> None:
             reply = await service.send_message(send("who?"), caller)
             assert isinstance(reply, Message)
             assert reply.parts[0].text == said
+
+
+async def test_a_card_interface_names_its_tenant_and_its_clients_reach_it() -> None:
+    card = echo_card(URL)
+    interfaces = [i.model_copy(update={"tenant": "acme"}) for i in card.supported_interfaces]
+    card = card.model_copy(update={"supported_interfaces": interfaces})
+    app = create_app(EchoAgent(), card, MemoryTaskStore())
+    headers = {"A2A-Version": "1.0", "Content-Type": "application/json"}
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=URL) as http,
+    ):
+        served = (await http.get("/.well-known/agent-card.json")).json()
+        assert {i["tenant"] for i in served["supportedInterfaces"]} == {"acme"}
+        # A client following the card: the path over HTTP+JSON, the param over JSON-RPC.
+        body = {"message": send("hello").message.dump()}
+        made = await http.post("/acme/message:send", json=body, headers=headers)
+        task_id = made.json()["task"]["id"]
+        rpc = {"jsonrpc": "2.0", "id": 1, "method": "GetTask"}
+        params = {"id": task_id, "tenant": "acme"}
+        got = await http.post("/", json={**rpc, "params": params}, headers=headers)
+        assert got.json()["result"]["id"] == task_id
+        elsewhere = await http.post("/", json={**rpc, "params": {"id": task_id}}, headers=headers)
+        assert elsewhere.json()["error"]["code"] == -32001
+        # `/tasks/{id}` stays a task's path: "tasks" is no tenant.
+        task_named_tasks = await http.get("/tasks/tasks", headers=headers)
+        assert task_named_tasks.json()["error"]["details"][0]["reason"] == "TASK_NOT_FOUND"
+        assert (await http.get(f"/acme/tasks/{task_id}", headers=headers)).status_code == 200
