@@ -72,17 +72,17 @@ class A2AOperations:
         self.extended_declared = extended_declared or extended_card is not None
         self.push = push  # the push config operations, when push notifications are on
         self.ledger = HandoffLedger(manager)
-        self._listing: dict[str, int] = {}  # principal → its ListTasks calls being served
+        self._listing: dict[str, int] = {}  # owner → its ListTasks calls being served
 
     async def sending(self, request: SendMessageRequest, caller: Caller) -> Sent:
         """SendMessage's first step: the message taken (the task created, continued or
         received); the answer is the `Sent`'s."""
+        _refuse_tenant_handoff(request.message, caller)
         config = request.configuration
         # Push off and no configuration (most messages): nothing to check or attach.
         pushes = self.push is not None or config is not None
         cursor = await self._push_cursor(request, caller) if pushes else 0
         immediately = config is not None and bool(config.return_immediately)
-        _refuse_tenant_handoff(request.message, caller)
         try:
             submission = await self.manager.send(
                 request.message, caller.owner, answer="task" if immediately else "outcome"
