@@ -72,7 +72,8 @@ class A2AOperations:
         self.extended_declared = extended_declared or extended_card is not None
         self.push = push  # the push config operations, when push notifications are on
         self.ledger = HandoffLedger(manager)
-        self._listing: dict[str, int] = {}  # owner → its ListTasks calls being served
+        self._listing: dict[str, int] = {}  # principal → its ListTasks calls being served, in
+        # every tenant: naming more tenants buys a caller no more queries
 
     async def sending(self, request: SendMessageRequest, caller: Caller) -> Sent:
         """SendMessage's first step: the message taken (the task created, continued or
@@ -184,19 +185,19 @@ class A2AOperations:
             status_after=_status_after(request.status_timestamp_after),
             transfers_as_completed=not caller.transfers_visible,
         )
-        running = self._listing.get(caller.owner, 0)
+        running = self._listing.get(caller.principal, 0)
         if running >= LIST_QUERIES_PER_CALLER:
             raise InternalError(
                 f"too many concurrent list queries: at most {LIST_QUERIES_PER_CALLER} ListTasks"
                 " calls of one caller are served at once; retry when one has answered"
             )
-        self._listing[caller.owner] = running + 1
+        self._listing[caller.principal] = running + 1
         try:
             page = await self.store.list_tasks(query)
         finally:
-            left = self._listing.pop(caller.owner) - 1
+            left = self._listing.pop(caller.principal) - 1
             if left:
-                self._listing[caller.owner] = left
+                self._listing[caller.principal] = left
         history_length = request.history_length or 0
         tasks = []
         for record in page.records:
