@@ -1,6 +1,7 @@
 """Tenants: a request's `tenant` (a param, or the `/{tenant}/…` path over HTTP+JSON) scopes
 every task, list, stream, push config and follow-up; a caller sees nothing of another tenant,
-as if it did not exist (-32001, HTTP 404); the same messageId in two tenants makes two tasks.
+as if it did not exist (-32001, HTTP 404); the same messageId in two tenants makes two tasks;
+a caller's push configs count against its cap in every tenant at once.
 On SQLite, Redis and PostgreSQL, one real agent process each.
 """
 
@@ -48,7 +49,10 @@ def _ids(agent: AgentProcess, tenant: str | None) -> set[str]:
 def _agent(stores: Callable[[str], str], tmp_path: Path) -> AgentProcess:
     keys = tmp_path / "keys"
     keys.write_text("alice=alice-key-0123456789abcdef\n")
-    extra = (f"--auth-keys={keys}", "--push-allow", "127.0.0.1", "--push-retry-max", "0.3")
+    extra = (
+        f"--auth-keys={keys}",
+        *("--push-allow", "127.0.0.1", "--push-retry-max", "0.3", "--push-per-caller", "2"),
+    )
     return AgentProcess("echo", stores("echo"), extra=extra)
 
 
@@ -85,6 +89,13 @@ def test_tenants_are_isolated_over_json_rpc(stores: Callable[[str], str], tmp_pa
             TASK_NOT_FOUND
         )
         assert "result" in _rpc(agent, "CreateTaskPushNotificationConfig", hook, "acme")
+        # The per-caller cap (2 here) counts alice's configs in every tenant at once.
+        theirs = {**hook, "taskId": globex["id"]}
+        assert "result" in _rpc(agent, "CreateTaskPushNotificationConfig", theirs, "globex")
+        third = {**hook, "taskId": default["id"]}
+        capped = _rpc(agent, "CreateTaskPushNotificationConfig", third, None)
+        assert _code(capped) == -32602
+        assert "most allowed per caller" in capped["error"]["message"]
         ref = {"taskId": acme["id"], "id": "hook"}
         for method in ("GetTaskPushNotificationConfig", "DeleteTaskPushNotificationConfig"):
             assert _code(_rpc(agent, method, ref, "globex")) == TASK_NOT_FOUND

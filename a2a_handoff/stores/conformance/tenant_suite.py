@@ -1,13 +1,15 @@
 """Tenants at the store: a task is stored under its caller's principal within a tenant
 (`records.tenant_owner`), so the owner filters and dedupe keys a store keeps keep each tenant
 apart — the same principal and messageId in two tenants are two owners and two tasks, and a
-task stored before tenants (its owner the bare principal) is the default tenant's."""
+task stored before tenants (its owner the bare principal) is the default tenant's; a
+principal's push configs count against its cap in every tenant at once."""
 
 from __future__ import annotations
 
 from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.stores.base import TaskQuery, TaskStore
-from a2a_handoff.stores.conformance.samples import Suite, advance, create, stored
+from a2a_handoff.stores.conformance.push_suite import config
+from a2a_handoff.stores.conformance.samples import Suite, advance, create, declared, stored
 from a2a_handoff.stores.records import tenant_owner
 
 TENANTS = ("", "acme", "globex")
@@ -62,3 +64,16 @@ class TenantSuite(Suite):
         ):
             page = await store.list_tasks(TaskQuery(owner=owner))
             assert [r.id for r in page.records] == [record.id]
+
+    async def test_a_principals_active_push_configs_count_in_every_tenant(
+        self, store: TaskStore
+    ) -> None:
+        push = declared(store.capabilities.push, "push configs")
+        owners = [tenant_owner(t, p) for t in TENANTS for p in ("alice", "\x1fx", "alice2")]
+        for owner in owners:
+            record = await create(store, owner)
+            await push.put_push_config(config(record.id, "c1"))
+        for principal in ("alice", "\x1fx", "alice2"):
+            assert await push.active_push_count(principal) == len(TENANTS)
+        assert await push.active_push_count("acme") == 0
+        assert await push.active_push_count("x") == 0
