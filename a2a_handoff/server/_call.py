@@ -203,14 +203,14 @@ RESERVED_TENANTS = frozenset({"tasks", "extendedAgentCard"})
 
 def tenant_of(params: Any, path_tenant: str | None = None) -> str:
     """The tenant a call names ("": the default tenant): the params' `tenant`, or the
-    HTTP+JSON path's, which a `tenant` in the params must then agree with; -32602 for a name
-    that is not 1-128 letters, digits, `.`, `_`, `~` or `-` (the first a letter or digit), or
-    one of `RESERVED_TENANTS`."""
+    HTTP+JSON path's or query's, which a `tenant` in the params must then agree with; -32602
+    for a name that is not 1-128 letters, digits, `.`, `_`, `~` or `-` (the first a letter or
+    digit), or one of `RESERVED_TENANTS`."""
     named = params.get("tenant") if isinstance(params, dict) else None
     if path_tenant is not None:
         if named not in (None, "", path_tenant):
             raise InvalidParamsError(
-                "tenant: the body names another tenant than the path"
+                "tenant: the body names another tenant than the path or query"
                 f" ({_shown(named)} against {_shown(path_tenant)})"
             )
         named = path_tenant

@@ -259,8 +259,7 @@ class RestEndpoint:
                 )
             payload = _json_object(body, content_type)
             shaped = params(request, payload)
-            tenant = tenant_of(shaped, request.path_params.get("tenant"))
-            caller = Caller(principal, extensions, tenant)
+            caller = Caller(principal, extensions, tenant_of(shaped, _named_tenant(request)))
             call = Call(None, shaped, caller, request, REST)
             return await handler(call)
         except RpcError as error:
@@ -268,6 +267,18 @@ class RestEndpoint:
         except Exception:
             log.exception("internal error serving an HTTP+JSON call")
             return error_answer(InternalError(), extensions)
+
+
+def _named_tenant(request: Request) -> str | None:
+    """The tenant the request's path (`/{tenant}/…`) or query (`?tenant=`, as gRPC
+    transcoding puts a field the path does not hold) names; -32602 when they differ."""
+    path = request.path_params.get("tenant")
+    query = request.query_params.get("tenant")
+    if path is not None and query is not None and query != path:
+        raise InvalidParamsError(
+            f"tenant: the query names another tenant than the path ({query[:80]!r})"
+        )
+    return path if path is not None else query
 
 
 def _json_object(body: bytes, content_type: str | None) -> dict[str, Any]:

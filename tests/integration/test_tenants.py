@@ -177,6 +177,12 @@ def test_tenants_are_isolated_over_http_json_paths(
                 == (acme["id"])
             )
             assert listed("/acme") == {acme["id"]}
+            # The query may name the tenant too (a field the path does not hold), not another.
+            assert {t["id"] for t in http.get(f"{base}/tasks?tenant=acme").json()["tasks"]} == {
+                acme["id"]
+            }
+            assert http.get(f"{base}/{task}?tenant=acme").status_code == 200
+            assert http.get(f"{base}/acme/tasks?tenant=globex").status_code == 400
             assert http.get(f"{base}/a~b.c_d-e/tasks").status_code == 200
             assert http.get(f"{base}/-x/tasks").status_code == 400
     finally:
