@@ -101,6 +101,7 @@ class TaskContext:
     envelope: ProvenHandoff | None = None  # the proven handoff that started this step
     policy: EscalationPolicy = field(default_factory=EscalationPolicy)
     principal: str = ""  # the caller the task belongs to: its owner ("" without authentication)
+    tenant: str = ""  # the tenant the task was made in ("": the default tenant)
     _artifacts: int = field(default=0, init=False, repr=False)  # artifact ids given out
     # Each capability made when the handler first reaches for it: most steps use none.
     _handoffs: HandoffRoutes | None = field(default=None, init=False, repr=False)

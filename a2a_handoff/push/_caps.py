@@ -3,9 +3,10 @@
 A config costs its agent a delivery worker and, while the receiver is slow, a connection: the
 caps keep one caller from making so many that the others' deliveries wait. `per_task` counts
 a task's configs; `per_caller` counts the configs not yet `done` (deliveries left to make)
-on the tasks one principal owns — a finished task's configs, once delivered, cost nothing
-and do not count. Replacing a config (the same id) adds none. A config beyond a cap is
-refused with -32602 (InvalidParams) and nothing is stored.
+on the tasks one principal owns, in every tenant (naming more tenants buys it no more) — a
+finished task's configs, once delivered, cost nothing and do not count. Replacing a config
+(the same id) adds none. A config beyond a cap is refused with -32602 (InvalidParams) and
+nothing is stored.
 
 The count and the write are one step in this process (`lock`): two requests of one caller
 cannot both take the last place. Replicas sharing a store each check before writing, so
@@ -19,6 +20,7 @@ import asyncio
 from a2a_handoff.errors import InvalidParamsError
 from a2a_handoff.push.push_config import PushSettings
 from a2a_handoff.stores.base import PushStore
+from a2a_handoff.stores.records import owner_principal
 
 
 class PushCaps:
@@ -45,10 +47,10 @@ class PushCaps:
         await self.check_caller(owner)
 
     async def check_caller(self, owner: str) -> None:
-        """InvalidParams when `owner`'s tasks have as many configs with deliveries left as
-        the per-caller cap allows."""
+        """InvalidParams when the tasks of `owner`'s principal, in every tenant, have as many
+        configs with deliveries left as the per-caller cap allows."""
         most = self.settings.per_caller
-        active = await self.store.active_push_count(owner)
+        active = await self.store.active_push_count(owner_principal(owner))
         if active >= most:
             raise InvalidParamsError(
                 f"the tasks of this caller have {active} push notification configs with"

@@ -4,7 +4,9 @@ Invariants: a caller sees only its own tasks (another owner's task answers -3200
 absent); operators see every task; under API-key auth only operators decide an escalation
 (without authentication, whoever reaches the agent does); a task handed over for a user (its
 `delegate`) is answered and canceled by that user or an operator, never by the agent that
-handed it over, which only reads it.
+handed it over, which only reads it. An owner is a principal within a tenant
+(`stores.records.tenant_owner`): a caller in a named tenant is never an operator here, and
+sees that tenant's own tasks only.
 """
 
 from __future__ import annotations

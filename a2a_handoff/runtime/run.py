@@ -48,6 +48,7 @@ from a2a_handoff.runtime.port import RunPort
 from a2a_handoff.runtime.replay import Replay, StoredHandoff
 from a2a_handoff.runtime.submission import Submission
 from a2a_handoff.stores.base import ReceivedEntry, Store, TaskRecord
+from a2a_handoff.stores.records import owner_principal, owner_tenant
 
 log = logging.getLogger("a2a_handoff.runtime")
 
@@ -213,7 +214,8 @@ class TaskRun:
         """The end user a handoff, delegation or escalation of this task is made on behalf of
         (`onBehalfOf`). A task another agent sent forwards the user its proven envelope named
         ("" when none) — never that agent, nor whoever answers the task, so every hop of a
-        chain names the chain's user; a task a caller created names its owner."""
+        chain names the chain's user; a task a caller created names its owner (its principal,
+        not its tenant: the receiver takes a handoff in its default tenant)."""
         journal = self.journal
         if journal.envelope is not None:  # the step that received it
             return journal.envelope.envelope.on_behalf_of or ""
@@ -222,7 +224,7 @@ class TaskRun:
         if isinstance(received, dict):  # the envelope's word, as recorded when it arrived
             shared = committed.delegate if committed is not None else ""
             return str(received.get("onBehalfOf") or shared)
-        return committed.owner if committed is not None else journal.owner
+        return owner_principal(committed.owner if committed is not None else journal.owner)
 
     @property
     def direct(self) -> bool:
@@ -270,7 +272,8 @@ class TaskRun:
                 self.port,
                 envelope=self.journal.envelope or self.stored_handoff,
                 policy=host.policy,
-                principal=self.journal.owner,
+                principal=owner_principal(self.journal.owner),
+                tenant=owner_tenant(self.journal.owner),
             )
             self.advance(Phase.RUNNING)
             if self.streamed and self.replyable:  # open once the handler first waits

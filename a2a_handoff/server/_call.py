@@ -11,6 +11,7 @@ same service.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
@@ -193,3 +194,35 @@ async def principal_of(auth: Authentication | None, request: Request) -> str:
     if auth is None:
         return ""
     return await auth.principal(request.headers, peer_of(request.scope))
+
+
+_TENANT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._~-]{0,127}")
+RESERVED_TENANTS = frozenset({"tasks", "extendedAgentCard"})
+"""Names an HTTP+JSON path cannot tell from an operation's (`/tasks/{id}` is a task)."""
+
+
+def tenant_of(params: Any, path_tenant: str | None = None) -> str:
+    """The tenant a call names ("": the default tenant): the params' `tenant`, or the
+    HTTP+JSON path's or query's, which a `tenant` in the params must then agree with; -32602
+    for a name that is not 1-128 letters, digits, `.`, `_`, `~` or `-` (the first a letter or
+    digit), or one of `RESERVED_TENANTS`."""
+    named = params.get("tenant") if isinstance(params, dict) else None
+    if path_tenant is not None:
+        if named not in (None, "", path_tenant):
+            raise InvalidParamsError(
+                "tenant: the body names another tenant than the path or query"
+                f" ({_shown(named)} against {_shown(path_tenant)})"
+            )
+        named = path_tenant
+    if named is None or named == "":
+        return ""
+    if not isinstance(named, str) or not _TENANT.fullmatch(named) or named in RESERVED_TENANTS:
+        raise InvalidParamsError(
+            f"tenant: {_shown(named)} is not a tenant name (1-128 letters, digits, '.', '_',"
+            " '~' or '-', starting with a letter or digit; not 'tasks' or 'extendedAgentCard')"
+        )
+    return named
+
+
+def _shown(value: object) -> str:
+    return repr(value)[:80]

@@ -124,26 +124,24 @@ class _PushMethods:
         task_id = call.params.get("taskId", call.params.get("task_id"))
         if not isinstance(task_id, str) or not task_id:
             raise InvalidParamsError("taskId: Field required")
-        config = await self.push.create(task_id, call.params, call.caller.principal)
+        config = await self.push.create(task_id, call.params, call.caller.owner)
         return call.binding.answer(call, _json(config))
 
     async def get(self, call: Call) -> Response:
-        config = await self.push.get(validate(ConfigRef, call.params), call.caller.principal)
+        config = await self.push.get(validate(ConfigRef, call.params), call.caller.owner)
         return call.binding.answer(call, _json(config))
 
     async def list(self, call: Call) -> Response:
-        configs = await self.push.list(validate(TaskRef, call.params), call.caller.principal)
+        configs = await self.push.list(validate(TaskRef, call.params), call.caller.owner)
         return call.binding.answer(call, _json({"configs": configs, "nextPageToken": ""}))
 
     async def delete(self, call: Call) -> Response:
-        await self.push.delete(validate(ConfigRef, call.params), call.caller.principal)
+        await self.push.delete(validate(ConfigRef, call.params), call.caller.owner)
         return call.binding.answer(call, "{}")
 
     async def deliveries(self, call: Call) -> Response:
         ref = validate(TaskRef, call.params)
-        return call.binding.answer(
-            call, _json(await self.push.deliveries(ref, call.caller.principal))
-        )
+        return call.binding.answer(call, _json(await self.push.deliveries(ref, call.caller.owner)))
 
 
 def _last_event_id(request: Request) -> int | None:

@@ -62,6 +62,7 @@ from a2a_handoff.server._call import (
     protocol_headers,
     read_declared_body,
     supported_version,
+    tenant_of,
 )
 from a2a_handoff.server._tls_peer import peer_of
 from a2a_handoff.server._trace_admission import TraceAdmission
@@ -233,7 +234,8 @@ class JsonRpcEndpoint:
                 raise MethodNotFoundError(f"method {_printable(method)!r} not found")
             if b"\\ud" in body or b"\\uD" in body:  # JSON escapes that may be lone surrogates
                 refuse_lone_surrogates(params, "params")
-            call = Call(call_id, params, Caller(principal, extensions), request, JSON_RPC)
+            caller = Caller(principal, extensions, tenant_of(params))
+            call = Call(call_id, params, caller, request, JSON_RPC)
             answer = await handler(call)
             events.request(method, "ok")
             return answer

@@ -72,11 +72,13 @@ class A2AOperations:
         self.extended_declared = extended_declared or extended_card is not None
         self.push = push  # the push config operations, when push notifications are on
         self.ledger = HandoffLedger(manager)
-        self._listing: dict[str, int] = {}  # principal → its ListTasks calls being served
+        self._listing: dict[str, int] = {}  # principal → its ListTasks calls being served, in
+        # every tenant: naming more tenants buys a caller no more queries
 
     async def sending(self, request: SendMessageRequest, caller: Caller) -> Sent:
         """SendMessage's first step: the message taken (the task created, continued or
         received); the answer is the `Sent`'s."""
+        _refuse_tenant_handoff(request.message, caller)
         config = request.configuration
         # Push off and no configuration (most messages): nothing to check or attach.
         pushes = self.push is not None or config is not None
@@ -84,7 +86,7 @@ class A2AOperations:
         immediately = config is not None and bool(config.return_immediately)
         try:
             submission = await self.manager.send(
-                request.message, caller.principal, answer="task" if immediately else "outcome"
+                request.message, caller.owner, answer="task" if immediately else "outcome"
             )
         except UnsupportedOperationError as refused:
             return Sent.replied(await self._moved_on(caller, request.message, refused), caller)
@@ -104,14 +106,13 @@ class A2AOperations:
         """SendStreamingMessage: the task's events (a new task's Task first), until it ends
         or waits for input; a direct Message is the stream's one item. -32106 past the
         open-stream cap, before anything is done."""
+        _refuse_tenant_handoff(request.message, caller)
         cursor = await self._push_cursor(request, caller)
         self.streams.take()  # refused before the task is created
         visible = caller.transfers_visible
         try:
             try:
-                submission = await self.manager.send(
-                    request.message, caller.principal, answer="stream"
-                )
+                submission = await self.manager.send(request.message, caller.owner, answer="stream")
             except UnsupportedOperationError as refused:
                 raise Replied(await self._moved_on(caller, request.message, refused)) from None
             await asyncio.shield(submission.streams_from)
@@ -131,7 +132,7 @@ class A2AOperations:
         """Where the deliveries of a config given with the message start (-32003 when one is
         given and push is off; see `PushConfigs.given`)."""
         if self.push is not None:
-            return await self.push.given(request, caller.principal)
+            return await self.push.given(request, caller.owner)
         if given_config(request) is not None:
             raise PushNotificationNotSupportedError()
         return 0
@@ -150,7 +151,7 @@ class A2AOperations:
         Message naming the successor, the pointer in its metadata). Else `refused` is raised."""
         if caller.transfers_visible or not message.task_id:
             raise refused
-        record = await self.manager.owned(message.task_id, caller.principal)
+        record = await self.manager.owned(message.task_id, caller.owner)
         pointer = ext_metadata(record.task).get("transfer")
         if record.state is not TaskState.TRANSFERRED or not isinstance(pointer, dict):
             raise refused
@@ -168,7 +169,7 @@ class A2AOperations:
 
     async def get_task(self, request: GetTaskRequest, caller: Caller) -> TaskView:
         """GetTask: the task, if the caller may see it (-32001 exactly as if absent else)."""
-        record = await self.manager.owned(request.id, caller.principal)
+        record = await self.manager.owned(request.id, caller.owner)
         return TaskView(record.task, caller.transfers_visible, request.history_length)
 
     async def list_tasks(self, request: ListTasksRequest, caller: Caller) -> TaskPage:
@@ -176,7 +177,7 @@ class A2AOperations:
         without their history unless `historyLength`, without artifacts unless asked."""
         page_size = request.page_size or 50
         query = TaskQuery(
-            owner=None if self.manager.sees_all(caller.principal) else caller.principal,
+            owner=None if self.manager.sees_all(caller.owner) else caller.owner,
             context_id=request.context_id,
             state=request.status,
             page_size=page_size,
@@ -209,7 +210,7 @@ class A2AOperations:
     async def cancel_task(self, request: CancelTaskRequest, caller: Caller) -> TaskView:
         """CancelTask: the task canceled (with the sub-tasks it delegated that are open)."""
         try:
-            record = await self.manager.cancel(request.id, caller.principal)
+            record = await self.manager.cancel(request.id, caller.owner)
         except TaskNotCancelableError as refused:
             if caller.transfers_visible or "TRANSFERRED" not in refused.message:
                 raise
@@ -225,7 +226,7 @@ class A2AOperations:
         """SubscribeToTask: the task, then its events until it ends (open while it waits
         for input). `after`: a stream resumed after a drop (`Last-Event-ID`) gets the events
         after that one, even if the task ended meanwhile, and no Task first."""
-        record = await self.manager.owned(request.id, caller.principal)
+        record = await self.manager.owned(request.id, caller.owner)
         # A new subscription to an ended task has nothing to wait for.
         if record.state.terminal and (after is None or after >= record.version):
             raise UnsupportedOperationError(
@@ -258,7 +259,7 @@ class A2AOperations:
     async def list_handoffs(self, request: ListHandoffsRequest, caller: Caller) -> dict[str, Any]:
         """ListHandoffs (ours): a page of the handoffs sent and received that the caller may
         see, and the next page's token (`server._handoff_ledger`)."""
-        return await self.ledger.list_handoffs(request, caller.principal)
+        return await self.ledger.list_handoffs(request, caller.owner)
 
 
 def _status_after(raw: str | None) -> str | None:
@@ -279,3 +280,14 @@ def _shown(caller: Caller, state: TaskState) -> str:
     if state is TaskState.TRANSFERRED and not caller.transfers_visible:
         return TaskState.COMPLETED.name
     return state.name
+
+
+def _refuse_tenant_handoff(message: Message, caller: Caller) -> None:
+    """A handoff is received in the default tenant only: its sender proves itself as a
+    principal of this agent's trust list, which names no tenant (-32602 before anything is
+    done)."""
+    if caller.tenant and message.metadata and HANDOFF_EXTENSION_URI in message.metadata:
+        raise InvalidParamsError(
+            f"tenant: a handoff is received in the default tenant, not in {caller.tenant!r};"
+            " send it without a tenant"
+        )

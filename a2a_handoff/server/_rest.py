@@ -54,6 +54,7 @@ from a2a_handoff.server._call import (
     protocol_headers,
     read_body,
     supported_version,
+    tenant_of,
 )
 from a2a_handoff.server._jsonrpc import finite, refuse_constant, refuse_lone_surrogates
 from a2a_handoff.server._push import PUSH_METHODS
@@ -225,6 +226,9 @@ class RestEndpoint:
             ("/extendedAgentCard", ["GET"], m["GetExtendedAgentCard"], _body_params),
             ("/tasks/{id}", ["GET"], m["GetTask"], _task_params),  # after the `:verb` routes
         ]
+        # Each also under a tenant (`/{tenant}/tasks/{id}`), after the untenanted ones: a
+        # path is a tenant's only when no operation's own path reads it.
+        table += [(f"/{{tenant}}{path}", verbs, run, shape) for path, verbs, run, shape in table]
         return [
             Route(path, self._route(handler, params), methods=methods, middleware=middleware)
             for path, methods, handler, params in table
@@ -254,14 +258,27 @@ class RestEndpoint:
                     " page may send one unasked): send Content-Type: application/json"
                 )
             payload = _json_object(body, content_type)
-            caller = Caller(principal, extensions)
-            call = Call(None, params(request, payload), caller, request, REST)
+            shaped = params(request, payload)
+            caller = Caller(principal, extensions, tenant_of(shaped, _named_tenant(request)))
+            call = Call(None, shaped, caller, request, REST)
             return await handler(call)
         except RpcError as error:
             return error_answer(error, extensions)
         except Exception:
             log.exception("internal error serving an HTTP+JSON call")
             return error_answer(InternalError(), extensions)
+
+
+def _named_tenant(request: Request) -> str | None:
+    """The tenant the request's path (`/{tenant}/…`) or query (`?tenant=`, as gRPC
+    transcoding puts a field the path does not hold) names; -32602 when they differ."""
+    path = request.path_params.get("tenant")
+    query = request.query_params.get("tenant")
+    if path is not None and query is not None and query != path:
+        raise InvalidParamsError(
+            f"tenant: the query names another tenant than the path ({query[:80]!r})"
+        )
+    return path if path is not None else query
 
 
 def _json_object(body: bytes, content_type: str | None) -> dict[str, Any]:

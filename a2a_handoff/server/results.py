@@ -29,6 +29,7 @@ from a2a_handoff.protocol.models import Message, StreamResponse, Task
 from a2a_handoff.protocol.shallow import copied
 from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.runtime.submission import Replied, Submission
+from a2a_handoff.stores.records import tenant_owner
 
 Items = AsyncGenerator[tuple[int, StreamResponse], None]
 """A task's stream items as stored, each with its event sequence number (0: none)."""
@@ -41,6 +42,12 @@ class Caller:
 
     principal: str = ""
     extensions: frozenset[str] = field(default=frozenset())
+    tenant: str = ""  # the tenant the call names ("": the default tenant), checked
+
+    @property
+    def owner(self) -> str:
+        """Whose tasks the call reaches: the principal within its tenant (`tenant_owner`)."""
+        return tenant_owner(self.tenant, self.principal)
 
     @property
     def transfers_visible(self) -> bool:

@@ -91,11 +91,15 @@ class PostgresPush(PostgresBase):
         return [_record(row) for row in rows]
 
     @guarded
-    async def active_push_count(self, owner: str) -> int:
+    async def active_push_count(self, principal: str) -> int:
+        # An owner is the principal itself, or "\x1f<tenant>\x1f<principal>".
         async with self._conn() as conn:
             count = await conn.fetchval(
                 f"SELECT count(*) FROM {self.s}.push_configs AS p JOIN {self.s}.tasks AS t"
-                " ON t.id = p.task_id WHERE NOT p.done AND t.owner = $1",
-                owner,
+                " ON t.id = p.task_id WHERE NOT p.done AND CASE"
+                " WHEN left(t.owner, 1) = chr(31)"
+                " THEN substr(t.owner, strpos(substr(t.owner, 2), chr(31)) + 2) = $1"
+                " ELSE t.owner = $1 END",
+                principal,
             )
         return int(count)

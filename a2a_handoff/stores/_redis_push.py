@@ -14,6 +14,7 @@ from typing import Any
 
 from a2a_handoff.stores._redis_ledger import RedisBase, guarded
 from a2a_handoff.stores.base import PushConfigRecord
+from a2a_handoff.stores.records import owner_principal
 
 _FIELDS = tuple(f.name for f in fields(PushConfigRecord))
 
@@ -118,7 +119,7 @@ class RedisPush(RedisBase):
         return [_record(row) for row in rows if row is not None]
 
     @guarded
-    async def active_push_count(self, owner: str) -> int:
+    async def active_push_count(self, principal: str) -> int:
         members = await self._redis.smembers(self._key("p:active"))
         tasks = [str(m).split(" ", 1)[0] for m in members]
         if not tasks:
@@ -127,4 +128,6 @@ class RedisPush(RedisBase):
             for task_id in tasks:
                 pipe.hget(self._key(f"t:{task_id}"), "owner")
             owners = await pipe.execute()
-        return sum(1 for found in owners if found is not None and str(found) == owner)
+        return sum(
+            1 for found in owners if found is not None and owner_principal(str(found)) == principal
+        )

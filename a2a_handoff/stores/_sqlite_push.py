@@ -105,10 +105,14 @@ class SqlitePush(SqliteFile):
         )
         return [_push_record(row) for row in rows]
 
-    async def active_push_count(self, owner: str) -> int:
+    async def active_push_count(self, principal: str) -> int:
+        # An owner is the principal itself, or "\x1f<tenant>\x1f<principal>".
         rows = await self._read(
             "SELECT count(*) FROM push_configs AS p INDEXED BY push_configs_active"
-            " JOIN tasks AS t ON t.id = p.task_id WHERE p.done = 0 AND t.owner = ?",
-            (owner,),
+            " JOIN tasks AS t ON t.id = p.task_id WHERE p.done = 0 AND CASE"
+            " WHEN substr(t.owner, 1, 1) = char(31)"
+            " THEN substr(t.owner, instr(substr(t.owner, 2), char(31)) + 2) = ?"
+            " ELSE t.owner = ? END",
+            (principal, principal),
         )
         return int(rows[0][0])

@@ -194,8 +194,9 @@ class PushStore(Protocol):
         """Every config not `done`, from an index: what deliveries are left to make."""
         ...
 
-    async def active_push_count(self, owner: str) -> int:
-        """How many configs not `done` the tasks `owner` owns have (a caller's push cap)."""
+    async def active_push_count(self, principal: str) -> int:
+        """How many configs not `done` the tasks `principal` owns have, in every tenant (a
+        caller's push cap: an owner is a principal within a tenant, `records.tenant_owner`)."""
         ...
 
 

@@ -26,6 +26,7 @@ from a2a_handoff.stores.base import (
     check_ledger,
 )
 from a2a_handoff.stores.leasing import LocalLeases
+from a2a_handoff.stores.records import owner_principal
 
 
 class MemoryTaskStore(LocalLeases):
@@ -187,12 +188,14 @@ class MemoryTaskStore(LocalLeases):
     async def active_push_configs(self) -> list[PushConfigRecord]:
         return [r for r in self._push.values() if not r.done]
 
-    async def active_push_count(self, owner: str) -> int:
+    async def active_push_count(self, principal: str) -> int:
         records = self._records
         return sum(
             1
             for r in self._push.values()
-            if not r.done and r.task_id in records and records[r.task_id].owner == owner
+            if not r.done
+            and r.task_id in records
+            and owner_principal(records[r.task_id].owner) == principal
         )
 
     async def purge_finished(self, before: str, limit: int) -> int:

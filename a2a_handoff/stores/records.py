@@ -5,8 +5,9 @@ A task is stored as a `TaskRecord` (the task snapshot plus its owner and version
 append-only event log. Every write is one atomic step, a `Commit`: the new snapshot, the
 events it produced and the outbox and ledger rows of the step go together, and the version
 is the sequence number of the task's last event, so `version` doubles as the check-and-set
-token and as the `Last-Event-ID` of streams. The interfaces that keep them are
-`stores.base`'s.
+token and as the `Last-Event-ID` of streams. The owner is the caller's principal within its
+tenant (`tenant_owner`): whatever a store keys or filters by owner is kept per tenant. The
+interfaces that keep them are `stores.base`'s.
 """
 
 from __future__ import annotations
@@ -49,6 +50,36 @@ class TaskRecord:
     @property
     def state(self) -> TaskState:
         return self.task.status.state
+
+
+def tenant_owner(tenant: str, principal: str) -> str:
+    """The owner a task of `principal` in `tenant` is stored under: the principal itself in
+    the default tenant (so tasks stored before tenants stay their callers', in it), else
+    `\\x1f<tenant>\\x1f<principal>`. Injective: a tenant holds no control character, and a
+    default-tenant principal that starts with the separator takes the second form too
+    (`\\x1f\\x1f…`, a tenant of none), so no two (tenant, principal) share an owner; and
+    every store read, list, dedupe key and push cap keyed by owner is kept per tenant. A
+    tenant is `server._call.tenant_of`'s: a name checked at the edge."""
+    if not tenant and not principal.startswith(TENANT_SEPARATOR):
+        return principal
+    return f"{TENANT_SEPARATOR}{tenant}{TENANT_SEPARATOR}{principal}"
+
+
+TENANT_SEPARATOR = "\x1f"
+
+
+def owner_principal(owner: str) -> str:
+    """The principal of `owner` (`tenant_owner`'s inverse, without its tenant)."""
+    if not owner.startswith(TENANT_SEPARATOR):
+        return owner
+    return owner.split(TENANT_SEPARATOR, 2)[2]
+
+
+def owner_tenant(owner: str) -> str:
+    """The tenant of `owner` (`tenant_owner`'s inverse, without its principal)."""
+    if not owner.startswith(TENANT_SEPARATOR):
+        return ""
+    return owner.split(TENANT_SEPARATOR, 2)[1]
 
 
 @dataclass(frozen=True, slots=True)

@@ -467,3 +467,37 @@ async def test_a_stream_the_client_drops_gives_its_place_back(echo: AgentProcess
                 break
             await anyio.sleep(0.05)
         assert shown == "a2a_open_streams 0.0"
+
+
+async def test_a_requests_tenant_scopes_its_tasks_over_grpc(guarded: AgentProcess) -> None:
+    alice = [("x-api-key", "alice-key-0123456789")]
+    message = user_message("ask: which?")
+    async with stub(guarded) as a2a:
+        acme = await a2a.SendMessage(
+            SendMessageRequest(message=message, tenant="acme"), metadata=alice
+        )
+        globex = await a2a.SendMessage(
+            SendMessageRequest(message=message, tenant="globex"), metadata=alice
+        )
+        assert acme.task.id != globex.task.id  # one messageId, a task per tenant
+        get = GetTaskRequest(id=acme.task.id, tenant="acme")
+        assert (await a2a.GetTask(get, metadata=alice)).id == acme.task.id
+        for other in ("globex", ""):
+            with pytest.raises(grpc.aio.AioRpcError) as hidden:
+                await a2a.GetTask(GetTaskRequest(id=acme.task.id, tenant=other), metadata=alice)
+            assert hidden.value.code() == grpc.StatusCode.NOT_FOUND
+            with pytest.raises(grpc.aio.AioRpcError) as kept:
+                await a2a.CancelTask(
+                    CancelTaskRequest(id=acme.task.id, tenant=other), metadata=alice
+                )
+            assert kept.value.code() == grpc.StatusCode.NOT_FOUND
+        listed = await a2a.ListTasks(ListTasksRequest(tenant="globex"), metadata=alice)
+        assert [t.id for t in listed.tasks] == [globex.task.id]
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await a2a.ListTasks(ListTasksRequest(tenant="a/b"), metadata=alice)
+        assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    # Over JSON-RPC, the same tenant reaches the same task.
+    fetched = guarded.rpc(
+        "GetTask", {"id": acme.task.id, "tenant": "acme"}, **{"X-API-Key": "alice-key-0123456789"}
+    )
+    assert fetched["result"]["id"] == acme.task.id  # type: ignore[index]

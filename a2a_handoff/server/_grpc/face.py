@@ -62,7 +62,12 @@ from a2a_handoff.protocol.models import (
 )
 from a2a_handoff.protocol.protobuf import proto
 from a2a_handoff.secrets import check_private
-from a2a_handoff.server._call import PROTOCOL_VERSION, SUPPORTED_EXTENSIONS, supported_version
+from a2a_handoff.server._call import (
+    PROTOCOL_VERSION,
+    SUPPORTED_EXTENSIONS,
+    supported_version,
+    tenant_of,
+)
 from a2a_handoff.server._grpc import codec
 from a2a_handoff.server._push import ConfigRef, PushConfigs, TaskRef
 from a2a_handoff.server.app_config import GrpcConfig, TlsConfig
@@ -155,9 +160,9 @@ class GrpcFace:
 
     # -- framing ----------------------------------------------------------------------------
 
-    async def _caller(self, context: grpc.aio.ServicerContext[Any, Any]) -> Caller:
-        """Who calls (`x-api-key`, `authorization`), with which extensions; the version
-        checked. Raises the RpcError to answer."""
+    async def _caller(self, request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Caller:
+        """Who calls (`x-api-key`, `authorization`), with which extensions, in the tenant
+        the request names; the version checked. Raises the RpcError to answer."""
         metadata = _metadata(context)
         version = metadata.get("a2a-version")
         if version is not None and not supported_version(version):
@@ -169,7 +174,8 @@ class GrpcFace:
             peer = _peer(context) if self.auth.certificates else None
             principal = await self.auth.principal(metadata, peer)
         extensions = SUPPORTED_EXTENSIONS & parse_extensions(metadata.get("a2a-extensions"))
-        return Caller(principal, extensions)
+        tenant = tenant_of({"tenant": getattr(request, "tenant", "")})
+        return Caller(principal, extensions, tenant)
 
     def _unary(self, operation: Unary) -> Callable[..., Awaitable[Any]]:
         observer = self.service.observer
@@ -177,7 +183,7 @@ class GrpcFace:
         async def call(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
             use(observer)
             try:
-                caller = await self._caller(context)
+                caller = await self._caller(request, context)
                 await _echo(context, caller)
                 return await operation(request, caller)
             except Exception as exc:
@@ -194,7 +200,7 @@ class GrpcFace:
             use(observer)
             stream: EventStream | None = None
             try:
-                caller = await self._caller(context)
+                caller = await self._caller(request, context)
                 stream = await operation(request, caller, context)
                 await _echo(context, caller)
                 async for _seq, item in stream:
@@ -250,21 +256,21 @@ class GrpcFace:
         task_id = given.get("taskId")
         if not isinstance(task_id, str) or not task_id:
             raise InvalidParamsError("taskId: Field required")
-        return codec.push_config(await push.create(task_id, given, caller.principal))
+        return codec.push_config(await push.create(task_id, given, caller.owner))
 
     async def get_push_config(self, request: Any, caller: Caller) -> Any:
         push = self._push()
         ref = codec.parsed(ConfigRef, request)
-        return codec.push_config(await push.get(ref, caller.principal))
+        return codec.push_config(await push.get(ref, caller.owner))
 
     async def list_push_configs(self, request: Any, caller: Caller) -> Any:
         push = self._push()
         ref = codec.parsed(TaskRef, request)
-        return codec.push_configs(await push.list(ref, caller.principal))
+        return codec.push_configs(await push.list(ref, caller.owner))
 
     async def delete_push_config(self, request: Any, caller: Caller) -> Any:
         push = self._push()
-        await push.delete(codec.parsed(ConfigRef, request), caller.principal)
+        await push.delete(codec.parsed(ConfigRef, request), caller.owner)
         return proto.Empty()
 
 

@@ -15,8 +15,8 @@ does not declare), and a declared part is checked against its protocol. The suit
 be taken one by one: `TaskSuite`, `CommitSuite` (`TaskStore.commit` in each shape a step
 takes, and that a refused one writes nothing), `ListingSuite`, `LedgerSuite`, `PushSuite`,
 `LeaseSuite`, `IdentitySuite`, `RetentionSuite` (finished tasks purged past a cutoff, what
-idempotency needs kept). The tests are async, run by anyio's pytest plugin (anyio comes with
-Starlette) on asyncio.
+idempotency needs kept), `TenantSuite` (owners and dedupe keys kept apart per tenant).
+The tests are async, run by anyio's pytest plugin (anyio comes with Starlette) on asyncio.
 
 A test module, not a part of the library: it imports pytest, which the library does not
 need, so only tests import it (`import a2a_handoff.stores` does not).
@@ -40,6 +40,7 @@ pytest.register_assert_rewrite(
             "lease_suite",
             "identity_suite",
             "retention_suite",
+            "tenant_suite",
         )
     )
 )
@@ -52,6 +53,7 @@ from a2a_handoff.stores.conformance.listing_suite import ListingSuite  # noqa: E
 from a2a_handoff.stores.conformance.push_suite import PushSuite  # noqa: E402
 from a2a_handoff.stores.conformance.retention_suite import RetentionSuite  # noqa: E402
 from a2a_handoff.stores.conformance.task_suite import TaskSuite  # noqa: E402
+from a2a_handoff.stores.conformance.tenant_suite import TenantSuite  # noqa: E402
 
 __all__ = [
     "CommitSuite",
@@ -63,6 +65,7 @@ __all__ = [
     "RetentionSuite",
     "StoreConformance",
     "TaskSuite",
+    "TenantSuite",
 ]
 
 
@@ -75,5 +78,6 @@ class StoreConformance(
     LeaseSuite,
     IdentitySuite,
     RetentionSuite,
+    TenantSuite,
 ):
     """Every suite: a backend's test class subclasses it and gives it a `store` fixture."""

@@ -61,6 +61,10 @@ async def test_a_caller_gets_a_few_list_queries_at_once_and_others_theirs() -> N
         refused = await asyncio.wait_for(listing(ALICE), 5)  # one more: answered at once
         assert refused["error"]["code"] == -32603
         assert "too many concurrent list queries" in refused["error"]["message"]
+        # Naming another tenant buys alice no more: the slots are the caller's in every one.
+        elsewhere = {**body, "params": {"tenant": "acme"}}
+        answer = (await asyncio.wait_for(http.post(URL, json=elsewhere, headers=ALICE), 5)).json()
+        assert answer["error"]["code"] == -32603
         bobs = asyncio.create_task(listing(BOB))  # bob's own are his: served
         await store.held(LIST_QUERIES_PER_CALLER + 1)
         store.release.set()
