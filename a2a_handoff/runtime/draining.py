@@ -52,6 +52,11 @@ async def hand_over(runs: Runs, leases: Leases) -> int:
                 await run.driver
         with contextlib.suppress(Exception):
             await asyncio.wait_for(run.journal.drain(), WRITE_SECONDS)
+        flusher = run.journal.flusher  # a write still retried: it may not land after this
+        if flusher is not None and not flusher.done():
+            flusher.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await flusher
     for run in left:
         run.journal.let_go()
         await leases.hand_over(run.task.id)

@@ -169,8 +169,10 @@ class Leases:
     async def aclose(self) -> None:
         if self._beat is not None:
             self._beat.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._beat
+            # Bounded: a sweep cut mid-way must not keep the process from stopping.
+            await asyncio.wait([self._beat], timeout=2)
+            if self._beat.done() and not self._beat.cancelled():
+                self._beat.exception()  # retrieved: nothing left unread at exit
         for task_id in list(self._held):
             self.free_task(task_id)
         if self._releasing:

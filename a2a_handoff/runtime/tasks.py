@@ -50,6 +50,9 @@ __all__ = ["TaskManager", "dedupe_key"]
 
 log = logging.getLogger("a2a_handoff.runtime")
 
+CLOSE_SECONDS = 2.0
+"""How long closing waits for a cancelled run's last write before it stops it too."""
+
 
 class TaskManager:
     """Starts, resumes, cancels and looks up tasks for one agent."""
@@ -159,18 +162,24 @@ class TaskManager:
         await self.leases.aclose()
         if self._job is not None:
             self._job.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._job
+            await asyncio.wait([self._job], timeout=CLOSE_SECONDS)
+            if self._job.done() and not self._job.cancelled():
+                self._job.exception()  # retrieved: nothing left unread at exit
         await self.handoffs.aclose()
         runs = list(self.runs.by_task.values())
         for run in runs:
             if run.driver is not None:
                 run.driver.cancel()
-        for run in runs:
-            for job in (run.driver, run.journal.flusher):
-                if job is not None:
-                    with contextlib.suppress(asyncio.CancelledError, Exception):
-                        await job
+        jobs = {job for run in runs for job in (run.driver, run.journal.flusher) if job}
+        if jobs:
+            # A write still retried (the store out of reach) ends with the process: its task
+            # is the next start's, or another replica's, to recover.
+            _, stuck = await asyncio.wait(jobs, timeout=CLOSE_SECONDS)
+            for job in stuck:
+                job.cancel()
+            for job in jobs:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await job
         if self.tools is not None:  # after the handlers: none is left calling
             await self.tools.aclose()
 

@@ -40,8 +40,9 @@ class RedisFollowers:
             await asyncio.wait([self._listener], timeout=CLOSE_SECONDS)
             self._listener = None
         if self._pubsub is not None:
+            # Bounded too: a listener cut mid-read can leave its connection's lock taken.
             with contextlib.suppress(Exception):
-                await self._pubsub.aclose()
+                await asyncio.wait_for(self._pubsub.aclose(), CLOSE_SECONDS)
             self._pubsub = None
 
     async def _listen(self) -> None:
