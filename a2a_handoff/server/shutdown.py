@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 import threading
 from collections.abc import Awaitable, Callable, Iterator
@@ -31,6 +32,8 @@ import uvicorn
 log = logging.getLogger("a2a_handoff.server")
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
+CLOSE_SECONDS = 10.0
+"""How long the app's close may take after the connections' grace before the process exits."""
 
 
 class DrainingServer(uvicorn.Server):
@@ -68,6 +71,19 @@ class DrainingServer(uvicorn.Server):
             return
         self._signalled = True
         loop.call_soon_threadsafe(self._start_drain)
+
+    async def shutdown(self, sockets: list[Any] | None = None) -> None:
+        """uvicorn's shutdown, bounded: when the app's close has not ended `CLOSE_SECONDS`
+        after the connections' grace, the process says so and exits (0: what it ran was
+        drained or is another replica's, or the next start's, to recover)."""
+        closing = asyncio.ensure_future(super().shutdown(sockets))
+        bound = (self.config.timeout_graceful_shutdown or 0) + CLOSE_SECONDS
+        done, _ = await asyncio.wait({closing}, timeout=bound)
+        if not done:
+            log.error("closing did not end within %gs: stopping now", bound)
+            logging.shutdown()
+            os._exit(0)
+        closing.result()
 
     def _start_drain(self) -> None:
         self._draining = asyncio.create_task(self._drain_then_exit(), name="drain")
