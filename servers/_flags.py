@@ -339,11 +339,19 @@ def drain_options(parser: argparse.ArgumentParser) -> None:
         help="on SIGTERM: /readyz 503 at once, new work refused after a short grace, running"
         " tasks finished or handed over to another replica within S seconds, then exit 0",
     )
+    stopping.add_argument(
+        "--close-seconds",
+        type=float,
+        default=DrainConfig().close,
+        metavar="S",
+        help="after the drain and the open streams' 5 s: what closing (the store, clients) may"
+        " take before the process logs an ERROR and exits 0 anyway (default: %(default)g)",
+    )
 
 
 def drain_config(args: argparse.Namespace) -> DrainConfig:
     """The drain as the flags say (ConfigError, a ValueError, for a bad one)."""
-    return DrainConfig(seconds=args.drain_seconds)
+    return DrainConfig(seconds=args.drain_seconds, close=args.close_seconds)
 
 
 # -- push notifications ---------------------------------------------------------------------

@@ -285,15 +285,21 @@ class DrainConfig:
     `grace`: seconds after the signal during which new work is still taken while `/readyz`
     already says 503, for a load balancer to notice (None: a fifth of `seconds`, at most
     2 s); after it, a message that would start a run is refused with -32108 (HTTP 503).
+    `close`: seconds the app's close may still take once the drain is over and the
+    connections' grace (uvicorn's `timeout_graceful_shutdown`) has passed; a close that hangs
+    past it (a store that stopped answering) is logged as an ERROR and the process exits 0
+    anyway: what it ran was handed over, or is the next start's to recover.
     """
 
     seconds: float = 10.0
     grace: float | None = None
+    close: float = 10.0
 
     def __post_init__(self) -> None:
         _seconds("seconds", self.seconds, zero=True)
         if self.grace is not None:
             _seconds("grace", self.grace, zero=True)
+        _seconds("close", self.close, zero=True)
 
     @property
     def grace_seconds(self) -> float:

@@ -56,6 +56,7 @@ from types import TracebackType
 from a2a_handoff.agent import Agent
 from a2a_handoff.errors import ConfigError, StoreError
 from a2a_handoff.escalation import EscalationPolicy
+from a2a_handoff.failpoints import pausepoint
 from a2a_handoff.observe import Observer, events, use
 from a2a_handoff.protocol.agent_card import AgentCard
 from a2a_handoff.push import Pusher, PushSettings
@@ -195,6 +196,7 @@ class AgentService(A2AOperations):
         exc: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
+        await pausepoint("service.before_close")
         faces, self._serving = self._serving, None
         try:
             if faces is not None:

@@ -10,9 +10,12 @@ serving, and only then stops as uvicorn does — its socket closed, the requests
 flight (streams) given `timeout_graceful_shutdown`, the service closed by the lifespan.
 
 The process then exits 0: a drained stop is a clean one (uvicorn would raise the signal again
-after its own graceful stop, so that the process dies of it). A second signal cuts the drain
-short: the stop goes on at once, the runs left cut as by a crash (resumed elsewhere, or at
-the next start).
+after its own graceful stop, so that the process dies of it). It exits 0 too, with an ERROR
+line, when the app's close has not ended `close_seconds` (`DrainConfig.close`) after the
+connections' grace: a close that hangs never keeps a stopped process up.
+
+A second signal cuts the drain short: the stop goes on at once, the runs left cut as by a
+crash (resumed elsewhere, or at the next start).
 """
 
 from __future__ import annotations
@@ -29,21 +32,26 @@ from typing import Any
 
 import uvicorn
 
+from a2a_handoff.server.app_config import DrainConfig
+
 log = logging.getLogger("a2a_handoff.server")
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
-CLOSE_SECONDS = 10.0
-"""How long the app's close may take after the connections' grace before the process exits."""
 
 
 class DrainingServer(uvicorn.Server):
-    """uvicorn's `Server`, draining (`drain()`) before it stops on SIGTERM or SIGINT."""
+    """uvicorn's `Server`, draining (`drain()`) before it stops on SIGTERM or SIGINT; its
+    stop bounded by the connections' grace and then `close_seconds`."""
 
     def __init__(
-        self, config: uvicorn.Config, drain: Callable[[], Awaitable[None]] | None = None
+        self,
+        config: uvicorn.Config,
+        drain: Callable[[], Awaitable[None]] | None = None,
+        close_seconds: float = DrainConfig().close,
     ) -> None:
         super().__init__(config)
         self.drain = drain
+        self.close_seconds = close_seconds
         self._loop: asyncio.AbstractEventLoop | None = None
         self._signalled = False
         self._draining: asyncio.Task[None] | None = None
@@ -73,11 +81,11 @@ class DrainingServer(uvicorn.Server):
         loop.call_soon_threadsafe(self._start_drain)
 
     async def shutdown(self, sockets: list[Any] | None = None) -> None:
-        """uvicorn's shutdown, bounded: when the app's close has not ended `CLOSE_SECONDS`
+        """uvicorn's shutdown, bounded: when the app's close has not ended `close_seconds`
         after the connections' grace, the process says so and exits (0: what it ran was
         drained or is another replica's, or the next start's, to recover)."""
         closing = asyncio.ensure_future(super().shutdown(sockets))
-        bound = (self.config.timeout_graceful_shutdown or 0) + CLOSE_SECONDS
+        bound = (self.config.timeout_graceful_shutdown or 0) + self.close_seconds
         done, _ = await asyncio.wait({closing}, timeout=bound)
         if not done:
             log.error("closing did not end within %gs: stopping now", bound)
@@ -102,11 +110,13 @@ class DrainingServer(uvicorn.Server):
 
 def run(app: Any, **options: Any) -> None:
     """Serve `app` (`create_app`'s) with uvicorn — `options` are `uvicorn.Config`'s — until
-    SIGTERM or Ctrl-C, then drain its agent (`app.state.a2a`) before stopping. SystemExit(3)
-    when it could not start (uvicorn's own code for it)."""
+    SIGTERM or Ctrl-C, then drain its agent (`app.state.a2a`) before stopping, as its
+    `DrainConfig` says. SystemExit(3) when it could not start (uvicorn's own code for it)."""
     config = uvicorn.Config(app, **options)
     service = getattr(getattr(app, "state", None), "a2a", None)
-    server = DrainingServer(config, getattr(service, "drain", None))
+    drain_config = getattr(service, "drain_config", None)
+    close = drain_config.close if isinstance(drain_config, DrainConfig) else DrainConfig().close
+    server = DrainingServer(config, getattr(service, "drain", None), close)
     server.run()
     if not server.started:
         raise SystemExit(3)

@@ -274,3 +274,36 @@ async def test_a_task_past_the_drain_is_handed_over_and_resumed_at_once(
     finally:
         draining.stop()
         survivor.stop()
+
+
+@pytest.mark.timeout(40)
+async def test_a_close_that_hangs_ends_in_an_error_line_and_exit_0_within_its_bound(
+    tmp_path: Path,
+) -> None:
+    # The service's close waits forever (a store that stopped answering): the process still
+    # exits, 0, once the connections' grace (5 s) and --close-seconds have passed.
+    paused = tmp_path / "paused"
+    agent = AgentProcess(
+        "echo",
+        f"sqlite:///{tmp_path / 'echo.db'}",
+        extra=("--drain-seconds", "0.2", "--close-seconds", "1"),
+        env={"A2A_HANDOFF_PAUSE": "service.before_close", "A2A_HANDOFF_PAUSE_FILE": str(paused)},
+    )
+    agent.log_path = tmp_path / "echo.log"
+    agent.start()
+    try:
+        assert agent.proc is not None
+        signalled = time.monotonic()
+        agent.proc.send_signal(signal.SIGTERM)
+        assert await exit_code(agent, within=20) == 0
+        took = time.monotonic() - signalled
+        assert paused.read_text() == "service.before_close\n"  # the close did hang
+        # Not before the bound (5 + 1 s once the drain is over), nor long after it.
+        assert 6 <= took < 15, took
+        log = agent.log_path.read_text()
+        said = [line for line in log.splitlines() if "closing did not end" in line]
+        assert len(said) == 1, log
+        assert " ERROR " in said[0], said
+        assert said[0].endswith("closing did not end within 6s: stopping now"), said
+    finally:
+        agent.stop()

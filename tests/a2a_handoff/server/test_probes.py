@@ -146,3 +146,6 @@ def test_a_drain_config_is_checked_and_its_grace_bounded() -> None:
         DrainConfig(seconds=-1)
     with pytest.raises(ConfigError, match="grace"):
         DrainConfig(grace=float("nan"))
+    assert DrainConfig().close == 10.0
+    with pytest.raises(ConfigError, match="close"):
+        DrainConfig(close=-1)
