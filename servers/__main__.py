@@ -2,7 +2,8 @@
 
 python -m servers NAME --port P --store URL [--route NAME=URL …] [--trust NAME=URL …]
 python -m servers all --base-port P --data-dir DIR   (triage, billing, logistics, human)
-    [--log-dir DIR] [the options of every agent: --log-format, --auth-keys, limits, --llm…]
+    [--log-dir DIR] [the options of every agent: --log-format, --auth-keys, limits, --llm,
+    --drain-seconds, --retain, --tls-…]
 
 Every agent signs what it hands off (its keys beside its store: `keys list --store URL`) and
 accepts handoffs only from its routes and the agents `--trust` / `--trust-file` name.
@@ -14,6 +15,7 @@ import argparse
 import asyncio
 import os
 import signal
+import ssl
 import subprocess
 import sys
 import time
@@ -26,6 +28,7 @@ from a2a_handoff import Agent, HandoffError, __version__
 from a2a_handoff.exits import ExitCode, Parser, quiet_pipe
 from a2a_handoff.observe import logs
 from a2a_handoff.secrets import private_dir
+from a2a_handoff.server import TlsConfig, client_context
 from a2a_handoff.trust import KeyFile, load_or_create
 from servers import _all, _run
 from servers._flags import agent_options, mcp_tools
@@ -54,6 +57,13 @@ EXAMPLES: dict[str, Example] = {
     "human": Example(_human, human_card, trusts=("billing", "triage")),
 }
 ALL = ("triage", "billing", "logistics", "human")
+ALL_HELP = """every example agent, wired
+
+The options for every agent are passed on to each as written (--retain 30d reaches each
+as 30d). TLS: the agents share --host, so one certificate naming it serves them all;
+mutual TLS (--tls-client-ca) needs --auth-keys or --auth-env, each agent presenting its
+own principal's key (the one certificate names them all alike). Stopped, `all` gives
+each agent --drain-seconds, 5 s for its streams and --close-seconds before it kills it."""
 
 
 def prog_name() -> str:
@@ -68,10 +78,20 @@ def serve(name: str, args: argparse.Namespace) -> int:
     return _run.serve(name, EXAMPLES[name], args)
 
 
-def _serving(url: str) -> bool:
+def _serving(http: httpx.Client, url: str) -> bool:
+    """Whether the agent at `url` answers; HandoffError when it serves a certificate that its
+    peers would not accept either (it will not start to: say so now)."""
     try:
-        return httpx.get(url + "health", timeout=1.0).status_code in (200, 401, 503)
-    except httpx.HTTPError:
+        return http.get(url + "health", timeout=1.0).status_code in (200, 401, 503)
+    except httpx.HTTPError as exc:
+        cause: BaseException | None = exc
+        while cause is not None and not isinstance(cause, ssl.SSLCertVerificationError):
+            cause = cause.__cause__ or cause.__context__
+        if cause is not None:
+            raise HandoffError(
+                f"its certificate is not one its peers accept at {url}: {cause.verify_message}"
+                " (check --tls-ca, and that the certificate names --host)"
+            ) from None
         return False
 
 
@@ -101,12 +121,16 @@ def run_all(
     keys: dict[str, str] | None = None,
     log_dir: Path | None = None,
     store: str | None = None,
+    tls: TlsConfig | None = None,
+    stop_within: float = 30.0,
 ) -> int:
     """Every example agent on consecutive ports, wired together; each URL printed once that
     agent serves. `passed`: options for every agent; `keys`: under API-key auth, the key
     each agent presents to the others; `log_dir`: each agent's output to NAME.log there;
     `store`: a URL every agent shares (each in a schema or key prefix of its own) instead of
-    a SQLite file each. Ctrl-C stops them."""
+    a SQLite file each; `tls`: what `passed` makes them serve (https:// URLs, asked as the
+    agents ask each other). Ctrl-C stops them, each given `stop_within` seconds to drain
+    and close before it is killed."""
     ports = {name: base_port + i for i, name in enumerate(ALL)}
     taken = [f"{port} ({name})" for name, port in ports.items() if not port_free(host, port)]
     if taken:
@@ -115,7 +139,13 @@ def run_all(
     private_dir(data_dir)
     if log_dir is not None:
         private_dir(log_dir)
-    urls = {name: f"http://{host}:{port}/" for name, port in ports.items()}
+    try:  # the agents' own context, as they call each other: a broken CA said before they start
+        verify: ssl.SSLContext | bool = client_context(tls) if tls is not None else True
+    except HandoffError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return int(ExitCode.USAGE)
+    scheme = "https" if tls is not None and tls.serves else "http"
+    urls = {name: f"{scheme}://{host}:{port}/" for name, port in ports.items()}
     procs: dict[str, subprocess.Popen[bytes]] = {}
     keys = keys or {}
     try:
@@ -153,26 +183,9 @@ def run_all(
                 with open(fd, "ab") as log:
                     procs[name] = subprocess.Popen(cmd, env=env, stdout=log, stderr=log)
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-        waiting = list(ALL)
-        deadline = time.monotonic() + start_within
-        while waiting:
-            for name in list(waiting):
-                if procs[name].poll() is not None:
-                    print(
-                        f"error: {name} did not start (exit {procs[name].returncode})",
-                        file=sys.stderr,
-                    )
-                    return int(ExitCode.FAILED)
-                if _serving(urls[name]):
-                    print(f"{name:10} {urls[name]}", flush=True)
-                    waiting.remove(name)
-            if waiting and time.monotonic() > deadline:
-                print(
-                    f"error: not serving after {start_within:g} s: {', '.join(waiting)}",
-                    file=sys.stderr,
-                )
-                return int(ExitCode.FAILED)
-            time.sleep(0.1)
+        code = _until_serving(procs, urls, verify, start_within)
+        if code is not None:
+            return code
         print("all serving; Ctrl-C stops them", flush=True)
         while all(p.poll() is None for p in procs.values()):
             time.sleep(0.5)
@@ -184,16 +197,58 @@ def run_all(
     finally:
         for proc in procs.values():
             if proc.poll() is None:
-                proc.terminate()
+                proc.terminate()  # each drains, then closes
+        stopped_by = time.monotonic() + stop_within
         for proc in procs.values():
-            proc.wait(10)
+            try:
+                proc.wait(max(0.0, stopped_by - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def _until_serving(
+    procs: dict[str, subprocess.Popen[bytes]],
+    urls: dict[str, str],
+    verify: ssl.SSLContext | bool,
+    start_within: float,
+) -> int | None:
+    """Each agent's URL printed once it serves; None once they all do, else the exit code
+    (said on stderr) of the one that did not start."""
+    waiting = list(ALL)
+    deadline = time.monotonic() + start_within
+    with httpx.Client(verify=verify) as http:
+        while waiting:
+            for name in list(waiting):
+                if procs[name].poll() is not None:
+                    print(
+                        f"error: {name} did not start (exit {procs[name].returncode})",
+                        file=sys.stderr,
+                    )
+                    return int(ExitCode.FAILED)
+                try:
+                    serving = _serving(http, urls[name])
+                except HandoffError as exc:
+                    print(f"error: {name}: {exc}", file=sys.stderr)
+                    return int(ExitCode.USAGE)
+                if serving:
+                    print(f"{name:10} {urls[name]}", flush=True)
+                    waiting.remove(name)
+            if waiting and time.monotonic() > deadline:
+                print(
+                    f"error: not serving after {start_within:g} s: {', '.join(waiting)}",
+                    file=sys.stderr,
+                )
+                return int(ExitCode.FAILED)
+            time.sleep(0.1)
+    return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     prog = prog_name()
     if "all" in argv[:1]:
-        parser = Parser(prog=f"{prog} all", description="every example agent, wired")
+        parser = Parser(prog=f"{prog} all", description=ALL_HELP)
         parser.add_argument("all")
         parser.add_argument("--base-port", type=int, default=8101)
         parser.add_argument("--data-dir", type=Path, default=Path("data"))
@@ -217,10 +272,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         callers = [n for n in ALL if EXAMPLES[n].routes or n == "human"]  # it returns
         try:
             keys = _all.agent_keys(args, callers)
+            tls = _all.served_tls(args)
         except HandoffError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return int(ExitCode.USAGE)
         passed = _all.passed_on(args, actions)
+        # Stopped, each agent drains, gives its streams their grace, then closes: wait as long
+        # (and a little more) before killing one.
+        stopping = float(args.drain_seconds) + _run.STREAMS_GRACE + float(args.close_seconds)
         return run_all(
             args.base_port,
             args.data_dir,
@@ -230,6 +289,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             keys=keys,
             log_dir=args.log_dir,
             store=args.store,
+            tls=tls,
+            stop_within=stopping + 5,
         )
     parser = Parser(prog=prog, description=__doc__)
     parser.add_argument("agent", choices=[*sorted(EXAMPLES), "all"])

@@ -1,18 +1,31 @@
-"""`python -m servers all`: the options it takes for every agent and passes on to each, and
-the keys the agents present to each other under API-key auth."""
+"""`python -m servers all`: the options it takes for every agent and passes on to each, the
+keys the agents present to each other under API-key auth, and the TLS they all serve.
+
+What `all` passes on is each value as it was written, checked first as the agent checks it:
+`--retain 30d` reaches the agents as `30d` (the agents' parser makes seconds of it; `all`'s
+only refuses a bad one). The agents share `--host`, and a certificate names hosts, not ports:
+one certificate for that host serves them all. Under mutual TLS they would all present that
+one certificate, one principal that none of them could tell from the others, so `all` takes
+`--tls-client-ca` only with API keys (each agent presents its own principal's).
+"""
 
 from __future__ import annotations
 
 import argparse
+import copy
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from a2a_handoff import HandoffError
 from a2a_handoff.auth import ENV_VAR as AUTH_ENV_VAR
 from a2a_handoff.auth import parse_keys
 from a2a_handoff.secrets import SecretError, check_private
+from a2a_handoff.server import TlsConfig
+from servers._flags import tls_config
 
+TLS = ("tls_cert", "tls_key", "tls_client_ca", "tls_ca", "tls_client_cert", "tls_client_key")
 # The agent options that mean the same for every agent (or for the one agent they concern,
 # the others ignoring them): `all` takes them and passes them on. Not the ones that name one
 # agent's own things (--port, --store, --url, --route, --scope, --key-file, --credential).
@@ -53,6 +66,10 @@ PASSED_ON = (
     "push_give_up",
     "mcp",
     "mcp_timeout",
+    "drain_seconds",
+    "close_seconds",
+    "retain",
+    *TLS,
 )
 KEY_VAR = "A2A_SERVERS_ALL_AGENT_KEY"  # the key an agent presents to the others, in its env
 
@@ -67,10 +84,27 @@ def add_agent_options(
     group = parser.add_argument_group(
         "passed on to every agent (what they mean: python -m servers NAME --help)"
     )
-    actions = [a for a in template._actions if a.dest in PASSED_ON]
+    actions = [_as_written(a) for a in template._actions if a.dest in PASSED_ON]
     for action in actions:
         group._add_action(action)
     return actions
+
+
+def _as_written(action: argparse.Action) -> argparse.Action:
+    """`action`, its value kept as written once its own type accepts it: what the agents get
+    is what was typed (a duration keeps its unit), and a bad value is refused here, at once."""
+    convert = action.type
+    if not callable(convert):
+        return action
+    action = copy.copy(action)
+
+    def check(text: str) -> str:
+        convert(text)
+        return text
+
+    check.__name__ = getattr(convert, "__name__", "value")  # argparse's error names it
+    action.type = check
+    return action
 
 
 def passed_on(args: argparse.Namespace, actions: Sequence[argparse.Action]) -> list[str]:
@@ -130,3 +164,21 @@ def agent_keys(args: argparse.Namespace, callers: Sequence[str]) -> dict[str, st
             " escalations)"
         )
     return {name: keys[name] for name in callers}
+
+
+def served_tls(args: argparse.Namespace) -> TlsConfig | None:
+    """The TLS the agents serve and call each other with, as `all`'s flags say (None: none);
+    HandoffError (a usage error) for flags no agent would start with, or for mutual TLS
+    without API keys."""
+    given: dict[str, Any] = {
+        name: None if getattr(args, name) is None else Path(getattr(args, name)) for name in TLS
+    }
+    tls = tls_config(argparse.Namespace(**given))  # ConfigError, a HandoffError
+    if tls is not None and tls.mutual and not (args.auth_keys or args.auth_env):
+        raise HandoffError(
+            "--tls-client-ca needs --auth-keys or --auth-env here: every agent would present"
+            " the one --tls-cert, one principal for all of them, so none could tell who calls;"
+            " with API keys each presents its own principal's key (or start the agents one by"
+            " one, each with a certificate of its own)"
+        )
+    return tls

@@ -61,6 +61,9 @@ from servers._flags import (
     tls_config,
 )
 
+STREAMS_GRACE = 5.0
+"""Seconds the requests still in flight after the drain (streams) get before they are cut."""
+
 
 @dataclass(frozen=True)
 class Example:
@@ -278,7 +281,7 @@ def serve(name: str, example: Example, args: argparse.Namespace) -> int:
         # After the drain, what is still in flight is streams (and a blocking SendMessage
         # whose handoff target is down, which would hold shutdown for the envelope's whole
         # TTL): a few seconds, then stop; a cut stream resumes elsewhere (Last-Event-ID).
-        timeout_graceful_shutdown=5,
+        timeout_graceful_shutdown=STREAMS_GRACE,
         **served_tls,  # HTTPS, and mutual TLS with a client CA
     )
     return 0

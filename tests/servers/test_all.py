@@ -1,5 +1,6 @@
 """`python -m servers all` prints each agent's URL once that agent serves, and a taken port
-is an error before anything starts (issue 17)."""
+is an error before anything starts (issue 17); it passes the agents' options on as written
+(a duration keeps its unit), TLS included, and refuses mutual TLS without API keys."""
 
 from __future__ import annotations
 
@@ -8,11 +9,16 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
+from typing import Any
 
 import httpx
+import pytest
 
+from tests.integration.handoff_support import REFUND, ext, message, result
 from tests.support import A2A_HEADERS, ROOT, Cli, free_port
+from tests.tls_support import TestCA, client
 
 NAMES = ("triage", "billing", "logistics", "human")
 
@@ -176,4 +182,116 @@ def test_all_with_an_issuer_needs_api_keys_for_the_agents_calls(tmp_path: Path) 
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 64
     assert "--oidc-issuer needs --auth-keys or --auth-env here" in err
+    assert out == ""
+
+
+def call(http: httpx.Client, url: str, method: str, params: dict[str, Any], key: str) -> Any:
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+    return http.post(url, json=body, headers={**A2A_HEADERS, "X-API-Key": key}).json()
+
+
+@pytest.mark.timeout(90)
+def test_all_passes_tls_the_drain_and_retention_on(tmp_path: Path) -> None:
+    # Before: `servers all` took none of them; --retain, passed on as seconds, lost its unit.
+    ca = TestCA(tmp_path / "pki")
+    agents = ca.issue("agents")  # 127.0.0.1: every agent's host, whatever its port
+    user = ca.issue("user", uris=("spiffe://example.org/user/u",))
+    keys = tmp_path / "keys"
+    keys.write_text("triage=kt\nbilling=kb\nhuman=kh\nalice=ka\nuser=ku\n")
+    keys.chmod(0o600)
+    logs = tmp_path / "logs"
+    base = four_free_ports()
+    proc = start(
+        base,
+        tmp_path / "data",
+        "--log-dir",
+        str(logs),
+        "--auth-keys",
+        str(keys),
+        "--operators",
+        "alice",
+        f"--tls-cert={agents.cert}",
+        f"--tls-key={agents.key}",
+        f"--tls-client-ca={ca.cert}",
+        f"--tls-ca={ca.cert}",
+        "--drain-seconds",
+        "3",
+        "--close-seconds=4",
+        "--retain",
+        "1s",
+    )
+    urls = [f"https://127.0.0.1:{base + i}/" for i in range(4)]
+    try:
+        assert proc.stdout is not None
+        lines = [proc.stdout.readline() for _ in range(5)]
+        assert lines[-1].startswith("all serving"), lines
+        assert sorted(line.split()[1] for line in lines[:-1]) == urls  # served over HTTPS
+        with client(ca.cert, user) as http:
+            card = http.get(urls[1] + ".well-known/agent-card.json").json()
+            assert all(i["url"].startswith("https://") for i in card["supportedInterfaces"])
+            assert "mutualTLS" in card["securitySchemes"]
+            # A handoff over mutual TLS: triage presents the one certificate and its own key.
+            source = result(call(http, urls[0], "SendMessage", message(REFUND), "ku"))["task"]
+            assert ext(source)["state"] == "TRANSFERRED", source
+            pointer = ext(source)["transfer"]
+            assert pointer["agentUrl"] == urls[1]
+            deadline = time.monotonic() + 20
+            answer: dict[str, Any] = {}
+            while time.monotonic() < deadline:  # completed, then deleted a second later
+                answer = call(http, urls[1], "GetTask", {"id": pointer["taskId"]}, "ku")
+                if "error" in answer:
+                    break
+                time.sleep(0.1)
+            assert answer.get("error", {}).get("code") == -32001, answer  # --retain 1s
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=40)
+    assert proc.returncode == 0, err
+    for name in NAMES:  # each drained with --drain-seconds (its grace: a fifth of it)
+        log = (logs / f"{name}.log").read_text()
+        assert "new work refused in 0.6s, running tasks handed over in 3s" in log, log
+
+
+def test_all_refuses_mutual_tls_without_api_keys(tmp_path: Path) -> None:
+    ca = TestCA(tmp_path / "pki")
+    agents = ca.issue("agents")
+    proc = start(
+        four_free_ports(),
+        tmp_path / "data",
+        f"--tls-cert={agents.cert}",
+        f"--tls-key={agents.key}",
+        f"--tls-client-ca={ca.cert}",
+    )
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 64
+    assert "--tls-client-ca needs --auth-keys or --auth-env here" in err
+    assert out == ""
+
+
+def test_all_says_when_its_agents_would_not_accept_their_certificate(tmp_path: Path) -> None:
+    # No --tls-ca: the agents would check each other against the system's CAs, which do not
+    # know the test CA. Said at once, rather than after a minute of "not serving".
+    ca = TestCA(tmp_path / "pki")
+    agents = ca.issue("agents")
+    proc = start(
+        four_free_ports(),
+        tmp_path / "data",
+        "--log-dir",
+        str(tmp_path / "logs"),
+        f"--tls-cert={agents.cert}",
+        f"--tls-key={agents.key}",
+    )
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 64, err
+    assert ": its certificate is not one its peers accept at https://127.0.0.1:" in err
+    assert "unable to get local issuer certificate" in err
+    assert "(check --tls-ca, and that the certificate names --host)" in err
+    assert out == ""
+
+
+def test_all_refuses_a_bad_duration_before_anything_starts(tmp_path: Path) -> None:
+    proc = start(four_free_ports(), tmp_path / "data", "--retain", "30")
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 64
+    assert "argument --retain: a duration is a positive number and a unit" in err
     assert out == ""
