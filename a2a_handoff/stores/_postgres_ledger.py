@@ -3,14 +3,15 @@
 Leases are rows of `leases`, taken or renewed by ONE upsert that succeeds only for the holder
 or once the lease expired — in the database's time, so replicas' clocks are never compared.
 Every question /health and ListHandoffs ask is answered from an index: no read scans the
-ledger. The connections are `stores._postgres_pool`'s.
+ledger. The connections are `stores._postgres_connections`'s, opened by `stores._postgres_pool`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from a2a_handoff.stores._postgres_pool import PostgresPool, guarded
+from a2a_handoff.stores._postgres_connections import guarded
+from a2a_handoff.stores._postgres_pool import PostgresPool
 from a2a_handoff.stores._postgres_schema import OUTBOX_COLUMNS, RECEIVED_COLUMNS
 from a2a_handoff.stores.base import HandoffStats, OutboxEntry, ReceivedEntry
 

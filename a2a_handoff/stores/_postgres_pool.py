@@ -1,38 +1,32 @@
-"""The PostgreSQL store's connections and lifecycle.
+"""The PostgreSQL store's lifecycle: its URL's options, opening, closing and its schema.
 
-`PostgresPool` holds a bounded pool (`pool_max` connections, 10 by default; a call waits at
-most `acquire_timeout` for one, then fails with StoreError) with timeouts on connecting (1 s)
-and on every statement (`command_timeout`, 2 s). A slow statement is not an outage: the
-server itself cancels a statement past `command_timeout` (its `statement_timeout`), and that
-call alone fails with StoreTimeoutError; the client gives up `SERVER_GRACE` later, and only
-that — a server that does not answer — counts as unreachable. While PostgreSQL cannot be
-reached every call fails at once with StoreDownError, one probe a half-second finding it back
-(`stores._guard`). /health probes on a connection of its own, so a pool busy with slow calls
-does not read as a server down. Opening it creates or migrates the schema
-(`stores._postgres_schema`), claims it for the agent (`stores._owner`) and starts the
-LISTENing connection (`stores._postgres_follow`). `guarded` wraps every call that reaches
-the server.
+Opening `PostgresPool` makes the pool (its connections: `stores._postgres_connections`),
+creates or migrates the schema (`stores._postgres_schema`), claims it for the agent
+(`stores._owner`) and starts the LISTENing connection (`stores._postgres_follow`); the first
+connection's failure is said in one line with its fix. `db status` and `db upgrade` work on a
+connection of their own, without the pool or a claim.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import re
-from collections.abc import AsyncIterator, Callable, Coroutine
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from collections.abc import AsyncIterator
+from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
-from a2a_handoff.errors import (
-    HandoffError,
-    StoreDownError,
-    StoreError,
-    StoreTimeoutError,
-    TrustError,
-)
-from a2a_handoff.stores._guard import ServerPing, StoreGuard
+from a2a_handoff.errors import StoreDownError, StoreError
 from a2a_handoff.stores._owner import LEGACY_SCHEMA, schema_for
+from a2a_handoff.stores._postgres_connections import (
+    ACQUIRE_TIMEOUT,
+    COMMAND_TIMEOUT,
+    CONNECT_TIMEOUT,
+    POOL_MAX,
+    PostgresConnections,
+    keep_session,
+    unreachable,
+)
 from a2a_handoff.stores._postgres_follow import PostgresFollowers
 from a2a_handoff.stores._postgres_migrate import (
     build_online,
@@ -48,72 +42,14 @@ try:
 except ImportError:  # pragma: no cover - the optional extra
     asyncpg = None
 
-CONNECT_TIMEOUT = 1.0
-COMMAND_TIMEOUT = 2.0
-ACQUIRE_TIMEOUT = 5.0
-POOL_MAX = 10
-SERVER_GRACE = 0.5  # past the server's own cancellation: the client stops waiting
+__all__ = ["PostgresPool"]
+
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,47}")
 _OURS = ("schema", "pool_max", "acquire_timeout", "command_timeout", "connect_timeout")
 
-P = ParamSpec("P")
-T = TypeVar("T")
-B = TypeVar("B", bound="PostgresPool")
 
-
-def _unreachable() -> tuple[type[BaseException], ...]:
-    if asyncpg is None:  # pragma: no cover - the optional extra
-        return (OSError,)
-    errors = asyncpg.exceptions
-    return (
-        OSError,  # refused, reset, TimeoutError (a statement or a connect that timed out)
-        errors.PostgresConnectionError,  # class 08: the connection failed or was lost
-        errors.CannotConnectNowError,  # starting up or shutting down
-        errors.AdminShutdownError,  # restarted under us
-        errors.CrashShutdownError,
-        errors.TooManyConnectionsError,
-        errors.ConnectionDoesNotExistError,
-        # A pooled connection left mid-operation by a cut (asyncpg's own state machine):
-        # it is dropped and the call fails like any other that could not reach the server.
-        errors.InternalClientError,
-    )
-
-
-def guarded(
-    method: Callable[Concatenate[B, P], Coroutine[Any, Any, T]],
-) -> Callable[Concatenate[B, P], Coroutine[Any, Any, T]]:
-    """Run a store call through the guard: fail fast while PostgreSQL is down, and turn its
-    other errors (a full disk, a read-only server) into StoreError."""
-
-    async def call(self: B, /, *args: P.args, **kwargs: P.kwargs) -> T:
-        try:
-            return await self.guard.call(lambda: method(self, *args, **kwargs))
-        except (StoreError, TrustError):
-            raise
-        except asyncpg.QueryCanceledError as exc:  # statement_timeout: this call only
-            raise StoreTimeoutError(
-                f"the store query ran past its {self.command_timeout:g} s limit and was"
-                " cancelled: ask for less (a filter, a smaller pageSize)"
-            ) from exc
-        except asyncpg.PostgresError as exc:
-            raise StoreError(f"PostgreSQL refused the call: {exc}") from exc
-        except asyncpg.InterfaceError as exc:
-            raise StoreError(f"PostgreSQL client error: {exc}") from exc
-
-    call.__name__, call.__doc__ = method.__name__, method.__doc__
-    return call
-
-
-async def _keep_session(_conn: Any) -> None:
-    """A pooled connection goes back as it is: the store sets no session state on one (no
-    SET, LISTEN — that has a connection of its own — session advisory locks or cursors; the
-    schema is named in every statement), so asyncpg's default reset (UNLISTEN, RESET ALL,
-    CLOSE ALL, pg_advisory_unlock_all: a round trip on every release) is not needed. An open
-    transaction is still rolled back by asyncpg itself."""
-
-
-class PostgresPool(ServerPing):
-    """The pool and the schema (module docstring)."""
+class PostgresPool(PostgresConnections):
+    """The store opened, closed and its schema (module docstring)."""
 
     shared = True
 
@@ -132,21 +68,17 @@ class PostgresPool(ServerPing):
                 "the PostgreSQL store needs asyncpg: pip install '.[postgres]' in the"
                 " a2a-handoff clone"
             )
-        self.dsn = dsn
+        super().__init__(
+            dsn,
+            pool_max=pool_max,
+            acquire_timeout=acquire_timeout,
+            command_timeout=command_timeout,
+            connect_timeout=connect_timeout,
+        )
         self.explicit_schema = schema is not None  # else the agent's default (`claim`)
         self.agent: str | None = None  # the agent this store serves, once claimed
         self._unchecked = False  # claimed, its owner not yet checked
         self._use_schema(schema or LEGACY_SCHEMA)
-        self.pool_max = pool_max
-        self.acquire_timeout = acquire_timeout
-        self.command_timeout = command_timeout
-        self.connect_timeout = connect_timeout
-        self.guard = StoreGuard(_unreachable())
-        self._pool: Any = None
-        self._probe: Any = None  # /health's own connection
-        self._probing = asyncio.Lock()
-        self._lost_signal: asyncio.Future[None] | None = None  # set when one is lost
-        self._releasing: set[asyncio.Future[None]] = set()  # connections going back (_abandon)
 
     def _use_schema(self, schema: str) -> None:
         self.schema = _checked(schema)
@@ -193,19 +125,6 @@ class PostgresPool(ServerPing):
 
     # -- lifecycle ------------------------------------------------------------------------
 
-    def _settings(self) -> dict[str, Any]:
-        """The connection's options: the server cancels a statement past `command_timeout`
-        (a slow call fails alone), the client waits `SERVER_GRACE` longer (then the server
-        does not answer)."""
-        return {
-            "timeout": self.connect_timeout,
-            "command_timeout": self.command_timeout + SERVER_GRACE,
-            "server_settings": {"statement_timeout": str(int(self.command_timeout * 1000))},
-        }
-
-    async def _connect(self) -> Any:
-        return await asyncpg.connect(self.dsn, **self._settings())
-
     async def open(self) -> PostgresPool:
         if self._pool is not None:
             if self._unchecked:  # claimed once open: the owner checked now
@@ -220,7 +139,7 @@ class PostgresPool(ServerPing):
                 max_size=self.pool_max,
                 **self._settings(),
                 max_inactive_connection_lifetime=60.0,
-                reset=_keep_session,
+                reset=keep_session,
             )
         except Exception as exc:
             raise StoreError(f"cannot reach PostgreSQL at {_safe(self.dsn)}: {exc}") from exc
@@ -286,118 +205,13 @@ class PostgresPool(ServerPing):
 
     async def aclose(self) -> None:
         await self.followers.aclose()
-        if self._probe is not None:
-            probe, self._probe = self._probe, None
-            probe.terminate()
-        if self._pool is not None:
-            pool, self._pool = self._pool, None
-            try:
-                await pool.close()  # waits for calls to finish
-            except Exception:
-                pool.terminate()
+        await self._close_connections()
 
     async def __aenter__(self) -> PostgresPool:
         return await self.open()
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
-
-    @contextlib.asynccontextmanager
-    async def _conn(self) -> AsyncIterator[Any]:
-        """A pooled connection, waited for `acquire_timeout` at most."""
-        if self._pool is None:
-            raise StoreError("the PostgreSQL store is not open")
-        conn = await self._acquire()
-        try:
-            yield conn
-        except (HandoffError, asyncpg.PostgresError) as exc:
-            if isinstance(exc, self.guard.unreachable):
-                self._drop(conn)
-            raise  # otherwise the server answered (a constraint, say): the connection is fine
-        except BaseException:
-            # Timed out, cut, or cancelled mid-statement: the connection is in no state to be
-            # reset and reused (a reset would wait on a server that does not answer).
-            self._drop(conn)
-            raise
-        finally:
-            with contextlib.suppress(Exception):  # a failed reset terminated the connection
-                await self._pool.release(conn)
-
-    async def _acquire(self) -> Any:
-        """A connection from the pool, waited for `acquire_timeout` at most — or until another
-        call finds the server not answering (its statement timed out, its connection was cut):
-        this one then fails at once rather than wait out timeouts of its own."""
-        pool = self._pool
-        acquiring = asyncio.ensure_future(pool.acquire(timeout=self.acquire_timeout))
-        if self._lost_signal is None:
-            self._lost_signal = asyncio.get_running_loop().create_future()
-        lost = self._lost_signal
-        try:
-            await asyncio.wait((acquiring, lost), return_when=asyncio.FIRST_COMPLETED)
-        except BaseException:  # cancelled while waiting: the wait goes on without a caller
-            self._abandon(acquiring)
-            raise
-        if not acquiring.done():
-            self._abandon(acquiring)
-            raise StoreDownError("PostgreSQL stopped answering while this call waited")
-        try:
-            return acquiring.result()
-        except TimeoutError as exc:
-            if pool.get_size() < self.pool_max or pool.get_idle_size():
-                raise  # a connection could not be made: the server does not answer
-            raise StoreError(
-                f"every one of the {self.pool_max} pooled connections stayed busy for"
-                f" {self.acquire_timeout:g} s (raise pool_max in the store URL)"
-            ) from exc
-
-    def _abandon(self, acquiring: asyncio.Future[Any]) -> None:
-        """Stop waiting for a connection nobody will use: a connection the wait got anyway (it
-        came in before the cancellation did) goes back to the pool rather than stay taken."""
-        acquiring.cancel()
-        pool = self._pool
-
-        def give_back(done: asyncio.Future[Any]) -> None:
-            if pool is None or done.cancelled() or done.exception() is not None:
-                return
-            releasing = asyncio.ensure_future(pool.release(done.result()))
-            self._releasing.add(releasing)
-            releasing.add_done_callback(self._releasing.discard)
-
-        acquiring.add_done_callback(give_back)
-
-    def _drop(self, conn: Any) -> None:
-        """Terminate a connection a timeout or a cut left unusable; wake the calls waiting
-        for a connection (`_acquire`)."""
-        if self._lost_signal is not None:
-            self._lost_signal.set_result(None)
-            self._lost_signal = None
-        with contextlib.suppress(Exception):  # the pool may have taken it back already
-            conn.terminate()
-
-    @guarded
-    async def _ping(self) -> None:
-        """`SELECT 1` on /health's own connection (made again when lost): whether the server
-        answers, whatever the pool is busy with."""
-        if self._pool is None:
-            raise StoreError("the PostgreSQL store is not open")
-        async with self._probing:
-            try:
-                if self._probe is None or self._probe.is_closed():
-                    self._probe = await self._connect()
-                await self._probe.fetchval("SELECT 1")
-            except BaseException:
-                if self._probe is not None:
-                    self._probe.terminate()
-                    self._probe = None
-                raise
-
-    def pool_use(self) -> dict[str, int]:
-        """What /health tells of the pool: connections open, in use, and the bound."""
-        pool = self._pool
-        if pool is None:
-            return {"open": 0, "inUse": 0, "max": self.pool_max}
-        size = pool.get_size()
-        return {"open": size, "inUse": size - pool.get_idle_size(), "max": self.pool_max}
 
 
 def _checked(schema: str) -> str:
@@ -433,7 +247,7 @@ def _opening_error(exc: BaseException, dsn: str) -> BaseException:
         return StoreError(
             f"PostgreSQL at {host}:{port} refused {exc}; give the store URL a user it accepts"
         )
-    if not isinstance(exc, _unreachable()) or isinstance(exc, StoreError):
+    if not isinstance(exc, unreachable()) or isinstance(exc, StoreError):
         return exc
     reason = os.strerror(exc.errno) if isinstance(exc, OSError) and exc.errno else str(exc)
     return StoreDownError(

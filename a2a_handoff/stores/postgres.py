@@ -22,9 +22,10 @@ refuses another, `stores._owner`), `pool_max=10`, `acquire_timeout=5`, `command_
 that runs past `command_timeout` is cancelled by the server and fails its call alone
 (StoreTimeoutError); only a server that does not answer at all counts as down.
 
-The rooms: `stores._postgres_pool` (pool, lifecycle, /health), `stores._postgres_ledger`
-(outbox, ledger, leases), `stores._postgres_schema` (tables, functions, migrations),
-`stores._postgres_follow` (LISTEN), `stores._postgres_push` (push configs), this module (tasks).
+The rooms: `stores._postgres_pool` (opening, closing, the schema), `stores._postgres_connections`
+(connections under outages, /health), `stores._postgres_ledger` (outbox, ledger, leases),
+`stores._postgres_schema` (tables, functions, migrations), `stores._postgres_follow` (LISTEN),
+`stores._postgres_push` (push configs), this module (tasks).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from a2a_handoff.protocol.models import Task
 from a2a_handoff.protocol.states import TERMINAL_STATES
 from a2a_handoff.stores._event_log import from_log, log_json, needs_snapshot
 from a2a_handoff.stores._pages import decode_page_token, encode_page_token
-from a2a_handoff.stores._postgres_pool import guarded
+from a2a_handoff.stores._postgres_connections import guarded
 from a2a_handoff.stores._postgres_push import PostgresPush
 from a2a_handoff.stores._postgres_schema import OUTBOX_COLUMNS, RECEIVED_COLUMNS
 from a2a_handoff.stores.base import (
