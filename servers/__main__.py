@@ -63,7 +63,8 @@ The options for every agent are passed on to each as written (--retain 30d reach
 as 30d). TLS: the agents share --host, so one certificate naming it serves them all;
 mutual TLS (--tls-client-ca) needs --auth-keys or --auth-env, each agent presenting its
 own principal's key (the one certificate names them all alike). Stopped, `all` gives
-each agent --drain-seconds, 5 s for its streams and --close-seconds before it kills it."""
+each agent --drain-seconds, 5 s for its streams and --close-seconds before it kills it
+(SIGTERM: it passes the signal on; Ctrl-C in its terminal reaches the agents itself)."""
 
 
 def prog_name() -> str:
@@ -148,6 +149,7 @@ def run_all(
     urls = {name: f"{scheme}://{host}:{port}/" for name, port in ports.items()}
     procs: dict[str, subprocess.Popen[bytes]] = {}
     keys = keys or {}
+    signalled = False  # by the terminal's Ctrl-C, as `all` was
     try:
         for name in ALL:
             peers = [*EXAMPLES[name].routes, *EXAMPLES[name].trusts]
@@ -193,18 +195,38 @@ def run_all(
         print(f"error: {', '.join(stopped)} stopped; stopping the others", file=sys.stderr)
         return int(ExitCode.FAILED)
     except KeyboardInterrupt:
+        signalled = _ctrl_c_reached_agents()
         return int(ExitCode.INTERRUPTED)
     finally:
+        _stop(procs, stop_within, signalled)
+
+
+def _ctrl_c_reached_agents() -> bool:
+    """Whether a Ctrl-C came from the terminal `all` runs in the foreground of: the terminal
+    sent it to the whole foreground process group, the agents (started in it) included."""
+    for fd in (0, 1, 2):
+        try:
+            return os.tcgetpgrp(fd) == os.getpgrp()
+        except OSError:  # not a terminal
+            continue
+    return False
+
+
+def _stop(procs: dict[str, subprocess.Popen[bytes]], within: float, signalled: bool) -> None:
+    """Each agent stopped by one signal — SIGTERM, unless the terminal's Ctrl-C reached it
+    already (a second signal would cut its drain short) — and given `within` seconds to drain
+    and close; one still running then is killed."""
+    if not signalled:
         for proc in procs.values():
             if proc.poll() is None:
-                proc.terminate()  # each drains, then closes
-        stopped_by = time.monotonic() + stop_within
-        for proc in procs.values():
-            try:
-                proc.wait(max(0.0, stopped_by - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+                proc.terminate()  # it drains, then closes
+    deadline = time.monotonic() + within
+    for proc in procs.values():
+        try:
+            proc.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 def _until_serving(

@@ -4,7 +4,11 @@ is an error before anything starts (issue 17); it passes the agents' options on 
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import pty
+import select
 import signal
 import socket
 import subprocess
@@ -250,6 +254,73 @@ def test_all_passes_tls_the_drain_and_retention_on(tmp_path: Path) -> None:
     for name in NAMES:  # each drained with --drain-seconds (its grace: a fifth of it)
         log = (logs / f"{name}.log").read_text()
         assert "new work refused in 0.6s, running tasks handed over in 3s" in log, log
+
+
+def in_a_terminal(*args: str) -> tuple[int, int]:
+    """`python -m servers all ARGS` in the foreground of a terminal of its own (a pty): its
+    pid, and the terminal's end a user types into."""
+    pid, terminal = pty.fork()
+    if pid == 0:  # the child: exec at once
+        try:
+            os.chdir(ROOT)
+            os.execv(sys.executable, [sys.executable, "-m", "servers", "all", *args])
+        finally:
+            os._exit(127)
+    return pid, terminal
+
+
+def read_until(terminal: int, text: str, within: float) -> str:
+    seen = b""
+    deadline = time.monotonic() + within
+    while text.encode() not in seen and time.monotonic() < deadline:
+        ready, _, _ = select.select([terminal], [], [], 0.2)
+        if ready:
+            try:
+                seen += os.read(terminal, 4096)
+            except OSError:  # the other end closed: it exited
+                break
+    return seen.decode(errors="replace")
+
+
+def exit_status(pid: int, within: float) -> int:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        time.sleep(0.1)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    raise AssertionError(f"servers all still runs {within} s after Ctrl-C")
+
+
+@pytest.mark.timeout(90)
+def test_ctrl_c_in_a_terminal_lets_every_agent_drain(tmp_path: Path) -> None:
+    # The terminal's Ctrl-C reaches the agents too (its foreground process group): `all`
+    # sending them another signal cut their drain short.
+    logs = tmp_path / "logs"
+    base = four_free_ports()
+    pid, terminal = in_a_terminal(
+        f"--base-port={base}",
+        f"--data-dir={tmp_path / 'data'}",
+        f"--log-dir={logs}",
+        "--drain-seconds=3",
+    )
+    try:
+        said = read_until(terminal, "all serving", within=60)
+        assert "all serving" in said, said
+        os.write(terminal, b"\x03")  # Ctrl-C, typed
+        assert exit_status(pid, within=40) == 130
+    finally:
+        os.close(terminal)
+        with contextlib.suppress(ProcessLookupError, ChildProcessError):
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+    for name in NAMES:
+        log = (logs / f"{name}.log").read_text()
+        assert "draining: not ready; new work refused in 0.6s" in log, log
+        assert "drained: 0 task(s) handed over" in log, log
+        assert "cut short" not in log, log
 
 
 def test_all_refuses_mutual_tls_without_api_keys(tmp_path: Path) -> None:
