@@ -50,13 +50,13 @@ _PAUSE = os.environ.get(PAUSE_VAR, "")
 
 async def pausepoint(name: str) -> None:
     """Wait forever at `name` when `A2A_HANDOFF_PAUSE=<name>` (creating the file that
-        `A2A_HANDOFF_PAUSE_FILE` names first): the write that follows never happens, while the
-        rest of the process goes on — a crash test's window held open, to `kill -9` the process
-        in. Names: `task.before_create` (a new task's first write), `task.before_accept` (a
-        follow-up's or a resumed run's first write), `step.before_record` (a journaled step's
-        result), `tool.before_record` (a keyed tool call's), `handoff.before_send` (a delivery's
-        try, its card read), `handoff.after_create` (the target's answer in, the source not yet
-        terminated), `service.before_close` (the app's close, once the server stopped: a close
+    `A2A_HANDOFF_PAUSE_FILE` names first): the write that follows never happens, while the
+    rest of the process goes on — a crash test's window held open, to `kill -9` the process
+    in. Names: `task.before_create` (a new task's first write), `task.before_accept` (a
+    follow-up's or a resumed run's first write), `step.before_record` (a journaled step's
+    result), `tool.before_record` (a keyed tool call's), `handoff.before_send` (a delivery's
+    try, its card read), `handoff.after_create` (the target's answer in, the source not yet
+    terminated), `service.before_close` (the app's close, once the server stopped: a close
     that hangs). A testing tool only."""
     if name != _PAUSE:
         return
