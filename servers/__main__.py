@@ -28,7 +28,7 @@ from a2a_handoff import Agent, HandoffError, __version__
 from a2a_handoff.exits import ExitCode, Parser, quiet_pipe
 from a2a_handoff.observe import logs
 from a2a_handoff.secrets import private_dir
-from a2a_handoff.server import TlsConfig, client_context
+from a2a_handoff.server import DrainConfig, TlsConfig, client_context
 from a2a_handoff.trust import KeyFile, load_or_create
 from servers import _all, _run
 from servers._flags import agent_options, mcp_tools
@@ -295,13 +295,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             keys = _all.agent_keys(args, callers)
             tls = _all.served_tls(args)
+            drain = DrainConfig(seconds=float(args.drain_seconds), close=float(args.close_seconds))
         except HandoffError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return int(ExitCode.USAGE)
         passed = _all.passed_on(args, actions)
         # Stopped, each agent drains, gives its streams their grace, then closes: wait as long
         # (and a little more) before killing one.
-        stopping = float(args.drain_seconds) + _run.STREAMS_GRACE + float(args.close_seconds)
+        stopping = drain.seconds + _run.STREAMS_GRACE + drain.close
         return run_all(
             args.base_port,
             args.data_dir,

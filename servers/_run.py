@@ -61,7 +61,7 @@ from servers._flags import (
     tls_config,
 )
 
-STREAMS_GRACE = 5.0
+STREAMS_GRACE = 5
 """Seconds the requests still in flight after the drain (streams) get before they are cut."""
 
 

@@ -360,9 +360,14 @@ def test_all_says_when_its_agents_would_not_accept_their_certificate(tmp_path: P
     assert out == ""
 
 
-def test_all_refuses_a_bad_duration_before_anything_starts(tmp_path: Path) -> None:
+def test_all_refuses_a_bad_duration_or_bound_before_anything_starts(tmp_path: Path) -> None:
     proc = start(four_free_ports(), tmp_path / "data", "--retain", "30")
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 64
     assert "argument --retain: a duration is a positive number and a unit" in err
+    assert out == ""
+    proc = start(four_free_ports(), tmp_path / "data", "--close-seconds", "-1")
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 64
+    assert "close must be a number of seconds 0 or more" in err
     assert out == ""
