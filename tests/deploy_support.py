@@ -29,6 +29,8 @@ IMAGE = "a2a-handoff"
 SECRETS_IN = "/run/secrets"  # where secrets are mounted
 SECRETS = "/run/a2a"  # where the image's entrypoint copies them, the agent's own
 DRAIN_DEFAULT = 10.0
+CLOSE_DEFAULT = 10.0
+STREAMS_GRACE = 5.0  # servers/_run.py's: the open connections' grace before the close
 
 
 class _Refused(Exception):
@@ -79,7 +81,7 @@ class Checked:
     args: argparse.Namespace | None = None
     store: str | None = None
     port: int | None = None
-    drain: float | None = None
+    drain: float | None = None  # the longest a stop takes: drain, streams' grace, close
 
 
 def _readable(container: Container, path: str | Path | None, what: str) -> list[str]:
@@ -172,13 +174,10 @@ def _agent(container: Container, services: Mapping[str, int]) -> tuple[list[str]
     else:
         problems += _store_problems(container, args.store, "--store")
     drain = getattr(args, "drain_seconds", None)
-    checked = Checked(
-        f"servers {args.agent}",
-        args,
-        args.store,
-        args.port,
-        DRAIN_DEFAULT if drain is None else drain,
-    )
+    close = getattr(args, "close_seconds", None)
+    stop = (DRAIN_DEFAULT if drain is None else drain) + STREAMS_GRACE
+    stop += CLOSE_DEFAULT if close is None else close
+    checked = Checked(f"servers {args.agent}", args, args.store, args.port, stop)
     return problems, checked
 
 
@@ -367,7 +366,9 @@ def _compose_serving(name: str, service: Mapping[str, Any], one: Checked) -> lis
         problems.append(f"compose service {name}: no healthcheck on /livez at its port")
     grace = seconds(service.get("stop_grace_period", "10s"))
     if one.drain is not None and not grace > one.drain:
-        problems.append(f"compose service {name}: stop_grace_period {grace} s <= drain {one.drain}")
+        problems.append(
+            f"compose service {name}: stop_grace_period {grace} s <= its stop's bound {one.drain} s"
+        )
     return problems
 
 
@@ -530,7 +531,9 @@ def _deployment_problems(
             problems.append(f"Deployment {name}: {probe} is not GET {path} on port {one.port}")
     grace = pod.get("terminationGracePeriodSeconds", 30)
     if one.drain is not None and not grace > one.drain:
-        problems.append(f"Deployment {name}: terminationGracePeriodSeconds {grace} <= drain")
+        problems.append(
+            f"Deployment {name}: terminationGracePeriodSeconds {grace} <= its stop's bound"
+        )
     context = pod.get("securityContext", {})
     if context.get("runAsNonRoot") is not True or not context.get("runAsUser"):
         problems.append(f"Deployment {name}: not run as a user of its own (runAsNonRoot)")

@@ -249,7 +249,7 @@ def _broken_compose(change: str) -> dict[str, Any]:
         ("secret not mounted", "--credential human /run/a2a/billing.key: no such secret"),
         ("secret not defined", "secret pgpass is not defined"),
         ("route to nowhere", "no service 'humans'"),
-        ("grace below the drain", "stop_grace_period 15.0 s <= drain 20.0"),
+        ("grace below the drain", "stop_grace_period 15.0 s <= its stop's bound 35.0 s"),
         ("healthcheck elsewhere", "no healthcheck on /livez"),
         ("started before its migration", "migrate-billing: service_started"),
         ("unmigrated store", "billing: no db upgrade of its store"),
@@ -327,7 +327,7 @@ def _broken_manifests(change: str) -> list[dict[str, Any]]:
     [
         ("liveness elsewhere", "livenessProbe is not GET /livez on port 8000"),
         ("readiness on another port", "readinessProbe is not GET /readyz on port 8000"),
-        ("grace below the drain", "terminationGracePeriodSeconds 20 <= drain"),
+        ("grace below the drain", "terminationGracePeriodSeconds 20 <= its stop's bound"),
         ("secret readable by others", "defaultMode 644"),
         ("secret nobody creates", "no Secret a2a-billings is created"),
         ("budget selects nothing", "selects no pods"),
