@@ -43,6 +43,7 @@ from a2a_handoff.stores.base import (
     TaskRecord,
     check_ledger,
 )
+from a2a_handoff.stores.records import tenant_filter
 from a2a_handoff.trust.keys import KeyFile
 
 _FINISHED = sorted(state.value for state in TERMINAL_STATES)
@@ -192,6 +193,10 @@ class SqliteTaskStore(SqliteLedger, SqlitePush):
         if query.owner is not None:
             where.append("(owner = ? OR delegate = ?)")
             params += [query.owner, query.owner]
+        if query.tenant is not None:
+            condition, values = tenant_filter(query.tenant)
+            where.append(condition)
+            params += values
         if query.context_id is not None:
             where.append("context_id = ?")
             params.append(query.context_id)

@@ -128,3 +128,20 @@ async def test_a_key_this_process_is_creating_is_still_processing() -> None:
     with pytest.raises(HandoffProcessingError):
         await receiving.decide(verified, lambda k: k == key)
     assert isinstance(await receiving.decide(verified, idle), Duplicate)
+
+
+async def test_a_handoff_taken_in_one_tenant_is_new_in_another_and_a_replay_in_its_own() -> None:
+    store = MemoryTaskStore()
+    receiving = receiver(store)
+    verified = await proven(receiving)
+    key, _ = receiving.dedupe_for(verified, "acme")
+    assert key == f"\x1facme\x1fhandoff\x1f{verified.envelope.idempotency_key}"
+    assert key != receiving.dedupe_for(verified)[0] != receiving.dedupe_for(verified, "globex")[0]
+    record = await taken(store, verified, key)
+    # The same envelope replayed in its tenant: its task; in another, or the default one, a
+    # handoff of its own there (never the acme task answered where acme is not).
+    assert await receiving.decide(verified, idle, tenant="acme") == Duplicate(record)
+    for elsewhere in ("globex", ""):
+        decision = await receiving.decide(verified, idle, tenant=elsewhere)
+        assert isinstance(decision, Accept)
+        assert decision.key == receiving.dedupe_for(verified, elsewhere)[0]
