@@ -194,9 +194,11 @@ class PostgresTaskStore(PostgresPush):
             params.append(value)
             return f"${len(params)}"
 
-        if query.owner is not None:
+        if query.owner:
             owner = param(query.owner)
             where.append(f"(owner = {owner} OR delegate = {owner})")
+        elif query.owner is not None:  # "" (no authentication): no task without a delegate
+            where.append(f"owner = {param(query.owner)}")
         if query.tenant is not None:
             condition, values = tenant_filter(query.tenant)
             for value in values:

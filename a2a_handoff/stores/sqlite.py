@@ -190,9 +190,12 @@ class SqliteTaskStore(SqliteLedger, SqlitePush):
     async def list_tasks(self, query: TaskQuery) -> TaskPage:
         where = ["1"]
         params: list[Any] = []
-        if query.owner is not None:
+        if query.owner:
             where.append("(owner = ? OR delegate = ?)")
             params += [query.owner, query.owner]
+        elif query.owner is not None:  # "" (no authentication): no task without a delegate
+            where.append("owner = ?")
+            params.append(query.owner)
         if query.tenant is not None:
             condition, values = tenant_filter(query.tenant)
             where.append(condition)

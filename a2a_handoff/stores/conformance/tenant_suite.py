@@ -60,6 +60,16 @@ class TenantSuite(Suite):
         every = await store.list_tasks(TaskQuery(owner=None, page_size=100))
         assert every.total_size == len(principals) * len(made)
 
+    async def test_the_empty_principal_lists_its_own_tasks_alone(self, store: TaskStore) -> None:
+        # Without authentication every caller is the principal "": its listing in a tenant
+        # holds that tenant's tasks of "", not every task that shares itself with nobody.
+        made = {t: await create(store, tenant_owner(t, ""), "c1") for t in TENANTS}
+        await create(store, "alice", "c1")
+        for tenant in TENANTS:
+            page = await store.list_tasks(TaskQuery(owner=tenant_owner(tenant, "")))
+            assert [r.id for r in page.records] == [made[tenant].id]
+            assert page.total_size == 1
+
     async def test_a_task_stored_under_the_bare_principal_is_the_default_tenants(
         self, store: TaskStore
     ) -> None:
