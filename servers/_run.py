@@ -33,8 +33,7 @@ from a2a_handoff.contracts import Catalog
 from a2a_handoff.errors import ConfigError, InvalidParamsError, TrustError
 from a2a_handoff.escalation import EscalationPolicy
 from a2a_handoff.exits import ExitCode
-from a2a_handoff.protocol import check_agent_url
-from a2a_handoff.protocol.agent_card import named_tenant
+from a2a_handoff.protocol import check_agent_url, named_tenant
 from a2a_handoff.secrets import SecretError, accept_insecure_files, private_dir
 from a2a_handoff.server import OidcConfig, return_freed_memory, tenant_of, uvicorn_options
 from a2a_handoff.server import run as run_server
