@@ -147,6 +147,10 @@ class HandoffReceiver:
         if busy(key):  # checked after the reads: a creation may have started meanwhile
             raise HandoffProcessingError()
         if record is not None:
+            if owner_tenant(record.owner) != tenant:  # never another tenant's task, whatever joins
+                raise IdempotencyConflictError(
+                    f"the handoff's key {key[:40]!r} names a task of another tenant"
+                )
             self.check_replay(record, verified)
             return Duplicate(record)
         message = signed_message(verified)  # nothing unsigned of the message goes further

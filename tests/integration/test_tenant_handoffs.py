@@ -3,7 +3,8 @@ a tenant ("acme", `--tenant`) receives there what other agents send it — the s
 acme's (read in acme, -32001 without a tenant or in another), a retried envelope finds it
 again in acme, and the same envelope sent in another tenant is not acme's task: never
 answered with it, a handoff of its own there. On SQLite, Redis and PostgreSQL; a delegation
-(its sub-task, the question it asks, the answer) into acme on SQLite."""
+(its sub-task, the question it asks, the answer) into acme on SQLite, over JSON-RPC and to
+an agent reachable over gRPC alone (the tenant in the gRPC requests)."""
 
 from __future__ import annotations
 
@@ -130,14 +131,19 @@ def test_a_handoff_to_an_agent_whose_card_names_a_tenant_is_received_in_it(
 
 
 @pytest.mark.timeout(120)
+@pytest.mark.parametrize("grpc", [False, True], ids=["json-rpc", "grpc-alone"])
 def test_a_delegation_to_an_agent_whose_card_names_a_tenant_is_worked_in_it(
-    tmp_path: Path,
+    tmp_path: Path, grpc: bool
 ) -> None:
     agents = delegation_support.make_agents(tmp_path)
-    agents.billing.extra = (*agents.billing.extra, "--tenant=acme")
+    grpc_port = (f"--grpc-port={free_port()}",) if grpc else ()
+    agents.billing.extra = (*agents.billing.extra, "--tenant=acme", *grpc_port)
     agents.start()
     billing = agents.billing
     try:
+        card = httpx.get(f"{billing.url}.well-known/agent-card.json", timeout=10).json()
+        bindings = {i["protocolBinding"]: i.get("tenant") for i in card["supportedInterfaces"]}
+        assert bindings == ({"GRPC": "acme"} if grpc else {"JSONRPC": "acme", "HTTP+JSON": "acme"})
         ctx = str(uuid.uuid4())
         task = ask(agents.triage, "refund order 12345 please", ctx)
         assert task["status"]["state"] == "TASK_STATE_COMPLETED", task
