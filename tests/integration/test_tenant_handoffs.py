@@ -30,7 +30,7 @@ from tests.integration.handoff_support import (
     tasks_in,
     wait_for,
 )
-from tests.support import ROOT, AgentProcess, free_port
+from tests.support import ROOT, AgentProcess, free_port, key_env
 
 TASK_NOT_FOUND = -32001
 
@@ -180,3 +180,50 @@ def test_an_agent_refuses_a_tenant_that_is_no_name_before_it_serves(tmp_path: Pa
     )
     assert done.returncode == 64, done.stderr
     assert "--tenant: tenant: 'a/b' is not a tenant name" in done.stderr
+
+
+@pytest.mark.timeout(120)
+def test_with_keys_the_user_and_the_sender_read_the_successor_in_its_tenant_alone(
+    stores: Callable[[str], str], tmp_path: Path
+) -> None:
+    keys = tmp_path / "keys"
+    keys.write_text("alice=k-alice\nbob=k-bob\ntriage=k-triage\n")
+    agents = make_agents(tmp_path, f"--credential=billing={key_env('k-triage')}", stores=stores)
+    for agent in (agents.billing, agents.triage):
+        agent.extra = (*agent.extra, f"--auth-keys={keys}")
+    agents.billing.extra = (*agents.billing.extra, "--tenant=acme")
+    agents.billing.start()
+    agents.triage.start()
+    billing = agents.billing
+
+    def get(key: str, task_id: str, tenant: str | None) -> Any:
+        params = {"id": task_id} if tenant is None else {"id": task_id, "tenant": tenant}
+        return billing.rpc("GetTask", params, **{"X-API-Key": key})
+
+    try:
+        ctx = f"ctx-{uuid.uuid4()}"
+        alice = {"X-API-Key": "k-alice"}
+        source = result(agents.triage.rpc("SendMessage", message(REFUND, ctx), **alice))["task"]
+        successor = ext(source)["transfer"]["taskId"]
+        # alice (for whom triage handed it over) and triage (which owns it) read it in acme …
+        for key in ("k-alice", "k-triage"):
+            assert result(get(key, successor, "acme"))["id"] == successor
+            for elsewhere in (None, "globex"):
+                assert code(get(key, successor, elsewhere)) == TASK_NOT_FOUND
+        page = billing.rpc("ListTasks", {"contextId": ctx, "tenant": "acme"}, **alice)
+        assert [t["id"] for t in result(page)["tasks"]] == [successor]
+        page = billing.rpc("ListTasks", {"contextId": ctx}, **alice)
+        assert result(page)["tasks"] == []
+        # … and bob neither there nor anywhere.
+        for tenant in ("acme", None):
+            assert code(get("k-bob", successor, tenant)) == TASK_NOT_FOUND
+        # A user holding a copy of the signed envelope delivers nothing, in any tenant.
+        first = result(get("k-alice", successor, "acme"))["history"][0]
+        for tenant in ("acme", "globex"):
+            params = {"message": {**first, "messageId": str(uuid.uuid4())}, "tenant": tenant}
+            params["message"].pop("taskId", None)
+            replayed = result(billing.rpc("SendMessage", params, **{"X-API-Key": "k-bob"}))
+            assert replayed["task"]["status"]["state"] == "TASK_STATE_REJECTED"
+            assert ext(replayed["task"])["rejected"] == "untrusted_source"
+    finally:
+        agents.stop()
