@@ -157,3 +157,22 @@ async def test_a_key_that_finds_another_tenants_task_is_a_conflict_never_that_ta
     await taken(store, verified, key, owner="\x1fglobex\x1ftriage")  # joined, however
     with pytest.raises(IdempotencyConflictError, match="another tenant"):
         await receiving.decide(verified, idle, tenant="acme")
+
+
+async def test_a_withdrawal_refuses_its_key_in_its_own_tenant_alone() -> None:
+    store = MemoryTaskStore()
+    receiving = receiver(store)
+    verified = await proven(receiving)
+    withdrawn = await receiving.decide(verified, idle, withdraw=True, tenant="acme")
+    assert isinstance(withdrawn, Refuse)
+    assert withdrawn.code == "withdrawn"
+    assert withdrawn.key == receiving.dedupe_for(verified, "acme")[0]
+    owner = "\x1facme\x1ftriage"
+    args = (withdrawn.message, owner, withdrawn.key, verified, withdrawn.code, withdrawn.reason)
+    record, _ = await receiving.reject(*args)
+    # A try still on its way to acme finds the refusal; one sent in another tenant does not.
+    assert await receiving.decide(verified, idle, tenant="acme") == Duplicate(record)
+    for elsewhere in ("globex", ""):
+        taken_there = await receiving.decide(verified, idle, tenant=elsewhere)
+        assert isinstance(taken_there, Accept)
+        assert taken_there.key != withdrawn.key
