@@ -104,7 +104,7 @@ def _result(url: str, answer: Answer) -> Any:
     return payload["result"]
 
 
-def card_tenant(card: AgentCard) -> str:
+def tenant_of_card(card: AgentCard) -> str:
     """The tenant the card's interface calls go to names ("": none): its JSON-RPC one's,
     or, when it offers gRPC alone, its gRPC one's (as `grpc_address` chooses)."""
     bindings = [i.protocol_binding.upper() for i in card.supported_interfaces]
@@ -325,7 +325,7 @@ class AgentClient:
             url, self._preferred, lambda one: self._card(one, fresh, retry), idempotent=True
         )
         if replicas(url) != [url]:  # the address's tenant too: for a replica not read yet
-            self._tenants[url] = card_tenant(card)
+            self._tenants[url] = tenant_of_card(card)
         return card
 
     async def addressed(self, url: str) -> None:
@@ -360,7 +360,7 @@ class AgentClient:
         card = AgentCard.model_validate_json(content)
         await _check_signature(self.trust, url, content)
         self._cards[url] = (clock(), card)
-        tenant = card_tenant(card)
+        tenant = tenant_of_card(card)
         if tenant:
             self._tenants[url] = tenant
         else:

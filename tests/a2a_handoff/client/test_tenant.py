@@ -10,13 +10,14 @@ from typing import Any
 import httpx
 import pytest
 
-from a2a_handoff.client.client import card_tenant, with_tenant
+from a2a_handoff.client.client import tenant_of_card, with_tenant
 from a2a_handoff.protocol.agent_card import AgentCard, build_card, named_tenant
 from tests.a2a_handoff.client.test_client import TASK, URL, agent_client, message, ok, sse_event
 
 pytestmark = pytest.mark.anyio
 
 OTHER = "http://b.test:8000/"
+OTHER_REPLICA = "http://a.test:8001/"
 
 
 class Agent:
@@ -122,10 +123,29 @@ async def test_each_agent_is_called_in_the_tenant_its_own_card_names() -> None:
     assert other.tenants() == [None]
 
 
+async def test_a_replica_whose_card_was_not_read_is_called_in_the_addresss_tenant() -> None:
+    agent = Agent("acme")
+    down = True
+
+    def replicas(request: httpx.Request) -> httpx.Response:
+        if request.url.port == 8000 and request.method == "POST" and down:
+            raise httpx.ConnectError("down", request=request)
+        return agent(request)
+
+    address = f"{URL},{OTHER_REPLICA}"
+    async with agent_client(replicas) as client:
+        await client.card(address)  # read from the first replica
+        await client.get_task(address, "t")  # fails over to the second, never read
+        down = False
+        _ = [item async for item in client._sse(OTHER_REPLICA, "SubscribeToTask", {}, None)]
+    assert agent.tenants() == ["acme", None]  # the second replica alone: its card unread
+    assert agent.cards_read == 1
+
+
 def test_the_tenant_followed_is_the_interface_the_calls_go_to() -> None:
     card = build_card("billing", URL)
-    assert card_tenant(card) == ""
-    assert card_tenant(named_tenant(card, "acme")) == "acme"
+    assert tenant_of_card(card) == ""
+    assert tenant_of_card(named_tenant(card, "acme")) == "acme"
     rest, jsonrpc = card.supported_interfaces[1], card.supported_interfaces[0]
     grpc = jsonrpc.model_copy(update={"protocol_binding": "GRPC", "tenant": "over-grpc"})
     both = AgentCard.model_validate(
@@ -138,9 +158,9 @@ def test_the_tenant_followed_is_the_interface_the_calls_go_to() -> None:
             ],
         }
     )
-    assert card_tenant(both) == "rpc"  # JSON-RPC preferred, where the calls go
+    assert tenant_of_card(both) == "rpc"  # JSON-RPC preferred, where the calls go
     grpc_only = both.model_copy(update={"supported_interfaces": [rest, grpc]})
-    assert card_tenant(grpc_only) == "over-grpc"  # gRPC alone: its interface's
+    assert tenant_of_card(grpc_only) == "over-grpc"  # gRPC alone: its interface's
 
 
 def test_a_tenant_is_put_first_into_params_already_encoded() -> None:
