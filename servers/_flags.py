@@ -54,6 +54,13 @@ def agent_options(parser: argparse.ArgumentParser, examples: bool = True) -> Non
     )
     parser.add_argument("--url", default=None, help="the URL the card advertises")
     parser.add_argument(
+        "--tenant",
+        default=None,
+        metavar="NAME",
+        help="the tenant the card's interfaces name: A2A clients following the card (other"
+        " agents' handoffs and delegations among them) call this agent in it",
+    )
+    parser.add_argument(
         "--card-v03",
         action="store_true",
         help="serve the A2A 0.3 card members at /.well-known/agent-card.json too, for 0.3"

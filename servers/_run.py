@@ -30,12 +30,12 @@ from a2a_handoff import (
 )
 from a2a_handoff.client import read_credential
 from a2a_handoff.contracts import Catalog
-from a2a_handoff.errors import ConfigError, TrustError
+from a2a_handoff.errors import ConfigError, InvalidParamsError, TrustError
 from a2a_handoff.escalation import EscalationPolicy
 from a2a_handoff.exits import ExitCode
-from a2a_handoff.protocol import check_agent_url
+from a2a_handoff.protocol import check_agent_url, named_tenant
 from a2a_handoff.secrets import SecretError, accept_insecure_files, private_dir
-from a2a_handoff.server import OidcConfig, return_freed_memory, uvicorn_options
+from a2a_handoff.server import OidcConfig, return_freed_memory, tenant_of, uvicorn_options
 from a2a_handoff.server import run as run_server
 from a2a_handoff.stores import Store, check_usable
 from a2a_handoff.trust import ENV_VAR as KEY_ENV_VAR
@@ -132,6 +132,11 @@ async def _no_keys_left_in(store_url: str, name: str) -> None:
         await store.aclose()
 
 
+def tenanted(card: AgentCard, tenant: str | None) -> AgentCard:
+    """`card` naming `tenant` on every interface (--tenant), or as it is."""
+    return named_tenant(card, tenant) if tenant else card
+
+
 def serve(name: str, example: Example, args: argparse.Namespace) -> int:
     """Serve `example` as agent `name` until stopped: its exit code (64: a usage error,
     said in one line on stderr before anything listens)."""
@@ -166,6 +171,11 @@ def serve(name: str, example: Example, args: argparse.Namespace) -> int:
             raise HandoffError("--oidc-audience needs --oidc-issuer")
         if args.url:
             check_agent_url(args.url, "--url", replicas=False)
+        if args.tenant is not None:
+            try:
+                tenant_of({"tenant": args.tenant})
+            except InvalidParamsError as exc:
+                raise HandoffError(f"--tenant: {exc.message}") from None
         routes = {
             n: check_agent_url(u, f"--route {n}") for n, u in pairs(args.route, "--route").items()
         }
@@ -214,7 +224,7 @@ def serve(name: str, example: Example, args: argparse.Namespace) -> int:
     try:
         app = create_app(
             example.make_agent(args),
-            example.make_card(url),
+            tenanted(example.make_card(url), args.tenant),
             store,
             handoff=HandoffConfig(
                 routes=routes,
@@ -241,7 +251,9 @@ def serve(name: str, example: Example, args: argparse.Namespace) -> int:
             observability=ObservabilityConfig(metrics_public=args.metrics_public),
             tools=mcp_tools(args),
             escalation=policy,
-            extended_card=example.make_extended(url) if example.make_extended else None,
+            extended_card=(
+                tenanted(example.make_extended(url), args.tenant) if example.make_extended else None
+            ),
             card_v03_fields=args.card_v03,
             mcp_server=args.mcp_server,
             push=push_settings(args),

@@ -11,6 +11,9 @@ has read it (a handoff, a delegation and a notice read the target's card before 
 — offers gRPC and not JSON-RPC: then they go to the card's gRPC address through
 `grpc_transport` (the `grpc` extra, imported then), answered as JSON-RPC answers, so the
 retries, breakers and replicas are the same. JSON-RPC stays preferred where both are offered.
+When the card's interface the calls go to names a `tenant`, every call and stream to that
+agent carries it (the `tenant` param, the gRPC request's `tenant`), unless the call names
+one itself: an agent whose card says "acme" receives in "acme" what this client sends it.
 """
 
 from __future__ import annotations
@@ -101,6 +104,24 @@ def _result(url: str, answer: Answer) -> Any:
     return payload["result"]
 
 
+def tenant_of_card(card: AgentCard) -> str:
+    """The tenant the card's interface calls go to names ("": none): its JSON-RPC one's,
+    or, when it offers gRPC alone, its gRPC one's (as `grpc_address` chooses)."""
+    bindings = [i.protocol_binding.upper() for i in card.supported_interfaces]
+    for binding in ("JSONRPC", "GRPC"):
+        if binding in bindings:
+            return card.supported_interfaces[bindings.index(binding)].tenant or ""
+    return ""
+
+
+def with_tenant(params_json: str, tenant: str) -> str:
+    """The JSON object `params_json` with `"tenant": tenant` first (a caller's params never
+    name one here: `AgentClient.call_json`)."""
+    rest = params_json.lstrip()[1:].lstrip()
+    named = f'{{"tenant":{json.dumps(tenant)}'
+    return f"{named}}}" if rest.startswith("}") else f"{named},{rest}"
+
+
 def grpc_address(card: AgentCard) -> str | None:
     """The URL of the card's gRPC interface when it offers no JSON-RPC one (else None:
     JSON-RPC, preferred). Dialed only when it is a `host:port` (`dialable`)."""
@@ -187,6 +208,7 @@ class AgentClient:
         self._preferred: dict[str, str] = {}  # address → the replica that answered last
         self._ids = itertools.count(1)  # JSON-RPC request ids
         self._grpc_only: dict[str, str] = {}  # agent URL → the gRPC address its card offers
+        self._tenants: dict[str, str] = {}  # agent URL → the tenant its card's interface names
 
     # -- plumbing -------------------------------------------------------------------------
 
@@ -299,9 +321,19 @@ class AgentClient:
             cached = self._cards.get(url)
             if cached and self._breaker_args[2]() - cached[0] < self.card_ttl:
                 return cached[1]
-        return await failover(
+        card = await failover(
             url, self._preferred, lambda one: self._card(one, fresh, retry), idempotent=True
         )
+        if replicas(url) != [url]:  # the address's tenant too: for a replica not read yet
+            self._tenants[url] = tenant_of_card(card)
+        return card
+
+    async def addressed(self, url: str) -> None:
+        """Read the agent's card unless this client read it already, so that calls to it
+        go where it says (the tenant it names, gRPC when it offers gRPC alone): for a call
+        that may come first — after a restart, say — to an agent a handoff reached before."""
+        if not any(one in self._cards for one in replicas(url)):
+            await self.card(url)
 
     async def _card(self, url: str, fresh: bool, retry: bool) -> AgentCard:
         clock = self._breaker_args[2]
@@ -328,6 +360,11 @@ class AgentClient:
         card = AgentCard.model_validate_json(content)
         await _check_signature(self.trust, url, content)
         self._cards[url] = (clock(), card)
+        tenant = tenant_of_card(card)
+        if tenant:
+            self._tenants[url] = tenant
+        else:
+            self._tenants.pop(url, None)
         grpc_only = grpc_address(card)
         if grpc_only is None:
             self._grpc_only.pop(url, None)
@@ -363,10 +400,16 @@ class AgentClient:
         extensions: Iterable[str] = (),
         idempotent: bool = False,
     ) -> Any:
-        """One JSON-RPC call: its result, or RemoteError / UnavailableError / CircuitOpenError."""
+        """One JSON-RPC call: its result, or RemoteError / UnavailableError / CircuitOpenError.
+        In the tenant the agent's card names, unless `params` name a `tenant` themselves."""
         encoded = json.dumps(params, separators=(",", ":"), allow_nan=False)
         return await self.call_json(
-            url, method, encoded, extensions=extensions, idempotent=idempotent
+            url,
+            method,
+            encoded,
+            extensions=extensions,
+            idempotent=idempotent,
+            card_tenant="tenant" not in params,
         )
 
     async def call_json(
@@ -378,15 +421,24 @@ class AgentClient:
         extensions: Iterable[str] = (),
         idempotent: bool = False,
         read: Callable[[str, Answer], Any] = _result,
+        card_tenant: bool = True,
     ) -> Any:
         """`call()` with the params already encoded as a JSON object; `read(url, answer)`
-        makes the result of the answer (the JSON-RPC result, by default)."""
-        body = (
-            f'{{"jsonrpc":"2.0","id":{next(self._ids)},"method":{json.dumps(method)},'
-            f'"params":{params_json}}}'
-        ).encode()
+        makes the result of the answer (the JSON-RPC result, by default). The call names
+        the tenant the agent's card names (`card_tenant=False`: the params name their own,
+        or none)."""
+        head = f'{{"jsonrpc":"2.0","id":{next(self._ids)},"method":{json.dumps(method)},"params":'
+        untenanted = f"{head}{params_json}}}".encode()
 
         async def attempt(one: str) -> Any:
+            tenant = None
+            if card_tenant and self._tenants:
+                tenant = self._tenants.get(one, self._tenants.get(url))
+            if tenant:
+                params = with_tenant(params_json, tenant)
+                body = f"{head}{params}}}".encode()
+            else:
+                params, body = params_json, untenanted
             endpoint = self._grpc_endpoint(one) if self._grpc_only else None
             if endpoint is None:
                 headers = self._headers(one, extensions)
@@ -414,7 +466,7 @@ class AgentClient:
 
                 def grpc_call(headers: dict[str, str]) -> Awaitable[Answer]:
                     metadata = [(name.lower(), value) for name, value in headers.items()]
-                    return call(endpoint, method, params_json, metadata, timeout)
+                    return call(endpoint, method, params, metadata, timeout)
 
                 send = grpc_call
 
@@ -491,12 +543,14 @@ class AgentClient:
         urls = ordered(address, self._preferred)
         for i, url in enumerate(urls):
             started = False
+            tenant = self._tenants.get(url, self._tenants.get(address))
+            named = {"tenant": tenant, **params} if tenant and "tenant" not in params else params
             try:
                 endpoint = self._grpc_endpoint(url) if self._grpc_only else None
                 if endpoint is not None:
-                    events = _grpc_stream(self, url, endpoint, method, params, last_event_id)
+                    events = _grpc_stream(self, url, endpoint, method, named, last_event_id)
                 else:
-                    events = _sse_one(self, url, method, params, last_event_id)
+                    events = _sse_one(self, url, method, named, last_event_id)
                 async for event in events:
                     if not started and len(urls) > 1:
                         self._preferred[address] = url

@@ -8,7 +8,12 @@ into a second task or a false failure, and the same key with a different envelop
 then the refusals, each a REJECTED task whose reason the sender reads: its sender withdrew
 it (`withdrawn`, see `protocol.extension.WITHDRAW_KEY`), TTL (`envelope_expired`), size,
 address, loop guard, contract acceptance. Otherwise the runtime creates the task, once per
-key, with the ledger row in the same transaction. The runtime drives these steps
+key, with the ledger row in the same transaction. A handoff is received in the tenant its
+message names (the sender addresses the one the receiver's card names): its task is stored
+under the sender's principal within that tenant, its user (`onBehalfOf`) shares it within
+that tenant only, and every key it dedupes or is decided on is kept per tenant
+(`stores.records.tenant_key`) — the same envelope sent in two tenants is two handoffs, never
+one tenant's task answered in another. The runtime drives these steps
 (`runtime.tasks.TaskManager`); this module decides them.
 """
 
@@ -45,6 +50,7 @@ from a2a_handoff.protocol.shallow import copied
 from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.protocol.steps import agent_message, status_event, with_status
 from a2a_handoff.stores.base import Commit, ReceivedEntry, Store, TaskRecord
+from a2a_handoff.stores.records import owner_principal, owner_tenant, tenant_key, tenant_owner
 from a2a_handoff.trust.trustlist import TrustList
 
 _ROW_FIELDS = [f.name for f in fields(ReceivedEntry)]
@@ -103,16 +109,17 @@ class HandoffReceiver:
         # target.url → settings.addressed_here(target.url), for these settings
         self._addressed: tuple[HandoffSettings, dict[str, bool]] = (settings, {})
 
-    async def verify(self, metadata: Mapping[str, Any], caller: str) -> VerifiedEnvelope:
-        """The message's envelope, proven (see `handoff.verified`); EnvelopeRefused."""
+    async def verify(self, metadata: Mapping[str, Any], owner: str) -> VerifiedEnvelope:
+        """The message's envelope, proven (see `handoff.verified`) as delivered by `owner`'s
+        principal (whatever tenant it names); EnvelopeRefused."""
         verified = await verify(
             metadata.get(HANDOFF_EXTENSION_URI),
             metadata.get(SIGNATURE_KEY),
-            caller,
+            owner_principal(owner),
             self.trust,
             self.settings.agent_name,
         )
-        if verified.decision is not None and not await self._escalated(verified):
+        if verified.decision is not None and not await self._escalated(verified, owner):
             raise EnvelopeRefused(
                 "decision_invalid",
                 f"the decision answers no escalation of {self.settings.agent_name}: task"
@@ -122,19 +129,28 @@ class HandoffReceiver:
         return verified
 
     async def decide(
-        self, verified: VerifiedEnvelope, busy: Callable[[str], bool], withdraw: bool = False
+        self,
+        verified: VerifiedEnvelope,
+        busy: Callable[[str], bool],
+        withdraw: bool = False,
+        tenant: str = "",
     ) -> Decision:
         """What to do with a proven handoff, decided once: its key looked up first (a replay
         is a `Duplicate` whatever its age; the same key with another envelope raises -32103),
         then the refusals — `withdraw` (its sender withdraws it: the key refused for good)
         first —, else `Accept`. `busy(key)`: this process is creating the task of that key
-        right now — HandoffProcessingError (-32102), which the sender retries."""
-        key, window = self.dedupe_for(verified)
+        right now — HandoffProcessingError (-32102), which the sender retries. `tenant`:
+        the one the handoff is received in, which its keys are kept within."""
+        key, window = self.dedupe_for(verified, tenant)
         existing_id = await self.store.find(key)
         record = await self.store.get(existing_id) if existing_id is not None else None
         if busy(key):  # checked after the reads: a creation may have started meanwhile
             raise HandoffProcessingError()
         if record is not None:
+            if owner_tenant(record.owner) != tenant:  # never another tenant's task, whatever joins
+                raise IdempotencyConflictError(
+                    f"the handoff's key {key[:40]!r} names a task of another tenant"
+                )
             self.check_replay(record, verified)
             return Duplicate(record)
         message = signed_message(verified)  # nothing unsigned of the message goes further
@@ -147,15 +163,19 @@ class HandoffReceiver:
         row = received_entry(verified.envelope, "", "accepted", "")
         return Accept(key, window, message, verified, receive_metadata(verified), row)
 
-    async def _escalated(self, verified: VerifiedEnvelope) -> bool:
+    async def _escalated(self, verified: VerifiedEnvelope, owner: str) -> bool:
         """Whether the decision a `return` carries answers a task of this agent, in the
-        conversation it returns to (the task that escalated, or informed the human agent):
-        an approval acts only where it was asked for, never at an agent that escalated
-        nothing."""
+        conversation it returns to (the task that escalated, or informed the human agent),
+        in the tenant it is received in (`owner`'s): an approval acts only where it was
+        asked for, never at an agent that escalated nothing, nor in another tenant."""
         assert verified.decision is not None
         task_id = verified.decision.escalated_from
         record = await self.store.get(task_id) if task_id else None
-        return record is not None and record.task.context_id == verified.envelope.context_id
+        return (
+            record is not None
+            and record.task.context_id == verified.envelope.context_id
+            and owner_tenant(record.owner) == owner_tenant(owner)
+        )
 
     async def refuse_unverified(
         self, message: Message, owner: str, refused: EnvelopeRefused
@@ -197,14 +217,19 @@ class HandoffReceiver:
                 " different envelope"
             )
 
-    def dedupe_for(self, verified: VerifiedEnvelope) -> tuple[str, float | None]:
-        """The key a received handoff deduplicates on, and for how long (None: ever).
+    def dedupe_for(self, verified: VerifiedEnvelope, tenant: str = "") -> tuple[str, float | None]:
+        """The key a received handoff deduplicates on in `tenant`, and for how long (None:
+        ever); the same handoff in another tenant has another key (`tenant_key`).
 
         The envelope's idempotency key, unless the edge's contract names another
         `dedupe_key` (a payload field, say `payload.entities.orderId`): then two handoffs
         with the same value within `replay_window_ms` make one task. A `return` dedupes on
         its decision's id: an operator's decision makes one task here, ever (used once).
         """
+        key, window = self._dedupe_for(verified)
+        return tenant_key(tenant, key), window
+
+    def _dedupe_for(self, verified: VerifiedEnvelope) -> tuple[str, float | None]:
         envelope = verified.envelope
         if verified.decision is not None:
             return "\x1f".join(("decision", verified.decision.id)), None
@@ -306,7 +331,7 @@ class HandoffReceiver:
         )
         rejected = with_status(task, TaskState.REJECTED, agent_message(f"{code}: {reason}", task))
         now = utc_now()
-        record = TaskRecord(rejected, owner, 2, now, now, envelope.shared_with)
+        record = TaskRecord(rejected, owner, 2, now, now, shared_owner(verified, owner))
         stored = await self.store.commit(
             Commit(
                 record,
@@ -316,6 +341,14 @@ class HandoffReceiver:
             )
         )
         return stored, stored.id != record.id
+
+
+def shared_owner(verified: VerifiedEnvelope, owner: str) -> str:
+    """Who shares a received task with `owner` (its `delegate`): the user its trusted
+    sender acted for (`onBehalfOf`), within the tenant the task is received in — never in
+    another ("" when nobody does: a delegation's sub-task, or no user named)."""
+    shared = verified.envelope.shared_with
+    return tenant_owner(owner_tenant(owner), shared) if shared else ""
 
 
 CLAIMED_FIELDS = ("handoff_id", "idempotency_key", "context_id", "source_agent", "source_task_id")

@@ -20,6 +20,7 @@ from a2a_handoff.client.client import AgentClient
 from a2a_handoff.errors import (
     CircuitOpenError,
     ConflictError,
+    HandoffError,
     RemoteError,
     TaskNotCancelableError,
     UnavailableError,
@@ -102,6 +103,8 @@ class Withdrawal:
         signature = self.trust.sign_envelope(body.encode())
         params = create_params(envelope, body, signature, withdraw=True)
         try:
+            # In the tenant the handoff was delivered to: the one the target's card names.
+            await self.client.addressed(entry.target_url)
             answer = await self.client.call_json(
                 entry.target_url, "SendMessage", params, extensions=[URI], idempotent=True
             )
@@ -115,7 +118,7 @@ class Withdrawal:
                 f" {entry.target_name} answers",
                 metadata={"taskId": record.id},
             ) from None
-        except (RemoteError, ValidationError) as exc:
+        except (RemoteError, ValidationError, HandoffError) as exc:  # its card's too
             raise TaskNotCancelableError(
                 f"{entry.target_name} did not take the withdrawal ({exc}): the handoff goes on",
                 metadata={"taskId": record.id},

@@ -4,7 +4,14 @@ Everything here is data and pure functions over it: no I/O, nothing that knows a
 server or a client. Every other room of the package may import it; it imports none of them.
 """
 
-from a2a_handoff.protocol.agent_card import AgentCard, AgentProvider, AgentSkill, build_card, skill
+from a2a_handoff.protocol.agent_card import (
+    AgentCard,
+    AgentProvider,
+    AgentSkill,
+    build_card,
+    named_tenant,
+    skill,
+)
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI
 from a2a_handoff.protocol.models import (
     Artifact,
@@ -35,6 +42,7 @@ __all__ = [
     "TaskStatus",
     "build_card",
     "check_agent_url",
+    "named_tenant",
     "parse_time",
     "skill",
     "utc_now",

@@ -30,6 +30,7 @@ __all__ = [
     "StringList",
     "build_card",
     "handoff_extension",
+    "named_tenant",
     "skill",
 ]
 
@@ -210,6 +211,7 @@ def build_card(
     push_notifications: bool = False,
     extended_agent_card: bool | None = None,
     http_json: bool = True,
+    tenant: str | None = None,
 ) -> AgentCard:
     """A card for an agent served at `url`: JSON-RPC and HTTP+JSON (A2A 1.0, both at `url`,
     as `create_app` serves them; `http_json=False` declares JSON-RPC only), streaming, the
@@ -221,13 +223,14 @@ def build_card(
     `documentation_url` and `icon_url` describe it. The capability flags are declarations:
     this library's server streams, and answers push-notification configs and the extended
     card as not supported — declare those only when something in front of it serves them.
+    `tenant`: the tenant every interface names (`named_tenant`).
     """
     url = check_agent_url(url, f"the card of {name}", replicas=False)
     interfaces = [AgentInterface(url=url)]
     if http_json:
         # REST paths are appended to it (`{url}/message:send`): no trailing slash.
         interfaces.append(AgentInterface(url=url.rstrip("/"), protocol_binding="HTTP+JSON"))
-    return AgentCard(
+    card = AgentCard(
         name=name,
         description=description or name,
         version=version,
@@ -245,3 +248,12 @@ def build_card(
         documentation_url=documentation_url,
         icon_url=icon_url,
     )
+    return named_tenant(card, tenant) if tenant else card
+
+
+def named_tenant(card: AgentCard, tenant: str) -> AgentCard:
+    """`card` with every interface naming `tenant`: A2A clients that follow the card — this
+    library's `AgentClient`, so every handoff and delegation sent to the agent — call it in
+    that tenant (the `tenant` param, `/{tenant}/…` over HTTP+JSON, the gRPC field)."""
+    interfaces = [i.model_copy(update={"tenant": tenant}) for i in card.supported_interfaces]
+    return card.model_copy(update={"supported_interfaces": interfaces})

@@ -101,7 +101,9 @@ def escalation_handoff(outcome: Escalate, policy: EscalationPolicy) -> Handoff |
 async def repeated_failure(
     store: Store, ctx: TaskContext, failure: Failed, policy: EscalationPolicy
 ) -> Escalate | None:
-    """The same class of failure `repeated_failures` times in `ctx`'s context escalates."""
+    """The same class of failure `repeated_failures` times in `ctx`'s context escalates
+    (the context's tasks in `ctx`'s tenant: a caller naming another tenant's context id
+    neither adds to its count nor reads its failures)."""
     limit = policy.repeated_failures
     if not limit:
         return None
@@ -112,6 +114,7 @@ async def repeated_failure(
         page = await store.list_tasks(
             TaskQuery(
                 owner=None,
+                tenant=ctx.tenant,
                 context_id=task.context_id,
                 state=TaskState.FAILED,
                 page_size=100,

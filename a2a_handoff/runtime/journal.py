@@ -32,6 +32,7 @@ from a2a_handoff.errors import (
     TaskBusyError,
 )
 from a2a_handoff.failpoints import failpoint, pausepoint
+from a2a_handoff.handoff.receiver import shared_owner
 from a2a_handoff.handoff.verified import VerifiedEnvelope
 from a2a_handoff.observe import events
 from a2a_handoff.protocol.models import Message, StreamResponse, Task, utc_now
@@ -90,8 +91,9 @@ class Journal:
         self.host = host
         self.envelope = envelope
         # A proven envelope's `onBehalfOf`: the principal its trusted sender acted for (not
-        # a delegation's: its sub-task is the delegating agent's alone).
-        self.delegate = envelope.envelope.shared_with if envelope else ""
+        # a delegation's: its sub-task is the delegating agent's alone), within the tenant
+        # the task is received in.
+        self.delegate = shared_owner(envelope, owner) if envelope else ""
         self.task = task
         self.owner = owner
         self.committed = committed

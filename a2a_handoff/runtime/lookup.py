@@ -1,18 +1,20 @@
 """Who sees a task and who decides its escalation.
 
 Invariants: a caller sees only its own tasks (another owner's task answers -32001, as if
-absent); operators see every task; under API-key auth only operators decide an escalation
-(without authentication, whoever reaches the agent does); a task handed over for a user (its
-`delegate`) is answered and canceled by that user or an operator, never by the agent that
-handed it over, which only reads it. An owner is a principal within a tenant
-(`stores.records.tenant_owner`): a caller in a named tenant is never an operator here, and
-sees that tenant's own tasks only.
+absent); operators see every task of the tenant they call in; under API-key auth only
+operators decide an escalation (without authentication, whoever reaches the agent does); a
+task handed over for a user (its `delegate`) is answered and canceled by that user or an
+operator, never by the agent that handed it over, which only reads it. An owner is a
+principal within a tenant (`stores.records.tenant_owner`): nobody sees anything of another
+tenant than the one it calls in — an operator neither (it is an operator in every tenant, of
+that tenant's tasks).
 """
 
 from __future__ import annotations
 
 from a2a_handoff.errors import TaskNotFoundError, UnsupportedOperationError
 from a2a_handoff.stores.base import Store, TaskRecord
+from a2a_handoff.stores.records import owner_principal, owner_tenant
 
 
 class TaskLookup:
@@ -25,7 +27,10 @@ class TaskLookup:
     async def owned(self, task_id: str, owner: str) -> TaskRecord:
         """The committed task if `owner` may see it; -32001 exactly as if absent otherwise."""
         record = await self.store.get(task_id)
-        if record is None or not (record.visible_to(owner) or self.sees_all(owner)):
+        if record is None or not (
+            record.visible_to(owner)
+            or (self.sees_all(owner) and owner_tenant(record.owner) == owner_tenant(owner))
+        ):
             raise TaskNotFoundError(f"task {task_id} not found", metadata={"taskId": task_id})
         return record
 
@@ -47,11 +52,12 @@ class TaskLookup:
             )
         return record
 
-    def sees_all(self, principal: str) -> bool:
-        """Whether `principal` is an operator of this agent: it sees every task."""
-        return self.operators is not None and principal in self.operators
+    def sees_all(self, owner: str) -> bool:
+        """Whether `owner`'s principal is an operator of this agent: it sees every task of
+        the tenant it calls in (`owner`'s), and nothing of another."""
+        return self.operators is not None and owner_principal(owner) in self.operators
 
-    def decides(self, principal: str) -> bool:
-        """Whether `principal` may decide an escalation here: an operator (without
-        authentication, whoever reaches the agent)."""
-        return self.operators is None or principal in self.operators
+    def decides(self, owner: str) -> bool:
+        """Whether `owner`'s principal may decide an escalation here, within its tenant: an
+        operator (without authentication, whoever reaches the agent)."""
+        return self.operators is None or owner_principal(owner) in self.operators

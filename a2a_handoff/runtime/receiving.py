@@ -1,8 +1,9 @@
 """Receiving a handoff: the task manager's side of `handoff.receiver`'s decisions.
 
 Invariant: a received handoff is proven first (signature, trust list, caller:
-`handoff.verified`), then refused, recognised as a replay, or created once per key, across
-replicas too (the decisions are `handoff.receiver`'s; this module acts on them).
+`handoff.verified`), then refused, recognised as a replay, or created once per key in the
+tenant it is received in (`owner`'s), across replicas too (the decisions are
+`handoff.receiver`'s; this module acts on them).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from a2a_handoff.protocol.extension import WITHDRAW_KEY
 from a2a_handoff.protocol.models import Message
 from a2a_handoff.runtime.creating import TaskCreator
 from a2a_handoff.runtime.submission import Submission, resolved
+from a2a_handoff.stores.records import owner_tenant
 
 
 class HandoffIntake:
@@ -54,7 +56,7 @@ class HandoffIntake:
         refusal, or create the task (once per key, across replicas too)."""
         receiver = self.handoffs.receiver
         busy = self.creator.runs.creating.__contains__
-        decision = await receiver.decide(verified, busy, withdraw)
+        decision = await receiver.decide(verified, busy, withdraw, owner_tenant(owner))
         detail = ""
         if isinstance(decision, Duplicate):
             record, outcome = decision.record, "duplicate"

@@ -215,14 +215,14 @@ class TaskRun:
         (`onBehalfOf`). A task another agent sent forwards the user its proven envelope named
         ("" when none) — never that agent, nor whoever answers the task, so every hop of a
         chain names the chain's user; a task a caller created names its owner (its principal,
-        not its tenant: the receiver takes a handoff in its default tenant)."""
+        not its tenant: the receiver takes the handoff in the tenant its card names)."""
         journal = self.journal
         if journal.envelope is not None:  # the step that received it
             return journal.envelope.envelope.on_behalf_of or ""
         committed = journal.committed
         received = ext_metadata(journal.task).get("handoff")
         if isinstance(received, dict):  # the envelope's word, as recorded when it arrived
-            shared = committed.delegate if committed is not None else ""
+            shared = owner_principal(committed.delegate) if committed is not None else ""
             return str(received.get("onBehalfOf") or shared)
         return owner_principal(committed.owner if committed is not None else journal.owner)
 

@@ -2,8 +2,10 @@
 (JSON-RPC, HTTP+JSON, A2A 0.3, MCP) as routes, gRPC beside them, the app and its settings,
 and the HTTP server that drains it before it stops (`run`, `DrainingServer`);
 `uvicorn_options` and `client_context`: uvicorn's TLS arguments and the client's TLS
-context of a `TlsConfig` (`server.tls`)."""
+context of a `TlsConfig` (`server.tls`); `tenant_of`: the tenant a request's params name,
+checked."""
 
+from a2a_handoff.server._call import tenant_of
 from a2a_handoff.server._grpc import serve_grpc
 from a2a_handoff.server.app import create_app
 from a2a_handoff.server.app_config import (
@@ -52,5 +54,6 @@ __all__ = [
     "return_freed_memory",
     "run",
     "serve_grpc",
+    "tenant_of",
     "uvicorn_options",
 ]

@@ -78,7 +78,6 @@ class A2AOperations:
     async def sending(self, request: SendMessageRequest, caller: Caller) -> Sent:
         """SendMessage's first step: the message taken (the task created, continued or
         received); the answer is the `Sent`'s."""
-        _refuse_tenant_handoff(request.message, caller)
         config = request.configuration
         # Push off and no configuration (most messages): nothing to check or attach.
         pushes = self.push is not None or config is not None
@@ -106,7 +105,6 @@ class A2AOperations:
         """SendStreamingMessage: the task's events (a new task's Task first), until it ends
         or waits for input; a direct Message is the stream's one item. -32106 past the
         open-stream cap, before anything is done."""
-        _refuse_tenant_handoff(request.message, caller)
         cursor = await self._push_cursor(request, caller)
         self.streams.take()  # refused before the task is created
         visible = caller.transfers_visible
@@ -173,11 +171,14 @@ class A2AOperations:
         return TaskView(record.task, caller.transfers_visible, request.history_length)
 
     async def list_tasks(self, request: ListTasksRequest, caller: Caller) -> TaskPage:
-        """ListTasks: a page of the tasks the caller may see (an operator: every task),
-        without their history unless `historyLength`, without artifacts unless asked."""
+        """ListTasks: a page of the tasks the caller may see (an operator: every task of the
+        tenant it calls in), without their history unless `historyLength`, without artifacts
+        unless asked."""
         page_size = request.page_size or 50
+        operator = self.manager.sees_all(caller.owner)
         query = TaskQuery(
-            owner=None if self.manager.sees_all(caller.owner) else caller.owner,
+            owner=None if operator else caller.owner,
+            tenant=caller.tenant if operator else None,
             context_id=request.context_id,
             state=request.status,
             page_size=page_size,
@@ -280,14 +281,3 @@ def _shown(caller: Caller, state: TaskState) -> str:
     if state is TaskState.TRANSFERRED and not caller.transfers_visible:
         return TaskState.COMPLETED.name
     return state.name
-
-
-def _refuse_tenant_handoff(message: Message, caller: Caller) -> None:
-    """A handoff is received in the default tenant only: its sender proves itself as a
-    principal of this agent's trust list, which names no tenant (-32602 before anything is
-    done)."""
-    if caller.tenant and message.metadata and HANDOFF_EXTENSION_URI in message.metadata:
-        raise InvalidParamsError(
-            f"tenant: a handoff is received in the default tenant, not in {caller.tenant!r};"
-            " send it without a tenant"
-        )

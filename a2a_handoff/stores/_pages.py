@@ -15,6 +15,7 @@ from typing import TypeVar
 
 from a2a_handoff.errors import InvalidParamsError
 from a2a_handoff.stores.base import TaskPage, TaskQuery, TaskRecord
+from a2a_handoff.stores.records import owner_tenant
 
 T = TypeVar("T")
 
@@ -67,6 +68,7 @@ class Summary:
         after = query.status_after
         return (
             (query.owner is None or query.owner in (self.owner, self.delegate or None))
+            and (query.tenant is None or owner_tenant(self.owner) == query.tenant)
             and (query.context_id is None or self.context_id == query.context_id)
             and (states is None or self.state in {s.value for s in states})
             and (after is None or (self.updated_at > after and self.status_at > after))

@@ -51,6 +51,7 @@ from a2a_handoff.stores.base import (
     TaskRecord,
     check_ledger,
 )
+from a2a_handoff.stores.records import tenant_filter
 
 try:
     from asyncpg import UniqueViolationError
@@ -194,9 +195,16 @@ class PostgresTaskStore(PostgresPush):
             params.append(value)
             return f"${len(params)}"
 
-        if query.owner is not None:
+        if query.owner:
             owner = param(query.owner)
             where.append(f"(owner = {owner} OR delegate = {owner})")
+        elif query.owner is not None:  # "" (no authentication): no task without a delegate
+            where.append(f"owner = {param(query.owner)}")
+        if query.tenant is not None:
+            condition, values = tenant_filter(query.tenant)
+            for value in values:
+                condition = condition.replace("?", param(value), 1)
+            where.append(condition)
         if query.context_id is not None:
             where.append(f"context_id = {param(query.context_id)}")
         states = query.states

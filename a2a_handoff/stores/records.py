@@ -82,6 +82,26 @@ def owner_tenant(owner: str) -> str:
     return owner.split(TENANT_SEPARATOR, 2)[1]
 
 
+def tenant_key(tenant: str, key: str) -> str:
+    """A key kept per tenant (a received handoff's dedupe key, say): `key` itself in the
+    default tenant (as stored before tenants), else prefixed as `tenant_owner` prefixes a
+    principal — so the same key in two tenants is two keys."""
+    return key if not tenant else f"{TENANT_SEPARATOR}{tenant}{TENANT_SEPARATOR}{key}"
+
+
+def tenant_filter(tenant: str) -> tuple[str, list[str]]:
+    """How a SQL store keeps an owner column within `tenant` (`TaskQuery.tenant`): a
+    condition over `owner` with `?` for each of its values. A named tenant's owners start
+    with `\\x1f<tenant>\\x1f`; the default tenant's are those without the separator first,
+    and the "tenant of none" form (`\\x1f\\x1f…`). Prefixes are compared, never LIKEd (a
+    tenant may hold `_`)."""
+    sep = TENANT_SEPARATOR
+    if tenant:
+        prefix = f"{sep}{tenant}{sep}"
+        return f"substr(owner, 1, {len(prefix)}) = ?", [prefix]
+    return "(substr(owner, 1, 1) <> ? OR substr(owner, 1, 2) = ?)", [sep, sep + sep]
+
+
 @dataclass(frozen=True, slots=True)
 class TaskEvent:
     """One entry of a task's event log; `seq` is 1, 2, 3, … per task."""
@@ -115,6 +135,8 @@ class TaskQuery:
     page_token: str | None = None
     status_after: str | None = None  # only tasks whose status changed after this (a stamp
     # of `utc_now()`'s form); a status changes no later than its task's updated_at
+    tenant: str | None = None  # only tasks whose owner is in this tenant ("": the default
+    # one; None: every tenant) — an operator's listing, kept to the tenant it calls in
     transfers_as_completed: bool = False  # the caller is shown TRANSFERRED as COMPLETED
     # (no handoff extension): `state` COMPLETED matches TRANSFERRED tasks too, and
     # TRANSFERRED matches none

@@ -43,6 +43,7 @@ from a2a_handoff.stores.base import (
     TaskRecord,
     check_ledger,
 )
+from a2a_handoff.stores.records import tenant_filter
 from a2a_handoff.trust.keys import KeyFile
 
 _FINISHED = sorted(state.value for state in TERMINAL_STATES)
@@ -189,9 +190,16 @@ class SqliteTaskStore(SqliteLedger, SqlitePush):
     async def list_tasks(self, query: TaskQuery) -> TaskPage:
         where = ["1"]
         params: list[Any] = []
-        if query.owner is not None:
+        if query.owner:
             where.append("(owner = ? OR delegate = ?)")
             params += [query.owner, query.owner]
+        elif query.owner is not None:  # "" (no authentication): no task without a delegate
+            where.append("owner = ?")
+            params.append(query.owner)
+        if query.tenant is not None:
+            condition, values = tenant_filter(query.tenant)
+            where.append(condition)
+            params += values
         if query.context_id is not None:
             where.append("context_id = ?")
             params.append(query.context_id)

@@ -164,6 +164,7 @@ def main() -> int:
     parser.add_argument("--auth-keys", type=Path, default=None)  # principal=key lines
     parser.add_argument("--credential", action="append", default=[])  # ROUTE=env:VAR
     parser.add_argument("--grpc-port", type=int, default=None)  # reachable over gRPC alone
+    parser.add_argument("--tenant", default=None)  # the tenant its card's interfaces name
     args = parser.parse_args()
     routes = dict(r.split("=", 1) for r in args.route)
     credentials = {
@@ -176,7 +177,9 @@ def main() -> int:
         hold(store, args.hold_file)
     app = create_app(
         DelegatingAgent(args.work_log),
-        build_card(args.name, url, description="delegates, and is delegated to"),
+        build_card(
+            args.name, url, description="delegates, and is delegated to", tenant=args.tenant
+        ),
         store,
         handoff=HandoffConfig(
             routes=routes,

@@ -1,7 +1,8 @@
 """Tenants: a request's `tenant` (a param, or the `/{tenant}/…` path over HTTP+JSON) scopes
 every task, list, stream, push config and follow-up; a caller sees nothing of another tenant,
 as if it did not exist (-32001, HTTP 404); the same messageId in two tenants makes two tasks;
-a caller's push configs count against its cap in every tenant at once.
+a caller's push configs count against its cap in every tenant at once; an operator sees
+every task of the tenant it calls in, and nothing of another (the default one included).
 On SQLite, Redis and PostgreSQL, one real agent process each.
 """
 
@@ -19,6 +20,7 @@ from tests.integration.handoff_support import result
 from tests.support import A2A_HEADERS, AgentProcess, free_port
 
 KEY = {"X-API-Key": "alice-key-0123456789abcdef"}
+OPERATOR = {"X-API-Key": "op-key-0123456789abcdef0"}
 TASK_NOT_FOUND = -32001
 
 
@@ -48,9 +50,10 @@ def _ids(agent: AgentProcess, tenant: str | None) -> set[str]:
 
 def _agent(stores: Callable[[str], str], tmp_path: Path) -> AgentProcess:
     keys = tmp_path / "keys"
-    keys.write_text("alice=alice-key-0123456789abcdef\n")
+    keys.write_text("alice=alice-key-0123456789abcdef\nop=op-key-0123456789abcdef0\n")
     extra = (
         f"--auth-keys={keys}",
+        "--operators=op",
         *("--push-allow", "127.0.0.1", "--push-retry-max", "0.3", "--push-per-caller", "2"),
     )
     return AgentProcess("echo", stores("echo"), extra=extra)
@@ -185,5 +188,46 @@ def test_tenants_are_isolated_over_http_json_paths(
             assert http.get(f"{base}/acme/tasks?tenant=globex").status_code == 400
             assert http.get(f"{base}/a~b.c_d-e/tasks").status_code == 200
             assert http.get(f"{base}/-x/tasks").status_code == 400
+    finally:
+        agent.stop()
+
+
+@pytest.mark.timeout(90)
+def test_an_operator_sees_every_task_of_the_tenant_it_calls_in_and_nothing_of_another(
+    stores: Callable[[str], str], tmp_path: Path
+) -> None:
+    agent = _agent(stores, tmp_path).start()
+
+    def as_operator(method: str, params: dict[str, Any], tenant: str | None) -> Any:
+        return agent.rpc(
+            method, params if tenant is None else {**params, "tenant": tenant}, **OPERATOR
+        )
+
+    def seen(tenant: str | None) -> set[str]:
+        page = result(as_operator("ListTasks", {}, tenant))
+        assert page["totalSize"] == len(page["tasks"])
+        return {task["id"] for task in page["tasks"]}
+
+    try:
+        made = {}
+        for tenant in ("acme", "globex", None):
+            ask = {"message": _message("ask: which?", str(uuid.uuid4()))}
+            made[tenant] = result(_rpc(agent, "SendMessage", ask, tenant))["task"]["id"]
+        assert seen(None) == {made[None]}  # the default tenant's, no longer every tenant's
+        assert seen("") == {made[None]}
+        assert seen("acme") == {made["acme"]}
+        assert seen("globex") == {made["globex"]}
+        for tenant, task_id in made.items():
+            for other in {"acme", "globex", None} - {tenant}:
+                get = {"id": task_id}
+                assert _code(as_operator("GetTask", get, other)) == TASK_NOT_FOUND
+                assert _code(as_operator("CancelTask", get, other)) == TASK_NOT_FOUND
+                reply = {"message": _message("mine", str(uuid.uuid4()), task_id)}
+                assert _code(as_operator("SendMessage", reply, other)) == TASK_NOT_FOUND
+        # Within its tenant an operator reads and ends alice's task.
+        assert result(as_operator("GetTask", {"id": made["acme"]}, "acme"))["id"] == made["acme"]
+        canceled = result(as_operator("CancelTask", {"id": made["acme"]}, "acme"))
+        assert canceled["status"]["state"] == "TASK_STATE_CANCELED"
+        assert _ids(agent, "acme") == {made["acme"]}  # still alice's, as she lists it
     finally:
         agent.stop()

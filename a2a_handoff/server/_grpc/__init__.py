@@ -18,11 +18,13 @@ BINDING = "GRPC"
 
 
 def with_grpc_interface(card: AgentCard, config: GrpcConfig) -> AgentCard:
-    """`card` listing the gRPC interface last (JSON-RPC stays the preferred one); a card
-    that lists one already is kept as it is."""
+    """`card` listing the gRPC interface last (JSON-RPC stays the preferred one), in the
+    tenant its first interface names; a card that lists one already is kept as it is."""
     if any(i.protocol_binding == BINDING for i in card.supported_interfaces):
         return card
-    interface = AgentInterface(url=config.address, protocol_binding=BINDING)
+    first = card.supported_interfaces[0] if card.supported_interfaces else None
+    tenant = first.tenant if first is not None else None
+    interface = AgentInterface(url=config.address, protocol_binding=BINDING, tenant=tenant)
     return card.model_copy(update={"supported_interfaces": [*card.supported_interfaces, interface]})
 
 

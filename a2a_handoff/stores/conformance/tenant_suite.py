@@ -2,7 +2,9 @@
 (`records.tenant_owner`), so the owner filters and dedupe keys a store keeps keep each tenant
 apart — the same principal and messageId in two tenants are two owners and two tasks, and a
 task stored before tenants (its owner the bare principal) is the default tenant's; a
-principal's push configs count against its cap in every tenant at once."""
+listing of every owner within one tenant (an operator's, `TaskQuery.tenant`) holds that
+tenant's tasks alone; a principal's push configs count against its cap in every tenant at
+once."""
 
 from __future__ import annotations
 
@@ -32,6 +34,41 @@ class TenantSuite(Suite):
         done = TaskQuery(owner=tenant_owner("globex", "alice"), state=TaskState.COMPLETED)
         assert (await store.list_tasks(done)).records == []
         assert (await store.list_tasks(TaskQuery(owner=None))).total_size == len(TENANTS)
+
+    async def test_every_owners_tasks_within_a_tenant_are_that_tenants_alone(
+        self, store: TaskStore
+    ) -> None:
+        principals = ("alice", "bob", "\x1facme\x1fbob", "\x1f", "a_b")
+        made: dict[str, set[str]] = {t: set() for t in (*TENANTS, "acm", "acme_", "a")}
+        for tenant in made:
+            for principal in principals:
+                made[tenant].add((await create(store, tenant_owner(tenant, principal), "c1")).id)
+        for tenant, ids in made.items():
+            page = await store.list_tasks(TaskQuery(owner=None, tenant=tenant, page_size=100))
+            assert {r.id for r in page.records} == ids, tenant
+            assert page.total_size == len(principals)
+            scoped = TaskQuery(owner=None, tenant=tenant, context_id="c1", page_size=2)
+            first = await store.list_tasks(scoped)
+            assert first.total_size == len(principals)
+            rest = await store.list_tasks(
+                TaskQuery(
+                    owner=None, tenant=tenant, context_id="c1", page_token=first.next_page_token
+                )
+            )
+            assert {r.id for r in (*first.records, *rest.records)} == ids
+        assert (await store.list_tasks(TaskQuery(owner=None, tenant="nobody"))).total_size == 0
+        every = await store.list_tasks(TaskQuery(owner=None, page_size=100))
+        assert every.total_size == len(principals) * len(made)
+
+    async def test_the_empty_principal_lists_its_own_tasks_alone(self, store: TaskStore) -> None:
+        # Without authentication every caller is the principal "": its listing in a tenant
+        # holds that tenant's tasks of "", not every task that shares itself with nobody.
+        made = {t: await create(store, tenant_owner(t, ""), "c1") for t in TENANTS}
+        await create(store, "alice", "c1")
+        for tenant in TENANTS:
+            page = await store.list_tasks(TaskQuery(owner=tenant_owner(tenant, "")))
+            assert [r.id for r in page.records] == [made[tenant].id]
+            assert page.total_size == 1
 
     async def test_a_task_stored_under_the_bare_principal_is_the_default_tenants(
         self, store: TaskStore

@@ -46,8 +46,10 @@ def idle(key: str) -> bool:
     return False
 
 
-async def taken(store: MemoryTaskStore, verified: VerifiedEnvelope, key: str) -> TaskRecord:
-    """The task a first delivery of `verified` made, stored under `key`."""
+async def taken(
+    store: MemoryTaskStore, verified: VerifiedEnvelope, key: str, owner: str = "triage"
+) -> TaskRecord:
+    """The task a first delivery of `verified` made (as `owner`), stored under `key`."""
     task = Task(
         id="taken",
         context_id="c1",
@@ -55,7 +57,7 @@ async def taken(store: MemoryTaskStore, verified: VerifiedEnvelope, key: str) ->
         metadata={URI: receive_metadata(verified)},
     )
     now = utc_now()
-    record = TaskRecord(task, "triage", 1, now, now)
+    record = TaskRecord(task, owner, 1, now, now)
     return await store.commit(Commit(record, [StreamResponse(task=task)], dedupe_key=key))
 
 
@@ -128,3 +130,49 @@ async def test_a_key_this_process_is_creating_is_still_processing() -> None:
     with pytest.raises(HandoffProcessingError):
         await receiving.decide(verified, lambda k: k == key)
     assert isinstance(await receiving.decide(verified, idle), Duplicate)
+
+
+async def test_a_handoff_taken_in_one_tenant_is_new_in_another_and_a_replay_in_its_own() -> None:
+    store = MemoryTaskStore()
+    receiving = receiver(store)
+    verified = await proven(receiving)
+    key, _ = receiving.dedupe_for(verified, "acme")
+    assert key == f"\x1facme\x1fhandoff\x1f{verified.envelope.idempotency_key}"
+    assert key != receiving.dedupe_for(verified)[0] != receiving.dedupe_for(verified, "globex")[0]
+    record = await taken(store, verified, key, owner="\x1facme\x1ftriage")
+    # The same envelope replayed in its tenant: its task; in another, or the default one, a
+    # handoff of its own there (never the acme task answered where acme is not).
+    assert await receiving.decide(verified, idle, tenant="acme") == Duplicate(record)
+    for elsewhere in ("globex", ""):
+        decision = await receiving.decide(verified, idle, tenant=elsewhere)
+        assert isinstance(decision, Accept)
+        assert decision.key == receiving.dedupe_for(verified, elsewhere)[0]
+
+
+async def test_a_key_that_finds_another_tenants_task_is_a_conflict_never_that_task() -> None:
+    store = MemoryTaskStore()
+    receiving = receiver(store)
+    verified = await proven(receiving)
+    key, _ = receiving.dedupe_for(verified, "acme")
+    await taken(store, verified, key, owner="\x1fglobex\x1ftriage")  # joined, however
+    with pytest.raises(IdempotencyConflictError, match="another tenant"):
+        await receiving.decide(verified, idle, tenant="acme")
+
+
+async def test_a_withdrawal_refuses_its_key_in_its_own_tenant_alone() -> None:
+    store = MemoryTaskStore()
+    receiving = receiver(store)
+    verified = await proven(receiving)
+    withdrawn = await receiving.decide(verified, idle, withdraw=True, tenant="acme")
+    assert isinstance(withdrawn, Refuse)
+    assert withdrawn.code == "withdrawn"
+    assert withdrawn.key == receiving.dedupe_for(verified, "acme")[0]
+    owner = "\x1facme\x1ftriage"
+    args = (withdrawn.message, owner, withdrawn.key, verified, withdrawn.code, withdrawn.reason)
+    record, _ = await receiving.reject(*args)
+    # A try still on its way to acme finds the refusal; one sent in another tenant does not.
+    assert await receiving.decide(verified, idle, tenant="acme") == Duplicate(record)
+    for elsewhere in ("globex", ""):
+        taken_there = await receiving.decide(verified, idle, tenant=elsewhere)
+        assert isinstance(taken_there, Accept)
+        assert taken_there.key != withdrawn.key

@@ -15,6 +15,7 @@ from a2a_handoff.client.client import AgentClient
 from a2a_handoff.client.retry import RetryPolicy
 from a2a_handoff.delegated import timed_out
 from a2a_handoff.handoff.subtask import SubTasks
+from a2a_handoff.protocol.agent_card import build_card
 from a2a_handoff.protocol.extension import HANDOFF_EXTENSION_URI as URI
 from a2a_handoff.protocol.models import Task
 from a2a_handoff.protocol.states import TaskState
@@ -22,6 +23,7 @@ from a2a_handoff.trust.agent_trust import AgentTrust
 
 pytestmark = pytest.mark.anyio
 URL = "http://billing.test/"
+CARD = build_card("billing", URL).model_dump(by_alias=True, exclude_none=True)
 
 
 def task(state: str, **ext: Any) -> dict[str, Any]:
@@ -36,6 +38,8 @@ def delegate(answers: dict[str, list[Any]]) -> Callable[[httpx.Request], httpx.R
     (dict), an error (int: its code), or an exception type (the connection fails)."""
 
     def handle(request: httpx.Request) -> httpx.Response:
+        if request.method == "GET":  # its card: read before a first call (its tenant)
+            return httpx.Response(200, json=CARD)
         method = json.loads(request.content)["method"]
         script = answers[method]
         answer = script.pop(0) if len(script) > 1 else script[0]

@@ -1,8 +1,8 @@
 """Tenants in the service: a caller's tenant scopes the owner its tasks are stored under
 (`results.tenant_owner`), so nothing of one tenant reaches a caller of another — not through
 a principal that starts with the separator either (the dedupe keys joining the owner to
-ids that hold no control character stay apart too); operators see every task from the default tenant
-and are ordinary callers within a named one."""
+ids that hold no control character stay apart too); an operator sees every task of the tenant
+it calls in, and nothing of another."""
 
 from __future__ import annotations
 
@@ -12,10 +12,11 @@ from typing import Any
 import httpx
 import pytest
 
-from a2a_handoff import HANDOFF_EXTENSION_URI, Agent, MemoryTaskStore, Reply, TaskContext
+from a2a_handoff import Agent, MemoryTaskStore, Reply, TaskContext
 from a2a_handoff.auth import ApiKeyAuth
 from a2a_handoff.errors import InvalidParamsError, TaskNotFoundError
 from a2a_handoff.protocol.models import (
+    CancelTaskRequest,
     GetTaskRequest,
     ListTasksRequest,
     Message,
@@ -76,33 +77,30 @@ def test_a_tenant_name_is_checked_and_a_path_and_body_must_agree() -> None:
         tenant_of({"tenant": "globex"}, "acme")
 
 
-async def test_operators_see_every_tenant_from_the_default_one_only() -> None:
+async def test_operators_see_every_task_of_the_tenant_they_call_in_and_nothing_else() -> None:
     auth = ApiKeyAuth.from_keys({"alice": "k-alice", "op": "k-op"})
     trust = TrustConfig(auth=auth, operators=["op"])
     store = MemoryTaskStore()
     async with AgentService(EchoAgent(), echo_card(URL), store, trust=trust) as service:
         acme = await sent_task(service, send("hello"), Caller("alice", tenant="acme"))
         mine = await sent_task(service, send("hello"), Caller("op", tenant="globex"))
-        operator = Caller("op")
-        assert (await service.get_task(GetTaskRequest(id=acme), operator)).task.id == acme
-        page = await service.list_tasks(ListTasksRequest(), operator)
-        assert {view.task.id for view in page.tasks} == {acme, mine}
-        in_globex = Caller("op", tenant="globex")
-        with pytest.raises(TaskNotFoundError):
-            await service.get_task(GetTaskRequest(id=acme), in_globex)
-        page = await service.list_tasks(ListTasksRequest(), in_globex)
-        assert [view.task.id for view in page.tasks] == [mine]
-
-
-async def test_a_handoff_is_refused_in_a_named_tenant_before_anything_is_done() -> None:
-    store = MemoryTaskStore()
-    async with AgentService(EchoAgent(), echo_card(URL), store) as service:
-        request = send("hello")
-        request.message.metadata = {HANDOFF_EXTENSION_URI: {"handoffId": "h"}}
-        with pytest.raises(InvalidParamsError, match="default tenant"):
-            await service.send_message(request, Caller(tenant="acme"))
-        page = await service.list_tasks(ListTasksRequest(), Caller(tenant="acme"))
-        assert page.tasks == []
+        default = await sent_task(service, send("hello"), Caller("alice"))
+        in_acme, in_globex, in_default = (Caller("op", tenant=t) for t in ("acme", "globex", ""))
+        # In a tenant, an operator sees and answers every task of it: alice's too.
+        assert (await service.get_task(GetTaskRequest(id=acme), in_acme)).task.id == acme
+        page = await service.list_tasks(ListTasksRequest(), in_acme)
+        assert [view.task.id for view in page.tasks] == [acme]
+        assert page.total_size == 1
+        # Nothing of another tenant: not from a named one, not from the default one.
+        for operator, theirs in ((in_globex, {mine}), (in_default, {default})):
+            for other in {acme, mine, default} - theirs:
+                with pytest.raises(TaskNotFoundError):
+                    await service.get_task(GetTaskRequest(id=other), operator)
+                with pytest.raises(TaskNotFoundError):
+                    await service.cancel_task(CancelTaskRequest(id=other), operator)
+            page = await service.list_tasks(ListTasksRequest(), operator)
+            assert {view.task.id for view in page.tasks} == theirs
+            assert page.total_size == len(theirs)
 
 
 class WhoAgent(Agent):
