@@ -21,7 +21,7 @@ from a2a_handoff.protocol.agent_card import (
     SecurityScheme,
     StringList,
 )
-from a2a_handoff.secrets import check_private
+from a2a_handoff.secrets import read_private
 
 API_KEY_HEADER = "X-API-Key"
 ENV_VAR = "A2A_API_KEYS"
@@ -41,6 +41,8 @@ def parse_keys(text: str) -> dict[str, str]:
         principal, sep, secret = line.partition("=")
         if not sep or not principal.strip() or not secret.strip():
             raise HandoffError("an API key entry must read principal=key")
+        if not principal.strip().isprintable():  # stored owners use a control character
+            raise HandoffError("an API key's principal holds a control character")
         keys[principal.strip()] = secret.strip()
     if not keys:
         raise HandoffError("no API keys given")
@@ -52,6 +54,10 @@ class ApiKeyAuth:
     """Maps presented keys to principals."""
 
     _principals: Mapping[bytes, str]
+    _names: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_names", frozenset(self._principals.values()))
 
     @classmethod
     def from_keys(cls, keys: Mapping[str, str]) -> ApiKeyAuth:
@@ -60,8 +66,7 @@ class ApiKeyAuth:
 
     @classmethod
     def from_file(cls, path: str | Path) -> ApiKeyAuth:
-        check_private(Path(path), "--auth-keys")
-        return cls.from_keys(parse_keys(Path(path).read_text()))
+        return cls.from_keys(parse_keys(read_private(Path(path), "--auth-keys")))
 
     @classmethod
     def from_env(cls, var: str = ENV_VAR) -> ApiKeyAuth:
@@ -85,6 +90,10 @@ class ApiKeyAuth:
     def lookup(self, secret: str) -> str | None:
         """The principal a presented key names, or None."""
         return self._principals.get(_digest(secret))
+
+    def names(self, principal: str) -> bool:
+        """Whether `principal` is the name of one of these keys."""
+        return principal in self._names
 
     @staticmethod
     def security_schemes() -> dict[str, SecurityScheme]:

@@ -37,12 +37,11 @@ def read_secret(value: str, what: str) -> str:
     if value.startswith("@"):
         path = Path(value[1:])
         try:
-            secret = path.read_text().strip()
+            secret = read_private(path, what).strip()
         except OSError as exc:
             raise SecretError(f"{what}: cannot read {path}: {exc.strerror or exc}") from None
         if not secret:
             raise SecretError(f"{what}: {path} is empty")
-        check_private(path, what)
         return secret
     raise SecretError(f"{what}: {HOW}")
 
@@ -65,11 +64,26 @@ def insecure_files_accepted() -> bool:
 def check_private(path: Path, what: str) -> None:
     """SecretError unless `path` is this user's own file that no other user can read or
     change: another user could have put it there (keys of their choosing), or reads what it
-    holds. With the risk accepted (`accept_insecure_files`), one WARNING line instead."""
+    holds. With the risk accepted (`accept_insecure_files`), one WARNING line instead. A
+    file read by this process is better read by `read_private`, which checks the very file
+    it opened."""
     try:
         status = path.stat()
     except OSError:
         return  # not there: whoever reads it says so
+    _check_status(status, path, what)
+
+
+def read_private(path: Path, what: str) -> str:
+    """The text of `path`, checked as `check_private` does on the file opened (not on the
+    name, which another user could point elsewhere between a check and a read). OSError
+    when it cannot be read."""
+    with path.open(encoding="utf-8") as handle:
+        _check_status(os.fstat(handle.fileno()), path, what)
+        return handle.read()
+
+
+def _check_status(status: os.stat_result, path: Path, what: str) -> None:
     problem = None
     if status.st_uid != os.geteuid():
         problem = f"belongs to uid {status.st_uid}, not to this user ({os.geteuid()})"

@@ -38,7 +38,7 @@ from urllib.parse import quote_plus, urlsplit
 import httpx
 
 from a2a_handoff.errors import ConfigError, TokenError
-from a2a_handoff.secrets import check_private, read_secret
+from a2a_handoff.secrets import read_private, read_secret
 
 log = logging.getLogger("a2a_handoff.client.oauth")
 
@@ -122,11 +122,12 @@ class ClientCredentials:
         """Read from a JSON file only its owner can read (`secrets.check_private`):
         `{"token_url", "client_id", "client_secret", "audience"}`, `scope` optional."""
         path = Path(path)
-        check_private(path, what)
         try:
-            raw = json.loads(path.read_text())
+            text = read_private(path, what)  # SecretError for a file others can read
         except OSError as exc:
             raise ConfigError(f"{what}: cannot read {path}: {exc.strerror or exc}") from None
+        try:
+            raw = json.loads(text)
         except ValueError:
             raise ConfigError(f"{what}: {path} is not JSON") from None
         if not isinstance(raw, dict):

@@ -9,19 +9,25 @@ decides when there is one — a wrong one is refused, never passed over for the 
 and without one, under mutual TLS, the caller is the certificate's principal (its SAN,
 `trust.certificates`): an agent calling with its own certificate, or a gateway holding one
 certificate that sends its users' keys or tokens. A key's principal is its name, a token's
-its subject (`sub`), a certificate's its SAN: one namespace, so name them apart.
+its subject (`sub`), a certificate's its SAN: one namespace. A name belongs to one way in:
+a token's subject or a certificate's principal that is the name of an API key is refused
+(401, and a WARNING line), so that an issuer's or a CA's subject cannot become a key holder —
+an operator, a trusted agent named by its key, a user with tasks.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import Mapping
 
 from a2a_handoff.auth import API_KEY_HEADER, ApiKeyAuth
 from a2a_handoff.errors import AuthenticationError
 from a2a_handoff.protocol.agent_card import SecurityRequirement, SecurityScheme, StringList
 from a2a_handoff.server._oidc import OidcVerifier, discovery_url
+
+log = logging.getLogger("a2a_handoff.server")
 
 OIDC_SCHEME = "oidc"
 MTLS_SCHEME = "mutualTLS"
@@ -55,7 +61,7 @@ class Authentication:
         credential = _bearer(headers)
         if not credential:
             if self.certificates and peer:
-                return peer
+                return self._not_a_key_name(peer, "client certificate")
             raise AuthenticationError()
         if self.keys is not None:
             found = self.keys.lookup(credential)
@@ -63,7 +69,17 @@ class Authentication:
                 return found
         if self.tokens is None or credential.count(".") != 2:
             raise AuthenticationError()
-        return await self.tokens.principal(credential)
+        return self._not_a_key_name(await self.tokens.principal(credential), "bearer token")
+
+    def _not_a_key_name(self, principal: str, what: str) -> str:
+        if self.keys is not None and self.keys.names(principal):
+            log.warning(
+                "a %s names %r, an API key's name: refused (name the key otherwise)",
+                what,
+                principal[:200],
+            )
+            raise AuthenticationError(f"{what} refused: its subject is an API key's name")
+        return principal
 
     async def authenticate(self, headers: Mapping[str, str], peer: str | None = None) -> str | None:
         """The caller's principal, or None for credentials missing, refused or not
@@ -81,10 +97,13 @@ class Authentication:
             return None if self.keys is None else self.keys.lookup(key)
         credential = _bearer(headers)
         if not credential:
-            return peer if self.certificates and peer else None
+            clash = peer is not None and self.keys is not None and self.keys.names(peer)
+            return peer if self.certificates and peer and not clash else None
         found = None if self.keys is None else self.keys.lookup(credential)
         if found is None and self.tokens is not None:
-            found = self.tokens.cached(credential)
+            subject = self.tokens.cached(credential)
+            clash = subject is not None and self.keys is not None and self.keys.names(subject)
+            found = None if clash else subject
         return found
 
     def security_schemes(self) -> dict[str, SecurityScheme]:

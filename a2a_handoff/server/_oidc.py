@@ -48,6 +48,15 @@ def discovery_url(issuer: str) -> str:
     return issuer.rstrip("/") + DISCOVERY_PATH
 
 
+def _fit_for_keys(uri: str, issuer: str) -> bool:
+    """Keys are fetched over https, or from the issuer's own origin (an issuer served over
+    plain http on loopback, in tests and local setups): never over plain http elsewhere."""
+    named, own = urlsplit(uri), urlsplit(issuer)
+    if not named.netloc:
+        return False
+    return named.scheme == "https" or (named.scheme, named.netloc) == (own.scheme, own.netloc)
+
+
 class OidcVerifier:
     """Bearer tokens of one issuer, checked for one audience; see the module docstring."""
 
@@ -105,13 +114,10 @@ class OidcVerifier:
         return verified.subject
 
     def _remember(self, token: str, subject: str, expires: float) -> None:
+        """Kept until its expiry; when the dict is full the oldest entry goes (expired or
+        not: `cached` drops an expired one it meets), so a full cache costs no scan."""
         if len(self._verified) >= self.cache_size:
-            now = self._wall()
-            for kept, (_, exp) in list(self._verified.items()):
-                if now > exp + self.rules.leeway:
-                    del self._verified[kept]
-            if len(self._verified) >= self.cache_size:  # all live: the oldest goes
-                del self._verified[next(iter(self._verified))]
+            del self._verified[next(iter(self._verified))]
         self._verified[token] = (subject, expires)
 
     def _due(self) -> bool:
@@ -133,9 +139,9 @@ class OidcVerifier:
             if self._keys is None and self._due():
                 await self._load()
             if self._keys is None:
-                raise IssuerUnavailableError(
-                    f"the token issuer {self.issuer} has not answered yet ({self._why}):"
-                    " the token cannot be checked; retry later"
+                raise IssuerUnavailableError(  # why it failed is logged, not told the caller
+                    f"the token issuer {self.issuer} has not answered yet: the token cannot"
+                    " be checked; retry later"
                 )
             return self._keys
 
@@ -157,7 +163,7 @@ class OidcVerifier:
                     await self._fetch(discovery_url(self.rules.issuer))
                 )
             keys = IssuerKeys(await self._fetch(self._jwks_uri))
-        except (httpx.HTTPError, ValueError, TokenError) as exc:
+        except (httpx.HTTPError, ValueError, TokenError, RecursionError) as exc:
             self._why = str(exc) or type(exc).__name__
             log.warning("the token issuer %s: %s", self.issuer, self._why)
             return
@@ -175,9 +181,11 @@ class OidcVerifier:
                 f"its discovery document names another issuer: {discovery.get('issuer')!r}"
             )
         uri = discovery.get("jwks_uri")
-        issuer = urlsplit(self.rules.issuer)
-        if not isinstance(uri, str) or urlsplit(uri).scheme not in ("https", issuer.scheme):
-            raise ValueError(f"its discovery document names no usable jwks_uri: {uri!r}")
+        if not isinstance(uri, str) or not _fit_for_keys(uri, self.rules.issuer):
+            raise ValueError(
+                f"its discovery document names no usable jwks_uri: {str(uri)[:200]!r} (https,"
+                " or the issuer's own origin)"
+            )
         return uri
 
     async def _get(self, url: str) -> Any:

@@ -77,7 +77,7 @@ class IssuerKeys:
 
     def __init__(self, jwks: Mapping[str, Any]) -> None:
         self.keys: dict[str, Key] = {}
-        entries = jwks.get("keys")
+        entries = jwks.get("keys") if isinstance(jwks, Mapping) else None
         if not isinstance(entries, list):
             raise TokenError("the issuer's JWKS has no keys list")
         for entry in entries:
@@ -106,7 +106,7 @@ def header_of(token: str) -> dict[str, Any]:
         raise TokenError("not a JWT (header.payload.signature)")
     try:
         header = json.loads(urlsafe_b64decode(parts[0].encode("ascii")))
-    except (ValueError, UnicodeError) as exc:
+    except (ValueError, UnicodeError, RecursionError) as exc:  # nested past the parser's depth
         raise TokenError("the token's header is not base64url JSON") from exc
     if not isinstance(header, dict):
         raise TokenError("the token's header is not a JSON object")
@@ -141,7 +141,7 @@ def verify(token: str, keys: IssuerKeys, rules: TokenRules, now: float) -> Verif
         raise TokenError("the token's signature does not verify") from exc
     try:
         claims = json.loads(signed.payload)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise TokenError("the token's claims are not JSON") from exc
     if not isinstance(claims, dict):
         raise TokenError("the token's claims are not a JSON object")
@@ -152,6 +152,8 @@ def _subject(claims: Mapping[str, Any]) -> str:
     subject = claims.get("sub")
     if not isinstance(subject, str) or not subject or len(subject) > 256:
         raise TokenError("the token names no subject (sub)")
+    if not subject.isprintable():  # a principal holds no control character (stored owners)
+        raise TokenError("the token's subject holds a control character")
     return subject
 
 

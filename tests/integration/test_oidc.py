@@ -342,3 +342,29 @@ def test_wrong_oidc_flags_are_a_usage_error(tmp_path: Path, flags: list[str], sa
     )
     assert done.returncode == 64, done.stderr
     assert said in done.stderr
+
+
+def test_a_token_whose_subject_is_an_api_keys_name_is_refused(stack: Stack) -> None:
+    """An issuer's subject never becomes a key holder: "robot" is a key's name here, and a
+    token naming it — however it got that subject — holds nothing of robot's."""
+    before = task_count(stack)
+    answer = send(stack.agent, stack.provider.sign(stack.provider.claims("robot")))
+    assert answer.status_code == 401, answer.text
+    assert "an API key's name" in answer.json()["error"]["message"]
+    assert task_count(stack) == before
+
+
+def test_a_header_nested_past_the_parsers_depth_is_refused_on_every_route(stack: Stack) -> None:
+    deep = _b64(b"[" * 5000)  # json.loads raises RecursionError on it
+    headers = {**A2A_HEADERS, "Authorization": f"Bearer {deep}.e30.c2ln"}
+    before = task_count(stack)
+    message = {"messageId": str(uuid.uuid4()), "role": "ROLE_USER", "parts": [{"text": "x"}]}
+    body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message}}
+    sent = httpx.post(stack.agent.url, json=body, headers=headers, timeout=30)
+    assert sent.status_code == 401, sent.text
+    assert sent.json()["error"]["code"] == -32101
+    for path in (".well-known/agent-card.json", "health", "metrics", "tasks/x"):
+        answer = httpx.get(stack.agent.url + path, headers=headers, timeout=30)
+        assert answer.status_code < 500, (path, answer.status_code, answer.text)
+    assert "RecursionError" not in stack.agent._log().read_text()
+    assert task_count(stack) == before

@@ -13,8 +13,8 @@ import httpx
 import pytest
 
 from a2a_handoff import Agent, MemoryTaskStore, Reply, TaskContext
-from a2a_handoff.auth import ApiKeyAuth
-from a2a_handoff.errors import InvalidParamsError, TaskNotFoundError
+from a2a_handoff.auth import ApiKeyAuth, parse_keys
+from a2a_handoff.errors import HandoffError, InvalidParamsError, TaskNotFoundError
 from a2a_handoff.protocol.models import (
     CancelTaskRequest,
     GetTaskRequest,
@@ -149,3 +149,10 @@ async def test_a_card_interface_names_its_tenant_and_its_clients_reach_it() -> N
         task_named_tasks = await http.get("/tasks/tasks", headers=headers)
         assert task_named_tasks.json()["error"]["details"][0]["reason"] == "TASK_NOT_FOUND"
         assert (await http.get(f"/acme/tasks/{task_id}", headers=headers)).status_code == 200
+
+
+def test_an_api_key_principal_holding_a_control_character_is_refused() -> None:
+    """Stored owners fold a tenant in with a control character: no principal may hold one."""
+    with pytest.raises(HandoffError, match="control character"):
+        parse_keys("\x1facme\x1falice=k1")
+    assert parse_keys("alice=k1") == {"alice": "k1"}

@@ -55,6 +55,15 @@ async def test_a_key_in_the_request_decides_else_the_certificate() -> None:
     assert await certificates.authenticate({"x-api-key": "k-carol"}, PEER) is None  # no keys
 
 
+async def test_a_certificate_naming_an_api_keys_name_is_refused() -> None:
+    """A CA's subject never becomes a key holder: a certificate whose principal is a key's
+    name ("carol") is refused, its key still works."""
+    both = Authentication(KEYS, None, certificates=True)
+    assert await both.authenticate({}, "carol") is None
+    assert both.recognised({}, "carol") is None
+    assert await both.authenticate({"x-api-key": "k-carol"}, "carol") == "carol"
+
+
 def test_the_card_declares_mutual_tls_and_needs_https(tmp_path: Path) -> None:
     ca = TestCA(tmp_path)
     own = ca.issue("echo", uris=("spiffe://example.org/agent/echo",))

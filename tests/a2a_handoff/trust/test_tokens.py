@@ -165,6 +165,7 @@ def test_times_are_checked_with_the_leeway_and_no_more() -> None:
         ({"aud": ["https://other.example/"]}, "not for this agent"),
         ({"sub": ""}, "no subject"),
         ({"sub": None}, "no subject"),
+        ({"sub": "\x1fother\x1falice"}, "control character"),  # a stored owner's shape
     ],
 )
 def test_the_claims_must_say_what_the_rules_ask(changes: dict[str, Any], why: str) -> None:
@@ -195,10 +196,16 @@ def test_the_jwks_keeps_signing_keys_only() -> None:
     assert set(keys.keys) == {"rsa"}
     with pytest.raises(TokenError):
         IssuerKeys({"keys": "none"})
+    with pytest.raises(TokenError):  # a document of another shape than an object
+        IssuerKeys([])  # type: ignore[arg-type]
+
+
+_DEEP = base64.urlsafe_b64encode(b"[" * 5000).rstrip(b"=").decode()  # past json's depth
 
 
 @pytest.mark.parametrize(
-    "token", ["", "a.b", "a.b.c.d", "!!!.e30.c2ln", "W10.e30.c2ln", "x" * 20000]
+    "token",
+    ["", "a.b", "a.b.c.d", "!!!.e30.c2ln", "W10.e30.c2ln", "x" * 20000, f"{_DEEP}.e30.c2ln"],
 )
 def test_garbage_is_refused_with_a_reason(token: str) -> None:
     with pytest.raises(TokenError):
