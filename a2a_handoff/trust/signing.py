@@ -45,6 +45,7 @@ _REGISTRY = JWSRegistry(algorithms=list(ALGORITHMS))
 # each) and verified headers (made by trusted keys only: cached after a signature verified)
 # are few; a full cache is emptied, never grown.
 _CACHE_MAX = 256
+SIGNATURE_BYTES = 64  # an Ed25519 signature
 Sign = Callable[[bytes], bytes]
 Verify = Callable[[bytes, bytes], None]  # (signature, data): raises when it does not verify
 _SIGNERS: dict[tuple[int, str, tuple[tuple[str, str], ...]], tuple[OKPKey, bytes, str, Sign]] = {}
@@ -58,10 +59,12 @@ def _sodium_signer(native: ed25519.Ed25519PrivateKey | ed448.Ed448PrivateKey) ->
     and `cryptography` for Ed448, which libsodium lacks. Imported on first use."""
     if not isinstance(native, ed25519.Ed25519PrivateKey):
         return native.sign
-    from nacl.signing import SigningKey
+    from nacl.bindings import crypto_sign, crypto_sign_seed_keypair
 
-    key = SigningKey(native.private_bytes_raw())
-    return lambda data: key.sign(data).signature
+    # libsodium's own call (what `SigningKey.sign` makes, without its encoders and the
+    # SignedMessage it builds): the signed message is the signature followed by the data.
+    secret = crypto_sign_seed_keypair(native.private_bytes_raw())[1]
+    return lambda data: crypto_sign(data, secret)[:SIGNATURE_BYTES]
 
 
 def _sodium_verifier(native: ed25519.Ed25519PublicKey | ed448.Ed448PublicKey) -> Verify:
@@ -69,14 +72,18 @@ def _sodium_verifier(native: ed25519.Ed25519PublicKey | ed448.Ed448PublicKey) ->
     refuses non-canonical signatures and small-order keys), `cryptography` for Ed448."""
     if not isinstance(native, ed25519.Ed25519PublicKey):
         return native.verify
+    from nacl.bindings import crypto_sign_open
     from nacl.exceptions import CryptoError
-    from nacl.signing import VerifyKey
 
-    key = VerifyKey(native.public_bytes_raw())
+    key = native.public_bytes_raw()
 
     def verify(signature: bytes, data: bytes) -> None:
+        # libsodium's own call (what `VerifyKey.verify` makes, without its encoders): the
+        # signature's length checked first, as there, since the two are passed as one.
+        if len(signature) != SIGNATURE_BYTES:
+            raise InvalidSignature
         try:
-            key.verify(data, signature)
+            crypto_sign_open(signature + data, key)
         except CryptoError:
             raise InvalidSignature from None
 

@@ -229,3 +229,19 @@ def test_an_ed448_key_signs_and_verifies_on_both_paths() -> None:
         assert verify_detached(token, payload, public(key), ENVELOPE_TYP)["kid"] == key.kid
         with pytest.raises(SignatureError, match="does not verify"):
             verify_detached(token, payload + b" ", public(key), ENVELOPE_TYP)
+
+
+@pytest.mark.parametrize("cut", [slice(0, 63), slice(0, 65)])
+def test_a_signature_of_another_length_is_refused_on_both_paths(cut: slice) -> None:
+    # libsodium is handed the signature and the signed bytes as one: a signature one byte
+    # short would borrow the first byte of the data. Its length is checked before.
+    key = OKPKey.generate_key("Ed25519", auto_kid=True)  # its header not yet seen: joserfc first
+    good = sign_detached(canonical(ENVELOPE), key, ENVELOPE_TYP)
+    head, _, signature = good.split(".")
+    raw = base64.urlsafe_b64decode(signature + "==")
+    bad = (raw + b"e")[cut]
+    token = f"{head}..{base64.urlsafe_b64encode(bad).decode().rstrip('=')}"
+    for _ in range(2):
+        with pytest.raises(SignatureError, match="does not verify"):
+            verify_detached(token, canonical(ENVELOPE), public(key), ENVELOPE_TYP)
+        assert verify_detached(good, canonical(ENVELOPE), public(key), ENVELOPE_TYP)
