@@ -18,22 +18,12 @@ import sys
 from collections.abc import Callable, Collection
 from pathlib import Path
 
-from a2a_handoff import (
-    AgentCard,
-    AgentClient,
-    ApiKeyAuth,
-    TrustConfig,
-    build_card,
-    create_app,
-    open_store,
-)
+from a2a_handoff import AgentCard, AgentClient, build_card
 from a2a_handoff.errors import HandoffError
 from a2a_handoff.exits import ExitCode
 from a2a_handoff.observe import logs
 from a2a_handoff.protocol import AgentSkill
 from a2a_handoff.secrets import SecretError
-from a2a_handoff.server import ServerLimits
-from a2a_handoff.server import run as run_server
 from orchestrator.gateway import MAX_WAITS, Conversations, GatewayAgent
 from orchestrator.reach import Reach
 from servers._flags import drain_config, drain_options, push_options, push_settings
@@ -131,6 +121,12 @@ def serve(
     args: argparse.Namespace, make_client: Callable[[], AgentClient], keys: Collection[str]
 ) -> int:
     """Run the gateway until stopped."""
+    # The server is loaded here, not with the module: the CLI's other commands take the
+    # gateway's flags from this module, and start faster without it.
+    from a2a_handoff import ApiKeyAuth, TrustConfig, create_app, open_store
+    from a2a_handoff.server import ServerLimits
+    from a2a_handoff.server import run as run_server
+
     logs.configure(args.log_level, "text")
     url = args.url or f"http://{args.host}:{args.port}/"
     try:

@@ -9,21 +9,23 @@ import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from a2a_handoff import HandoffError, PushSettings, ToolsConfig
+from a2a_handoff import HandoffError
 from a2a_handoff.errors import ConfigError
 from a2a_handoff.secrets import HOW as SECRETS_HOW
 from a2a_handoff.secrets import SecretError, read_secret
-from a2a_handoff.server import (
-    DrainConfig,
-    RetentionConfig,
-    ServerLimits,
-    TlsConfig,
-    parse_duration,
-)
 from a2a_handoff.trust import ENV_VAR as KEY_ENV_VAR
 from servers import _llm
+
+if TYPE_CHECKING:
+    from a2a_handoff import PushSettings, ToolsConfig
+    from a2a_handoff.server import DrainConfig, RetentionConfig, ServerLimits, TlsConfig
+
+# The server's config classes are imported where they are made: the CLI takes the gateway's
+# flags from here (`python -m orchestrator serve`), and its other commands do not load the
+# server.
 
 
 def pairs(values: Sequence[str], what: str) -> dict[str, str]:
@@ -183,6 +185,8 @@ def agent_options(parser: argparse.ArgumentParser, examples: bool = True) -> Non
     )
     drain_options(parser)
     limits = parser.add_argument_group("server limits (see docs/server.md)")
+    from a2a_handoff.server import ServerLimits
+
     defaults = ServerLimits()
     limits.add_argument("--max-connections", type=int, default=defaults.max_connections)
     limits.add_argument("--max-streams", type=int, default=1000, help="open SSE streams")
@@ -254,10 +258,14 @@ def retention_options(parser: argparse.ArgumentParser) -> None:
 
 
 def retention_config(args: argparse.Namespace) -> RetentionConfig | None:
+    from a2a_handoff.server import RetentionConfig
+
     return RetentionConfig(retain=args.retain) if args.retain is not None else None
 
 
 def _duration(text: str) -> float:
+    from a2a_handoff.server import parse_duration
+
     try:
         return parse_duration(text)
     except ValueError as exc:
@@ -313,6 +321,8 @@ def tls_options(tls: argparse._ArgumentGroup) -> None:
 def tls_config(args: argparse.Namespace) -> TlsConfig | None:
     """TLS as the flags say (None: none given); ConfigError for a pair given by half, a
     client CA without a certificate, or a file that is not there."""
+    from a2a_handoff.server import TlsConfig
+
     given = {
         "cert": args.tls_cert,
         "key": args.tls_key,
@@ -349,7 +359,7 @@ def drain_options(parser: argparse.ArgumentParser) -> None:
     stopping.add_argument(
         "--close-seconds",
         type=float,
-        default=DrainConfig().close,
+        default=10.0,  # DrainConfig's (the server is not imported to write its help)
         metavar="S",
         help="after the drain and the open streams' 5 s: what closing (the store, clients) may"
         " take before the process logs an ERROR and exits 0 anyway (default: %(default)g)",
@@ -358,6 +368,8 @@ def drain_options(parser: argparse.ArgumentParser) -> None:
 
 def drain_config(args: argparse.Namespace) -> DrainConfig:
     """The drain as the flags say (ConfigError, a ValueError, for a bad one)."""
+    from a2a_handoff.server import DrainConfig
+
     return DrainConfig(seconds=args.drain_seconds, close=args.close_seconds)
 
 
@@ -406,6 +418,8 @@ def push_options(push: argparse._ArgumentGroup) -> None:
 
 def push_settings(args: argparse.Namespace) -> PushSettings | None:
     """Push notifications as the flags say (on unless --no-push); ValueError for a bad one."""
+    from a2a_handoff import PushSettings
+
     if args.no_push:
         return None
     return PushSettings(
@@ -423,6 +437,8 @@ def mcp_tools(args: argparse.Namespace) -> ToolsConfig:
     """The MCP servers `--mcp NAME=URL` names (HandoffError, a ValueError: one malformed).
     A URL holding a password is a secret: read from `@FILE` or `env:VAR`, never written on
     the command line (SecretError, a ValueError, otherwise)."""
+    from a2a_handoff import ToolsConfig
+
     servers = {}
     for name, where in pairs(args.mcp, "--mcp").items():
         if where.startswith(("@", "env:")):
@@ -434,6 +450,8 @@ def mcp_tools(args: argparse.Namespace) -> ToolsConfig:
 
 
 def server_limits(args: argparse.Namespace) -> ServerLimits:
+    from a2a_handoff.server import ServerLimits
+
     return ServerLimits(
         header_timeout=args.header_timeout,
         body_timeout=args.body_timeout,

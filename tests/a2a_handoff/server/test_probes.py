@@ -5,6 +5,7 @@ the requests in flight, and ends the runs left at its bound (their callers answe
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import uuid
 from collections.abc import AsyncIterator
@@ -25,6 +26,7 @@ from a2a_handoff import (
 )
 from a2a_handoff.errors import ConfigError
 from a2a_handoff.server import AgentService, DrainConfig, create_app
+from servers._flags import drain_config, drain_options
 from servers.echo import echo_card
 
 pytestmark = pytest.mark.anyio
@@ -149,3 +151,11 @@ def test_a_drain_config_is_checked_and_its_grace_bounded() -> None:
     assert DrainConfig().close == 10.0
     with pytest.raises(ConfigError, match="close"):
         DrainConfig(close=-1)
+
+
+def test_the_stop_flags_default_to_the_drain_configs_own() -> None:
+    parser = argparse.ArgumentParser()
+    drain_options(parser)
+    assert drain_config(parser.parse_args([])) == DrainConfig()
+    given = drain_config(parser.parse_args(["--drain-seconds", "3", "--close-seconds", "2"]))
+    assert (given.seconds, given.close) == (3.0, 2.0)
