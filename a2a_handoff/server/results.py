@@ -29,20 +29,28 @@ from a2a_handoff.protocol.models import Message, StreamResponse, Task
 from a2a_handoff.protocol.shallow import copied
 from a2a_handoff.protocol.states import TaskState
 from a2a_handoff.runtime.submission import Replied, Submission
-from a2a_handoff.stores.records import tenant_owner
+from a2a_handoff.stores.records import slot_setters, tenant_owner
 
 Items = AsyncGenerator[tuple[int, StreamResponse], None]
 """A task's stream items as stored, each with its event sequence number (0: none)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Caller:
     """Who calls: the principal a face authenticated ("" without auth), and the extensions
-    active for the call (ours among those the caller asked for)."""
+    active for the call (ours among those the caller asked for). One a call: its `__init__`
+    is written out, as `stores.records.Commit`'s is."""
 
     principal: str = ""
     extensions: frozenset[str] = field(default=frozenset())
     tenant: str = ""  # the tenant the call names ("": the default tenant), checked
+
+    def __init__(
+        self, principal: str = "", extensions: frozenset[str] = frozenset(), tenant: str = ""
+    ) -> None:
+        _set_principal(self, principal)
+        _set_extensions(self, extensions)
+        _set_tenant(self, tenant)
 
     @property
     def owner(self) -> str:
@@ -54,6 +62,9 @@ class Caller:
         """Whether the caller is shown TRANSFERRED (the handoff extension is active); without
         it a handed-off task is COMPLETED, its pointer in the metadata."""
         return HANDOFF_EXTENSION_URI in self.extensions
+
+
+_set_principal, _set_extensions, _set_tenant = slot_setters(Caller, "principal extensions tenant")
 
 
 def trim_history(task: Task, history_length: int | None) -> Task:

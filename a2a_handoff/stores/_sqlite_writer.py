@@ -90,7 +90,9 @@ class GroupCommit:
             1, thread_name_prefix="sqlite-commit"
         )
         self._queue: list[_Write] = []
-        self._wakeup = asyncio.Event()
+        # What the idle write loop waits on (a bare future, not an `asyncio.Event`: one wait
+        # per batch, whose coroutine, waiter deque and clearing cost more than the future).
+        self._wakeup: asyncio.Future[None] | None = None
         self._closing = False
         self._loop_task = asyncio.create_task(self._write_loop(), name="sqlite-group-commit")
 
@@ -100,13 +102,18 @@ class GroupCommit:
             raise StoreError("the store is not open")
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._queue.append(_Write(apply, publish, future))
-        self._wakeup.set()
+        self._wake()
         return await future
+
+    def _wake(self) -> None:
+        wakeup, self._wakeup = self._wakeup, None
+        if wakeup is not None and not wakeup.done():
+            wakeup.set_result(None)
 
     async def aclose(self) -> None:
         """Commit what is queued, then stop."""
         self._closing = True
-        self._wakeup.set()
+        self._wake()
         await self._loop_task
         if self._fsync is not None:
             self._fsync.shutdown(wait=True)
@@ -114,8 +121,9 @@ class GroupCommit:
 
     async def _write_loop(self) -> None:
         while True:
-            await self._wakeup.wait()
-            self._wakeup.clear()
+            if not self._queue and not self._closing:
+                self._wakeup = asyncio.get_running_loop().create_future()
+                await self._wakeup
             self.batches += 1
             batch, self._queue = self._queue, []
             if batch:

@@ -12,17 +12,25 @@ interfaces that keep them are `stores.base`'s.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import KW_ONLY, dataclass, field
+from typing import Any
 
 from a2a_handoff.errors import StoreError
 from a2a_handoff.protocol.models import StreamResponse, Task
 from a2a_handoff.protocol.states import TaskState
 
 
-@dataclass(frozen=True, slots=True)
+def slot_setters(cls: type, names: str) -> list[Callable[[Any, Any], None]]:
+    """The `__set__` of each of `cls`'s slots `names` (space-separated): a hand-written
+    `__init__` of a frozen dataclass sets its fields through them."""
+    return [cls.__dict__[name].__set__ for name in names.split()]
+
+
+@dataclass(frozen=True, slots=True, init=False)
 class TaskRecord:
-    """A task as stored: the internal snapshot (TRANSFERRED allowed), its owner and version."""
+    """A task as stored: the internal snapshot (TRANSFERRED allowed), its owner and version.
+    (Its `__init__` is written out, as `Commit`'s is.)"""
 
     task: Task
     owner: str
@@ -31,6 +39,24 @@ class TaskRecord:
     updated_at: str
     delegate: str = ""  # a principal the owner acts for (a handoff's user); sees the task too
     json: str = field(default="", compare=False)  # the task's JSON, when already serialized
+
+    def __init__(
+        self,
+        task: Task,
+        owner: str,
+        version: int,
+        created_at: str,
+        updated_at: str,
+        delegate: str = "",
+        json: str = "",
+    ) -> None:
+        _set_task(self, task)
+        _set_owner(self, owner)
+        _set_version(self, version)
+        _set_created_at(self, created_at)
+        _set_updated_at(self, updated_at)
+        _set_delegate(self, delegate)
+        _set_json(self, json)
 
     @property
     def id(self) -> str:
@@ -50,6 +76,17 @@ class TaskRecord:
     @property
     def state(self) -> TaskState:
         return self.task.status.state
+
+
+(
+    _set_task,
+    _set_owner,
+    _set_version,
+    _set_created_at,
+    _set_updated_at,
+    _set_delegate,
+    _set_json,
+) = slot_setters(TaskRecord, "task owner version created_at updated_at delegate json")
 
 
 def tenant_owner(tenant: str, principal: str) -> str:
@@ -102,12 +139,17 @@ def tenant_filter(tenant: str) -> tuple[str, list[str]]:
     return "(substr(owner, 1, 1) <> ? OR substr(owner, 1, 2) = ?)", [sep, sep + sep]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class TaskEvent:
-    """One entry of a task's event log; `seq` is 1, 2, 3, … per task."""
+    """One entry of a task's event log; `seq` is 1, 2, 3, … per task. (Its `__init__` is
+    written out, as `Commit`'s is.)"""
 
     seq: int
     item: StreamResponse
+
+    def __init__(self, seq: int, item: StreamResponse) -> None:
+        _set_seq(self, seq)
+        _set_item(self, item)
 
     @property
     def final(self) -> bool:
@@ -117,6 +159,9 @@ class TaskEvent:
             return update.status.state.terminal
         task = self.item.task
         return task is not None and task.status.state.terminal
+
+
+_set_seq, _set_item = slot_setters(TaskEvent, "seq item")
 
 
 PAGE_BYTES = 8 * 1024 * 1024
@@ -240,7 +285,7 @@ class Closing:
     detail: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Commit:
     """Everything one step writes, committed by the store in one call (`TaskStore.commit`):
     all of it, or — on any refusal — none of it.
@@ -255,7 +300,9 @@ class Commit:
     also close one (`close`: a handoff that ended, or one redirected by a new entry).
 
     The combinations are checked as the value is made, so no backend sees a commit that
-    cannot be written as one transaction: ValueError names what is wrong.
+    cannot be written as one transaction: ValueError names what is wrong. (Its `__init__`
+    is written out: a frozen dataclass's generated one sets each field through
+    `object.__setattr__`, which a step pays for at every commit; bench/README.md.)
     """
 
     record: TaskRecord
@@ -268,32 +315,50 @@ class Commit:
     close: Closing | None = None
     received: ReceivedEntry | None = None
 
-    def __post_init__(self) -> None:
-        record, events = self.record, self.events
-        if self.expected_version is None:
+    def __init__(
+        self,
+        record: TaskRecord,
+        events: Sequence[StreamResponse],
+        *,
+        expected_version: int | None = None,
+        dedupe_key: str | None = None,
+        dedupe_ttl: float | None = None,
+        outbox: OutboxEntry | None = None,
+        close: Closing | None = None,
+        received: ReceivedEntry | None = None,
+    ) -> None:
+        if expected_version is None:
             if record.version != len(events):
                 raise ValueError("a created task's version must equal its number of events")
-            if self.close is not None:
+            if close is not None:
                 raise ValueError("a new task has no pending entry to close")
         else:
-            if record.version != self.expected_version + len(events):
+            if record.version != expected_version + len(events):
                 raise ValueError("an update's version must be expected_version + len(events)")
-            if self.dedupe_key is not None:
+            if dedupe_key is not None:
                 raise ValueError("a dedupe key is taken by a new task only")
-            if self.received is not None:
+            if received is not None:
                 raise ValueError("a received handoff's ledger row goes with the task it creates")
-        if self.dedupe_ttl is not None:
-            if self.dedupe_key is None:
+        if dedupe_ttl is not None:
+            if dedupe_key is None:
                 raise ValueError("a dedupe TTL needs a dedupe key")
-            if not self.dedupe_ttl > 0:
+            if not dedupe_ttl > 0:
                 raise ValueError("a dedupe TTL must be a positive number of seconds")
-        if self.outbox is not None:
-            if self.outbox.task_id != record.id:
+        if outbox is not None:
+            if outbox.task_id != record.id:
                 raise ValueError("an outbox entry added by a commit must be its task's")
-            if self.close is not None and self.close.handoff_id == self.outbox.handoff_id:
+            if close is not None and close.handoff_id == outbox.handoff_id:
                 raise ValueError("a commit cannot close the entry it adds")
-        if self.received is not None and self.received.task_id != record.id:
+        if received is not None and received.task_id != record.id:
             raise ValueError("a received handoff's ledger row must name the task it creates")
+        _set_record(self, record)
+        _set_events(self, events)
+        _set_expected_version(self, expected_version)
+        _set_dedupe_key(self, dedupe_key)
+        _set_dedupe_ttl(self, dedupe_ttl)
+        _set_outbox(self, outbox)
+        _set_close(self, close)
+        _set_received(self, received)
 
     @property
     def creates(self) -> bool:
@@ -310,6 +375,20 @@ class Commit:
     def first_seq(self) -> int:
         """The seq of the commit's first event."""
         return (self.expected_version or 0) + 1
+
+
+(
+    _set_record,
+    _set_events,
+    _set_expected_version,
+    _set_dedupe_key,
+    _set_dedupe_ttl,
+    _set_outbox,
+    _set_close,
+    _set_received,
+) = slot_setters(
+    Commit, "record events expected_version dedupe_key dedupe_ttl outbox close received"
+)
 
 
 def check_ledger(unit: Commit, ledger: object | None) -> None:
