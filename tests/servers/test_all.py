@@ -64,6 +64,14 @@ def start(base: int, data: Path, *extra: str) -> subprocess.Popen[str]:
     )
 
 
+def keyed_and_logged(tmp_path: Path, logs: Path) -> tuple[str, ...]:
+    """`all`'s flags for a key per agent and user (alice the operator), logs in `logs`."""
+    keys = tmp_path / "keys"
+    keys.write_text("triage=kt\nbilling=kb\nhuman=kh\nalice=ka\nuser=ku\n")
+    keys.chmod(0o600)
+    return ("--log-dir", str(logs), "--auth-keys", str(keys), "--operators", "alice")
+
+
 def test_each_url_is_printed_once_its_agent_serves(tmp_path: Path) -> None:
     base = four_free_ports()
     proc = start(base, tmp_path / "data")
@@ -100,20 +108,12 @@ def test_a_taken_port_is_an_error_and_no_url_is_printed(tmp_path: Path) -> None:
 
 def test_all_passes_every_agent_option_on(tmp_path: Path) -> None:
     # Before: `servers all` refused --log-format, --log-level, --llm, limits and auth.
-    keys = tmp_path / "keys"
-    keys.write_text("triage=kt\nbilling=kb\nhuman=kh\nalice=ka\nuser=ku\n")
-    keys.chmod(0o600)
     logs = tmp_path / "logs"
     base = four_free_ports()
     proc = start(
         base,
         tmp_path / "data",
-        "--log-dir",
-        str(logs),
-        "--auth-keys",
-        str(keys),
-        "--operators",
-        "alice",
+        *keyed_and_logged(tmp_path, logs),
         "--log-format",
         "json",
         "--log-level",
@@ -200,20 +200,12 @@ def test_all_passes_tls_the_drain_and_retention_on(tmp_path: Path) -> None:
     ca = TestCA(tmp_path / "pki")
     agents = ca.issue("agents")  # 127.0.0.1: every agent's host, whatever its port
     user = ca.issue("user", uris=("spiffe://example.org/user/u",))
-    keys = tmp_path / "keys"
-    keys.write_text("triage=kt\nbilling=kb\nhuman=kh\nalice=ka\nuser=ku\n")
-    keys.chmod(0o600)
     logs = tmp_path / "logs"
     base = four_free_ports()
     proc = start(
         base,
         tmp_path / "data",
-        "--log-dir",
-        str(logs),
-        "--auth-keys",
-        str(keys),
-        "--operators",
-        "alice",
+        *keyed_and_logged(tmp_path, logs),
         f"--tls-cert={agents.cert}",
         f"--tls-key={agents.key}",
         f"--tls-client-ca={ca.cert}",
