@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from dataclasses import asdict
 from typing import Any, Concatenate, ParamSpec, TypeVar
@@ -47,6 +48,7 @@ _ENTRY_FIELDS = tuple(OutboxEntry.__dataclass_fields__)
 CONNECT_TIMEOUT = 1.0
 READ_TIMEOUT = 2.0
 PROBE_TIMEOUT = 0.5  # a PING telling a slow read from a Redis that does not answer
+OPEN_PATIENCE = 10.0  # seconds a Redis that accepts connections may take to answer at open
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -166,7 +168,7 @@ class RedisBase(ServerPing):
             max_connections=MAX_CONNECTIONS,
         )
         try:
-            await client.ping()
+            await _first_ping(client)
         except Exception as exc:
             await client.aclose()
             raise StoreError(f"cannot reach Redis at {self.url}: {exc}") from exc
@@ -387,3 +389,20 @@ class RedisBase(ServerPing):
         if await self._redis.get(key) != document:
             return False
         return bool(await self._redis.delete(key))
+
+
+async def _first_ping(client: Any) -> None:
+    """PING at open. A Redis that accepts the connection but answers slowly (an fsync of its
+    append-only file stalled by a busy disk) is waited for, up to `OPEN_PATIENCE`: the agent
+    would otherwise exit at start over a pause its calls later ride out. A Redis that refuses
+    the connection is reported at once."""
+    from redis.exceptions import TimeoutError as RedisTimeoutError
+
+    deadline = time.monotonic() + OPEN_PATIENCE
+    while True:
+        try:
+            await client.ping()
+            return
+        except RedisTimeoutError:
+            if time.monotonic() >= deadline:
+                raise

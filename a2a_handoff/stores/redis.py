@@ -9,8 +9,9 @@ default (an acknowledged write is on disk): the store refuses to open otherwise,
 says `durability=none` (`stores._redis_durability`).
 
 Calls have timeouts (connect 1 s, read 2 s by default; `socket_connect_timeout` and
-`socket_timeout` in the URL) and are not retried blindly: while Redis cannot be reached every
-call fails at once with StoreDownError, one probe a half-second finding it back
+`socket_timeout` in the URL) and are not retried blindly (but for the first PING at open: a
+Redis slow to answer gets 10 s): while Redis cannot be reached every call fails at once with
+StoreDownError, one probe a half-second finding it back
 (`stores._guard`). Idle pooled connections are checked before use, so the connections a Redis
 restart broke are replaced rather than failing a call.
 

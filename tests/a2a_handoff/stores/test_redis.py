@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import signal
 from pathlib import Path
 
 import pytest
@@ -99,6 +100,23 @@ async def test_a_redis_restart_loses_nothing_acknowledged(tmp_path: Path) -> Non
             fresh = TaskRecord(task, "alice", 1, now, now)
             await store.commit(Commit(fresh, [StreamResponse(task=task)]))  # it takes writes
     finally:
+        server.stop()
+
+
+async def test_a_redis_slow_to_answer_at_open_is_waited_for(tmp_path: Path) -> None:
+    """A Redis that takes its connections but answers late (its fsync stalled by a busy
+    disk) is waited for at open, where one timed-out PING made the agent exit."""
+    server = RedisServer(tmp_path / "redis").start()
+    assert server.proc is not None
+    try:
+        server.proc.send_signal(signal.SIGSTOP)  # connections accepted, nothing answered
+        # Paused past the 2 s read timeout: the first PING times out before it is resumed.
+        asyncio.get_running_loop().call_later(3.0, server.proc.send_signal, signal.SIGCONT)
+        async with RedisTaskStore.from_url(server.store_url()) as store:
+            record = await create(store)
+            assert await store.get(record.id) == record
+    finally:
+        server.proc.send_signal(signal.SIGCONT)
         server.stop()
 
 
