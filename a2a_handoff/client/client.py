@@ -167,7 +167,11 @@ class AgentClient:
     carry a signature by one of them. `grpc`: the transport for agents whose card offers
     gRPC alone (made when first needed, with `grpc_tls`: the PEM root CAs, private key and
     certificate chain its TLS channels trust and present, each None for gRPC's default: its
-    roots, no client certificate).
+    roots, no client certificate). `read_cards`: each agent's card is read before the first
+    call to it (`addressed`), so that every call goes where its card says — the tenant it
+    names, gRPC when it offers gRPC alone — even one that comes before anything else read it
+    (after a restart, to an agent a handoff reached earlier); an agent's own client and the
+    orchestrator's do.
     """
 
     def __init__(
@@ -185,8 +189,10 @@ class AgentClient:
         trust: TrustList | None = None,
         grpc: GrpcTransport | None = None,
         grpc_tls: GrpcTls | None = None,
+        read_cards: bool = False,
     ) -> None:
         self.http = http
+        self.read_cards = read_cards
         self.grpc = grpc
         self.grpc_tls = grpc_tls
         self.trust = trust
@@ -330,8 +336,8 @@ class AgentClient:
 
     async def addressed(self, url: str) -> None:
         """Read the agent's card unless this client read it already, so that calls to it
-        go where it says (the tenant it names, gRPC when it offers gRPC alone): for a call
-        that may come first — after a restart, say — to an agent a handoff reached before."""
+        go where it says (the tenant it names, gRPC when it offers gRPC alone); made before
+        every call by a client that `read_cards`."""
         if not any(one in self._cards for one in replicas(url)):
             await self.card(url)
 
@@ -427,6 +433,8 @@ class AgentClient:
         makes the result of the answer (the JSON-RPC result, by default). The call names
         the tenant the agent's card names (`card_tenant=False`: the params name their own,
         or none)."""
+        if self.read_cards:
+            await self.addressed(url)
         head = f'{{"jsonrpc":"2.0","id":{next(self._ids)},"method":{json.dumps(method)},"params":'
         untenanted = f"{head}{params_json}}}".encode()
 
@@ -540,6 +548,8 @@ class AgentClient:
         """A stream from the first replica that opens one (streams carry a message id or a
         task id: opening one elsewhere never duplicates work). Once events flowed, a failure
         is raised: the caller resumes with Last-Event-ID."""
+        if self.read_cards:
+            await self.addressed(address)
         urls = ordered(address, self._preferred)
         for i, url in enumerate(urls):
             started = False

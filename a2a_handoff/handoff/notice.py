@@ -41,7 +41,6 @@ class Notices:
         rules = Rules(target.agent)
         while True:
             try:
-                await self.client.addressed(target.url)  # the tenant its card names
                 result = await self.client.call_json(
                     target.url, "SendMessage", params, extensions=[URI], idempotent=True
                 )

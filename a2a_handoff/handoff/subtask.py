@@ -63,7 +63,6 @@ class SubTasks:
         rules, tries = Rules(envelope.target.agent), Tries()
         while True:
             try:
-                await self.client.addressed(envelope.target.url)  # the tenant its card names
                 result = await self.client.call_json(
                     envelope.target.url, "SendMessage", params, extensions=[URI], idempotent=True
                 )
@@ -96,7 +95,6 @@ class SubTasks:
             if settled(task.status.state):
                 return task
             try:
-                await self.client.addressed(url)
                 try:
                     async for _, item in self.client.subscribe(url, task.id, resumes=0):
                         update = item.status_update
@@ -135,7 +133,6 @@ class SubTasks:
         }
         while True:
             try:
-                await self.client.addressed(url)
                 result = await self.client.call(url, "SendMessage", params, idempotent=True)
                 return Task.model_validate(result.get("task") if isinstance(result, dict) else None)
             except RemoteError as exc:
@@ -153,7 +150,6 @@ class SubTasks:
         deadline, failures = loop.time() + within, 0
         while True:
             try:
-                await self.client.addressed(url)
                 try:
                     return await self.client.cancel(url, task_id)
                 except RemoteError as exc:
@@ -178,7 +174,6 @@ class SubTasks:
         """Cancel the sub-task (best effort, bounded: the delegate may have ended it)."""
         try:
             async with asyncio.timeout(within):
-                await self.client.addressed(url)
                 await self.client.cancel(url, task_id)
         except (*TRIES, TimeoutError) as exc:
             log.info("cancel of sub-task %s at %s: %s", task_id, url, exc)

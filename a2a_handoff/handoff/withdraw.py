@@ -103,8 +103,6 @@ class Withdrawal:
         signature = self.trust.sign_envelope(body.encode())
         params = create_params(envelope, body, signature, withdraw=True)
         try:
-            # In the tenant the handoff was delivered to: the one the target's card names.
-            await self.client.addressed(entry.target_url)
             answer = await self.client.call_json(
                 entry.target_url, "SendMessage", params, extensions=[URI], idempotent=True
             )

@@ -33,10 +33,12 @@ def default_client(
     grpc_tls = None if tls is None else grpc_channel_tls(tls)  # gRPC-only peers: the same
     if urllib.request.getproxies().keys() & {"http", "all"}:
         http = httpx.AsyncClient(timeout=timeout, verify=verify)
-        return AgentClient(http, credentials=credentials, grpc_tls=grpc_tls)
+        return AgentClient(http, credentials=credentials, grpc_tls=grpc_tls, read_cards=True)
     transport = Http11Transport(fallback=httpx.AsyncHTTPTransport(verify=verify))
     http = httpx.AsyncClient(timeout=timeout, transport=transport)
-    return AgentClient(http, direct=transport, credentials=credentials, grpc_tls=grpc_tls)
+    return AgentClient(
+        http, direct=transport, credentials=credentials, grpc_tls=grpc_tls, read_cards=True
+    )
 
 
 def mcp_tools(config: ToolsConfig) -> McpTools | None:

@@ -108,6 +108,22 @@ async def test_addressed_reads_a_card_once_so_that_a_first_call_finds_its_tenant
     assert agent.tenants() == ["acme"] * 3
 
 
+async def test_a_client_that_reads_cards_reads_one_before_its_first_call_and_stream() -> None:
+    calls, streams = Agent("acme"), Agent("acme")
+    async with agent_client(calls, read_cards=True, card_ttl=0) as client:
+        await client.get_task(URL, "t")  # the first call: the card is read before it
+        await client.call_json(URL, "GetTask", '{"id":"t"}')
+    async with agent_client(streams, read_cards=True) as client:
+        _ = [item async for item in client.subscribe(URL, "t")]  # a stream first
+        await client.cancel(URL, "t")
+    assert (calls.cards_read, calls.tenants()) == (1, ["acme", "acme"])  # once, even stale
+    assert (streams.cards_read, streams.tenants()) == (1, ["acme", "acme"])
+    plain = Agent("acme")
+    async with agent_client(plain) as client:  # by default, only what was read is followed
+        await client.get_task(URL, "t")
+    assert (plain.cards_read, plain.tenants()) == (0, [None])
+
+
 async def test_each_agent_is_called_in_the_tenant_its_own_card_names() -> None:
     acme, other = Agent("acme"), Agent(None)
 
@@ -172,3 +188,14 @@ def test_a_tenant_is_put_first_into_params_already_encoded() -> None:
         "n": {"a": 1},
     }
     assert with_tenant('{"id":"t"}', 'x"y') == '{"tenant":"x\\"y","id":"t"}'  # encoded
+
+
+async def test_an_agents_client_and_the_orchestrators_read_cards_before_calls() -> None:
+    """What makes an agent's first call after a restart (a notice, a sub-task's follow-up, a
+    withdrawal) and an operator's inbox go to the tenant the card names."""
+    from a2a_handoff.server._wiring import default_client
+    from orchestrator.__main__ import _client
+
+    for client in (default_client(None), _client({})):
+        assert client.read_cards
+        await client.aclose()
