@@ -141,7 +141,6 @@ def _client(keys: Keys) -> AgentClient:
         retry=RetryPolicy(attempts=3, total_seconds=5.0),
         extensions=[HANDOFF_EXTENSION_URI],
         breaker_threshold=3,
-        read_cards=True,
     )
 
 

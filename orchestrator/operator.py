@@ -47,6 +47,7 @@ def _age(stamp: str | None, now: datetime) -> float:
 async def inbox(client: AgentClient, url: str) -> list[Item]:
     """The escalations waiting for an operator at the human agent `url`, oldest first: in
     the tenant its card names (where agents escalate to it), as an operator sees them."""
+    await client.addressed(url)
     now = datetime.now(UTC)
     items: list[Item] = []
     token = ""

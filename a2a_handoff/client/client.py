@@ -170,8 +170,7 @@ class AgentClient:
     roots, no client certificate). `read_cards`: each agent's card is read before the first
     call to it (`addressed`), so that every call goes where its card says — the tenant it
     names, gRPC when it offers gRPC alone — even one that comes before anything else read it
-    (after a restart, to an agent a handoff reached earlier); an agent's own client and the
-    orchestrator's do.
+    (after a restart, to an agent a handoff reached earlier); an agent's own client does.
     """
 
     def __init__(

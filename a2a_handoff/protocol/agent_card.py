@@ -96,13 +96,36 @@ class HttpAuthSecurityScheme(WireModel):
 
 
 class SecurityScheme(WireModel):
-    """A oneof; the OAuth, OpenID Connect and mTLS members are carried as plain objects."""
+    """A oneof; the OAuth, OpenID Connect and mTLS members are carried as plain objects.
+
+    An A2A 0.3 scheme (OpenAPI's form, `{"type": "apiKey", "in": …, "name": …}`) is read as
+    its 1.0 member: a card serving 0.3 clients too carries its schemes in that form (a
+    gateway's card does, `protocol.v03.card_v03`)."""
 
     api_key_security_scheme: ApiKeySecurityScheme | None = None
     http_auth_security_scheme: HttpAuthSecurityScheme | None = None
     oauth2_security_scheme: dict[str, Any] | None = None
     open_id_connect_security_scheme: dict[str, Any] | None = None
     mtls_security_scheme: dict[str, Any] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_v03(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or not isinstance(data.get("type"), str):
+            return data
+        rest = {k: v for k, v in data.items() if k != "type"}
+        kind = data["type"]
+        if kind == "apiKey":
+            member = {"location": rest.pop("in", "header"), **rest}
+            return {"apiKeySecurityScheme": member}
+        if kind == "http":
+            return {"httpAuthSecurityScheme": rest}
+        members = {
+            "oauth2": "oauth2SecurityScheme",
+            "openIdConnect": "openIdConnectSecurityScheme",
+            "mutualTLS": "mtlsSecurityScheme",
+        }
+        return {members[kind]: rest} if kind in members else data
 
     @model_validator(mode="after")
     def _one_member(self) -> SecurityScheme:

@@ -190,12 +190,11 @@ def test_a_tenant_is_put_first_into_params_already_encoded() -> None:
     assert with_tenant('{"id":"t"}', 'x"y') == '{"tenant":"x\\"y","id":"t"}'  # encoded
 
 
-async def test_an_agents_client_and_the_orchestrators_read_cards_before_calls() -> None:
+async def test_an_agents_client_reads_cards_before_calls() -> None:
     """What makes an agent's first call after a restart (a notice, a sub-task's follow-up, a
-    withdrawal) and an operator's inbox go to the tenant the card names."""
+    withdrawal) go to the tenant the card names."""
     from a2a_handoff.server._wiring import default_client
-    from orchestrator.__main__ import _client
 
-    for client in (default_client(None), _client({})):
-        assert client.read_cards
-        await client.aclose()
+    client = default_client(None)
+    assert client.read_cards
+    await client.aclose()

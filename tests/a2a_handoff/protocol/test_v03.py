@@ -3,6 +3,7 @@ become what a 0.3 client parses."""
 
 from __future__ import annotations
 
+from a2a_handoff.protocol.agent_card import AgentCard, build_card
 from a2a_handoff.protocol.models import Message, SendMessageRequest
 from a2a_handoff.protocol.v03 import (
     card_v03,
@@ -157,3 +158,21 @@ def test_the_0_3_card_members() -> None:
         "bearer": {"type": "http", "scheme": "bearer"},
     }
     assert out["security"] == [{"apiKey": []}]
+
+
+def test_a_card_carrying_the_0_3_members_reads_back_as_the_1_0_card() -> None:
+    """A card that serves 0.3 clients too (a gateway's) has its schemes in 0.3's form: a 1.0
+    reader — our client — reads each as its 1.0 member, not as an invalid scheme."""
+    schemes = {
+        "apiKey": {"apiKeySecurityScheme": {"location": "header", "name": "X-API-Key"}},
+        "bearer": {"httpAuthSecurityScheme": {"scheme": "bearer", "bearerFormat": "JWT"}},
+        "oauth": {"oauth2SecurityScheme": {"flows": {"clientCredentials": {"tokenUrl": "t"}}}},
+        "oidc": {"openIdConnectSecurityScheme": {"openIdConnectUrl": "https://i/.wk"}},
+        "mtls": {"mtlsSecurityScheme": {}},
+    }
+    card = build_card("gateway", "http://h/").dump()
+    card["securitySchemes"] = schemes
+    served = {**card, **card_v03(card)}
+    assert served["securitySchemes"]["apiKey"]["type"] == "apiKey"  # as 0.3 clients read it
+    read = AgentCard.model_validate(served).dump()
+    assert read["securitySchemes"] == schemes
