@@ -64,6 +64,16 @@ def start(base: int, data: Path, *extra: str) -> subprocess.Popen[str]:
     )
 
 
+def refused(base: int, data: Path, *extra: str) -> str:
+    """`servers all` with `extra`, refused as a usage error before anything starts: its
+    stderr (nothing was printed on stdout)."""
+    proc = start(base, data, *extra)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 64, err
+    assert out == ""
+    return err
+
+
 def keyed_and_logged(tmp_path: Path, logs: Path) -> tuple[str, ...]:
     """`all`'s flags for a key per agent and user (alice the operator), logs in `logs`."""
     keys = tmp_path / "keys"
@@ -167,26 +177,18 @@ def test_all_under_auth_needs_a_key_per_calling_agent_and_operators(tmp_path: Pa
     keys.write_text("triage=kt\nuser=ku\n")
     keys.chmod(0o600)
     base = four_free_ports()
-    proc = start(base, tmp_path / "data", "--auth-keys", str(keys), "--operators", "alice")
-    out, err = proc.communicate(timeout=30)
-    assert proc.returncode == 64
+    err = refused(base, tmp_path / "data", "--auth-keys", str(keys), "--operators", "alice")
     assert f"{keys} has no key for billing, human" in err
     assert "add lines billing=KEY, human=KEY" in err
     keys.write_text("triage=kt\nbilling=kb\nhuman=kh\n")
-    proc = start(base, tmp_path / "data", "--auth-keys", str(keys))
-    out, err = proc.communicate(timeout=30)
-    assert proc.returncode == 64
+    err = refused(base, tmp_path / "data", "--auth-keys", str(keys))
     assert "the human agent needs --operators" in err
-    assert out == ""
 
 
 def test_all_with_an_issuer_needs_api_keys_for_the_agents_calls(tmp_path: Path) -> None:
     # The agents call each other with API keys: with tokens alone every handoff would be 401.
-    proc = start(four_free_ports(), tmp_path / "data", "--oidc-issuer", "https://id.example")
-    out, err = proc.communicate(timeout=30)
-    assert proc.returncode == 64
+    err = refused(four_free_ports(), tmp_path / "data", "--oidc-issuer", "https://id.example")
     assert "--oidc-issuer needs --auth-keys or --auth-env here" in err
-    assert out == ""
 
 
 def call(http: httpx.Client, url: str, method: str, params: dict[str, Any], key: str) -> Any:
@@ -318,17 +320,14 @@ def test_ctrl_c_in_a_terminal_lets_every_agent_drain(tmp_path: Path) -> None:
 def test_all_refuses_mutual_tls_without_api_keys(tmp_path: Path) -> None:
     ca = TestCA(tmp_path / "pki")
     agents = ca.issue("agents")
-    proc = start(
+    err = refused(
         four_free_ports(),
         tmp_path / "data",
         f"--tls-cert={agents.cert}",
         f"--tls-key={agents.key}",
         f"--tls-client-ca={ca.cert}",
     )
-    out, err = proc.communicate(timeout=30)
-    assert proc.returncode == 64
     assert "--tls-client-ca needs --auth-keys or --auth-env here" in err
-    assert out == ""
 
 
 def test_all_says_when_its_agents_would_not_accept_their_certificate(tmp_path: Path) -> None:
@@ -336,7 +335,7 @@ def test_all_says_when_its_agents_would_not_accept_their_certificate(tmp_path: P
     # know the test CA. Said at once, rather than after a minute of "not serving".
     ca = TestCA(tmp_path / "pki")
     agents = ca.issue("agents")
-    proc = start(
+    err = refused(
         four_free_ports(),
         tmp_path / "data",
         "--log-dir",
@@ -344,22 +343,13 @@ def test_all_says_when_its_agents_would_not_accept_their_certificate(tmp_path: P
         f"--tls-cert={agents.cert}",
         f"--tls-key={agents.key}",
     )
-    out, err = proc.communicate(timeout=30)
-    assert proc.returncode == 64, err
     assert ": its certificate is not one its peers accept at https://127.0.0.1:" in err
     assert "unable to get local issuer certificate" in err
     assert "(check --tls-ca, and that the certificate names --host)" in err
-    assert out == ""
 
 
 def test_all_refuses_a_bad_duration_or_bound_before_anything_starts(tmp_path: Path) -> None:
-    proc = start(four_free_ports(), tmp_path / "data", "--retain", "30")
-    out, err = proc.communicate(timeout=30)
-    assert proc.returncode == 64
+    err = refused(four_free_ports(), tmp_path / "data", "--retain", "30")
     assert "argument --retain: a duration is a positive number and a unit" in err
-    assert out == ""
-    proc = start(four_free_ports(), tmp_path / "data", "--close-seconds", "-1")
-    out, err = proc.communicate(timeout=30)
-    assert proc.returncode == 64
+    err = refused(four_free_ports(), tmp_path / "data", "--close-seconds", "-1")
     assert "close must be a number of seconds 0 or more" in err
-    assert out == ""
