@@ -392,12 +392,10 @@ class RedisBase(ServerPing):
 
 
 async def _first_ping(client: Any) -> None:
-    """PING at open. A Redis that accepts the connection but answers slowly (an fsync of its
-    append-only file stalled by a busy disk) is waited for, up to `OPEN_PATIENCE`: the agent
-    would otherwise exit at start over a pause its calls later ride out. A Redis that refuses
-    the connection is reported at once."""
-    from redis.exceptions import TimeoutError as RedisTimeoutError
-
+    """PING at open. A Redis that answers late (an fsync of its append-only file stalled by
+    a busy disk), or whose connection times out, is tried again until `OPEN_PATIENCE` has
+    passed: the agent would otherwise exit at start over a pause its calls later ride out. A
+    Redis that refuses the connection is reported at once."""
     deadline = time.monotonic() + OPEN_PATIENCE
     while True:
         try:
